@@ -1,0 +1,7 @@
+/* tensorflow/lite/c/builtin_op_data.h: part of the TensorFlow Lite 2.19 C API as implemented by this library.
+ * Everything is declared in the one header generated from the Rust sources,
+ * tensorflow/lite/core/c/c_api.h; this file exists so TFLite's include paths work. */
+#ifndef TFLITE_RS_SHIM_TENSORFLOW_LITE_C_BUILTIN_OP_DATA_H
+#define TFLITE_RS_SHIM_TENSORFLOW_LITE_C_BUILTIN_OP_DATA_H
+#include "tensorflow/lite/core/c/c_api.h"
+#endif

@@ -1,0 +1,131 @@
+//! tflite-bench: load a model, run it N times, print init time, latency (median, min),
+//! arena / persistent bytes beside the planner's lower bound, and (with --profile) a
+//! per-op profile. In the spirit of TFLite's benchmark_model.
+//!
+//! usage: tflite-bench MODEL.tflite [--runs N] [--warmup N] [--threads N] [--profile]
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tensorflowlite_c::interpreter::{Interpreter, InterpreterConfig};
+use tensorflowlite_c::model::Model;
+use tensorflowlite_c::resolver::builtin::builtin_op_resolver;
+
+struct Args {
+    model: String,
+    runs: usize,
+    warmup: usize,
+    threads: i32,
+    profile: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut it = std::env::args().skip(1);
+    let mut a = Args { model: String::new(), runs: 50, warmup: 3, threads: 1, profile: false };
+    while let Some(arg) = it.next() {
+        let mut num = |name: &str| -> Result<usize, String> {
+            it.next().and_then(|v| v.parse().ok()).ok_or_else(|| format!("{name} needs a number"))
+        };
+        match arg.as_str() {
+            "--runs" => a.runs = num("--runs")?.max(1),
+            "--warmup" => a.warmup = num("--warmup")?,
+            "--threads" => a.threads = num("--threads")? as i32,
+            "--profile" => a.profile = true,
+            "-h" | "--help" => return Err(String::new()),
+            s if s.starts_with('-') => return Err(format!("unknown flag {s}")),
+            s => a.model = s.to_string(),
+        }
+    }
+    if a.model.is_empty() {
+        return Err("no model given".into());
+    }
+    Ok(a)
+}
+
+fn fill_inputs(interp: &mut Interpreter) {
+    let inputs = interp.primary().inputs().to_vec();
+    for idx in inputs {
+        if let Some(t) = interp.primary_mut().tensor_ptr(idx) {
+            // SAFETY: `t` points into the primary subgraph's tensor table; after
+            // AllocateTensors its data holds `bytes` writable bytes (or is NULL).
+            unsafe {
+                let p = (*t).data_ptr() as *mut u8;
+                if !p.is_null() {
+                    for i in 0..(*t).bytes {
+                        *p.add(i) = (i % 7) as u8;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn run(a: &Args) -> Result<(), String> {
+    let t0 = Instant::now();
+    let model = Model::from_file(std::path::Path::new(&a.model)).map_err(|e| e.message)?;
+    let resolver = builtin_op_resolver();
+    let config = InterpreterConfig { num_threads: a.threads, ..InterpreterConfig::default() };
+    let mut interp = Interpreter::new(Arc::new(model), &resolver, config).map_err(|e| e.message)?;
+    interp.allocate_tensors().map_err(|e| e.message)?;
+    let init = t0.elapsed();
+    fill_inputs(&mut interp);
+    for _ in 0..a.warmup {
+        interp.invoke().map_err(|e| e.message)?;
+    }
+    interp.primary_mut().enable_profiling(a.profile);
+    let mut times = Vec::with_capacity(a.runs);
+    let nodes = interp.primary().execution_plan().len();
+    let mut per_node = vec![Duration::ZERO; nodes];
+    for _ in 0..a.runs {
+        let s = Instant::now();
+        interp.invoke().map_err(|e| e.message)?;
+        times.push(s.elapsed());
+        if let Some(p) = interp.primary().profile() {
+            for (acc, d) in per_node.iter_mut().zip(p) {
+                *acc += *d;
+            }
+        }
+    }
+    times.sort();
+    let stats = interp.primary().memory_stats();
+    println!("model: {}", a.model);
+    println!("threads: {}  runs: {}  warmup: {}", a.threads, a.runs, a.warmup);
+    println!("init_ms: {:.3}", ms(init));
+    println!("latency_median_ms: {:.3}", ms(times[times.len() / 2]));
+    println!("latency_min_ms: {:.3}", ms(times[0]));
+    println!("arena_bytes: {}", stats.arena_bytes);
+    println!("persistent_bytes: {}", stats.persistent_bytes);
+    println!("arena_lower_bound_bytes: {}", stats.lower_bound_bytes);
+    if a.profile {
+        println!("per-op profile (average over {} runs):", a.runs);
+        let sg = interp.primary();
+        for (step, &ni) in sg.execution_plan().iter().enumerate() {
+            let name = sg.node_entry(ni as usize).map_or("?", |n| n.op_name.as_str());
+            println!("  node {ni:4} {name:24} {:10.4} ms", ms(per_node[step]) / a.runs as f64);
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match parse_args() {
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("tflite-bench: {e}");
+            }
+            eprintln!("usage: tflite-bench MODEL.tflite [--runs N] [--warmup N] [--threads N] [--profile]");
+            ExitCode::from(2)
+        }
+        Ok(a) => match run(&a) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("tflite-bench: {e}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}

@@ -1,0 +1,241 @@
+//! The functions stored in every subgraph's `TfLiteContext`: what C kernels and
+//! delegates call back into. Each one finds its subgraph through `context->impl_` and
+//! never unwinds into C.
+
+use super::subgraph::Subgraph;
+use crate::abi::arrays::{OwnedIntArray, int_array_free, int_array_slice};
+use crate::abi::types::*;
+use core::ffi::{c_char, c_int};
+use std::ffi::CStr;
+
+unsafe extern "C" {
+    /// Implemented in src/c_api/variadic.c: formats and forwards to `TfLiteInternalReportMessage`.
+    fn tflite_rs_context_report_error(context: *mut TfLiteContext, format: *const c_char, ...);
+}
+
+/// The subgraph a context belongs to.
+///
+/// # Safety
+/// `ctx` must be NULL or a context created by this runtime whose subgraph is alive, and
+/// the caller must not hold another reference to that subgraph across the returned one.
+pub unsafe fn subgraph_from_context<'a>(ctx: *const TfLiteContext) -> Option<&'a mut Subgraph> {
+    if ctx.is_null() {
+        return None;
+    }
+    // SAFETY: per the function contract, `impl_` is the owning subgraph (set by sync_context).
+    unsafe { ((*ctx).impl_ as *mut Subgraph).as_mut() }
+}
+
+/// A context with TFLite's callbacks and the delegate-only ones set to the "forbidden" stubs.
+pub fn new_context(num_threads: i32) -> TfLiteContext {
+    TfLiteContext {
+        tensors_size: 0,
+        GetExecutionPlan: Some(forbidden_get_execution_plan),
+        tensors: core::ptr::null_mut(),
+        impl_: core::ptr::null_mut(),
+        ResizeTensor: Some(resize_tensor),
+        ReportError: Some(tflite_rs_context_report_error),
+        AddTensors: Some(add_tensors),
+        GetNodeAndRegistration: Some(forbidden_get_node_and_registration),
+        ReplaceNodeSubsetsWithDelegateKernels: Some(forbidden_replace_node_subsets),
+        recommended_num_threads: num_threads,
+        GetExternalContext: Some(get_external_context),
+        SetExternalContext: Some(set_external_context),
+        allow_fp32_relax_to_fp16: false,
+        profiler: core::ptr::null_mut(),
+        AllocatePersistentBuffer: None,
+        AllocateBufferForEval: None,
+        RequestScratchBufferInArena: None,
+        GetScratchBuffer: None,
+        ResizeTensorExplicit: None,
+        PreviewDelegatePartitioning: Some(forbidden_preview_partitioning),
+        GetTensor: None,
+        GetEvalTensor: None,
+        GetModelMetadata: Some(get_model_metadata),
+        AcquireSubgraphContext: Some(forbidden_acquire_subgraph_context),
+        ReleaseSubgraphContext: Some(forbidden_release_subgraph_context),
+    }
+}
+
+fn guard<R>(default: R, f: impl FnOnce() -> R) -> R {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(default)
+}
+
+/// Delivers a formatted message to the subgraph's reporter (stderr without one).
+///
+/// # Safety
+/// `context` is NULL or a live runtime context; `message` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TfLiteInternalReportMessage(context: *mut TfLiteContext, message: *const c_char) {
+    guard((), || {
+        if message.is_null() {
+            return;
+        }
+        // SAFETY: `message` is NUL-terminated (formatted by variadic.c).
+        let msg = unsafe { CStr::from_ptr(message) }.to_string_lossy();
+        // SAFETY: per the function contract.
+        match unsafe { subgraph_from_context(context) } {
+            Some(sg) => sg.report(&msg),
+            None => eprintln!("ERROR: {msg}"),
+        }
+    })
+}
+
+const FORBIDDEN: &str = "The function is forbidden if not calling in delegate.";
+
+fn report_forbidden(context: *mut TfLiteContext) -> TfLiteStatus {
+    // SAFETY: the context was passed to us by C code that got it from the runtime.
+    if let Some(sg) = unsafe { subgraph_from_context(context) } {
+        sg.report(FORBIDDEN);
+    }
+    TfLiteStatus::kTfLiteError
+}
+
+unsafe extern "C" fn forbidden_get_execution_plan(context: *mut TfLiteContext, _p: *mut *mut TfLiteIntArray) -> TfLiteStatus {
+    guard(TfLiteStatus::kTfLiteError, || report_forbidden(context))
+}
+
+unsafe extern "C" fn forbidden_get_node_and_registration(
+    context: *mut TfLiteContext,
+    _i: c_int,
+    _n: *mut *mut TfLiteNode,
+    _r: *mut *mut TfLiteRegistration,
+) -> TfLiteStatus {
+    guard(TfLiteStatus::kTfLiteError, || report_forbidden(context))
+}
+
+unsafe extern "C" fn forbidden_replace_node_subsets(
+    context: *mut TfLiteContext,
+    _reg: TfLiteRegistration,
+    _nodes: *const TfLiteIntArray,
+    _d: *mut TfLiteDelegate,
+) -> TfLiteStatus {
+    guard(TfLiteStatus::kTfLiteError, || report_forbidden(context))
+}
+
+unsafe extern "C" fn forbidden_preview_partitioning(
+    context: *mut TfLiteContext,
+    _nodes: *const TfLiteIntArray,
+    _p: *mut *mut TfLiteDelegateParams,
+    _n: *mut c_int,
+) -> TfLiteStatus {
+    guard(TfLiteStatus::kTfLiteError, || report_forbidden(context))
+}
+
+unsafe extern "C" fn forbidden_acquire_subgraph_context(
+    context: *mut TfLiteContext,
+    _i: c_int,
+    _c: *mut *mut TfLiteContext,
+) -> TfLiteStatus {
+    guard(TfLiteStatus::kTfLiteError, || report_forbidden(context))
+}
+
+unsafe extern "C" fn forbidden_release_subgraph_context(context: *mut TfLiteContext, _i: c_int) -> TfLiteStatus {
+    guard(TfLiteStatus::kTfLiteError, || report_forbidden(context))
+}
+
+/// `ResizeTensor`: takes ownership of `new_size` in every case, as TFLite documents.
+unsafe extern "C" fn resize_tensor(context: *mut TfLiteContext, tensor: *mut TfLiteTensor, new_size: *mut TfLiteIntArray) -> TfLiteStatus {
+    guard(TfLiteStatus::kTfLiteError, || {
+        // SAFETY: C passes a context it got from us.
+        let Some(sg) = (unsafe { subgraph_from_context(context) }) else {
+            // SAFETY: we own `new_size` from here on.
+            unsafe { int_array_free(new_size) };
+            return TfLiteStatus::kTfLiteError;
+        };
+        if new_size.is_null() {
+            sg.report("ResizeTensor: new_size is NULL");
+            return TfLiteStatus::kTfLiteError;
+        }
+        // SAFETY: `new_size` is a malloc'ed int array handed to us; copy then free it.
+        let dims = unsafe { int_array_slice(new_size) }.to_vec();
+        // SAFETY: as above.
+        unsafe { int_array_free(new_size) };
+        let Some(index) = sg.tensor_index_of(tensor) else {
+            sg.report("ResizeTensor: tensor does not belong to this context");
+            return TfLiteStatus::kTfLiteError;
+        };
+        let Some(arr) = OwnedIntArray::new(&dims) else {
+            return TfLiteStatus::kTfLiteError;
+        };
+        match sg.resize_tensor(index, arr) {
+            Ok(()) => TfLiteStatus::kTfLiteOk,
+            Err(e) => {
+                sg.report(&e.message);
+                e.status
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn add_tensors(context: *mut TfLiteContext, n: c_int, first: *mut c_int) -> TfLiteStatus {
+    guard(TfLiteStatus::kTfLiteError, || {
+        // SAFETY: C passes a context it got from us.
+        let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return TfLiteStatus::kTfLiteError };
+        let Ok(n) = usize::try_from(n) else {
+            sg.report("AddTensors: negative count");
+            return TfLiteStatus::kTfLiteError;
+        };
+        match sg.add_tensors(n) {
+            Ok(idx) => {
+                if !first.is_null() {
+                    // SAFETY: non-NULL out-pointer supplied by the caller.
+                    unsafe { *first = idx as c_int };
+                }
+                TfLiteStatus::kTfLiteOk
+            }
+            Err(e) => {
+                sg.report(&e.message);
+                TfLiteStatus::kTfLiteError
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn get_external_context(context: *mut TfLiteContext, ty: TfLiteExternalContextType) -> *mut TfLiteExternalContext {
+    guard(core::ptr::null_mut(), || {
+        // SAFETY: C passes a context it got from us.
+        let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return core::ptr::null_mut() };
+        let i = ty as usize;
+        sg.external_contexts.get(i).copied().unwrap_or(core::ptr::null_mut())
+    })
+}
+
+unsafe extern "C" fn set_external_context(context: *mut TfLiteContext, ty: TfLiteExternalContextType, ctx: *mut TfLiteExternalContext) {
+    guard((), || {
+        // SAFETY: C passes a context it got from us.
+        let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return };
+        if let Some(slot) = sg.external_contexts.get_mut(ty as usize) {
+            *slot = ctx;
+        }
+    })
+}
+
+unsafe extern "C" fn get_model_metadata(
+    context: *const TfLiteContext,
+    name: *const c_char,
+    ptr: *mut *const c_char,
+    bytes: *mut usize,
+) -> TfLiteStatus {
+    guard(TfLiteStatus::kTfLiteError, || {
+        // SAFETY: C passes a context it got from us.
+        let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return TfLiteStatus::kTfLiteError };
+        if name.is_null() || ptr.is_null() || bytes.is_null() {
+            return TfLiteStatus::kTfLiteError;
+        }
+        // SAFETY: NUL-terminated name from the caller.
+        let Ok(name) = (unsafe { CStr::from_ptr(name) }).to_str() else { return TfLiteStatus::kTfLiteError };
+        match sg.model().metadata(name) {
+            Some(data) => {
+                // SAFETY: out-pointers checked non-NULL; the data lives as long as the model,
+                // which the interpreter keeps alive.
+                unsafe {
+                    *ptr = data.as_ptr() as *const c_char;
+                    *bytes = data.len();
+                }
+                TfLiteStatus::kTfLiteOk
+            }
+            None => TfLiteStatus::kTfLiteError,
+        }
+    })
+}

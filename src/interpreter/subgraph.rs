@@ -1,0 +1,594 @@
+//! One subgraph: the C-visible tensor table, the nodes, the execution plan, and the
+//! prepare → plan → commit → invoke cycle.
+//!
+//! Memory: `allocate_tensors` prepares every node (kernels resize their outputs through
+//! `context->ResizeTensor`), then hands all shapes to the arena planner
+//! (`crate::memory`) once and commits one RW arena and one persistent arena, resolving
+//! tensor pointers from offsets. Any resize marks the subgraph uninvokable until the next
+//! `allocate_tensors`, as TFLite does.
+
+use super::context;
+use super::node_ops;
+use super::Reporter;
+use crate::abi::arrays::*;
+use crate::abi::types::*;
+use crate::error::{Error, Result};
+use crate::memory::{self, AlignedBuffer, NodeTensors, PlanRequest, TensorKind};
+use crate::model::Model;
+use crate::model::validate::tensor_bytes;
+use core::ffi::c_void;
+use std::ffi::CString;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// One node with the registration it runs and what it owns.
+pub struct NodeEntry {
+    /// The C-visible node (its arrays are malloc'ed and owned here).
+    pub node: TfLiteNode,
+    /// The registration (a copy; `custom_name` points into `custom_name` below).
+    pub registration: TfLiteRegistration,
+    /// The op's display name ("ADD", or the custom name).
+    pub op_name: String,
+    /// `Some(name)` for a custom op no resolver knew: a placeholder a delegate may claim.
+    pub unresolved_custom: Option<String>,
+    pub(crate) custom_name: Option<CString>,
+    pub(crate) owns_builtin_data: bool,
+    pub(crate) initialized: bool,
+}
+
+/// Arena sizes after planning.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MemoryStats {
+    pub arena_bytes: usize,
+    pub persistent_bytes: usize,
+    pub lower_bound_bytes: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum State {
+    Uninvokable,
+    Invokable,
+}
+
+/// A subgraph. Always boxed: `context.impl_` points back at it.
+pub struct Subgraph {
+    pub(crate) context: TfLiteContext,
+    pub(crate) tensors: Vec<TfLiteTensor>,
+    pub(crate) tensor_names: Vec<Option<CString>>,
+    pub(crate) nodes: Vec<Box<NodeEntry>>,
+    pub(crate) execution_plan: Vec<i32>,
+    pub(crate) inputs: Vec<i32>,
+    pub(crate) outputs: Vec<i32>,
+    pub(crate) variables: Vec<i32>,
+    pub(crate) name: CString,
+    pub(crate) reporter: Reporter,
+    pub(crate) model: Arc<Model>,
+    pub(crate) external_contexts: [*mut TfLiteExternalContext; 5],
+    pub(crate) siblings: Vec<*mut Subgraph>,
+    pub(crate) preserve_intermediates: bool,
+    pub(crate) in_invoke: bool,
+    state: State,
+    arena: AlignedBuffer,
+    persistent: AlignedBuffer,
+    stats: MemoryStats,
+    cancelled: Arc<AtomicBool>,
+    cancellation_enabled: bool,
+    profile: Option<Vec<Duration>>,
+}
+
+impl Subgraph {
+    /// An empty subgraph; the builder fills it.
+    pub(crate) fn new(
+        model: Arc<Model>,
+        name: CString,
+        reporter: Reporter,
+        num_threads: i32,
+        cancelled: Arc<AtomicBool>,
+        cancellation_enabled: bool,
+        preserve_intermediates: bool,
+    ) -> Box<Subgraph> {
+        let mut sg = Box::new(Subgraph {
+            context: context::new_context(num_threads),
+            tensors: Vec::new(),
+            tensor_names: Vec::new(),
+            nodes: Vec::new(),
+            execution_plan: Vec::new(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            variables: Vec::new(),
+            name,
+            reporter,
+            model,
+            external_contexts: [core::ptr::null_mut(); 5],
+            siblings: Vec::new(),
+            preserve_intermediates,
+            in_invoke: false,
+            state: State::Uninvokable,
+            arena: AlignedBuffer::new(0).unwrap_or_else(|_| unreachable!("a zero-byte buffer allocates nothing")),
+            persistent: AlignedBuffer::new(0).unwrap_or_else(|_| unreachable!("a zero-byte buffer allocates nothing")),
+            stats: MemoryStats::default(),
+            cancelled,
+            cancellation_enabled,
+            profile: None,
+        });
+        sg.sync_context();
+        sg
+    }
+
+    /// Re-points the context at this subgraph and its tensor table. Called before any
+    /// C code can see the context, and whenever the table may have moved.
+    pub(crate) fn sync_context(&mut self) {
+        self.context.impl_ = self as *mut Subgraph as *mut c_void;
+        self.context.tensors = self.tensors.as_mut_ptr();
+        self.context.tensors_size = self.tensors.len();
+    }
+
+    pub(crate) fn set_siblings(&mut self, s: Vec<*mut Subgraph>) {
+        self.siblings = s;
+    }
+
+    /// The context pointer C code sees.
+    pub fn context_ptr(&mut self) -> *mut TfLiteContext {
+        self.sync_context();
+        &mut self.context
+    }
+
+    /// Input tensor indices.
+    pub fn inputs(&self) -> &[i32] {
+        &self.inputs
+    }
+    /// Output tensor indices.
+    pub fn outputs(&self) -> &[i32] {
+        &self.outputs
+    }
+    /// Variable tensor indices.
+    pub fn variables(&self) -> &[i32] {
+        &self.variables
+    }
+    /// Number of tensors.
+    pub fn tensors_len(&self) -> usize {
+        self.tensors.len()
+    }
+    /// Number of nodes.
+    pub fn nodes_len(&self) -> usize {
+        self.nodes.len()
+    }
+    /// The execution plan (node indices in order).
+    pub fn execution_plan(&self) -> &[i32] {
+        &self.execution_plan
+    }
+    /// The subgraph's name.
+    pub fn name(&self) -> &CString {
+        &self.name
+    }
+    /// The model this subgraph was built from.
+    pub fn model(&self) -> &Arc<Model> {
+        &self.model
+    }
+    /// Memory sizes of the last plan.
+    pub fn memory_stats(&self) -> MemoryStats {
+        self.stats
+    }
+    /// True once `allocate_tensors` succeeded and nothing was resized since.
+    pub fn is_invokable(&self) -> bool {
+        self.state == State::Invokable
+    }
+    /// Node `i` and its registration.
+    pub fn node_entry(&self, i: usize) -> Option<&NodeEntry> {
+        self.nodes.get(i).map(|b| &**b)
+    }
+    /// Node `i`, mutably.
+    pub fn node_entry_mut(&mut self, i: usize) -> Option<&mut NodeEntry> {
+        self.nodes.get_mut(i).map(|b| &mut **b)
+    }
+
+    /// Pointer to tensor `index`, or `None` if out of range. Valid until tensors are added.
+    pub fn tensor_ptr(&mut self, index: i32) -> Option<*mut TfLiteTensor> {
+        let i = usize::try_from(index).ok()?;
+        self.tensors.get_mut(i).map(|t| t as *mut TfLiteTensor)
+    }
+
+    /// Tensor `index`.
+    pub fn tensor(&self, index: i32) -> Option<&TfLiteTensor> {
+        self.tensors.get(usize::try_from(index).ok()?)
+    }
+
+    /// Index of a tensor given a pointer into the table.
+    pub fn tensor_index_of(&self, t: *const TfLiteTensor) -> Option<usize> {
+        let base = self.tensors.as_ptr() as usize;
+        let p = t as usize;
+        let sz = core::mem::size_of::<TfLiteTensor>();
+        if p < base || (p - base) % sz != 0 {
+            return None;
+        }
+        let i = (p - base) / sz;
+        (i < self.tensors.len()).then_some(i)
+    }
+
+    /// Enables per-node timing in `invoke` (read with `profile`).
+    pub fn enable_profiling(&mut self, on: bool) {
+        self.profile = on.then(Vec::new);
+    }
+
+    /// Per-node durations of the last invoke, in execution-plan order.
+    pub fn profile(&self) -> Option<&[Duration]> {
+        self.profile.as_deref()
+    }
+
+    /// Reports a message through the interpreter's reporter.
+    pub fn report(&self, msg: &str) {
+        (self.reporter)(msg)
+    }
+
+    /// Appends `n` empty tensors; returns the first new index. Invalidates tensor pointers.
+    pub fn add_tensors(&mut self, n: usize) -> Result<usize> {
+        let first = self.tensors.len();
+        if n > 1 << 24 || first + n > i32::MAX as usize {
+            return Err(Error::new(format!("cannot add {n} tensors")));
+        }
+        for _ in 0..n {
+            let mut t = TfLiteTensor::empty();
+            t.dims = int_array_create(0);
+            if t.dims.is_null() {
+                return Err(Error::new("out of memory adding tensors"));
+            }
+            self.tensors.push(t);
+            self.tensor_names.push(None);
+        }
+        self.sync_context();
+        Ok(first)
+    }
+
+    /// Resizes a tensor (ResizeInputTensor semantics): marks the subgraph uninvokable when
+    /// the shape changes.
+    pub fn resize_input_tensor(&mut self, tensor_index: i32, dims: &[i32]) -> Result<()> {
+        let i = usize::try_from(tensor_index)
+            .ok()
+            .filter(|&i| i < self.tensors.len())
+            .ok_or_else(|| Error::new(format!("ResizeInputTensor: tensor index {tensor_index} out of range")))?;
+        let t = &self.tensors[i];
+        if matches!(t.allocation(), Some(TfLiteAllocationType::kTfLiteMmapRo)) {
+            return Err(Error::new(format!("ResizeInputTensor: tensor {tensor_index} is a constant")));
+        }
+        // SAFETY: dims is owned by the tensor.
+        let same = unsafe { int_array_slice(t.dims) } == dims;
+        if same && !t.data_ptr().is_null() {
+            return Ok(());
+        }
+        let arr = OwnedIntArray::new(dims).ok_or_else(|| Error::new("out of memory"))?;
+        self.state = State::Uninvokable;
+        self.resize_tensor(i, arr)
+    }
+
+    /// Sets tensor `i`'s shape to `dims` (taking ownership) and recomputes its size.
+    /// Dynamic tensors get their memory immediately; arena tensors at the next plan.
+    pub(crate) fn resize_tensor(&mut self, i: usize, dims: OwnedIntArray) -> Result<()> {
+        let t = self.tensors.get_mut(i).ok_or_else(|| Error::new(format!("tensor {i} out of range")))?;
+        let dtype = t.data_type().ok_or_else(|| Error::new(format!("tensor {i} has an invalid type")))?;
+        let bytes = tensor_bytes(dtype, dims.as_slice())?;
+        let alloc = t.allocation();
+        match alloc {
+            Some(TfLiteAllocationType::kTfLiteArenaRw)
+            | Some(TfLiteAllocationType::kTfLiteArenaRwPersistent) => {
+                if self.in_invoke && bytes > t.bytes {
+                    return Err(Error::new(format!(
+                        "tensor {i} is not dynamic and cannot grow during Invoke"
+                    )));
+                }
+                if !self.in_invoke {
+                    self.state = State::Uninvokable;
+                }
+            }
+            Some(TfLiteAllocationType::kTfLiteDynamic) => {
+                if bytes != t.bytes || t.data_ptr().is_null() {
+                    dynamic_realloc(t, bytes)?;
+                }
+            }
+            Some(TfLiteAllocationType::kTfLiteCustom) => {
+                if bytes > t.bytes {
+                    return Err(Error::new(format!("tensor {i}: custom allocation of {} bytes is too small for {bytes}", t.bytes)));
+                }
+            }
+            _ => {
+                return Err(Error::new(format!("tensor {i} cannot be resized (allocation type {:?})", alloc)));
+            }
+        }
+        // SAFETY: the old dims array is owned by the tensor (malloc'ed) and replaced here.
+        unsafe { int_array_free(t.dims) };
+        t.dims = dims.into_raw();
+        if !matches!(t.allocation(), Some(TfLiteAllocationType::kTfLiteCustom) | Some(TfLiteAllocationType::kTfLiteDynamic)) {
+            t.bytes = bytes;
+        }
+        Ok(())
+    }
+
+    /// Prepares every node, then plans and commits memory.
+    pub fn allocate_tensors(&mut self) -> Result<()> {
+        self.sync_context();
+        for entry in &self.nodes {
+            if let Some(name) = &entry.unresolved_custom {
+                if self.execution_plan.iter().any(|&n| std::ptr::eq(&*self.nodes[n as usize], &**entry)) {
+                    return Err(Error::new(format!(
+                        "Encountered unresolved custom op: {name}.\nSee instructions: https://www.tensorflow.org/lite/guide/ops_custom "
+                    )));
+                }
+            }
+        }
+        self.prepare_nodes()?;
+        self.plan_and_commit()?;
+        self.reset_variable_tensors()?;
+        self.state = State::Invokable;
+        Ok(())
+    }
+
+    fn prepare_nodes(&mut self) -> Result<()> {
+        let plan = self.execution_plan.clone();
+        for (step, &ni) in plan.iter().enumerate() {
+            let ctx = self.context_ptr();
+            let entry: *mut NodeEntry = &mut *self.nodes[ni as usize];
+            // SAFETY: `entry` points into a boxed node that stays put while C runs; the
+            // kernel reaches the subgraph only through `ctx` (derived from `self` above).
+            let status = unsafe { node_ops::prepare(&(*entry).registration, ctx, &mut (*entry).node) };
+            self.sync_context();
+            if status != TfLiteStatus::kTfLiteOk {
+                let name = &self.nodes[ni as usize].op_name;
+                let _ = step;
+                return Err(Error::with_status(status, format!("Node number {ni} ({name}) failed to prepare.")));
+            }
+        }
+        Ok(())
+    }
+
+    fn plan_and_commit(&mut self) -> Result<()> {
+        let n = self.tensors.len();
+        let mut bytes = Vec::with_capacity(n);
+        let mut kinds = Vec::with_capacity(n);
+        for t in &self.tensors {
+            bytes.push(t.bytes);
+            kinds.push(match t.allocation() {
+                Some(TfLiteAllocationType::kTfLiteArenaRw) => TensorKind::Arena,
+                Some(TfLiteAllocationType::kTfLiteArenaRwPersistent) => TensorKind::Persistent,
+                _ => TensorKind::NotPlanned,
+            });
+        }
+        // SAFETY (for the slices below): node arrays are owned by the nodes and not
+        // modified while planning.
+        let node_arrays: Vec<[&[i32]; 4]> = self
+            .execution_plan
+            .iter()
+            .map(|&ni| {
+                let node = &self.nodes[ni as usize].node;
+                unsafe {
+                    [
+                        int_array_slice(node.inputs),
+                        int_array_slice(node.outputs),
+                        int_array_slice(node.intermediates),
+                        int_array_slice(node.temporaries),
+                    ]
+                }
+            })
+            .collect();
+        let nodes: Vec<NodeTensors<'_>> = node_arrays
+            .iter()
+            .map(|a| NodeTensors { inputs: a[0], outputs: a[1], intermediates: a[2], temporaries: a[3] })
+            .collect();
+        let req = PlanRequest {
+            tensor_bytes: &bytes,
+            tensor_kind: &kinds,
+            nodes: &nodes,
+            graph_inputs: &self.inputs,
+            graph_outputs: &self.outputs,
+            variables: &self.variables,
+            preserve_inputs: true,
+            preserve_intermediates: self.preserve_intermediates,
+        };
+        let plan = memory::plan_memory(&req).map_err(Error::new)?;
+        if self.arena.len() < plan.arena_bytes || self.arena.len() > plan.arena_bytes.saturating_mul(2) {
+            self.arena = AlignedBuffer::new(plan.arena_bytes).map_err(Error::new)?;
+        }
+        if self.persistent.len() != plan.persistent_bytes {
+            self.persistent = AlignedBuffer::new(plan.persistent_bytes).map_err(Error::new)?;
+        }
+        let arena_base = self.arena.as_mut_ptr();
+        let pers_base = self.persistent.as_mut_ptr();
+        for (i, t) in self.tensors.iter_mut().enumerate() {
+            let ptr = match kinds[i] {
+                TensorKind::Arena => plan.arena_offsets[i].map(|o| {
+                    // SAFETY: the planner placed [o, o+bytes) inside arena_bytes.
+                    unsafe { arena_base.add(o) }
+                }),
+                TensorKind::Persistent => plan.persistent_offsets[i].map(|o| {
+                    // SAFETY: as above, inside persistent_bytes.
+                    unsafe { pers_base.add(o) }
+                }),
+                TensorKind::NotPlanned => continue,
+            };
+            t.data.data = ptr.map_or(core::ptr::null_mut(), |p| p as *mut c_void);
+        }
+        self.stats = MemoryStats {
+            arena_bytes: plan.arena_bytes,
+            persistent_bytes: plan.persistent_bytes,
+            lower_bound_bytes: plan.lower_bound_bytes,
+        };
+        Ok(())
+    }
+
+    /// Zeroes every variable tensor.
+    pub fn reset_variable_tensors(&mut self) -> Result<()> {
+        for &v in &self.variables {
+            if let Some(t) = self.tensors.get_mut(v as usize) {
+                let p = t.data_ptr();
+                if !p.is_null() && t.bytes > 0 {
+                    // SAFETY: a variable's data points to `bytes` writable bytes of the
+                    // persistent arena (or dynamic memory).
+                    unsafe { core::ptr::write_bytes(p as *mut u8, 0, t.bytes) };
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the execution plan.
+    pub fn invoke(&mut self) -> Result<()> {
+        if self.state != State::Invokable {
+            return Err(Error::new("Invoke called on model that is not ready."));
+        }
+        let plan = self.execution_plan.clone();
+        if let Some(p) = &mut self.profile {
+            p.clear();
+        }
+        for &ni in &plan {
+            if self.cancellation_enabled && self.cancelled.swap(false, Ordering::SeqCst) {
+                return Err(Error::with_status(TfLiteStatus::kTfLiteCancelled, "Client requested cancel during Invoke()"));
+            }
+            self.check_inputs_have_data(ni as usize)?;
+            let start = Instant::now();
+            let ctx = self.context_ptr();
+            let entry: *mut NodeEntry = &mut *self.nodes[ni as usize];
+            self.in_invoke = true;
+            // SAFETY: as in `prepare_nodes`.
+            let status = unsafe { node_ops::invoke(&(*entry).registration, ctx, &mut (*entry).node) };
+            self.in_invoke = false;
+            self.sync_context();
+            if let Some(p) = &mut self.profile {
+                p.push(start.elapsed());
+            }
+            if status != TfLiteStatus::kTfLiteOk {
+                let name = &self.nodes[ni as usize].op_name;
+                return Err(Error::with_status(status, format!("Node number {ni} ({name}) failed to invoke.")));
+            }
+            if self.state != State::Invokable {
+                return Err(Error::new(format!("Node number {ni} resized a tensor during Invoke")));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_inputs_have_data(&self, ni: usize) -> Result<()> {
+        // SAFETY: the node's inputs array is owned by the node.
+        let ins = unsafe { int_array_slice(self.nodes[ni].node.inputs) };
+        for &i in ins {
+            if i < 0 {
+                continue;
+            }
+            let Some(t) = self.tensors.get(i as usize) else {
+                return Err(Error::new(format!("node {ni} input {i} out of range")));
+            };
+            if t.bytes > 0 && t.data_ptr().is_null() && t.buffer_handle == kTfLiteNullBufferHandle {
+                return Err(Error::new(format!("Input tensor {i} lacks data")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives tensor `index` memory the application owns (`kTfLiteCustom`).
+    pub fn set_custom_allocation(&mut self, index: i32, data: *mut c_void, bytes: usize, skip_align_check: bool) -> Result<()> {
+        let i = usize::try_from(index)
+            .ok()
+            .filter(|&i| i < self.tensors.len())
+            .ok_or_else(|| Error::new(format!("SetCustomAllocationForTensor: tensor index {index} out of range")))?;
+        if data.is_null() {
+            return Err(Error::new("SetCustomAllocationForTensor: allocation data is NULL"));
+        }
+        if !skip_align_check && (data as usize) % memory::DEFAULT_TENSOR_ALIGNMENT != 0 {
+            return Err(Error::new("SetCustomAllocationForTensor: allocation is not 64-byte aligned"));
+        }
+        let t = &mut self.tensors[i];
+        match t.allocation() {
+            Some(TfLiteAllocationType::kTfLiteArenaRw)
+            | Some(TfLiteAllocationType::kTfLiteArenaRwPersistent)
+            | Some(TfLiteAllocationType::kTfLiteCustom) => {}
+            _ => return Err(Error::new("SetCustomAllocationForTensor: tensor is not arena-allocated")),
+        }
+        if bytes < t.bytes {
+            return Err(Error::new(format!("SetCustomAllocationForTensor: {bytes} bytes is less than the tensor's {}", t.bytes)));
+        }
+        t.allocation_type = TfLiteAllocationType::kTfLiteCustom;
+        t.data.data = data;
+        t.bytes = bytes.min(t.bytes.max(bytes));
+        self.state = State::Uninvokable;
+        Ok(())
+    }
+}
+
+/// Reallocates a dynamic tensor's malloc'ed buffer (as `TfLiteTensorRealloc`).
+pub(crate) fn dynamic_realloc(t: &mut TfLiteTensor, bytes: usize) -> Result<()> {
+    let old = t.data_ptr();
+    // SAFETY: dynamic tensor data is always NULL or a malloc allocation owned by the
+    // tensor; realloc(NULL, n) is malloc. At least 1 byte so the pointer is non-NULL.
+    let p = unsafe { libc::realloc(old, bytes.max(1)) };
+    if p.is_null() {
+        return Err(Error::new(format!("out of memory allocating {bytes} bytes")));
+    }
+    t.data.data = p;
+    t.bytes = bytes;
+    Ok(())
+}
+
+impl Drop for Subgraph {
+    fn drop(&mut self) {
+        self.sync_context();
+        let ctx: *mut TfLiteContext = &mut self.context;
+        for entry in &mut self.nodes {
+            if entry.initialized {
+                // SAFETY: calling the registration's free on what its init returned, once.
+                unsafe { node_ops::free(&entry.registration, ctx, entry.node.user_data) };
+                entry.initialized = false;
+            }
+            // SAFETY: node arrays and owned builtin data are malloc'ed and owned by the node.
+            unsafe {
+                int_array_free(entry.node.inputs);
+                int_array_free(entry.node.outputs);
+                int_array_free(entry.node.intermediates);
+                int_array_free(entry.node.temporaries);
+                if entry.owns_builtin_data {
+                    libc::free(entry.node.builtin_data);
+                }
+            }
+        }
+        for t in &mut self.tensors {
+            // SAFETY: every tensor owns its dims, dims_signature, quantization params and,
+            // when dynamic, its data (all malloc'ed by us or by C through our helpers).
+            unsafe { free_tensor_contents(t) };
+        }
+    }
+}
+
+/// Frees what a tensor owns (dims, signature, quantization, dynamic data).
+///
+/// # Safety
+/// `t`'s owned pointers must be NULL or malloc'ed and not used afterwards.
+pub unsafe fn free_tensor_contents(t: &mut TfLiteTensor) {
+    // SAFETY: per the function contract.
+    unsafe {
+        int_array_free(t.dims);
+        t.dims = core::ptr::null_mut();
+        int_array_free(t.dims_signature as *mut TfLiteIntArray);
+        t.dims_signature = core::ptr::null();
+        free_quantization(&mut t.quantization);
+        if matches!(t.allocation(), Some(TfLiteAllocationType::kTfLiteDynamic)) {
+            libc::free(t.data_ptr());
+            t.data.data = core::ptr::null_mut();
+        }
+    }
+}
+
+/// Frees affine quantization params (TfLiteQuantizationFree).
+///
+/// # Safety
+/// `q.params` must be NULL or a malloc'ed `TfLiteAffineQuantization` with malloc'ed arrays.
+pub unsafe fn free_quantization(q: &mut TfLiteQuantization) {
+    // SAFETY: per the function contract.
+    unsafe {
+        let ty = core::ptr::addr_of!(q.r#type).cast::<i32>().read();
+        if ty == TfLiteQuantizationType::kTfLiteAffineQuantization as i32 && !q.params.is_null() {
+            let aq = q.params as *mut TfLiteAffineQuantization;
+            libc::free((*aq).scale.cast());
+            libc::free((*aq).zero_point.cast());
+        }
+        libc::free(q.params);
+        q.params = core::ptr::null_mut();
+        q.r#type = TfLiteQuantizationType::kTfLiteNoQuantization;
+    }
+}

@@ -1,0 +1,433 @@
+//! The safe face of a kernel invocation.
+//!
+//! Builtin kernels are `TfLiteRegistration`s, exactly like TFLite's (so delegates see the
+//! same `init/prepare/invoke/free` table for every node), but their bodies are safe Rust
+//! functions taking an [`OpCtx`]. The `kernel_registration!` macro builds the
+//! `extern "C"` trampolines with a panic boundary.
+//!
+//! Kernels depend only on `abi`: they reach tensors through `context->tensors` and resize
+//! outputs through `context->ResizeTensor`, as TFLite kernels do, so the interpreter is
+//! free to change underneath them.
+//!
+//! Aliasing: an [`OpCtx`] hands out a shared view of each input and a mutable view of each
+//! output. That is sound because (1) `output()` refuses a tensor that is also an input of
+//! the node, (2) distinct non-constant tensors never share memory (the arena planner's
+//! invariant, checked by its tests), and (3) outputs are never constants (model validation
+//! rejects writes to constant tensors).
+
+use crate::abi::arrays::{int_array_from_slice, int_array_slice};
+use crate::abi::types::*;
+use crate::error::{Error, Result};
+use core::ffi::{c_char, c_void};
+use core::marker::PhantomData;
+
+/// Element types a tensor's data can be viewed as.
+///
+/// # Safety
+/// Implementors must be plain-old-data valid for every bit pattern.
+pub unsafe trait Element: Copy + 'static {
+    /// The TFLite types whose data has this Rust representation.
+    fn matches(t: TfLiteType) -> bool;
+}
+
+macro_rules! element {
+    ($t:ty, $($tt:ident),+) => {
+        // SAFETY: a primitive numeric type; every bit pattern is a valid value.
+        unsafe impl Element for $t {
+            fn matches(t: TfLiteType) -> bool { matches!(t, $(TfLiteType::$tt)|+) }
+        }
+    };
+}
+element!(f32, kTfLiteFloat32);
+element!(f64, kTfLiteFloat64);
+element!(i32, kTfLiteInt32);
+element!(u32, kTfLiteUInt32);
+element!(i64, kTfLiteInt64);
+element!(u64, kTfLiteUInt64);
+element!(i16, kTfLiteInt16);
+element!(u16, kTfLiteUInt16, kTfLiteFloat16, kTfLiteBFloat16);
+element!(i8, kTfLiteInt8);
+element!(u8, kTfLiteUInt8, kTfLiteBool);
+
+/// Per-tensor quantization as kernels use it (`params` of the tensor).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct QuantParams {
+    pub scale: f32,
+    pub zero_point: i32,
+}
+
+/// A read-only view of one tensor for the duration of a kernel call.
+#[derive(Clone, Copy)]
+pub struct TensorView<'a> {
+    tensor: *const TfLiteTensor,
+    pub index: usize,
+    pub dtype: TfLiteType,
+    pub shape: &'a [i32],
+    _life: PhantomData<&'a TfLiteTensor>,
+}
+
+impl<'a> TensorView<'a> {
+    /// Number of elements (product of the shape; the interpreter validated it fits).
+    pub fn num_elements(&self) -> usize {
+        self.shape.iter().map(|&d| d.max(0) as usize).product()
+    }
+
+    /// Bytes of data (`tensor->bytes`).
+    pub fn bytes(&self) -> usize {
+        // SAFETY: `tensor` points into the live tensor table for 'a (see OpCtx).
+        unsafe { (*self.tensor).bytes }
+    }
+
+    /// The legacy per-tensor quantization parameters.
+    pub fn quant(&self) -> QuantParams {
+        // SAFETY: as in `bytes`.
+        let p = unsafe { (*self.tensor).params };
+        QuantParams { scale: p.scale, zero_point: p.zero_point }
+    }
+
+    /// Per-channel (affine) scales and zero points, if the tensor has them.
+    pub fn affine_quant(&self) -> Option<(&'a [f32], &'a [i32], i32)> {
+        // SAFETY: as in `bytes`; the quantization params are owned by the tensor and live
+        // as long as the tensor table entry.
+        unsafe {
+            let t = &*self.tensor;
+            if t.quantization_type_raw() != TfLiteQuantizationType::kTfLiteAffineQuantization as i32
+                || t.quantization.params.is_null()
+            {
+                return None;
+            }
+            let aq = &*(t.quantization.params as *const TfLiteAffineQuantization);
+            Some((
+                crate::abi::arrays::float_array_slice(aq.scale),
+                int_array_slice(aq.zero_point),
+                aq.quantized_dimension,
+            ))
+        }
+    }
+
+    /// True for constant tensors (data from the model file).
+    pub fn is_constant(&self) -> bool {
+        // SAFETY: as in `bytes`.
+        let t = unsafe { &*self.tensor };
+        matches!(t.allocation(), Some(TfLiteAllocationType::kTfLiteMmapRo))
+    }
+
+    /// The raw bytes of the data. Errors if the tensor has no data.
+    pub fn raw(&self) -> Result<&'a [u8]> {
+        // SAFETY: as in `bytes`.
+        let t = unsafe { &*self.tensor };
+        let p = t.data_ptr();
+        if t.bytes == 0 {
+            return Ok(&[]);
+        }
+        if p.is_null() {
+            return Err(Error::new(format!("tensor {} has no data", self.index)));
+        }
+        // SAFETY: the runtime guarantees `data` points to `bytes` readable bytes for the
+        // duration of the kernel call (arena, mmapped model, or malloc'ed dynamic data).
+        Ok(unsafe { core::slice::from_raw_parts(p as *const u8, t.bytes) })
+    }
+
+    /// The data as a typed slice, checked against the tensor's type, size and alignment.
+    pub fn data<T: Element>(&self) -> Result<&'a [T]> {
+        if !T::matches(self.dtype) {
+            return Err(Error::new(format!(
+                "tensor {} has type {}, not the type the kernel expects",
+                self.index,
+                self.dtype.name()
+            )));
+        }
+        let raw = self.raw()?;
+        let n = self.num_elements();
+        let need = n.checked_mul(core::mem::size_of::<T>()).ok_or_else(|| Error::new("tensor size overflow"))?;
+        if raw.len() < need {
+            return Err(Error::new(format!("tensor {} holds {} bytes, needs {}", self.index, raw.len(), need)));
+        }
+        if n == 0 {
+            return Ok(&[]);
+        }
+        if (raw.as_ptr() as usize) % core::mem::align_of::<T>() != 0 {
+            return Err(Error::new(format!("tensor {} data is misaligned", self.index)));
+        }
+        // SAFETY: size, alignment and type were checked above; `T: Element` is valid for any
+        // bit pattern; the bytes live for 'a.
+        Ok(unsafe { core::slice::from_raw_parts(raw.as_ptr() as *const T, n) })
+    }
+}
+
+/// A writable view of one output tensor.
+pub struct TensorViewMut<'a> {
+    view: TensorView<'a>,
+}
+
+impl<'a> core::ops::Deref for TensorViewMut<'a> {
+    type Target = TensorView<'a>;
+    fn deref(&self) -> &TensorView<'a> {
+        &self.view
+    }
+}
+
+impl<'a> TensorViewMut<'a> {
+    /// The data as a mutable typed slice (checked like `TensorView::data`).
+    pub fn data_mut<T: Element>(&mut self) -> Result<&'a mut [T]> {
+        let s = self.view.data::<T>()?;
+        // SAFETY: the view is of an output tensor that is not an input of this node and
+        // not a constant (see the module doc), so nothing else reads or writes these bytes
+        // during the kernel call; `self` is borrowed mutably so only one slice exists per view.
+        Ok(unsafe { core::slice::from_raw_parts_mut(s.as_ptr() as *mut T, s.len()) })
+    }
+}
+
+/// One kernel call: the context and the node, behind checked accessors.
+pub struct OpCtx<'a> {
+    context: *mut TfLiteContext,
+    node: *mut TfLiteNode,
+    _life: PhantomData<&'a mut TfLiteContext>,
+}
+
+impl<'a> OpCtx<'a> {
+    /// Wraps the raw pointers the runtime passes to `prepare`/`invoke`.
+    ///
+    /// # Safety
+    /// `context` and `node` must be the live pointers the runtime passed to this call.
+    pub unsafe fn new(context: *mut TfLiteContext, node: *mut TfLiteNode) -> Result<OpCtx<'a>> {
+        if context.is_null() || node.is_null() {
+            return Err(Error::new("kernel called with a NULL context or node"));
+        }
+        Ok(OpCtx { context, node, _life: PhantomData })
+    }
+
+    /// The raw context (for reporting).
+    pub fn context(&self) -> *mut TfLiteContext {
+        self.context
+    }
+
+    fn node(&self) -> &TfLiteNode {
+        // SAFETY: `node` is live for the call (constructor contract).
+        unsafe { &*self.node }
+    }
+
+    /// Input tensor indices (-1 for absent optional inputs).
+    pub fn input_indices(&self) -> &'a [i32] {
+        // SAFETY: node arrays are owned by the runtime and unchanged during the call.
+        unsafe { int_array_slice(self.node().inputs) }
+    }
+
+    /// Output tensor indices.
+    pub fn output_indices(&self) -> &'a [i32] {
+        // SAFETY: as in `input_indices`.
+        unsafe { int_array_slice(self.node().outputs) }
+    }
+
+    /// Number of inputs.
+    pub fn num_inputs(&self) -> usize {
+        self.input_indices().len()
+    }
+
+    /// Number of outputs.
+    pub fn num_outputs(&self) -> usize {
+        self.output_indices().len()
+    }
+
+    /// The node's builtin params, as `T` (the parser allocated a `T` for this op).
+    ///
+    /// # Safety
+    /// `T` must be the params struct the parser produces for this node's operator.
+    pub unsafe fn builtin_data<T>(&self) -> Option<&'a T> {
+        let p = self.node().builtin_data as *const T;
+        // SAFETY: caller guarantees the type; the runtime keeps builtin_data alive.
+        unsafe { p.as_ref() }
+    }
+
+    /// The pointer `init` returned for this node.
+    pub fn user_data(&self) -> *mut c_void {
+        self.node().user_data
+    }
+
+    fn tensor_view(&self, index: i32) -> Result<TensorView<'a>> {
+        // SAFETY: `context` is live for the call.
+        let ctx = unsafe { &*self.context };
+        let i = usize::try_from(index).map_err(|_| Error::new(format!("invalid tensor index {index}")))?;
+        if i >= ctx.tensors_size || ctx.tensors.is_null() {
+            return Err(Error::new(format!("tensor index {index} out of range")));
+        }
+        // SAFETY: index checked against tensors_size; the table is live during the call.
+        let t = unsafe { &*ctx.tensors.add(i) };
+        let dtype = t
+            .data_type()
+            .ok_or_else(|| Error::new(format!("tensor {index} has an invalid type")))?;
+        // SAFETY: dims is owned by the tensor; unchanged until the next resize.
+        let shape = unsafe { int_array_slice(t.dims) };
+        Ok(TensorView { tensor: t as *const TfLiteTensor, index: i, dtype, shape, _life: PhantomData })
+    }
+
+    /// Input `i`; an error if absent.
+    pub fn input(&self, i: usize) -> Result<TensorView<'a>> {
+        let idx = *self
+            .input_indices()
+            .get(i)
+            .ok_or_else(|| Error::new(format!("node has no input {i}")))?;
+        self.tensor_view(idx)
+    }
+
+    /// Input `i`, or `None` if it is an absent optional input (-1) or past the end.
+    pub fn optional_input(&self, i: usize) -> Result<Option<TensorView<'a>>> {
+        match self.input_indices().get(i) {
+            None | Some(&kTfLiteOptionalTensor) => Ok(None),
+            Some(&idx) => self.tensor_view(idx).map(Some),
+        }
+    }
+
+    /// Output `i`, writable. Refuses an output that is also an input of the node.
+    pub fn output(&self, i: usize) -> Result<TensorViewMut<'a>> {
+        let idx = *self
+            .output_indices()
+            .get(i)
+            .ok_or_else(|| Error::new(format!("node has no output {i}")))?;
+        if self.input_indices().contains(&idx) {
+            return Err(Error::new(format!("tensor {idx} is both an input and an output of the node")));
+        }
+        let view = self.tensor_view(idx)?;
+        if view.is_constant() {
+            return Err(Error::new(format!("output tensor {idx} is a constant")));
+        }
+        Ok(TensorViewMut { view })
+    }
+
+    /// Sets output `i`'s type (prepare only).
+    pub fn set_output_type(&self, i: usize, dtype: TfLiteType) -> Result<()> {
+        let out = self.output(i)?;
+        // SAFETY: index validated by `output`; the runtime allows kernels to set an
+        // output's type in prepare, as TFLite kernels do.
+        unsafe { (*(out.view.tensor as *mut TfLiteTensor)).r#type = dtype };
+        Ok(())
+    }
+
+    /// Resizes output `i` through `context->ResizeTensor` (prepare, or invoke for dynamic).
+    pub fn resize_output(&self, i: usize, shape: &[i32]) -> Result<()> {
+        let out = self.output(i)?;
+        if out.shape == shape {
+            return Ok(());
+        }
+        let dims = int_array_from_slice(shape);
+        if dims.is_null() {
+            return Err(Error::new("out of memory allocating a shape"));
+        }
+        // SAFETY: `context` is live; ResizeTensor takes ownership of `dims`.
+        let status = unsafe {
+            let ctx = &*self.context;
+            match ctx.ResizeTensor {
+                Some(f) => f(self.context, out.view.tensor as *mut TfLiteTensor, dims),
+                None => {
+                    crate::abi::arrays::int_array_free(dims);
+                    TfLiteStatus::kTfLiteError
+                }
+            }
+        };
+        if status == TfLiteStatus::kTfLiteOk {
+            Ok(())
+        } else {
+            Err(Error::new(format!("could not resize output {i}")))
+        }
+    }
+
+    /// Reports an error message through the context.
+    pub fn report(&self, message: &str) {
+        report_to_context(self.context, message);
+    }
+}
+
+unsafe extern "C" {
+    /// `TfLiteContext::ReportError` as the runtime implements it (src/c_api/variadic.c):
+    /// used only when the context has no reporter of its own.
+    fn TfLiteInternalReportMessage(context: *mut TfLiteContext, message: *const c_char);
+}
+
+/// Delivers `message` through `context->ReportError`.
+pub fn report_to_context(context: *mut TfLiteContext, message: &str) {
+    let c = std::ffi::CString::new(message.replace('\0', " ")).unwrap_or_default();
+    if context.is_null() {
+        return;
+    }
+    // SAFETY: `context` is a live runtime context; ReportError is called with a "%s"
+    // format so the message is never interpreted as a format string.
+    unsafe {
+        match (*context).ReportError {
+            Some(f) => f(context, c"%s".as_ptr(), c.as_ptr()),
+            None => TfLiteInternalReportMessage(context, c.as_ptr()),
+        }
+    }
+}
+
+/// Runs a safe kernel step, turning errors (and panics) into a reported `kTfLiteError`.
+pub fn run_step(
+    context: *mut TfLiteContext,
+    node: *mut TfLiteNode,
+    step: fn(&OpCtx<'_>) -> Result<()>,
+) -> TfLiteStatus {
+    let result = std::panic::catch_unwind(|| {
+        // SAFETY: the runtime passes live context and node pointers to kernel callbacks.
+        let ctx = unsafe { OpCtx::new(context, node) }?;
+        step(&ctx)
+    });
+    match result {
+        Ok(Ok(())) => TfLiteStatus::kTfLiteOk,
+        Ok(Err(e)) => {
+            report_to_context(context, &e.message);
+            e.status
+        }
+        Err(_) => {
+            report_to_context(context, "internal error: kernel panicked");
+            TfLiteStatus::kTfLiteError
+        }
+    }
+}
+
+/// Builds a builtin `TfLiteRegistration` from safe `prepare`/`eval` functions.
+///
+/// ```ignore
+/// kernel_registration!(BuiltinOp::kTfLiteBuiltinAdd, prepare = add_prepare, eval = add_eval)
+/// ```
+#[macro_export]
+macro_rules! kernel_registration {
+    ($code:expr, prepare = $prepare:path, eval = $eval:path) => {{
+        unsafe extern "C" fn prepare_tramp(
+            context: *mut $crate::abi::types::TfLiteContext,
+            node: *mut $crate::abi::types::TfLiteNode,
+        ) -> $crate::abi::types::TfLiteStatus {
+            $crate::kernels::api::run_step(context, node, $prepare)
+        }
+        unsafe extern "C" fn eval_tramp(
+            context: *mut $crate::abi::types::TfLiteContext,
+            node: *mut $crate::abi::types::TfLiteNode,
+        ) -> $crate::abi::types::TfLiteStatus {
+            $crate::kernels::api::run_step(context, node, $eval)
+        }
+        $crate::abi::types::TfLiteRegistration {
+            prepare: Some(prepare_tramp),
+            invoke: Some(eval_tramp),
+            builtin_code: $code as i32,
+            ..$crate::abi::types::TfLiteRegistration::empty()
+        }
+    }};
+}
+
+/// Broadcast-aware output shape of two inputs (numpy rules), or an error naming both.
+pub fn broadcast_shape(a: &[i32], b: &[i32]) -> Result<Vec<i32>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0i32; n];
+    for i in 0..n {
+        let da = if i < n - a.len() { 1 } else { a[i - (n - a.len())] };
+        let db = if i < n - b.len() { 1 } else { b[i - (n - b.len())] };
+        out[i] = if da == db {
+            da
+        } else if da == 1 {
+            db
+        } else if db == 1 {
+            da
+        } else {
+            return Err(Error::new(format!("shapes {a:?} and {b:?} cannot be broadcast")));
+        };
+    }
+    Ok(out)
+}

@@ -1,0 +1,354 @@
+//! ADD (TFLite `kernels/add.cc`, reference kernels `reference/add.h`,
+//! `reference/integer_ops/add.h`).
+//!
+//! Types: float32, int32, int64 and unquantized int16 (fused activation as a clamp),
+//! quantized uint8 / int8 (general rescaling, `left_shift` 20), quantized int16 (general
+//! rescaling with `left_shift` 15 when `pot_scale_int16` is false or a scale is not a power
+//! of two; otherwise the power-of-two fixed-point path). All with numpy broadcasting.
+
+use super::binary::{
+    BinaryOperands, Pot16Params, QuantArithParams, binary_operands, check_output, is_quantized, with_op,
+};
+use super::broadcast::broadcast_binary;
+use crate::abi::builtin_op_data::{TfLiteAddParams, TfLiteFusedActivation};
+use crate::abi::builtin_ops::TfLiteBuiltinOperator;
+use crate::abi::types::{TfLiteRegistration, TfLiteType};
+use crate::error::{Error, Result};
+use crate::kernels::activation::{
+    activation_range_f32, activation_range_i16, activation_range_i32, activation_range_i64,
+    activation_range_quantized, clamp_min_max,
+};
+use crate::kernels::api::{OpCtx, QuantParams};
+use crate::kernels::quant::QuantInt;
+
+const OP: &str = "ADD";
+
+/// The ADD registration.
+pub fn registration() -> TfLiteRegistration {
+    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinAdd, prepare = prepare, eval = eval)
+}
+
+// ---------------------------------------------------------------------------------------
+// Maths on slices
+// ---------------------------------------------------------------------------------------
+
+/// Float ADD: `clamp(a + b)` to the fused activation's range.
+pub fn add_f32(
+    a: &[f32],
+    a_shape: &[i32],
+    b: &[f32],
+    b_shape: &[i32],
+    out: &mut [f32],
+    out_shape: &[i32],
+    act: TfLiteFusedActivation,
+) -> Result<()> {
+    let (lo, hi) = activation_range_f32(act);
+    broadcast_binary(a, a_shape, b, b_shape, out, out_shape, |x, y| clamp_min_max(x + y, lo, hi))
+}
+
+macro_rules! int_add {
+    ($name:ident, $t:ty, $range:ident) => {
+        #[doc = concat!("Unquantized `", stringify!($t), "` ADD: wrapping sum, clamped to the activation range.")]
+        pub fn $name(
+            a: &[$t],
+            a_shape: &[i32],
+            b: &[$t],
+            b_shape: &[i32],
+            out: &mut [$t],
+            out_shape: &[i32],
+            act: TfLiteFusedActivation,
+        ) -> Result<()> {
+            let (lo, hi) = $range(act);
+            broadcast_binary(a, a_shape, b, b_shape, out, out_shape, |x: $t, y: $t| {
+                clamp_min_max(x.wrapping_add(y), lo, hi)
+            })
+        }
+    };
+}
+int_add!(add_i32, i32, activation_range_i32);
+int_add!(add_i64, i64, activation_range_i64);
+int_add!(add_i16, i16, activation_range_i16);
+
+/// Quantized ADD of uint8 / int8 / int16 with general rescaling (bit-exact with TFLite's
+/// `AddElementwise` / `BroadcastAdd6DSlow`).
+pub fn add_quantized<T: QuantInt>(
+    a: &[T],
+    a_shape: &[i32],
+    b: &[T],
+    b_shape: &[i32],
+    out: &mut [T],
+    out_shape: &[i32],
+    p: &QuantArithParams,
+) -> Result<()> {
+    broadcast_binary(a, a_shape, b, b_shape, out, out_shape, |x: T, y: T| T::from_i32(p.add(x.to_i32(), y.to_i32())))
+}
+
+/// Quantized int16 ADD with power-of-two scales (TFLite's LSTM-oriented path).
+pub fn add_i16_pot(
+    a: &[i16],
+    a_shape: &[i32],
+    b: &[i16],
+    b_shape: &[i32],
+    out: &mut [i16],
+    out_shape: &[i32],
+    p: &Pot16Params,
+) -> Result<()> {
+    broadcast_binary(a, a_shape, b, b_shape, out, out_shape, |x, y| p.add(x, y))
+}
+
+/// How a quantized ADD is computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuantAdd {
+    /// uint8 / int8, or int16 with general scales.
+    General(QuantArithParams),
+    /// int16 with power-of-two scales and `pot_scale_int16`.
+    Pot16(Pot16Params),
+}
+
+/// The quantized ADD parameters as add.cc's Prepare computes them.
+pub fn quant_add_params(
+    dtype: TfLiteType,
+    in1: QuantParams,
+    in2: QuantParams,
+    out: QuantParams,
+    act: TfLiteFusedActivation,
+    pot_scale_int16: bool,
+) -> Result<QuantAdd> {
+    let range = activation_range_quantized(act, dtype, out.scale, out.zero_point)?;
+    match dtype {
+        TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 => {
+            Ok(QuantAdd::General(QuantArithParams::new(in1, in2, out, 20, range, false)?))
+        }
+        TfLiteType::kTfLiteInt16 => {
+            if in1.zero_point != 0 || in2.zero_point != 0 || out.zero_point != 0 {
+                return Err(Error::new(format!(
+                    "int16 zero points must be 0 (got {}, {} and {})",
+                    in1.zero_point, in2.zero_point, out.zero_point
+                )));
+            }
+            let pot = pot_scale_int16 && Pot16Params::log2_scales(in1, in2, out).is_some();
+            if pot {
+                Ok(QuantAdd::Pot16(Pot16Params::new(in1, in2, out, range)?))
+            } else {
+                Ok(QuantAdd::General(QuantArithParams::new(in1, in2, out, 15, range, false)?))
+            }
+        }
+        other => Err(Error::new(format!("type {} is not a quantized ADD type", other.name()))),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Kernel glue
+// ---------------------------------------------------------------------------------------
+
+fn params(ctx: &OpCtx<'_>) -> Result<TfLiteAddParams> {
+    // SAFETY: the model parser allocates a `TfLiteAddParams` as the builtin data of every
+    // ADD node, and this registration is only used for ADD.
+    let p = unsafe { ctx.builtin_data::<TfLiteAddParams>() };
+    p.copied().ok_or_else(|| Error::new(format!("{OP}: node has no builtin params")))
+}
+
+/// The kernel to run, chosen from the types and quantization as add.cc does.
+enum Plan {
+    F32,
+    I32,
+    I64,
+    I16,
+    Quant(QuantAdd),
+}
+
+fn plan(ops: &BinaryOperands<'_>, p: &TfLiteAddParams) -> Result<Plan> {
+    Ok(match ops.a.dtype {
+        TfLiteType::kTfLiteFloat32 => Plan::F32,
+        TfLiteType::kTfLiteInt32 => Plan::I32,
+        TfLiteType::kTfLiteInt64 => Plan::I64,
+        TfLiteType::kTfLiteInt16 if !is_quantized(&ops.a) => Plan::I16,
+        dt @ (TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteInt16) => Plan::Quant(
+            quant_add_params(dt, ops.a.quant(), ops.b.quant(), ops.out.quant(), p.activation, p.pot_scale_int16)
+                .map_err(with_op(OP))?,
+        ),
+        other => return Err(Error::new(format!("{OP}: type {} is not supported", other.name()))),
+    })
+}
+
+fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
+    let ops = binary_operands(ctx, OP)?;
+    let p = params(ctx)?;
+    ctx.set_output_type(0, ops.b.dtype).map_err(with_op(OP))?;
+    plan(&ops, &p)?;
+    ctx.resize_output(0, &ops.out_shape).map_err(with_op(OP))
+}
+
+fn eval(ctx: &OpCtx<'_>) -> Result<()> {
+    let mut ops = binary_operands(ctx, OP)?;
+    check_output(OP, &ops, ops.a.dtype)?;
+    let p = params(ctx)?;
+    let (ash, bsh) = (ops.a.shape, ops.b.shape);
+    let osh = core::mem::take(&mut ops.out_shape);
+    match plan(&ops, &p)? {
+        Plan::F32 => add_f32(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, p.activation),
+        Plan::I32 => add_i32(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, p.activation),
+        Plan::I64 => add_i64(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, p.activation),
+        Plan::I16 => add_i16(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, p.activation),
+        Plan::Quant(QuantAdd::General(q)) => match ops.a.dtype {
+            TfLiteType::kTfLiteUInt8 => {
+                add_quantized::<u8>(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, &q)
+            }
+            TfLiteType::kTfLiteInt8 => {
+                add_quantized::<i8>(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, &q)
+            }
+            _ => add_quantized::<i16>(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, &q),
+        },
+        Plan::Quant(QuantAdd::Pot16(q)) => {
+            add_i16_pot(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, &q)
+        }
+    }
+    .map_err(with_op(OP))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use TfLiteFusedActivation::*;
+
+    fn qp(scale: f32, zero_point: i32) -> QuantParams {
+        QuantParams { scale, zero_point }
+    }
+
+    #[test]
+    fn float_broadcast() {
+        // [2,1,3] + [1,4,1] -> [2,4,3]
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let b = [10.0, 20.0, 30.0, 40.0];
+        let mut out = [0.0f32; 24];
+        add_f32(&a, &[2, 1, 3], &b, &[1, 4, 1], &mut out, &[2, 4, 3], kTfLiteActNone).unwrap();
+        assert_eq!(&out[0..6], &[11.0, 12.0, 13.0, 21.0, 22.0, 23.0]);
+        assert_eq!(&out[21..24], &[44.0, 45.0, 46.0]);
+    }
+
+    #[test]
+    fn float_activations() {
+        // From TFLite's add_test.cc (FloatAddOpModel, ActivationRELU_N1_TO_1).
+        let a = [-2.0, 0.2, 0.7, 0.8];
+        let b = [0.1, 0.2, 0.3, 0.5];
+        let mut out = [0.0f32; 4];
+        add_f32(&a, &[1, 2, 2, 1], &b, &[1, 2, 2, 1], &mut out, &[1, 2, 2, 1], kTfLiteActReluN1To1).unwrap();
+        assert_eq!(out, [-1.0, 0.4, 1.0, 1.0]);
+        add_f32(&a, &[4], &b, &[4], &mut out, &[4], kTfLiteActRelu).unwrap();
+        assert_eq!(out, [0.0, 0.4, 0.7 + 0.3, 0.8 + 0.5]);
+    }
+
+    #[test]
+    fn int32_with_activation() {
+        let a = [-20, 2, 7, 8];
+        let b = [1, 2, 3, 5];
+        let mut out = [0i32; 4];
+        add_i32(&a, &[4], &b, &[4], &mut out, &[4], kTfLiteActRelu6).unwrap();
+        assert_eq!(out, [0, 4, 6, 6]);
+        add_i32(&[i32::MAX], &[1], &[1], &[1], &mut out[..1], &[1], kTfLiteActNone).unwrap();
+        assert_eq!(out[0], i32::MIN); // wraps, as the C++ does in practice
+    }
+
+    /// Quantizes `x` for uint8 with the given params, as TFLite's tests do.
+    fn q_u8(x: f32, scale: f32, zp: i32) -> u8 {
+        ((x / scale).round() as i32 + zp).clamp(0, 255) as u8
+    }
+
+    #[test]
+    fn uint8_matches_tfliteop_test() {
+        // add_test.cc QuantizedTestsNoActivation: range [-1, 1] (scale 2/255, zp 128).
+        let scale = 2.0 / 255.0;
+        let zp = 128;
+        let cases = [
+            ([0.1f32, 0.2, 0.3, 0.4], [0.6f32, 0.4, 0.3, 0.1], [0.7f32, 0.6, 0.6, 0.5]),
+            ([-0.8, 0.2, 0.4, 0.7], [0.6, 0.4, 0.5, 0.8], [-0.2, 0.6, 0.9, 1.0]),
+        ];
+        let QuantAdd::General(p) =
+            quant_add_params(TfLiteType::kTfLiteUInt8, qp(scale, zp), qp(scale, zp), qp(scale, zp), kTfLiteActNone, false)
+                .unwrap()
+        else {
+            panic!("expected the general path")
+        };
+        for (a, b, want) in cases {
+            let qa: Vec<u8> = a.iter().map(|&x| q_u8(x, scale, zp)).collect();
+            let qb: Vec<u8> = b.iter().map(|&x| q_u8(x, scale, zp)).collect();
+            let mut out = [0u8; 4];
+            add_quantized(&qa, &[4], &qb, &[4], &mut out, &[4], &p).unwrap();
+            for (o, w) in out.iter().zip(want) {
+                let got = (*o as i32 - zp) as f32 * scale;
+                assert!((got - w).abs() <= scale, "got {got}, want {w}");
+            }
+        }
+    }
+
+    #[test]
+    fn uint8_zero_point_zero() {
+        // Scale 1/255 (~0.003922), zp 0: 1/255 + 3/255 -> 4 exactly; larger values check
+        // the rescaling: output scale 3x the input scale gives (a + b) / 3 rounded.
+        let s = 0.003_922f32;
+        let QuantAdd::General(p) =
+            quant_add_params(TfLiteType::kTfLiteUInt8, qp(s, 0), qp(s, 0), qp(s, 0), kTfLiteActNone, false).unwrap()
+        else {
+            panic!()
+        };
+        let mut out = [0u8; 3];
+        add_quantized(&[1u8, 3, 200], &[3], &[3u8, 9, 100], &[3], &mut out, &[3], &p).unwrap();
+        assert_eq!(out, [4, 12, 255]);
+        let QuantAdd::General(p) =
+            quant_add_params(TfLiteType::kTfLiteUInt8, qp(s, 0), qp(s, 0), qp(3.0 * s, 0), kTfLiteActNone, false)
+                .unwrap()
+        else {
+            panic!()
+        };
+        add_quantized(&[1u8, 3, 200], &[3], &[2u8, 9, 100], &[3], &mut out, &[3], &p).unwrap();
+        assert_eq!(out, [1, 4, 100]);
+    }
+
+    #[test]
+    fn int8_broadcast_with_relu() {
+        let s = 0.05f32;
+        let QuantAdd::General(p) =
+            quant_add_params(TfLiteType::kTfLiteInt8, qp(s, -10), qp(s, 5), qp(2.0 * s, 0), kTfLiteActRelu, false)
+                .unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!((p.act_min, p.act_max), (0, 127));
+        // a: [2, 2] = {-10, 0, 10, 30} -> real {0, 0.5, 1.0, 2.0}; b: [2] = {5, -15} -> {0, -1}.
+        let mut out = [0i8; 4];
+        add_quantized(&[-10i8, 0, 10, 30], &[2, 2], &[5i8, -15], &[2], &mut out, &[2, 2], &p).unwrap();
+        // Sums {0, -0.5, 1.0, 1.0} at scale 0.1: {0, -5 -> relu 0, 10, 10}.
+        assert_eq!(out, [0, 0, 10, 10]);
+    }
+
+    #[test]
+    fn int16_paths() {
+        let s = 2f32.powi(-12);
+        let pot = quant_add_params(TfLiteType::kTfLiteInt16, qp(s, 0), qp(s, 0), qp(s, 0), kTfLiteActNone, true).unwrap();
+        assert!(matches!(pot, QuantAdd::Pot16(_)));
+        let general =
+            quant_add_params(TfLiteType::kTfLiteInt16, qp(s, 0), qp(s, 0), qp(s, 0), kTfLiteActNone, false).unwrap();
+        let QuantAdd::General(g) = general else { panic!() };
+        assert_eq!(g.left_shift, 15);
+        let mut out = [0i16; 3];
+        add_quantized::<i16>(&[100, -2000, 30000], &[3], &[23, 1000, 5000], &[3], &mut out, &[3], &g).unwrap();
+        assert_eq!(out, [123, -1000, 32767]);
+        let QuantAdd::Pot16(pp) = pot else { panic!() };
+        add_i16_pot(&[100, -2000, 30000], &[3], &[23, 1000, 5000], &[3], &mut out, &[3], &pp).unwrap();
+        assert_eq!(out, [123, -1000, 32767]);
+        // Nonzero zero point refused; non-power-of-two scales fall back to general.
+        assert!(quant_add_params(TfLiteType::kTfLiteInt16, qp(s, 1), qp(s, 0), qp(s, 0), kTfLiteActNone, true).is_err());
+        assert!(matches!(
+            quant_add_params(TfLiteType::kTfLiteInt16, qp(0.3, 0), qp(0.3, 0), qp(0.3, 0), kTfLiteActNone, true).unwrap(),
+            QuantAdd::General(_)
+        ));
+    }
+
+    #[test]
+    fn mismatched_sizes_are_errors() {
+        let mut out = [0.0f32; 2];
+        let e = add_f32(&[1.0, 2.0], &[2], &[1.0, 2.0, 3.0], &[3], &mut out, &[2], kTfLiteActNone).unwrap_err();
+        assert!(!e.message.is_empty());
+        assert!(quant_add_params(TfLiteType::kTfLiteFloat32, qp(1.0, 0), qp(1.0, 0), qp(1.0, 0), kTfLiteActNone, false).is_err());
+    }
+}

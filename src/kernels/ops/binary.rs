@@ -1,0 +1,309 @@
+//! What ADD, SUB and MUL share: the prepare-time checks and output shape, the quantized
+//! rescaling parameters of TFLite's 8-bit (and general int16) ADD/SUB, and the int16
+//! power-of-two ADD/SUB parameters.
+
+use super::broadcast::MAX_BROADCAST_RANK;
+use crate::abi::types::TfLiteType;
+use crate::error::{Error, Result};
+use crate::kernels::activation::clamp_min_max;
+use crate::kernels::api::{OpCtx, QuantParams, TensorView, TensorViewMut, broadcast_shape};
+use crate::kernels::quant::{
+    checked_log2, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_smaller_than_one_exp,
+    quantize_multiplier_greater_than_one, quantize_multiplier_smaller_than_one_exp, rounding_divide_by_pot_i16,
+};
+
+/// Prefixes an error's message with the op name.
+pub fn with_op(op: &'static str) -> impl Fn(Error) -> Error {
+    move |e| Error::with_status(e.status, format!("{op}: {}", e.message))
+}
+
+/// The output shape of a binary elementwise op: the inputs' shape when they are equal
+/// (any rank), else their numpy broadcast (rank at most [`MAX_BROADCAST_RANK`]).
+pub fn binary_output_shape(op: &'static str, a: &[i32], b: &[i32]) -> Result<Vec<i32>> {
+    if a == b {
+        return Ok(a.to_vec());
+    }
+    let shape = broadcast_shape(a, b).map_err(with_op(op))?;
+    if shape.len() > MAX_BROADCAST_RANK {
+        return Err(Error::new(format!(
+            "{op}: broadcasting {a:?} with {b:?} needs rank {}, more than the {MAX_BROADCAST_RANK} supported",
+            shape.len()
+        )));
+    }
+    Ok(shape)
+}
+
+/// The two inputs and the output of a binary op, checked as TFLite's ADD/SUB/MUL prepare
+/// does: 2 inputs, 1 output, inputs of one type. Returns the output shape too.
+pub struct BinaryOperands<'a> {
+    pub a: TensorView<'a>,
+    pub b: TensorView<'a>,
+    pub out: TensorViewMut<'a>,
+    pub out_shape: Vec<i32>,
+}
+
+/// Gathers and checks the operands of a binary op (see [`BinaryOperands`]).
+pub fn binary_operands<'a>(ctx: &OpCtx<'a>, op: &'static str) -> Result<BinaryOperands<'a>> {
+    if ctx.num_inputs() != 2 {
+        return Err(Error::new(format!("{op}: expected 2 inputs, got {}", ctx.num_inputs())));
+    }
+    if ctx.num_outputs() != 1 {
+        return Err(Error::new(format!("{op}: expected 1 output, got {}", ctx.num_outputs())));
+    }
+    let a = ctx.input(0).map_err(with_op(op))?;
+    let b = ctx.input(1).map_err(with_op(op))?;
+    if a.dtype != b.dtype {
+        return Err(Error::new(format!(
+            "{op}: input types differ ({} and {})",
+            a.dtype.name(),
+            b.dtype.name()
+        )));
+    }
+    let out = ctx.output(0).map_err(with_op(op))?;
+    let out_shape = binary_output_shape(op, a.shape, b.shape)?;
+    Ok(BinaryOperands { a, b, out, out_shape })
+}
+
+/// Eval-time check that the output was prepared for the inputs' current shapes and type.
+pub fn check_output(op: &'static str, ops: &BinaryOperands<'_>, dtype: TfLiteType) -> Result<()> {
+    if ops.out.dtype != dtype {
+        return Err(Error::new(format!(
+            "{op}: output has type {}, expected {}",
+            ops.out.dtype.name(),
+            dtype.name()
+        )));
+    }
+    if ops.out.shape != ops.out_shape.as_slice() {
+        return Err(Error::new(format!(
+            "{op}: output shape {:?} does not match the inputs' broadcast shape {:?}",
+            ops.out.shape, ops.out_shape
+        )));
+    }
+    Ok(())
+}
+
+/// True if a tensor carries quantization parameters (affine, or a legacy nonzero scale).
+pub fn is_quantized(t: &TensorView<'_>) -> bool {
+    t.affine_quant().is_some() || t.quant().scale != 0.0
+}
+
+/// Rescaling parameters of TFLite's general quantized ADD and SUB (`ArithmeticParams`):
+/// both inputs are brought to a common scale of `2 * max(scale1, scale2)` with
+/// `left_shift` bits of headroom (20 for 8-bit, 15 for int16), added or subtracted, then
+/// rescaled to the output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuantArithParams {
+    pub left_shift: i32,
+    pub input1_offset: i32,
+    pub input1_multiplier: i32,
+    pub input1_shift: i32,
+    pub input2_offset: i32,
+    pub input2_multiplier: i32,
+    pub input2_shift: i32,
+    pub output_offset: i32,
+    pub output_multiplier: i32,
+    pub output_shift: i32,
+    pub act_min: i32,
+    pub act_max: i32,
+}
+
+impl QuantArithParams {
+    /// The parameters as add.cc / sub.cc compute them. The scale arithmetic is done in
+    /// `f32` where TFLite's is (`2 * std::max(float, float)`, `(1 << shift) * float`).
+    /// With `output_multiplier_may_exceed_one` (SUB) a real output multiplier above 1 is
+    /// quantized with a left shift; otherwise (ADD) it is an error, where TFLite aborts.
+    pub fn new(
+        in1: QuantParams,
+        in2: QuantParams,
+        out: QuantParams,
+        left_shift: i32,
+        (act_min, act_max): (i32, i32),
+        output_multiplier_may_exceed_one: bool,
+    ) -> Result<QuantArithParams> {
+        let twice_max_input_scale = f64::from(2.0f32 * crate::kernels::activation::cpp_max(in1.scale, in2.scale));
+        let real1 = f64::from(in1.scale) / twice_max_input_scale;
+        let real2 = f64::from(in2.scale) / twice_max_input_scale;
+        let real_out = twice_max_input_scale / f64::from(2f32.powi(left_shift) * out.scale);
+        let (input1_multiplier, input1_shift) = quantize_multiplier_smaller_than_one_exp(real1)
+            .map_err(|e| Error::new(format!("input 1 scale {}: {}", in1.scale, e.message)))?;
+        let (input2_multiplier, input2_shift) = quantize_multiplier_smaller_than_one_exp(real2)
+            .map_err(|e| Error::new(format!("input 2 scale {}: {}", in2.scale, e.message)))?;
+        let (output_multiplier, output_shift) = if output_multiplier_may_exceed_one && real_out > 1.0 {
+            quantize_multiplier_greater_than_one(real_out)
+        } else {
+            quantize_multiplier_smaller_than_one_exp(real_out)
+        }
+        .map_err(|e| Error::new(format!("output scale {}: {}", out.scale, e.message)))?;
+        Ok(QuantArithParams {
+            left_shift,
+            input1_offset: in1.zero_point.wrapping_neg(),
+            input1_multiplier,
+            input1_shift,
+            input2_offset: in2.zero_point.wrapping_neg(),
+            input2_multiplier,
+            input2_shift,
+            output_offset: out.zero_point,
+            output_multiplier,
+            output_shift,
+            act_min,
+            act_max,
+        })
+    }
+
+    #[inline]
+    fn scaled_inputs(&self, x: i32, y: i32) -> (i32, i32) {
+        let shift = 1i32.wrapping_shl(self.left_shift as u32);
+        let x = self.input1_offset.wrapping_add(x).wrapping_mul(shift);
+        let y = self.input2_offset.wrapping_add(y).wrapping_mul(shift);
+        (
+            multiply_by_quantized_multiplier_smaller_than_one_exp(x, self.input1_multiplier, self.input1_shift),
+            multiply_by_quantized_multiplier_smaller_than_one_exp(y, self.input2_multiplier, self.input2_shift),
+        )
+    }
+
+    /// One quantized sum (reference `AddElementwise` / `AddFunc`).
+    #[inline]
+    pub fn add(&self, x: i32, y: i32) -> i32 {
+        let (x, y) = self.scaled_inputs(x, y);
+        let raw = multiply_by_quantized_multiplier_smaller_than_one_exp(
+            x.wrapping_add(y),
+            self.output_multiplier,
+            self.output_shift,
+        )
+        .wrapping_add(self.output_offset);
+        clamp_min_max(raw, self.act_min, self.act_max)
+    }
+
+    /// One quantized difference (reference `SubElementwise`). TFLite rescales the output
+    /// with `MultiplyByQuantizedMultiplierSmallerThanOneExp` even when the multiplier was
+    /// quantized with a positive shift (undefined behaviour in C++); this uses the general
+    /// multiply, which equals it for every shift TFLite handles.
+    #[inline]
+    pub fn sub(&self, x: i32, y: i32) -> i32 {
+        let (x, y) = self.scaled_inputs(x, y);
+        let raw = multiply_by_quantized_multiplier(x.wrapping_sub(y), self.output_multiplier, self.output_shift)
+            .wrapping_add(self.output_offset);
+        clamp_min_max(raw, self.act_min, self.act_max)
+    }
+}
+
+/// Parameters of the int16 ADD/SUB path for power-of-two scales and zero zero-points
+/// (LSTM-style fixed point): each input is shifted right by its scale's exponent
+/// difference with the output, then the results are added or subtracted with saturation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pot16Params {
+    /// `log2(scale1) - log2(scale_out)`, `<= 0`.
+    pub input1_shift: i32,
+    /// `log2(scale2) - log2(scale_out)`, `<= 0`.
+    pub input2_shift: i32,
+    pub act_min: i32,
+    pub act_max: i32,
+}
+
+impl Pot16Params {
+    /// The power-of-two path applies when every scale is a power of two (`CheckedLog2`).
+    pub fn log2_scales(in1: QuantParams, in2: QuantParams, out: QuantParams) -> Option<(i32, i32, i32)> {
+        Some((checked_log2(in1.scale)?, checked_log2(in2.scale)?, checked_log2(out.scale)?))
+    }
+
+    /// Checks TFLite's constraints: zero points 0, only one input shifted, no left shifts.
+    pub fn new(
+        in1: QuantParams,
+        in2: QuantParams,
+        out: QuantParams,
+        (act_min, act_max): (i32, i32),
+    ) -> Result<Pot16Params> {
+        if in1.zero_point != 0 || in2.zero_point != 0 || out.zero_point != 0 {
+            return Err(Error::new("int16 power-of-two path needs zero points of 0"));
+        }
+        let (l1, l2, lo) = Self::log2_scales(in1, in2, out)
+            .ok_or_else(|| Error::new("int16 power-of-two path needs power-of-two scales"))?;
+        let (s1, s2) = (l1 - lo, l2 - lo);
+        if !(s1 == 0 || s2 == 0) || s1 > 0 || s2 > 0 {
+            return Err(Error::new(format!(
+                "int16 power-of-two path: unsupported input shifts {s1} and {s2} (one must be 0, both <= 0)"
+            )));
+        }
+        Ok(Pot16Params { input1_shift: s1, input2_shift: s2, act_min, act_max })
+    }
+
+    #[inline]
+    fn scaled(&self, x: i16, y: i16) -> (i32, i32) {
+        (
+            i32::from(rounding_divide_by_pot_i16(x, -self.input1_shift)),
+            i32::from(rounding_divide_by_pot_i16(y, -self.input2_shift)),
+        )
+    }
+
+    /// Saturating fixed-point sum, clamped to the activation range.
+    #[inline]
+    pub fn add(&self, x: i16, y: i16) -> i16 {
+        let (x, y) = self.scaled(x, y);
+        clamp_min_max(clamp_min_max(x + y, i16::MIN as i32, i16::MAX as i32), self.act_min, self.act_max) as i16
+    }
+
+    /// Saturating fixed-point difference, clamped to the activation range.
+    #[inline]
+    pub fn sub(&self, x: i16, y: i16) -> i16 {
+        let (x, y) = self.scaled(x, y);
+        clamp_min_max(clamp_min_max(x - y, i16::MIN as i32, i16::MAX as i32), self.act_min, self.act_max) as i16
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn qp(scale: f32, zero_point: i32) -> QuantParams {
+        QuantParams { scale, zero_point }
+    }
+
+    #[test]
+    fn output_shape() {
+        assert_eq!(binary_output_shape("ADD", &[2, 3], &[2, 3]).unwrap(), vec![2, 3]);
+        assert_eq!(binary_output_shape("ADD", &[2, 1, 3], &[1, 4, 1]).unwrap(), vec![2, 4, 3]);
+        assert_eq!(binary_output_shape("ADD", &[1, 1, 1, 1, 1, 1, 1, 2], &[1, 1, 1, 1, 1, 1, 1, 2]).unwrap().len(), 8);
+        let e = binary_output_shape("ADD", &[2, 3], &[4, 3]).unwrap_err();
+        assert!(e.message.starts_with("ADD:"), "{}", e.message);
+        let e = binary_output_shape("MUL", &[1, 1, 1, 1, 1, 1, 2], &[2, 1]).unwrap_err();
+        assert!(e.message.contains("rank 7"), "{}", e.message);
+    }
+
+    #[test]
+    fn add_params_equal_scales() {
+        // Equal scales: each input multiplier is 0.5, output 2*s / (2^20 * s) = 2^-19.
+        let p = QuantArithParams::new(qp(0.5, 3), qp(0.5, -2), qp(0.5, 1), 20, (0, 255), false).unwrap();
+        assert_eq!((p.input1_multiplier, p.input1_shift), (1 << 30, 0));
+        assert_eq!((p.input2_multiplier, p.input2_shift), (1 << 30, 0));
+        assert_eq!((p.output_multiplier, p.output_shift), (1 << 30, -18));
+        assert_eq!((p.input1_offset, p.input2_offset, p.output_offset), (-3, 2, 1));
+        // (5-3) + (4+2) = 8, plus output zero point 1.
+        assert_eq!(p.add(5, 4), 9);
+        assert_eq!(p.sub(5, 4), 0); // 2 - 6 = -4 + 1 = -3, clamped to 0
+    }
+
+    #[test]
+    fn add_params_reject_zero_scale() {
+        assert!(QuantArithParams::new(qp(0.0, 0), qp(0.5, 0), qp(0.5, 0), 20, (0, 255), false).is_err());
+        assert!(QuantArithParams::new(qp(0.5, 0), qp(0.5, 0), qp(0.0, 0), 20, (0, 255), false).is_err());
+        // A tiny output scale: the real output multiplier exceeds 1. ADD refuses, SUB copes.
+        assert!(QuantArithParams::new(qp(1.0, 0), qp(1.0, 0), qp(1e-8, 0), 20, (-128, 127), false).is_err());
+        let p = QuantArithParams::new(qp(1.0, 0), qp(1.0, 0), qp(1e-8, 0), 20, (-128, 127), true).unwrap();
+        assert!(p.output_shift > 0);
+        assert_eq!(p.sub(1, 0), 127);
+    }
+
+    #[test]
+    fn pot16() {
+        let s = 2f32.powi(-15);
+        let p = Pot16Params::new(qp(s, 0), qp(s * 0.5, 0), qp(s, 0), (-32768, 32767)).unwrap();
+        assert_eq!((p.input1_shift, p.input2_shift), (0, -1));
+        assert_eq!(p.add(100, 51), 100 + 26); // 51/2 = 25.5 -> 26
+        assert_eq!(p.add(32000, 2000), 32767); // saturates
+        assert_eq!(p.sub(-32000, 2000), -32768);
+        assert!(Pot16Params::new(qp(0.3, 0), qp(s, 0), qp(s, 0), (-32768, 32767)).is_err());
+        assert!(Pot16Params::new(qp(s, 1), qp(s, 0), qp(s, 0), (-32768, 32767)).is_err());
+        // Left shifts are refused.
+        assert!(Pot16Params::new(qp(s * 2.0, 0), qp(s, 0), qp(s, 0), (-32768, 32767)).is_err());
+    }
+}

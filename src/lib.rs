@@ -1,0 +1,19 @@
+//! A TensorFlow Lite 2.19 compatible runtime exposing TFLite's C API
+//! (`libtensorflowlite_c.so`). See README.md for the layout; the module tree is:
+//!
+//! - `abi`: `#[repr(C)]` mirrors of TFLite's structs and enums (shared by every layer).
+//! - `model`: `.tflite` flatbuffer loading, verification and validation.
+//! - `resolver`: op resolver with version ranges.
+//! - `memory`: the arena planner.
+//! - `kernels`: builtin CPU kernels.
+//! - `interpreter`: subgraphs, tensors, nodes, execution.
+//! - `c_api`: the exported `extern "C"` functions (the only place with `no_mangle`).
+
+pub mod abi;
+pub mod error;
+pub mod model;
+pub mod resolver;
+pub mod memory;
+pub mod kernels;
+pub mod interpreter;
+pub mod c_api;

@@ -1,0 +1,209 @@
+//! A small `.tflite` writer: builds single-subgraph models in memory from tensors and
+//! builtin operators. Used to make the bundled demo model (seed 002's
+//! f(x) = sin(x) + x + sin(2x)) and models for tests.
+
+use super::fb;
+use flatbuffers::{FlatBufferBuilder, WIPOffset};
+
+/// A tensor of the model being written.
+pub struct TensorSpec {
+    pub name: String,
+    pub dtype: fb::TensorType,
+    pub shape: Vec<i32>,
+    /// Constant contents (little-endian bytes), if any.
+    pub data: Option<Vec<u8>>,
+}
+
+/// An operator of the model being written.
+pub struct OpSpec {
+    pub op: fb::BuiltinOperator,
+    pub version: i32,
+    pub inputs: Vec<i32>,
+    pub outputs: Vec<i32>,
+    /// Fused activation for ADD/SUB/MUL (others ignore it).
+    pub activation: fb::ActivationFunctionType,
+}
+
+/// Builder for one-subgraph models.
+#[derive(Default)]
+pub struct ModelWriter {
+    tensors: Vec<TensorSpec>,
+    ops: Vec<OpSpec>,
+    inputs: Vec<i32>,
+    outputs: Vec<i32>,
+}
+
+impl ModelWriter {
+    /// An empty model.
+    pub fn new() -> ModelWriter {
+        ModelWriter::default()
+    }
+
+    /// Adds a float32 activation tensor; returns its index.
+    pub fn tensor_f32(&mut self, name: &str, shape: &[i32]) -> i32 {
+        self.tensors.push(TensorSpec { name: name.into(), dtype: fb::TensorType::FLOAT32, shape: shape.to_vec(), data: None });
+        self.tensors.len() as i32 - 1
+    }
+
+    /// Adds a float32 constant; returns its index.
+    pub fn constant_f32(&mut self, name: &str, shape: &[i32], values: &[f32]) -> i32 {
+        let data = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.tensors.push(TensorSpec { name: name.into(), dtype: fb::TensorType::FLOAT32, shape: shape.to_vec(), data: Some(data) });
+        self.tensors.len() as i32 - 1
+    }
+
+    /// Adds a builtin operator.
+    pub fn op(&mut self, op: fb::BuiltinOperator, inputs: &[i32], outputs: &[i32]) {
+        self.ops.push(OpSpec {
+            op,
+            version: 1,
+            inputs: inputs.to_vec(),
+            outputs: outputs.to_vec(),
+            activation: fb::ActivationFunctionType::NONE,
+        });
+    }
+
+    /// Declares the graph inputs and outputs.
+    pub fn io(&mut self, inputs: &[i32], outputs: &[i32]) {
+        self.inputs = inputs.to_vec();
+        self.outputs = outputs.to_vec();
+    }
+
+    /// Serializes the model.
+    pub fn finish(&self) -> Vec<u8> {
+        let mut b = FlatBufferBuilder::new();
+        // Buffer 0 is the conventional empty buffer.
+        let mut buffers = vec![fb::Buffer::create(&mut b, &fb::BufferArgs::default())];
+        let mut tensors = Vec::new();
+        for t in &self.tensors {
+            let buffer = match &t.data {
+                Some(d) => {
+                    b.force_defaults(false);
+                    let data = b.create_vector(d);
+                    buffers.push(fb::Buffer::create(&mut b, &fb::BufferArgs { data: Some(data), ..Default::default() }));
+                    buffers.len() as u32 - 1
+                }
+                None => 0,
+            };
+            let shape = b.create_vector(&t.shape);
+            let name = b.create_string(&t.name);
+            tensors.push(fb::Tensor::create(
+                &mut b,
+                &fb::TensorArgs { shape: Some(shape), type_: t.dtype, buffer, name: Some(name), ..Default::default() },
+            ));
+        }
+        let mut codes: Vec<(i32, i32)> = Vec::new();
+        let mut operators = Vec::new();
+        for o in &self.ops {
+            let key = (o.op.0, o.version);
+            let idx = match codes.iter().position(|c| *c == key) {
+                Some(i) => i,
+                None => {
+                    codes.push(key);
+                    codes.len() - 1
+                }
+            };
+            let inputs = b.create_vector(&o.inputs);
+            let outputs = b.create_vector(&o.outputs);
+            let (opt_type, opt) = Self::options(&mut b, o);
+            operators.push(fb::Operator::create(
+                &mut b,
+                &fb::OperatorArgs {
+                    opcode_index: idx as u32,
+                    inputs: Some(inputs),
+                    outputs: Some(outputs),
+                    builtin_options_type: opt_type,
+                    builtin_options: opt,
+                    ..Default::default()
+                },
+            ));
+        }
+        let opcodes: Vec<_> = codes
+            .iter()
+            .map(|&(code, version)| {
+                fb::OperatorCode::create(
+                    &mut b,
+                    &fb::OperatorCodeArgs {
+                        deprecated_builtin_code: code.min(127) as i8,
+                        custom_code: None,
+                        version,
+                        builtin_code: fb::BuiltinOperator(code),
+                    },
+                )
+            })
+            .collect();
+        let tensors = b.create_vector(&tensors);
+        let operators = b.create_vector(&operators);
+        let inputs = b.create_vector(&self.inputs);
+        let outputs = b.create_vector(&self.outputs);
+        let name = b.create_string("main");
+        let sg = fb::SubGraph::create(
+            &mut b,
+            &fb::SubGraphArgs {
+                tensors: Some(tensors),
+                inputs: Some(inputs),
+                outputs: Some(outputs),
+                operators: Some(operators),
+                name: Some(name),
+                ..Default::default()
+            },
+        );
+        let subgraphs = b.create_vector(&[sg]);
+        let opcodes = b.create_vector(&opcodes);
+        let buffers = b.create_vector(&buffers);
+        let desc = b.create_string("tensorflowlite_c model writer");
+        let model = fb::Model::create(
+            &mut b,
+            &fb::ModelArgs {
+                version: 3,
+                operator_codes: Some(opcodes),
+                subgraphs: Some(subgraphs),
+                description: Some(desc),
+                buffers: Some(buffers),
+                ..Default::default()
+            },
+        );
+        b.finish(model, Some("TFL3"));
+        b.finished_data().to_vec()
+    }
+
+    fn options(
+        b: &mut FlatBufferBuilder<'_>,
+        o: &OpSpec,
+    ) -> (fb::BuiltinOptions, Option<WIPOffset<flatbuffers::UnionWIPOffset>>) {
+        match o.op {
+            fb::BuiltinOperator::ADD => {
+                let x = fb::AddOptions::create(b, &fb::AddOptionsArgs { fused_activation_function: o.activation, ..Default::default() });
+                (fb::BuiltinOptions::AddOptions, Some(x.as_union_value()))
+            }
+            fb::BuiltinOperator::MUL => {
+                let x = fb::MulOptions::create(b, &fb::MulOptionsArgs { fused_activation_function: o.activation });
+                (fb::BuiltinOptions::MulOptions, Some(x.as_union_value()))
+            }
+            fb::BuiltinOperator::SUB => {
+                let x = fb::SubOptions::create(b, &fb::SubOptionsArgs { fused_activation_function: o.activation, ..Default::default() });
+                (fb::BuiltinOptions::SubOptions, Some(x.as_union_value()))
+            }
+            _ => (fb::BuiltinOptions::NONE, None),
+        }
+    }
+}
+
+/// Seed 002's demo model: f(x) = sin(x) + x + sin(2x), x of shape [n].
+pub fn sin_add_mul_model(n: i32) -> Vec<u8> {
+    let mut w = ModelWriter::new();
+    let x = w.tensor_f32("x", &[n]);
+    let two = w.constant_f32("two", &[1], &[2.0]);
+    let sin_x = w.tensor_f32("sin_x", &[n]);
+    let x2 = w.tensor_f32("two_x", &[n]);
+    let sin_2x = w.tensor_f32("sin_two_x", &[n]);
+    let sum1 = w.tensor_f32("sin_x_plus_x", &[n]);
+    let y = w.tensor_f32("y", &[n]);
+    w.op(fb::BuiltinOperator::SIN, &[x], &[sin_x]);
+    w.op(fb::BuiltinOperator::MUL, &[x, two], &[x2]);
+    w.op(fb::BuiltinOperator::SIN, &[x2], &[sin_2x]);
+    w.op(fb::BuiltinOperator::ADD, &[sin_x, x], &[sum1]);
+    w.op(fb::BuiltinOperator::ADD, &[sum1, sin_2x], &[y]);
+    w.io(&[x], &[y]);
+    w.finish()
+}

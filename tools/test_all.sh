@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The whole test suite: what CI runs and what the README's test command runs.
+#  1. cargo test (unit tests, header check, layout, C tests + examples against our
+#     library, corpus goldens, the mutated-model test);
+#  2. the same C tests against the real TensorFlow Lite C library (proves the tests);
+#  3. valgrind on the C tests and on examples_c/minimal;
+#  4. the tflitec 0.7.0 crate's own test suite linked against our library.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+shared=${TFLITE_SHARED_DIR:-$here/../shared}
+if [ ! -d "$shared/corpus" ]; then
+  echo "FATAL: $shared/corpus not found: the shared reference corpus must sit beside the repository" >&2
+  exit 1
+fi
+export TFLITE_CORPUS_DIR="$shared/corpus"
+
+echo "== 1. cargo test (release)"
+cargo test --release 2>&1 | tee /tmp/tflite_cargo_test.log
+lib="$here/target/release"
+
+echo "== 2. C tests against the real TFLite C library (TF 2.17.1 from PyPI)"
+reflib_dir=${TFLITE_REFLIB_DIR:-$here/target/reflib}
+if bash "$shared/tools/reflib/get_reflib.sh" "$reflib_dir"; then
+  TFLITE_C_LIB_DIR="$reflib_dir" cargo test --release --test c_tests -- --test-threads=1 2>&1 | tee /tmp/tflite_reflib.log
+else
+  echo "FATAL: could not fetch the reference library" >&2
+  exit 1
+fi
+
+echo "== 3. valgrind"
+bash tools/valgrind_c_tests.sh "$lib"
+
+echo "== 4. tflitec 0.7.0 test suite against our library"
+bash tools/tflitec_suite.sh "$lib"
+echo "== all test stages passed"
