@@ -325,8 +325,9 @@ static TfLiteStatus TempOpInvokeWithData(void* user_data,
   return TempOpInvoke(context, node);
 }
 
-/* Runs custom_sinh.bin with `op` registered as "Sinh"; the output must equal
- * what `expected` computes from the input. Deletes `op`. */
+/* Runs custom_sinh.bin with `op` registered as "Sinh" on `input`; the output
+ * must be `expected_output`. Checks the kernel's init/prepare/invoke/free
+ * call counts (via g_calls). Deletes `op`. */
 static void RunCustomSinhModel(TfLiteOperator* op, float input,
                                float expected_output) {
   TfLiteModel* model = TfLiteModelCreateFromFile(CorpusPath("custom_sinh.bin"));
@@ -458,12 +459,12 @@ static void TestCustomOpWithData(void) {
 /* ---- model metadata (with_metadata.bin: MUL + custom "NPU_OP") ----------- */
 
 /* TfLiteOpaqueContextGetMetadata is newer than TF 2.17.1 (which has only the
- * TfLiteContext::GetModelMetadata hook); declared weak so this file links
- * against either. When the function exists it must agree with the hook. */
-TfLiteStatus TfLiteOpaqueContextGetMetadata(TfLiteOpaqueContext* context,
-                                            const char* name, const char** ptr,
-                                            size_t* bytes);
-#pragma weak TfLiteOpaqueContextGetMetadata
+ * TfLiteContext::GetModelMetadata hook) and, per ABI.md, than TF 2.19 too; it
+ * is looked up at run time so this file links against any of them. When the
+ * library exports it, it must agree with the hook. */
+typedef TfLiteStatus (*GetMetadataFn)(TfLiteOpaqueContext* context,
+                                      const char* name, const char** ptr,
+                                      size_t* bytes);
 
 static int g_npu_invoked = 0;
 static size_t g_npu_metadata_bytes = 0;
@@ -481,6 +482,8 @@ static TfLiteStatus NpuInvoke(TfLiteOpaqueContext* context,
   const TfLiteContext* ctx = (const TfLiteContext*)context;
   const char* data = NULL;
   size_t bytes = 0;
+  GetMetadataFn get_metadata =
+      (GetMetadataFn)OptionalLibSymbol("TfLiteOpaqueContextGetMetadata");
   (void)node;
   g_npu_invoked++;
 
@@ -497,11 +500,11 @@ static TfLiteStatus NpuInvoke(TfLiteOpaqueContext* context,
                                                      &missing, &missing_bytes));
   }
 
-  if (TfLiteOpaqueContextGetMetadata != NULL) {
+  if (get_metadata != NULL) {
     const char* data2 = NULL;
     size_t bytes2 = 0;
-    CHECK_EQ_INT(kTfLiteOk, TfLiteOpaqueContextGetMetadata(
-                                context, "NPU_BYTE_CODE", &data2, &bytes2));
+    CHECK_EQ_INT(kTfLiteOk,
+                 get_metadata(context, "NPU_BYTE_CODE", &data2, &bytes2));
     CHECK_EQ_PTR(data, data2);
     CHECK_EQ_INT(bytes, bytes2);
   } else {

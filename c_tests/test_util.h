@@ -1,6 +1,7 @@
 /* Shared helpers for the C API tests: corpus paths, reading a file, an
- * error-reporter that records what it receives, and one version shim for
- * creating a TfLiteOperator with user data.
+ * error-reporter that records what it receives, lookup of optional library
+ * functions, and one version shim for creating a TfLiteOperator with user
+ * data.
  *
  * Include after the TFLite headers. Everything is `static inline` so a test
  * file that does not use a helper gets no unused-function warning.
@@ -8,6 +9,7 @@
 #ifndef TFLITE_C_TESTS_TEST_UTIL_H_
 #define TFLITE_C_TESTS_TEST_UTIL_H_
 
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,31 +105,51 @@ static inline int LibMinorVersion(void) {
   return major == 2 ? minor : 1000;
 }
 
+/* ---- optional library symbols ------------------------------------------- */
+
+/* Looks up an exported function of the library under test by name, or NULL
+ * when the library does not export it. Used for functions that exist only
+ * in some TFLite versions, so that the tests link against all of them and
+ * do not redeclare anything the headers may (or may not) declare. */
+static inline void* OptionalLibSymbol(const char* name) {
+  void* self = dlopen(NULL, RTLD_NOW);
+  void* sym = NULL;
+  if (self != NULL) {
+    sym = dlsym(self, name);
+    dlclose(self);
+  }
+  return sym;
+}
+
 /* ---- TfLiteOperator with user data (2.17 vs 2.18+) ---------------------- */
 
 /* TF 2.18 gave TfLiteOperatorCreate a 4th parameter, `user_data`, and
  * dropped TfLiteOperatorCreateWithData. Our library mirrors 2.19 (4-arg
- * TfLiteOperatorCreate). The reference library we validate these tests
+ * TfLiteOperatorCreate). The reference library these tests are validated
  * against is TF 2.17.1, whose TfLiteOperatorCreate takes 3 arguments and
  * ignores a 4th (harmless on x86-64 SysV: the extra argument just sits in a
- * register the callee never reads), so there the user data must go through
- * TfLiteOperatorCreateWithData. That symbol is declared weak here: it
- * resolves to NULL when the library does not export it (2.19 does not).
- * The fallback is taken ONLY for libraries reporting a version below 2.18, so
- * a 2.19-compatible library must honour the 4-arg form itself. */
-TfLiteOperator* TfLiteOperatorCreateWithData(TfLiteBuiltinOperator builtin_code,
-                                             const char* custom_name,
-                                             int version, void* user_data);
-#pragma weak TfLiteOperatorCreateWithData
+ * register the callee never reads), so there user data has to go through
+ * TfLiteOperatorCreateWithData(builtin_code, custom_name, version,
+ * user_data), which 2.17 exports. That fallback is taken ONLY for libraries
+ * reporting a version below 2.18, so a 2.19-compatible library must honour
+ * the 4-arg form itself. */
+typedef TfLiteOperator* (*TfLiteOperatorCreateWithDataFn)(
+    TfLiteBuiltinOperator builtin_code, const char* custom_name, int version,
+    void* user_data);
 
 static inline TfLiteOperator* CreateOperator(TfLiteBuiltinOperator builtin_code,
                                              const char* custom_name,
                                              int version, void* user_data) {
-  TfLiteOperator* op;
-  if (LibMinorVersion() < 18 && TfLiteOperatorCreateWithData != NULL) {
-    op = TfLiteOperatorCreateWithData(builtin_code, custom_name, version,
-                                      user_data);
-  } else {
+  TfLiteOperator* op = NULL;
+  if (LibMinorVersion() < 18) {
+    TfLiteOperatorCreateWithDataFn create_with_data =
+        (TfLiteOperatorCreateWithDataFn)OptionalLibSymbol(
+            "TfLiteOperatorCreateWithData");
+    if (create_with_data != NULL) {
+      op = create_with_data(builtin_code, custom_name, version, user_data);
+    }
+  }
+  if (op == NULL) {
     op = TfLiteOperatorCreate(builtin_code, custom_name, version, user_data);
   }
   CHECK(op != NULL);

@@ -17,6 +17,7 @@ export TFLITE_CORPUS_DIR="$shared/corpus"
 
 echo "== 1. cargo test (release)"
 cargo test --release 2>&1 | tee /tmp/tflite_cargo_test.log
+cargo build --release --lib
 lib="$here/target/release"
 
 echo "== 2. C tests against the real TFLite C library (TF 2.17.1 from PyPI)"

@@ -3,7 +3,7 @@
 
 use crate::abi::types::*;
 use crate::interpreter::{Reporter, stderr_reporter};
-use core::ffi::{c_char, c_int, c_void};
+use core::ffi::{c_char, c_int};
 use std::ffi::{CStr, CString};
 
 /// The value an entry point returns when it cannot do its job (or a panic was caught):
@@ -201,9 +201,4 @@ pub(crate) unsafe fn write_out<T>(p: *mut T, value: T) {
 /// `Box::into_raw` for a handle type.
 pub(crate) fn into_raw<T>(v: T) -> *mut T {
     Box::into_raw(Box::new(v))
-}
-
-/// Whether `p` is NULL (for `*const c_void` arguments that are only checked).
-pub(crate) fn is_null(p: *const c_void) -> bool {
-    p.is_null()
 }

@@ -308,10 +308,14 @@ impl Subgraph {
         self.sync_context();
         for entry in &self.nodes {
             if let Some(name) = &entry.unresolved_custom {
-                if self.execution_plan.iter().any(|&n| std::ptr::eq(&*self.nodes[n as usize], &**entry)) {
-                    return Err(Error::new(format!(
+                if let Some(&ni) = self.execution_plan.iter().find(|&&n| std::ptr::eq(&*self.nodes[n as usize], &**entry)) {
+                    self.report(&format!(
                         "Encountered unresolved custom op: {name}.\nSee instructions: https://www.tensorflow.org/lite/guide/ops_custom "
-                    )));
+                    ));
+                    return Err(Error::with_status(
+                        TfLiteStatus::kTfLiteUnresolvedOps,
+                        format!("Node number {ni} ({name}) failed to prepare."),
+                    ));
                 }
             }
         }

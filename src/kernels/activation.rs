@@ -50,9 +50,7 @@ macro_rules! int_range {
                 kTfLiteActRelu => (0, <$t>::MAX),
                 kTfLiteActRelu6 => (0, 6),
                 kTfLiteActReluN1To1 => (-1, 1),
-                kTfLiteActNone | kTfLiteActTanh | kTfLiteActSignBit | kTfLiteActSigmoid => {
-                    (<$t>::MIN, <$t>::MAX)
-                }
+                kTfLiteActNone | kTfLiteActTanh | kTfLiteActSignBit | kTfLiteActSigmoid => (<$t>::MIN, <$t>::MAX),
             }
         }
     };
@@ -71,9 +69,8 @@ pub fn activation_range_quantized(
     zero_point: i32,
 ) -> Result<(i32, i32)> {
     use TfLiteFusedActivation::*;
-    let (qmin, qmax) = quantized_type_range(dtype).ok_or_else(|| {
-        Error::new(format!("no quantized activation range for type {}", dtype.name()))
-    })?;
+    let (qmin, qmax) = quantized_type_range(dtype)
+        .ok_or_else(|| Error::new(format!("no quantized activation range for type {}", dtype.name())))?;
     let q = |f: f32| quantize_value(scale, zero_point, f);
     Ok(match act {
         kTfLiteActRelu => (qmin.max(q(0.0)?), qmax),
@@ -145,10 +142,19 @@ mod tests {
         assert_eq!(activation_range_quantized(kTfLiteActRelu6, TfLiteType::kTfLiteUInt8, 0.1, 10).unwrap(), (10, 70));
         // Clamped to the type: int8 scale 0.01 zp 0, relu6 would be 600.
         assert_eq!(activation_range_quantized(kTfLiteActRelu6, TfLiteType::kTfLiteInt8, 0.01, 0).unwrap(), (0, 127));
-        assert_eq!(activation_range_quantized(kTfLiteActRelu, TfLiteType::kTfLiteInt8, 0.5, -128).unwrap(), (-128, 127));
-        assert_eq!(activation_range_quantized(kTfLiteActRelu, TfLiteType::kTfLiteInt8, 0.5, -100).unwrap(), (-100, 127));
+        assert_eq!(
+            activation_range_quantized(kTfLiteActRelu, TfLiteType::kTfLiteInt8, 0.5, -128).unwrap(),
+            (-128, 127)
+        );
+        assert_eq!(
+            activation_range_quantized(kTfLiteActRelu, TfLiteType::kTfLiteInt8, 0.5, -100).unwrap(),
+            (-100, 127)
+        );
         assert_eq!(activation_range_quantized(kTfLiteActReluN1To1, TfLiteType::kTfLiteInt8, 0.25, 0).unwrap(), (-4, 4));
-        assert_eq!(activation_range_quantized(kTfLiteActNone, TfLiteType::kTfLiteInt16, 1.0, 0).unwrap(), (-32768, 32767));
+        assert_eq!(
+            activation_range_quantized(kTfLiteActNone, TfLiteType::kTfLiteInt16, 1.0, 0).unwrap(),
+            (-32768, 32767)
+        );
         assert_eq!(activation_range_quantized(kTfLiteActTanh, TfLiteType::kTfLiteUInt8, 1.0, 0).unwrap(), (0, 255));
         assert!(activation_range_quantized(kTfLiteActNone, TfLiteType::kTfLiteFloat32, 1.0, 0).is_err());
         assert!(activation_range_quantized(kTfLiteActRelu6, TfLiteType::kTfLiteInt8, 0.0, 0).is_err());

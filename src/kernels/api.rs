@@ -273,7 +273,8 @@ impl<'a> OpCtx<'a> {
     /// Input `i`, or `None` if it is an absent optional input (-1) or past the end.
     pub fn optional_input(&self, i: usize) -> Result<Option<TensorView<'a>>> {
         match self.input_indices().get(i) {
-            None | Some(&kTfLiteOptionalTensor) => Ok(None),
+            None => Ok(None),
+            Some(&idx) if idx == kTfLiteOptionalTensor => Ok(None),
             Some(&idx) => self.tensor_view(idx).map(Some),
         }
     }

@@ -149,11 +149,8 @@ pub fn multiply_by_quantized_multiplier(x: i32, quantized_multiplier: i32, shift
 /// TFLite's `MultiplyByQuantizedMultiplier(int64_t, int32_t, int)` (used by the 16x8
 /// kernels): the multiplier is reduced to 16 bits and the product rounded once.
 pub fn multiply_by_quantized_multiplier_i64(x: i64, quantized_multiplier: i32, shift: i32) -> i32 {
-    let reduced: i64 = if quantized_multiplier < 0x7FFF_0000 {
-        ((quantized_multiplier as i64) + (1 << 15)) >> 16
-    } else {
-        0x7FFF
-    };
+    let reduced: i64 =
+        if quantized_multiplier < 0x7FFF_0000 { ((quantized_multiplier as i64) + (1 << 15)) >> 16 } else { 0x7FFF };
     let total_shift = (15 - shift).clamp(1, 62) as u32;
     let rounded = x.wrapping_mul(reduced).wrapping_add(1i64 << (total_shift - 1));
     (rounded >> total_shift) as i32
@@ -171,11 +168,7 @@ pub fn multiply_by_quantized_multiplier_smaller_than_one_exp(
 
 /// TFLite's `MultiplyByQuantizedMultiplierGreaterThanOne` (double rounding):
 /// `left_shift` is `>= 0`.
-pub fn multiply_by_quantized_multiplier_greater_than_one(
-    x: i32,
-    quantized_multiplier: i32,
-    left_shift: i32,
-) -> i32 {
+pub fn multiply_by_quantized_multiplier_greater_than_one(x: i32, quantized_multiplier: i32, left_shift: i32) -> i32 {
     let shifted = x.wrapping_mul(1i32.wrapping_shl(left_shift.max(0) as u32));
     saturating_rounding_doubling_high_mul(shifted, quantized_multiplier)
 }
@@ -186,9 +179,7 @@ pub fn quantize_value(scale: f32, zero_point: i32, f: f32) -> Result<i32> {
     let tmp = (f / scale).round();
     let fits = tmp >= i32::MIN as f32 && tmp <= i32::MAX as f32;
     if !fits {
-        return Err(Error::new(format!(
-            "cannot quantize {f} with scale {scale}: out of the int32 range"
-        )));
+        return Err(Error::new(format!("cannot quantize {f} with scale {scale}: out of the int32 range")));
     }
     zero_point
         .checked_add(tmp as i32)
@@ -256,7 +247,7 @@ mod tests {
         assert_eq!(frexp(f64::from_bits(1)), (0.5, -1073));
         let (m, e) = frexp(1e-310);
         assert!((0.5..1.0).contains(&m));
-        assert_eq!(m * 2f64.powi(e), 1e-310);
+        assert_eq!(m * 2f64.powi(e + 100), 1e-310 * 2f64.powi(100));
     }
 
     #[test]
@@ -316,9 +307,12 @@ mod tests {
         assert_eq!(saturating_rounding_doubling_high_mul(i32::MIN, i32::MAX), -i32::MAX);
         // 100 * 0.5 (Q31) = 50.
         assert_eq!(saturating_rounding_doubling_high_mul(100, 1 << 30), 50);
-        // Rounding: 3 * 0.5 = 1.5 -> 2; -3 * 0.5 = -1.5 -> -2 (nudge away from zero).
+        // Ties: 3 * 0.5 = 1.5 -> 2, but -3 * 0.5 = -1.5 -> -1 (gemmlowp's negative nudge is
+        // 1 - 2^30, and the division truncates toward zero).
         assert_eq!(saturating_rounding_doubling_high_mul(3, 1 << 30), 2);
-        assert_eq!(saturating_rounding_doubling_high_mul(-3, 1 << 30), -2);
+        assert_eq!(saturating_rounding_doubling_high_mul(-3, 1 << 30), -1);
+        assert_eq!(saturating_rounding_doubling_high_mul(-5, 1 << 30), -2); // -2.5 -> -2
+        assert_eq!(saturating_rounding_doubling_high_mul(-7, 0x6000_0000), -5); // -5.25 -> -5
         assert_eq!(saturating_rounding_doubling_high_mul(0, i32::MIN), 0);
     }
 
@@ -343,11 +337,7 @@ mod tests {
     fn rdbpot_i16_matches_i32_for_small_exponents() {
         for x in [-32768i16, -32767, -5, -4, -3, -1, 0, 1, 3, 5, 1000, 32767] {
             for e in 0..=15 {
-                assert_eq!(
-                    rounding_divide_by_pot_i16(x, e) as i32,
-                    rounding_divide_by_pot(x as i32, e),
-                    "x={x} e={e}"
-                );
+                assert_eq!(rounding_divide_by_pot_i16(x, e) as i32, rounding_divide_by_pot(x as i32, e), "x={x} e={e}");
             }
         }
         // With 16 or more the 16-bit mask wraps to all ones, as in the C++ template.

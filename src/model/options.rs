@@ -11,8 +11,8 @@
 //!   accessors return them).
 //! - Ops whose parser TFLite skips (PAD, TRANSPOSE, RELU, ...) get no struct (NULL) even
 //!   where `builtin_op_data.h` declares a placeholder one.
-//! - LSTM without `LSTMOptions`, DELEGATE, and the StableHLO ops whose parser requires its
-//!   table (REDUCE_WINDOW, PAD, COMPOSITE, CASE) are errors.
+//! - LSTM without `LSTMOptions`, DELEGATE, and STABLEHLO_REDUCE_WINDOW, STABLEHLO_PAD,
+//!   STABLEHLO_COMPOSITE and STABLEHLO_CASE without their tables are errors.
 //!
 //! Deliberately stricter than TFLite (which maps unknown values to a default, overflows a
 //! fixed array, or dereferences NULL): an enum value outside the schema, a list longer than
@@ -27,21 +27,6 @@ use crate::model::schema_generated::tflite as fb;
 use core::ffi::{c_char, c_int, c_void};
 use core::ptr::NonNull;
 
-
-/// `parse!(op, Params, accessor, |p, o| { fill })`: allocates a zeroed `Params`, runs
-/// `fill` with `p: &mut Params` and `o` the options table when `op.accessor()` returns
-/// one, and hands the struct over. An error inside `fill` (`?`, `return Err`) frees it.
-macro_rules! parse {
-    ($op:expr, $params:ty, $accessor:ident, |$p:ident, $o:ident| $fill:block) => {{
-        let mut params = CParams::<$params>::zeroed()?;
-        if let Some($o) = $op.$accessor() {
-            let $p: &mut $params = &mut params;
-            $fill
-        }
-        Ok(params.into_raw())
-    }};
-}
-
 /// Parses the builtin options of `op` (a node whose opcode resolved to builtin `code`)
 /// into a freshly malloc'ed TfLite*Params struct, as TFLite's ParseOpData does.
 /// Returns Ok(null) for ops that have no params struct. The caller frees with libc::free.
@@ -53,8 +38,9 @@ pub fn parse_builtin_options(code: Op, op: &fb::Operator<'_>) -> Result<*mut c_v
     let name = code.name();
     match code {
         // ---- Convolution and pooling ---------------------------------------------------
-        Op::kTfLiteBuiltinConv2d => {
-            parse!(op, TfLiteConvParams, builtin_options_as_conv_2doptions, |p, o| {
+        Op::kTfLiteBuiltinConv2d => fill(
+            op.builtin_options_as_conv_2doptions(),
+            |p: &mut TfLiteConvParams, o| {
                 p.padding = padding(o.padding(), name)?;
                 p.stride_width = o.stride_w();
                 p.stride_height = o.stride_h();
@@ -62,10 +48,12 @@ pub fn parse_builtin_options(code: Op, op: &fb::Operator<'_>) -> Result<*mut c_v
                 p.dilation_width_factor = o.dilation_w_factor();
                 p.dilation_height_factor = o.dilation_h_factor();
                 p.quantized_bias_type = tensor_type(o.quantized_bias_type(), name)?;
-            })
-        }
-        Op::kTfLiteBuiltinDepthwiseConv2d => {
-            parse!(op, TfLiteDepthwiseConvParams, builtin_options_as_depthwise_conv_2doptions, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinDepthwiseConv2d => fill(
+            op.builtin_options_as_depthwise_conv_2doptions(),
+            |p: &mut TfLiteDepthwiseConvParams, o| {
                 p.padding = padding(o.padding(), name)?;
                 p.stride_width = o.stride_w();
                 p.stride_height = o.stride_h();
@@ -73,10 +61,12 @@ pub fn parse_builtin_options(code: Op, op: &fb::Operator<'_>) -> Result<*mut c_v
                 p.activation = activation(o.fused_activation_function(), name)?;
                 p.dilation_width_factor = o.dilation_w_factor();
                 p.dilation_height_factor = o.dilation_h_factor();
-            })
-        }
-        Op::kTfLiteBuiltinConv3d | Op::kTfLiteBuiltinConv3dTranspose => {
-            parse!(op, TfLiteConv3DParams, builtin_options_as_conv_3doptions, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinConv3d | Op::kTfLiteBuiltinConv3dTranspose => fill(
+            op.builtin_options_as_conv_3doptions(),
+            |p: &mut TfLiteConv3DParams, o| {
                 p.padding = padding(o.padding(), name)?;
                 p.activation = activation(o.fused_activation_function(), name)?;
                 p.stride_depth = o.stride_d();
@@ -85,417 +75,553 @@ pub fn parse_builtin_options(code: Op, op: &fb::Operator<'_>) -> Result<*mut c_v
                 p.dilation_depth_factor = o.dilation_d_factor();
                 p.dilation_height_factor = o.dilation_h_factor();
                 p.dilation_width_factor = o.dilation_w_factor();
-            })
-        }
-        Op::kTfLiteBuiltinTransposeConv => {
-            parse!(op, TfLiteTransposeConvParams, builtin_options_as_transpose_conv_options, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinTransposeConv => fill(
+            op.builtin_options_as_transpose_conv_options(),
+            |p: &mut TfLiteTransposeConvParams, o| {
                 p.padding = padding(o.padding(), name)?;
                 p.stride_width = o.stride_w();
                 p.stride_height = o.stride_h();
                 p.activation = activation(o.fused_activation_function(), name)?;
                 p.quantized_bias_type = tensor_type(o.quantized_bias_type(), name)?;
-            })
-        }
-        Op::kTfLiteBuiltinAveragePool2d | Op::kTfLiteBuiltinMaxPool2d | Op::kTfLiteBuiltinL2Pool2d => {
-            parse!(op, TfLitePoolParams, builtin_options_as_pool_2doptions, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinAveragePool2d
+        | Op::kTfLiteBuiltinMaxPool2d
+        | Op::kTfLiteBuiltinL2Pool2d => fill(
+            op.builtin_options_as_pool_2doptions(),
+            |p: &mut TfLitePoolParams, o| {
                 p.padding = padding(o.padding(), name)?;
                 p.stride_width = o.stride_w();
                 p.stride_height = o.stride_h();
                 p.filter_width = o.filter_width();
                 p.filter_height = o.filter_height();
                 p.activation = activation(o.fused_activation_function(), name)?;
-            })
-        }
+                Ok(())
+            },
+        ),
 
         // ---- Fully connected and matmul ------------------------------------------------
-        Op::kTfLiteBuiltinFullyConnected => {
-            parse!(op, TfLiteFullyConnectedParams, builtin_options_as_fully_connected_options, |p, o| {
+        Op::kTfLiteBuiltinFullyConnected => fill(
+            op.builtin_options_as_fully_connected_options(),
+            |p: &mut TfLiteFullyConnectedParams, o| {
                 p.activation = activation(o.fused_activation_function(), name)?;
                 p.keep_num_dims = o.keep_num_dims();
                 p.asymmetric_quantize_inputs = o.asymmetric_quantize_inputs();
                 p.quantized_bias_type = tensor_type(o.quantized_bias_type(), name)?;
+                use TfLiteFullyConnectedWeightsFormat as W;
                 p.weights_format = match o.weights_format() {
                     fb::FullyConnectedOptionsWeightsFormat::DEFAULT => {
-                        TfLiteFullyConnectedWeightsFormat::kTfLiteFullyConnectedWeightsFormatDefault
+                        W::kTfLiteFullyConnectedWeightsFormatDefault
                     }
                     fb::FullyConnectedOptionsWeightsFormat::SHUFFLED4x16INT8 => {
-                        TfLiteFullyConnectedWeightsFormat::kTfLiteFullyConnectedWeightsFormatShuffled4x16Int8
+                        W::kTfLiteFullyConnectedWeightsFormatShuffled4x16Int8
                     }
-                    other => return Err(unsupported("fully-connected weights format", other.0, name)),
+                    other => {
+                        return Err(unsupported("fully-connected weights format", other.0, name));
+                    }
                 };
-            })
-        }
-        Op::kTfLiteBuiltinBatchMatmul => {
-            parse!(op, TfLiteBatchMatMulParams, builtin_options_as_batch_mat_mul_options, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinBatchMatmul => fill(
+            op.builtin_options_as_batch_mat_mul_options(),
+            |p: &mut TfLiteBatchMatMulParams, o| {
                 p.adj_x = o.adj_x();
                 p.adj_y = o.adj_y();
                 p.asymmetric_quantize_inputs = o.asymmetric_quantize_inputs();
-            })
-        }
+                Ok(())
+            },
+        ),
 
         // ---- Element-wise arithmetic and activations -----------------------------------
-        Op::kTfLiteBuiltinAdd => parse!(op, TfLiteAddParams, builtin_options_as_add_options, |p, o| {
-            p.activation = activation(o.fused_activation_function(), name)?;
-            p.pot_scale_int16 = o.pot_scale_int16();
-        }),
-        Op::kTfLiteBuiltinSub => parse!(op, TfLiteSubParams, builtin_options_as_sub_options, |p, o| {
-            p.activation = activation(o.fused_activation_function(), name)?;
-            p.pot_scale_int16 = o.pot_scale_int16();
-        }),
-        Op::kTfLiteBuiltinMul => parse!(op, TfLiteMulParams, builtin_options_as_mul_options, |p, o| {
-            p.activation = activation(o.fused_activation_function(), name)?;
-        }),
-        Op::kTfLiteBuiltinDiv => parse!(op, TfLiteDivParams, builtin_options_as_div_options, |p, o| {
-            p.activation = activation(o.fused_activation_function(), name)?;
-        }),
-        Op::kTfLiteBuiltinLeakyRelu => {
-            parse!(op, TfLiteLeakyReluParams, builtin_options_as_leaky_relu_options, |p, o| {
+        Op::kTfLiteBuiltinAdd => fill(
+            op.builtin_options_as_add_options(),
+            |p: &mut TfLiteAddParams, o| {
+                p.activation = activation(o.fused_activation_function(), name)?;
+                p.pot_scale_int16 = o.pot_scale_int16();
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinSub => fill(
+            op.builtin_options_as_sub_options(),
+            |p: &mut TfLiteSubParams, o| {
+                p.activation = activation(o.fused_activation_function(), name)?;
+                p.pot_scale_int16 = o.pot_scale_int16();
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinMul => fill(
+            op.builtin_options_as_mul_options(),
+            |p: &mut TfLiteMulParams, o| {
+                p.activation = activation(o.fused_activation_function(), name)?;
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinDiv => fill(
+            op.builtin_options_as_div_options(),
+            |p: &mut TfLiteDivParams, o| {
+                p.activation = activation(o.fused_activation_function(), name)?;
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinLeakyRelu => fill(
+            op.builtin_options_as_leaky_relu_options(),
+            |p: &mut TfLiteLeakyReluParams, o| {
                 p.alpha = o.alpha();
-            })
-        }
-        Op::kTfLiteBuiltinGelu => parse!(op, TfLiteGeluParams, builtin_options_as_gelu_options, |p, o| {
-            p.approximate = o.approximate();
-        }),
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinGelu => fill(
+            op.builtin_options_as_gelu_options(),
+            |p: &mut TfLiteGeluParams, o| {
+                p.approximate = o.approximate();
+                Ok(())
+            },
+        ),
 
         // ---- Normalisation -------------------------------------------------------------
-        Op::kTfLiteBuiltinSoftmax => {
-            parse!(op, TfLiteSoftmaxParams, builtin_options_as_softmax_options, |p, o| {
+        Op::kTfLiteBuiltinSoftmax => fill(
+            op.builtin_options_as_softmax_options(),
+            |p: &mut TfLiteSoftmaxParams, o| {
                 p.beta = o.beta();
-            })
-        }
-        Op::kTfLiteBuiltinL2Normalization => {
-            parse!(op, TfLiteL2NormParams, builtin_options_as_l2norm_options, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinL2Normalization => fill(
+            op.builtin_options_as_l2norm_options(),
+            |p: &mut TfLiteL2NormParams, o| {
                 p.activation = activation(o.fused_activation_function(), name)?;
-            })
-        }
-        Op::kTfLiteBuiltinLocalResponseNormalization => parse!(
-            op,
-            TfLiteLocalResponseNormParams,
-            builtin_options_as_local_response_normalization_options,
-            |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinLocalResponseNormalization => fill(
+            op.builtin_options_as_local_response_normalization_options(),
+            |p: &mut TfLiteLocalResponseNormParams, o| {
                 p.radius = o.radius();
                 p.bias = o.bias();
                 p.alpha = o.alpha();
                 p.beta = o.beta();
-            }
+                Ok(())
+            },
         ),
 
         // ---- Recurrent -----------------------------------------------------------------
-        Op::kTfLiteBuiltinSvdf => parse!(op, TfLiteSVDFParams, builtin_options_as_svdfoptions, |p, o| {
-            p.rank = o.rank();
-            p.activation = activation(o.fused_activation_function(), name)?;
-            p.asymmetric_quantize_inputs = o.asymmetric_quantize_inputs();
-        }),
-        Op::kTfLiteBuiltinRnn => parse!(op, TfLiteRNNParams, builtin_options_as_rnnoptions, |p, o| {
-            p.activation = activation(o.fused_activation_function(), name)?;
-            p.asymmetric_quantize_inputs = o.asymmetric_quantize_inputs();
-        }),
-        Op::kTfLiteBuiltinUnidirectionalSequenceRnn => {
-            parse!(op, TfLiteSequenceRNNParams, builtin_options_as_sequence_rnnoptions, |p, o| {
+        Op::kTfLiteBuiltinSvdf => fill(
+            op.builtin_options_as_svdfoptions(),
+            |p: &mut TfLiteSVDFParams, o| {
+                p.rank = o.rank();
+                p.activation = activation(o.fused_activation_function(), name)?;
+                p.asymmetric_quantize_inputs = o.asymmetric_quantize_inputs();
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinRnn => fill(
+            op.builtin_options_as_rnnoptions(),
+            |p: &mut TfLiteRNNParams, o| {
+                p.activation = activation(o.fused_activation_function(), name)?;
+                p.asymmetric_quantize_inputs = o.asymmetric_quantize_inputs();
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinUnidirectionalSequenceRnn => fill(
+            op.builtin_options_as_sequence_rnnoptions(),
+            |p: &mut TfLiteSequenceRNNParams, o| {
                 p.activation = activation(o.fused_activation_function(), name)?;
                 p.time_major = o.time_major();
                 p.asymmetric_quantize_inputs = o.asymmetric_quantize_inputs();
-            })
-        }
-        Op::kTfLiteBuiltinBidirectionalSequenceRnn => parse!(
-            op,
-            TfLiteBidirectionalSequenceRNNParams,
-            builtin_options_as_bidirectional_sequence_rnnoptions,
-            |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinBidirectionalSequenceRnn => fill(
+            op.builtin_options_as_bidirectional_sequence_rnnoptions(),
+            |p: &mut TfLiteBidirectionalSequenceRNNParams, o| {
                 p.activation = activation(o.fused_activation_function(), name)?;
                 p.time_major = o.time_major();
                 p.merge_outputs = o.merge_outputs();
                 p.asymmetric_quantize_inputs = o.asymmetric_quantize_inputs();
-            }
+                Ok(())
+            },
         ),
         Op::kTfLiteBuiltinLstm => parse_lstm(op, name),
-        Op::kTfLiteBuiltinUnidirectionalSequenceLstm => parse!(
-            op,
-            TfLiteUnidirectionalSequenceLSTMParams,
-            builtin_options_as_unidirectional_sequence_lstmoptions,
-            |p, o| {
+        Op::kTfLiteBuiltinUnidirectionalSequenceLstm => fill(
+            op.builtin_options_as_unidirectional_sequence_lstmoptions(),
+            |p: &mut TfLiteUnidirectionalSequenceLSTMParams, o| {
                 p.activation = activation(o.fused_activation_function(), name)?;
                 p.cell_clip = o.cell_clip();
                 p.proj_clip = o.proj_clip();
                 p.time_major = o.time_major();
                 p.asymmetric_quantize_inputs = o.asymmetric_quantize_inputs();
                 p.diagonal_recurrent_tensors = o.diagonal_recurrent_tensors();
-            }
+                Ok(())
+            },
         ),
-        Op::kTfLiteBuiltinBidirectionalSequenceLstm => parse!(
-            op,
-            TfLiteBidirectionalSequenceLSTMParams,
-            builtin_options_as_bidirectional_sequence_lstmoptions,
-            |p, o| {
+        Op::kTfLiteBuiltinBidirectionalSequenceLstm => fill(
+            op.builtin_options_as_bidirectional_sequence_lstmoptions(),
+            |p: &mut TfLiteBidirectionalSequenceLSTMParams, o| {
                 p.activation = activation(o.fused_activation_function(), name)?;
                 p.cell_clip = o.cell_clip();
                 p.proj_clip = o.proj_clip();
                 p.merge_outputs = o.merge_outputs();
                 p.time_major = o.time_major();
                 p.asymmetric_quantize_inputs = o.asymmetric_quantize_inputs();
-            }
+                Ok(())
+            },
         ),
 
         // ---- Embeddings and hashing ----------------------------------------------------
-        Op::kTfLiteBuiltinLshProjection => {
-            parse!(op, TfLiteLSHProjectionParams, builtin_options_as_lshprojection_options, |p, o| {
+        Op::kTfLiteBuiltinLshProjection => fill(
+            op.builtin_options_as_lshprojection_options(),
+            |p: &mut TfLiteLSHProjectionParams, o| {
                 p.type_ = match o.type_() {
-                    fb::LSHProjectionType::UNKNOWN => TfLiteLSHProjectionType::kTfLiteLshProjectionUnknown,
-                    fb::LSHProjectionType::SPARSE => TfLiteLSHProjectionType::kTfLiteLshProjectionSparse,
-                    fb::LSHProjectionType::DENSE => TfLiteLSHProjectionType::kTfLiteLshProjectionDense,
+                    fb::LSHProjectionType::UNKNOWN => {
+                        TfLiteLSHProjectionType::kTfLiteLshProjectionUnknown
+                    }
+                    fb::LSHProjectionType::SPARSE => {
+                        TfLiteLSHProjectionType::kTfLiteLshProjectionSparse
+                    }
+                    fb::LSHProjectionType::DENSE => {
+                        TfLiteLSHProjectionType::kTfLiteLshProjectionDense
+                    }
                     other => return Err(unsupported("LSH projection type", other.0, name)),
                 };
-            })
-        }
-        Op::kTfLiteBuiltinEmbeddingLookupSparse => parse!(
-            op,
-            TfLiteEmbeddingLookupSparseParams,
-            builtin_options_as_embedding_lookup_sparse_options,
-            |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinEmbeddingLookupSparse => fill(
+            op.builtin_options_as_embedding_lookup_sparse_options(),
+            |p: &mut TfLiteEmbeddingLookupSparseParams, o| {
                 p.combiner = match o.combiner() {
                     fb::CombinerType::SUM => TfLiteCombinerType::kTfLiteCombinerTypeSum,
                     fb::CombinerType::MEAN => TfLiteCombinerType::kTfLiteCombinerTypeMean,
                     fb::CombinerType::SQRTN => TfLiteCombinerType::kTfLiteCombinerTypeSqrtn,
                     other => return Err(unsupported("combiner type", other.0, name)),
                 };
-            }
+                Ok(())
+            },
         ),
-        Op::kTfLiteBuiltinSkipGram => {
-            parse!(op, TfLiteSkipGramParams, builtin_options_as_skip_gram_options, |p, o| {
+        Op::kTfLiteBuiltinSkipGram => fill(
+            op.builtin_options_as_skip_gram_options(),
+            |p: &mut TfLiteSkipGramParams, o| {
                 p.ngram_size = o.ngram_size();
                 p.max_skip_size = o.max_skip_size();
                 p.include_all_ngrams = o.include_all_ngrams();
-            })
-        }
-        Op::kTfLiteBuiltinHashtable => {
-            parse!(op, TfLiteHashtableParams, builtin_options_as_hashtable_options, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinHashtable => fill(
+            op.builtin_options_as_hashtable_options(),
+            |p: &mut TfLiteHashtableParams, o| {
                 p.table_id = o.table_id();
                 p.key_dtype = tensor_type(o.key_dtype(), name)?;
                 p.value_dtype = tensor_type(o.value_dtype(), name)?;
-            })
-        }
+                Ok(())
+            },
+        ),
 
         // ---- Shape manipulation --------------------------------------------------------
-        Op::kTfLiteBuiltinConcatenation => {
-            parse!(op, TfLiteConcatenationParams, builtin_options_as_concatenation_options, |p, o| {
+        Op::kTfLiteBuiltinConcatenation => fill(
+            op.builtin_options_as_concatenation_options(),
+            |p: &mut TfLiteConcatenationParams, o| {
                 p.activation = activation(o.fused_activation_function(), name)?;
                 p.axis = o.axis();
-            })
-        }
-        Op::kTfLiteBuiltinReshape => {
-            parse!(op, TfLiteReshapeParams, builtin_options_as_reshape_options, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinReshape => fill(
+            op.builtin_options_as_reshape_options(),
+            |p: &mut TfLiteReshapeParams, o| {
                 if let Some(shape) = o.new_shape() {
                     p.num_dimensions = copy_ints(shape, &mut p.shape, "reshape")?;
                 }
-            })
-        }
-        Op::kTfLiteBuiltinSqueeze => {
-            parse!(op, TfLiteSqueezeParams, builtin_options_as_squeeze_options, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinSqueeze => fill(
+            op.builtin_options_as_squeeze_options(),
+            |p: &mut TfLiteSqueezeParams, o| {
                 if let Some(dims) = o.squeeze_dims() {
                     p.num_squeeze_dims = copy_ints(dims, &mut p.squeeze_dims, "squeeze")?;
                 }
-            })
-        }
-        Op::kTfLiteBuiltinStridedSlice => {
-            parse!(op, TfLiteStridedSliceParams, builtin_options_as_strided_slice_options, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinStridedSlice => fill(
+            op.builtin_options_as_strided_slice_options(),
+            |p: &mut TfLiteStridedSliceParams, o| {
                 p.begin_mask = o.begin_mask();
                 p.end_mask = o.end_mask();
                 p.ellipsis_mask = o.ellipsis_mask();
                 p.new_axis_mask = o.new_axis_mask();
                 p.shrink_axis_mask = o.shrink_axis_mask();
                 p.offset = o.offset();
-            })
-        }
-        Op::kTfLiteBuiltinPack => parse!(op, TfLitePackParams, builtin_options_as_pack_options, |p, o| {
-            p.values_count = o.values_count();
-            p.axis = o.axis();
-        }),
-        Op::kTfLiteBuiltinUnpack => {
-            parse!(op, TfLiteUnpackParams, builtin_options_as_unpack_options, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinPack => fill(
+            op.builtin_options_as_pack_options(),
+            |p: &mut TfLitePackParams, o| {
+                p.values_count = o.values_count();
+                p.axis = o.axis();
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinUnpack => fill(
+            op.builtin_options_as_unpack_options(),
+            |p: &mut TfLiteUnpackParams, o| {
                 p.num = o.num();
                 p.axis = o.axis();
-            })
-        }
-        Op::kTfLiteBuiltinSplit => parse!(op, TfLiteSplitParams, builtin_options_as_split_options, |p, o| {
-            p.num_splits = o.num_splits();
-        }),
-        Op::kTfLiteBuiltinSplitV => {
-            parse!(op, TfLiteSplitVParams, builtin_options_as_split_voptions, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinSplit => fill(
+            op.builtin_options_as_split_options(),
+            |p: &mut TfLiteSplitParams, o| {
                 p.num_splits = o.num_splits();
-            })
-        }
-        Op::kTfLiteBuiltinSpaceToDepth => {
-            parse!(op, TfLiteSpaceToDepthParams, builtin_options_as_space_to_depth_options, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinSplitV => fill(
+            op.builtin_options_as_split_voptions(),
+            |p: &mut TfLiteSplitVParams, o| {
+                p.num_splits = o.num_splits();
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinSpaceToDepth => fill(
+            op.builtin_options_as_space_to_depth_options(),
+            |p: &mut TfLiteSpaceToDepthParams, o| {
                 p.block_size = o.block_size();
-            })
-        }
-        Op::kTfLiteBuiltinDepthToSpace => {
-            parse!(op, TfLiteDepthToSpaceParams, builtin_options_as_depth_to_space_options, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinDepthToSpace => fill(
+            op.builtin_options_as_depth_to_space_options(),
+            |p: &mut TfLiteDepthToSpaceParams, o| {
                 p.block_size = o.block_size();
-            })
-        }
-        Op::kTfLiteBuiltinMirrorPad => {
-            parse!(op, TfLiteMirrorPaddingParams, builtin_options_as_mirror_pad_options, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinMirrorPad => fill(
+            op.builtin_options_as_mirror_pad_options(),
+            |p: &mut TfLiteMirrorPaddingParams, o| {
                 p.mode = match o.mode() {
-                    fb::MirrorPadMode::REFLECT => TfLiteMirrorPaddingMode::kTfLiteMirrorPaddingReflect,
-                    fb::MirrorPadMode::SYMMETRIC => TfLiteMirrorPaddingMode::kTfLiteMirrorPaddingSymmetric,
+                    fb::MirrorPadMode::REFLECT => {
+                        TfLiteMirrorPaddingMode::kTfLiteMirrorPaddingReflect
+                    }
+                    fb::MirrorPadMode::SYMMETRIC => {
+                        TfLiteMirrorPaddingMode::kTfLiteMirrorPaddingSymmetric
+                    }
                     other => return Err(unsupported("mirror pad mode", other.0, name)),
                 };
-            })
-        }
-        Op::kTfLiteBuiltinResizeBilinear => {
-            parse!(op, TfLiteResizeBilinearParams, builtin_options_as_resize_bilinear_options, |p, o| {
-                p.align_corners = o.align_corners();
-                p.half_pixel_centers = o.half_pixel_centers();
-            })
-        }
-        Op::kTfLiteBuiltinResizeNearestNeighbor => parse!(
-            op,
-            TfLiteResizeNearestNeighborParams,
-            builtin_options_as_resize_nearest_neighbor_options,
-            |p, o| {
-                p.align_corners = o.align_corners();
-                p.half_pixel_centers = o.half_pixel_centers();
-            }
+                Ok(())
+            },
         ),
-        Op::kTfLiteBuiltinShape => parse!(op, TfLiteShapeParams, builtin_options_as_shape_options, |p, o| {
-            p.out_type = tensor_type(o.out_type(), name)?;
-        }),
+        Op::kTfLiteBuiltinResizeBilinear => fill(
+            op.builtin_options_as_resize_bilinear_options(),
+            |p: &mut TfLiteResizeBilinearParams, o| {
+                p.align_corners = o.align_corners();
+                p.half_pixel_centers = o.half_pixel_centers();
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinResizeNearestNeighbor => fill(
+            op.builtin_options_as_resize_nearest_neighbor_options(),
+            |p: &mut TfLiteResizeNearestNeighborParams, o| {
+                p.align_corners = o.align_corners();
+                p.half_pixel_centers = o.half_pixel_centers();
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinShape => fill(
+            op.builtin_options_as_shape_options(),
+            |p: &mut TfLiteShapeParams, o| {
+                p.out_type = tensor_type(o.out_type(), name)?;
+                Ok(())
+            },
+        ),
 
         // ---- Gather, reductions, indexing ----------------------------------------------
-        Op::kTfLiteBuiltinGather => {
-            parse!(op, TfLiteGatherParams, builtin_options_as_gather_options, |p, o| {
+        Op::kTfLiteBuiltinGather => fill(
+            op.builtin_options_as_gather_options(),
+            |p: &mut TfLiteGatherParams, o| {
                 p.axis = o.axis();
                 p.batch_dims = o.batch_dims();
-            })
-        }
+                Ok(())
+            },
+        ),
         Op::kTfLiteBuiltinMean
         | Op::kTfLiteBuiltinSum
         | Op::kTfLiteBuiltinReduceProd
         | Op::kTfLiteBuiltinReduceMax
         | Op::kTfLiteBuiltinReduceMin
         | Op::kTfLiteBuiltinReduceAny
-        | Op::kTfLiteBuiltinReduceAll => {
-            parse!(op, TfLiteReducerParams, builtin_options_as_reducer_options, |p, o| {
+        | Op::kTfLiteBuiltinReduceAll => fill(
+            op.builtin_options_as_reducer_options(),
+            |p: &mut TfLiteReducerParams, o| {
                 p.keep_dims = o.keep_dims();
-            })
-        }
-        Op::kTfLiteBuiltinArgMax => {
-            parse!(op, TfLiteArgMaxParams, builtin_options_as_arg_max_options, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinArgMax => fill(
+            op.builtin_options_as_arg_max_options(),
+            |p: &mut TfLiteArgMaxParams, o| {
                 p.output_type = tensor_type(o.output_type(), name)?;
-            })
-        }
-        Op::kTfLiteBuiltinArgMin => {
-            parse!(op, TfLiteArgMinParams, builtin_options_as_arg_min_options, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinArgMin => fill(
+            op.builtin_options_as_arg_min_options(),
+            |p: &mut TfLiteArgMinParams, o| {
                 p.output_type = tensor_type(o.output_type(), name)?;
-            })
-        }
-        Op::kTfLiteBuiltinCumsum => {
-            parse!(op, TfLiteCumsumParams, builtin_options_as_cumsum_options, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinCumsum => fill(
+            op.builtin_options_as_cumsum_options(),
+            |p: &mut TfLiteCumsumParams, o| {
                 p.exclusive = o.exclusive();
                 p.reverse = o.reverse();
-            })
-        }
-        Op::kTfLiteBuiltinSparseToDense => {
-            parse!(op, TfLiteSparseToDenseParams, builtin_options_as_sparse_to_dense_options, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinSparseToDense => fill(
+            op.builtin_options_as_sparse_to_dense_options(),
+            |p: &mut TfLiteSparseToDenseParams, o| {
                 p.validate_indices = o.validate_indices();
-            })
-        }
-        Op::kTfLiteBuiltinOneHot => {
-            parse!(op, TfLiteOneHotParams, builtin_options_as_one_hot_options, |p, o| {
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinOneHot => fill(
+            op.builtin_options_as_one_hot_options(),
+            |p: &mut TfLiteOneHotParams, o| {
                 p.axis = o.axis();
-            })
-        }
+                Ok(())
+            },
+        ),
         Op::kTfLiteBuiltinUnique => {
-            parse!(op, TfLiteUniqueParams, builtin_options_as_unique_options, |p, o| {
-                // TFLite: INT64 selects int64 indices, any other type int32.
-                let t = tensor_type(o.idx_out_type(), name)?;
-                p.index_out_type = if t == TfLiteType::kTfLiteInt64 {
-                    TfLiteType::kTfLiteInt64
-                } else {
-                    TfLiteType::kTfLiteInt32
-                };
-            })
+            fill(
+                op.builtin_options_as_unique_options(),
+                |p: &mut TfLiteUniqueParams, o| {
+                    // TFLite: INT64 selects int64 indices, any other type int32.
+                    let t = tensor_type(o.idx_out_type(), name)?;
+                    p.index_out_type = if t == TfLiteType::kTfLiteInt64 {
+                        TfLiteType::kTfLiteInt64
+                    } else {
+                        TfLiteType::kTfLiteInt32
+                    };
+                    Ok(())
+                },
+            )
         }
-        Op::kTfLiteBuiltinReverseSequence => {
-            parse!(op, TfLiteReverseSequenceParams, builtin_options_as_reverse_sequence_options, |p, o| {
+        Op::kTfLiteBuiltinReverseSequence => fill(
+            op.builtin_options_as_reverse_sequence_options(),
+            |p: &mut TfLiteReverseSequenceParams, o| {
                 p.seq_dim = o.seq_dim();
                 p.batch_dim = o.batch_dim();
-            })
-        }
+                Ok(())
+            },
+        ),
         Op::kTfLiteBuiltinBucketize => parse_bucketize(op, name),
 
         // ---- Types and quantization ----------------------------------------------------
-        Op::kTfLiteBuiltinCast => parse!(op, TfLiteCastParams, builtin_options_as_cast_options, |p, o| {
-            p.in_data_type = tensor_type(o.in_data_type(), name)?;
-            p.out_data_type = tensor_type(o.out_data_type(), name)?;
-        }),
-        Op::kTfLiteBuiltinFakeQuant => {
-            parse!(op, TfLiteFakeQuantParams, builtin_options_as_fake_quant_options, |p, o| {
+        Op::kTfLiteBuiltinCast => fill(
+            op.builtin_options_as_cast_options(),
+            |p: &mut TfLiteCastParams, o| {
+                p.in_data_type = tensor_type(o.in_data_type(), name)?;
+                p.out_data_type = tensor_type(o.out_data_type(), name)?;
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinFakeQuant => fill(
+            op.builtin_options_as_fake_quant_options(),
+            |p: &mut TfLiteFakeQuantParams, o| {
                 p.min = o.min();
                 p.max = o.max();
                 p.num_bits = o.num_bits();
                 p.narrow_range = o.narrow_range();
-            })
-        }
+                Ok(())
+            },
+        ),
 
         // ---- Random --------------------------------------------------------------------
         Op::kTfLiteBuiltinMultinomial
         | Op::kTfLiteBuiltinRandomStandardNormal
         | Op::kTfLiteBuiltinRandomUniform => {
-            parse!(op, TfLiteRandomParams, builtin_options_as_random_options, |p, o| {
-                // The schema's seeds are 64-bit, the struct's `int`: TFLite truncates.
-                p.seed = o.seed() as c_int;
-                p.seed2 = o.seed2() as c_int;
-            })
+            fill(
+                op.builtin_options_as_random_options(),
+                |p: &mut TfLiteRandomParams, o| {
+                    // The schema's seeds are 64-bit, the struct's `int`: TFLite truncates.
+                    p.seed = o.seed() as c_int;
+                    p.seed2 = o.seed2() as c_int;
+                    Ok(())
+                },
+            )
         }
 
         // ---- Control flow and resources ------------------------------------------------
-        Op::kTfLiteBuiltinIf => parse!(op, TfLiteIfParams, builtin_options_as_if_options, |p, o| {
-            p.then_subgraph_index = o.then_subgraph_index();
-            p.else_subgraph_index = o.else_subgraph_index();
-        }),
-        Op::kTfLiteBuiltinWhile => parse!(op, TfLiteWhileParams, builtin_options_as_while_options, |p, o| {
-            p.cond_subgraph_index = o.cond_subgraph_index();
-            p.body_subgraph_index = o.body_subgraph_index();
-        }),
-        Op::kTfLiteBuiltinCallOnce => {
-            parse!(op, TfLiteCallOnceParams, builtin_options_as_call_once_options, |p, o| {
+        Op::kTfLiteBuiltinIf => fill(
+            op.builtin_options_as_if_options(),
+            |p: &mut TfLiteIfParams, o| {
+                p.then_subgraph_index = o.then_subgraph_index();
+                p.else_subgraph_index = o.else_subgraph_index();
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinWhile => fill(
+            op.builtin_options_as_while_options(),
+            |p: &mut TfLiteWhileParams, o| {
+                p.cond_subgraph_index = o.cond_subgraph_index();
+                p.body_subgraph_index = o.body_subgraph_index();
+                Ok(())
+            },
+        ),
+        Op::kTfLiteBuiltinCallOnce => fill(
+            op.builtin_options_as_call_once_options(),
+            |p: &mut TfLiteCallOnceParams, o| {
                 p.init_subgraph_index = o.init_subgraph_index();
-            })
-        }
+                Ok(())
+            },
+        ),
         Op::kTfLiteBuiltinVarHandle => {
-            parse!(op, TfLiteVarHandleParams, builtin_options_as_var_handle_options, |p, o| {
-                // Flatbuffer strings are NUL-terminated in the buffer (checked by the
-                // verifier), so the pointers are valid C strings; NULL when absent.
-                if let Some(s) = o.container() {
-                    p.container = s.as_ptr().cast::<c_char>();
-                }
-                if let Some(s) = o.shared_name() {
-                    p.shared_name = s.as_ptr().cast::<c_char>();
-                }
-            })
+            fill(
+                op.builtin_options_as_var_handle_options(),
+                |p: &mut TfLiteVarHandleParams, o| {
+                    // Flatbuffer strings are NUL-terminated in the buffer (checked by the
+                    // verifier), so the pointers are valid C strings; NULL when absent.
+                    if let Some(s) = o.container() {
+                        p.container = s.as_ptr().cast::<c_char>();
+                    }
+                    if let Some(s) = o.shared_name() {
+                        p.shared_name = s.as_ptr().cast::<c_char>();
+                    }
+                    Ok(())
+                },
+            )
         }
 
         // ---- StableHLO -----------------------------------------------------------------
         Op::kTfLiteBuiltinStablehloScatter => parse_stablehlo_scatter(op),
-        Op::kTfLiteBuiltinStablehloRngBitGenerator => parse!(
-            op,
-            TfLiteStablehloRngBitGeneratorParams,
-            builtin_options_2_as_stablehlo_rng_bit_generator_options,
-            |p, o| {
+        Op::kTfLiteBuiltinStablehloRngBitGenerator => fill(
+            op.builtin_options_2_as_stablehlo_rng_bit_generator_options(),
+            |p: &mut TfLiteStablehloRngBitGeneratorParams, o| {
                 p.algorithm = match o.algorithm() {
                     fb::RngAlgorithm::DEFAULT => TfLiteRngAlgorithm::kTfLiteRngAlgorithmDefault,
                     fb::RngAlgorithm::PHILOX => TfLiteRngAlgorithm::kTfLiteRngAlgorithmPhilox,
                     fb::RngAlgorithm::THREEFRY => TfLiteRngAlgorithm::kTfLiteRngAlgorithmThreefry,
                     other => return Err(unsupported("RNG algorithm", other.0, name)),
                 };
-            }
+                Ok(())
+            },
         ),
         Op::kTfLiteBuiltinStablehloGather => parse_stablehlo_gather(op),
         Op::kTfLiteBuiltinStablehloReduceWindow => parse_stablehlo_reduce_window(op),
-        Op::kTfLiteBuiltinReduceWindow => {
-            parse!(op, TfLiteReduceWindowParams, builtin_options_2_as_reduce_window_options, |p, o| {
+        Op::kTfLiteBuiltinReduceWindow => fill(
+            op.builtin_options_2_as_reduce_window_options(),
+            |p: &mut TfLiteReduceWindowParams, o| {
                 use TfLiteReduceWindowFunction as F;
                 p.reduce_function = match o.reduce_function() {
                     fb::ReduceWindowFunction::ADD => F::TfLiteReduceWindowFunctionAdd,
@@ -506,8 +632,9 @@ pub fn parse_builtin_options(code: Op, op: &fb::Operator<'_>) -> Result<*mut c_v
                     fb::ReduceWindowFunction::ANY => F::TfLiteReduceWindowFunctionAny,
                     other => return Err(unsupported("reduce window function", other.0, name)),
                 };
-            })
-        }
+                Ok(())
+            },
+        ),
         Op::kTfLiteBuiltinStablehloPad => parse_stablehlo_pad(op),
         Op::kTfLiteBuiltinStablehloComposite => parse_stablehlo_composite(op),
         Op::kTfLiteBuiltinStablehloCase => parse_stablehlo_case(op),
@@ -529,7 +656,6 @@ pub fn parse_builtin_options(code: Op, op: &fb::Operator<'_>) -> Result<*mut c_v
     }
 }
 
-
 // ---------------------------------------------------------------------------------------
 // Allocation
 // ---------------------------------------------------------------------------------------
@@ -550,27 +676,87 @@ macro_rules! zero_valid {
 }
 
 zero_valid!(
-    TfLiteConvParams, TfLiteDepthwiseConvParams, TfLiteConv3DParams, TfLiteTransposeConvParams,
-    TfLitePoolParams, TfLiteFullyConnectedParams, TfLiteBatchMatMulParams, TfLiteAddParams,
-    TfLiteSubParams, TfLiteMulParams, TfLiteDivParams, TfLiteLeakyReluParams, TfLiteGeluParams,
-    TfLiteSoftmaxParams, TfLiteL2NormParams, TfLiteLocalResponseNormParams, TfLiteSVDFParams,
-    TfLiteRNNParams, TfLiteSequenceRNNParams, TfLiteBidirectionalSequenceRNNParams,
-    TfLiteLSTMParams, TfLiteUnidirectionalSequenceLSTMParams,
-    TfLiteBidirectionalSequenceLSTMParams, TfLiteLSHProjectionParams,
-    TfLiteEmbeddingLookupSparseParams, TfLiteSkipGramParams, TfLiteHashtableParams,
-    TfLiteConcatenationParams, TfLiteReshapeParams, TfLiteSqueezeParams,
-    TfLiteStridedSliceParams, TfLitePackParams, TfLiteUnpackParams, TfLiteSplitParams,
-    TfLiteSplitVParams, TfLiteSpaceToDepthParams, TfLiteDepthToSpaceParams,
-    TfLiteMirrorPaddingParams, TfLiteResizeBilinearParams, TfLiteResizeNearestNeighborParams,
-    TfLiteShapeParams, TfLiteGatherParams, TfLiteReducerParams, TfLiteArgMaxParams,
-    TfLiteArgMinParams, TfLiteCumsumParams, TfLiteSparseToDenseParams, TfLiteOneHotParams,
-    TfLiteUniqueParams, TfLiteReverseSequenceParams, TfLiteBucketizeParams, TfLiteCastParams,
-    TfLiteFakeQuantParams, TfLiteRandomParams, TfLiteIfParams, TfLiteWhileParams,
-    TfLiteCallOnceParams, TfLiteVarHandleParams, TfLiteStablehloScatterParams,
-    TfLiteStablehloRngBitGeneratorParams, TfLiteStablehloGatherParams,
-    TfLiteStablehloReduceWindowParams, TfLiteReduceWindowParams, TfLiteStablehloPadParams,
-    TfLiteStablehloCompositeParams, TfLiteStablehloCaseParams,
+    TfLiteConvParams,
+    TfLiteDepthwiseConvParams,
+    TfLiteConv3DParams,
+    TfLiteTransposeConvParams,
+    TfLitePoolParams,
+    TfLiteFullyConnectedParams,
+    TfLiteBatchMatMulParams,
+    TfLiteAddParams,
+    TfLiteSubParams,
+    TfLiteMulParams,
+    TfLiteDivParams,
+    TfLiteLeakyReluParams,
+    TfLiteGeluParams,
+    TfLiteSoftmaxParams,
+    TfLiteL2NormParams,
+    TfLiteLocalResponseNormParams,
+    TfLiteSVDFParams,
+    TfLiteRNNParams,
+    TfLiteSequenceRNNParams,
+    TfLiteBidirectionalSequenceRNNParams,
+    TfLiteLSTMParams,
+    TfLiteUnidirectionalSequenceLSTMParams,
+    TfLiteBidirectionalSequenceLSTMParams,
+    TfLiteLSHProjectionParams,
+    TfLiteEmbeddingLookupSparseParams,
+    TfLiteSkipGramParams,
+    TfLiteHashtableParams,
+    TfLiteConcatenationParams,
+    TfLiteReshapeParams,
+    TfLiteSqueezeParams,
+    TfLiteStridedSliceParams,
+    TfLitePackParams,
+    TfLiteUnpackParams,
+    TfLiteSplitParams,
+    TfLiteSplitVParams,
+    TfLiteSpaceToDepthParams,
+    TfLiteDepthToSpaceParams,
+    TfLiteMirrorPaddingParams,
+    TfLiteResizeBilinearParams,
+    TfLiteResizeNearestNeighborParams,
+    TfLiteShapeParams,
+    TfLiteGatherParams,
+    TfLiteReducerParams,
+    TfLiteArgMaxParams,
+    TfLiteArgMinParams,
+    TfLiteCumsumParams,
+    TfLiteSparseToDenseParams,
+    TfLiteOneHotParams,
+    TfLiteUniqueParams,
+    TfLiteReverseSequenceParams,
+    TfLiteBucketizeParams,
+    TfLiteCastParams,
+    TfLiteFakeQuantParams,
+    TfLiteRandomParams,
+    TfLiteIfParams,
+    TfLiteWhileParams,
+    TfLiteCallOnceParams,
+    TfLiteVarHandleParams,
+    TfLiteStablehloScatterParams,
+    TfLiteStablehloRngBitGeneratorParams,
+    TfLiteStablehloGatherParams,
+    TfLiteStablehloReduceWindowParams,
+    TfLiteReduceWindowParams,
+    TfLiteStablehloPadParams,
+    TfLiteStablehloCompositeParams,
+    TfLiteStablehloCaseParams,
 );
+
+/// Allocates a zeroed `T` and, when the op carries the options table it expects
+/// (`options` is `Some`), fills it with `fill`; then hands it over. An error from `fill`
+/// frees the struct.
+fn fill<T: ZeroValid, O>(
+    options: Option<O>,
+    fill: impl FnOnce(&mut T, O) -> Result<()>,
+) -> Result<*mut c_void> {
+    let mut params = CParams::<T>::zeroed()?;
+    if let Some(o) = options {
+        fill(&mut params, o)?;
+    }
+    Ok(params.into_raw())
+}
 
 /// A `calloc`ed params struct, freed on drop unless handed over with `into_raw` (TFLite's
 /// `SafeBuiltinDataAllocator`).
@@ -685,12 +871,16 @@ fn tensor_type(t: fb::TensorType, op_name: &str) -> Result<TfLiteType> {
 
 /// TFLite's message for a list that does not fit its fixed array.
 fn too_many(op_name: &str) -> Error {
-    Error::new(format!("Found too many dimensions in the input array of operation '{op_name}'."))
+    Error::new(format!(
+        "Found too many dimensions in the input array of operation '{op_name}'."
+    ))
 }
 
 /// TFLite's message for a required list that is missing.
 fn not_provided(op_name: &str) -> Error {
-    Error::new(format!("Input array not provided for operation '{op_name}'."))
+    Error::new(format!(
+        "Input array not provided for operation '{op_name}'."
+    ))
 }
 
 /// Copies `src` into the front of `dst` (TFLite's `FlatBufferIntVectorToArray`); more
@@ -752,12 +942,16 @@ fn parse_bucketize(op: &fb::Operator<'_>, name: &str) -> Result<*mut c_void> {
         // without forming a `&[f32]`: the buffer only guarantees 4-byte alignment relative
         // to its own start. Viewed as bytes the length is the element count, so the slice
         // is an in-bounds prefix of the floats.
-        let bytes = o._tab.get::<flatbuffers::ForwardsUOffset<flatbuffers::Vector<'_, u8>>>(
-            fb::BucketizeOptions::VT_BOUNDARIES,
-            None,
-        );
+        let bytes = o
+            ._tab
+            .get::<flatbuffers::ForwardsUOffset<flatbuffers::Vector<'_, u8>>>(
+                fb::BucketizeOptions::VT_BOUNDARIES,
+                None,
+            );
         let Some(bytes) = bytes else {
-            return Err(Error::new("boundaries array not provided for operation 'bucketize'."));
+            return Err(Error::new(
+                "boundaries array not provided for operation 'bucketize'.",
+            ));
         };
         p.num_boundaries = c_int::try_from(bytes.len())
             .map_err(|_| Error::new(format!("Too many boundaries in {name}")))?;
@@ -807,7 +1001,9 @@ fn parse_stablehlo_gather(op: &fb::Operator<'_>) -> Result<*mut c_void> {
 fn parse_stablehlo_reduce_window(op: &fb::Operator<'_>) -> Result<*mut c_void> {
     const N: &str = "stablehlo.reduce_window";
     let Some(o) = op.builtin_options_2_as_stablehlo_reduce_window_options() else {
-        return Err(Error::new("Could not get 'stablehlo.reduce_window' operation parameters."));
+        return Err(Error::new(
+            "Could not get 'stablehlo.reduce_window' operation parameters.",
+        ));
     };
     let rank = match o.window_dimensions() {
         Some(v) if !v.is_empty() => v.len(),
@@ -845,10 +1041,34 @@ fn parse_stablehlo_reduce_window(op: &fb::Operator<'_>) -> Result<*mut c_void> {
         Ok(())
     }
     let mut p = CParams::<TfLiteStablehloReduceWindowParams>::zeroed()?;
-    load(&mut p.window_dimensions, o.window_dimensions(), "window_dimensions", rank, 1)?;
-    load(&mut p.window_strides, o.window_strides(), "window_strides", rank, 1)?;
-    load(&mut p.base_dilations, o.base_dilations(), "base_dilations", rank, 1)?;
-    load(&mut p.window_dilations, o.window_dilations(), "window_dilations", rank, 1)?;
+    load(
+        &mut p.window_dimensions,
+        o.window_dimensions(),
+        "window_dimensions",
+        rank,
+        1,
+    )?;
+    load(
+        &mut p.window_strides,
+        o.window_strides(),
+        "window_strides",
+        rank,
+        1,
+    )?;
+    load(
+        &mut p.base_dilations,
+        o.base_dilations(),
+        "base_dilations",
+        rank,
+        1,
+    )?;
+    load(
+        &mut p.window_dilations,
+        o.window_dilations(),
+        "window_dilations",
+        rank,
+        1,
+    )?;
     load(&mut p.padding, o.padding(), "padding", 2 * rank, 0)?;
     p.body_subgraph_index = o.body_subgraph_index();
     Ok(p.into_raw())
@@ -857,7 +1077,9 @@ fn parse_stablehlo_reduce_window(op: &fb::Operator<'_>) -> Result<*mut c_void> {
 fn parse_stablehlo_pad(op: &fb::Operator<'_>) -> Result<*mut c_void> {
     const N: &str = "stablehlo.pad";
     let Some(o) = op.builtin_options_2_as_stablehlo_pad_options() else {
-        return Err(Error::new("Could not get 'stablehlo.pad' operation parameters."));
+        return Err(Error::new(
+            "Could not get 'stablehlo.pad' operation parameters.",
+        ));
     };
     let mut p = CParams::<TfLiteStablehloPadParams>::zeroed()?;
     let check = |attr: &'static str| {
@@ -879,7 +1101,9 @@ fn parse_stablehlo_pad(op: &fb::Operator<'_>) -> Result<*mut c_void> {
 
 fn parse_stablehlo_composite(op: &fb::Operator<'_>) -> Result<*mut c_void> {
     let Some(o) = op.builtin_options_2_as_stable_hlocomposite_options() else {
-        return Err(Error::new("Could not get 'stablehlo.composite' operation parameters."));
+        return Err(Error::new(
+            "Could not get 'stablehlo.composite' operation parameters.",
+        ));
     };
     // TFLite dereferences the name unconditionally: a composite must have one.
     let Some(name) = o.name() else {
@@ -900,13 +1124,22 @@ fn parse_stablehlo_composite(op: &fb::Operator<'_>) -> Result<*mut c_void> {
 fn parse_stablehlo_case(op: &fb::Operator<'_>) -> Result<*mut c_void> {
     const N: &str = "stablehlo.case";
     let Some(o) = op.builtin_options_2_as_stablehlo_case_options() else {
-        return Err(Error::new("Could not get 'stablehlo.case' operation parameters."));
+        return Err(Error::new(
+            "Could not get 'stablehlo.case' operation parameters.",
+        ));
     };
     let mut p = CParams::<TfLiteStablehloCaseParams>::zeroed()?;
-    let n = copy_required(o.branch_subgraph_indices(), &mut p.branch_subgraph_indices, N)
-        .map_err(|e| {
-            Error::new(format!("{} Check the 'branch subgraph indices' attribute.", e.message))
-        })?;
+    let n = copy_required(
+        o.branch_subgraph_indices(),
+        &mut p.branch_subgraph_indices,
+        N,
+    )
+    .map_err(|e| {
+        Error::new(format!(
+            "{} Check the 'branch subgraph indices' attribute.",
+            e.message
+        ))
+    })?;
     p.num_branches = n as u32; // 0..=20
     Ok(p.into_raw())
 }
@@ -1032,20 +1265,32 @@ mod tests {
     fn depthwise_without_options_is_zeroed_as_in_tflite() {
         // ParseDepthwiseConv2D fills nothing when the table is absent.
         let p = parse(Op::kTfLiteBuiltinDepthwiseConv2d, &no_options()).unwrap();
-        assert_eq!(*p.get::<TfLiteDepthwiseConvParams>(), TfLiteDepthwiseConvParams::default());
-        assert_eq!(p.get::<TfLiteDepthwiseConvParams>().dilation_width_factor, 0);
+        assert_eq!(
+            *p.get::<TfLiteDepthwiseConvParams>(),
+            TfLiteDepthwiseConvParams::default()
+        );
+        assert_eq!(
+            p.get::<TfLiteDepthwiseConvParams>().dilation_width_factor,
+            0
+        );
     }
 
     #[test]
     fn depthwise_with_empty_table_gets_dilation_1() {
         let buf = build(|fbb| {
             let o = fb::DepthwiseConv2DOptions::create(fbb, &Default::default());
-            with_options(fb::BuiltinOptions::DepthwiseConv2DOptions, o.as_union_value())
+            with_options(
+                fb::BuiltinOptions::DepthwiseConv2DOptions,
+                o.as_union_value(),
+            )
         });
         let p = parse(Op::kTfLiteBuiltinDepthwiseConv2d, &buf).unwrap();
         let p = p.get::<TfLiteDepthwiseConvParams>();
         assert_eq!((p.dilation_width_factor, p.dilation_height_factor), (1, 1));
-        assert_eq!((p.stride_width, p.stride_height, p.depth_multiplier), (0, 0, 0));
+        assert_eq!(
+            (p.stride_width, p.stride_height, p.depth_multiplier),
+            (0, 0, 0)
+        );
         assert_eq!(p.padding, TfLitePadding::kTfLitePaddingSame);
     }
 
@@ -1059,7 +1304,11 @@ mod tests {
 
     #[test]
     fn reshape_with_eight_dims() {
-        let p = parse(Op::kTfLiteBuiltinReshape, &reshape(&[1, 2, 3, 4, 5, 6, 7, 8])).unwrap();
+        let p = parse(
+            Op::kTfLiteBuiltinReshape,
+            &reshape(&[1, 2, 3, 4, 5, 6, 7, 8]),
+        )
+        .unwrap();
         let p = p.get::<TfLiteReshapeParams>();
         assert_eq!(p.num_dimensions, 8);
         assert_eq!(p.shape, [1, 2, 3, 4, 5, 6, 7, 8]);
@@ -1070,7 +1319,10 @@ mod tests {
     #[test]
     fn reshape_with_nine_dims_is_an_error() {
         let msg = parse_err(Op::kTfLiteBuiltinReshape, &reshape(&[1; 9]));
-        assert_eq!(msg, "Found too many dimensions in the input array of operation 'reshape'.");
+        assert_eq!(
+            msg,
+            "Found too many dimensions in the input array of operation 'reshape'."
+        );
     }
 
     #[test]
@@ -1080,7 +1332,9 @@ mod tests {
                 let v = fbb.create_vector(dims);
                 let o = fb::SqueezeOptions::create(
                     fbb,
-                    &fb::SqueezeOptionsArgs { squeeze_dims: Some(v) },
+                    &fb::SqueezeOptionsArgs {
+                        squeeze_dims: Some(v),
+                    },
                 );
                 with_options(fb::BuiltinOptions::SqueezeOptions, o.as_union_value())
             })
@@ -1159,7 +1413,10 @@ mod tests {
             );
             with_options(fb::BuiltinOptions::CastOptions, o.as_union_value())
         });
-        assert_eq!(parse_err(Op::kTfLiteBuiltinCast, &cast), "Unsupported data type 99 in CAST");
+        assert_eq!(
+            parse_err(Op::kTfLiteBuiltinCast, &cast),
+            "Unsupported data type 99 in CAST"
+        );
         let fc = build(|fbb| {
             let o = fb::FullyConnectedOptions::create(
                 fbb,
@@ -1168,7 +1425,10 @@ mod tests {
                     ..Default::default()
                 },
             );
-            with_options(fb::BuiltinOptions::FullyConnectedOptions, o.as_union_value())
+            with_options(
+                fb::BuiltinOptions::FullyConnectedOptions,
+                o.as_union_value(),
+            )
         });
         assert!(parse_err(Op::kTfLiteBuiltinFullyConnected, &fc).contains("weights format 2"));
     }
@@ -1210,13 +1470,20 @@ mod tests {
             Op::kTfLiteBuiltinStablehloShiftLeft,
             Op::kTfLiteBuiltinHashtableLookup,
         ] {
-            assert!(parse(code, &no_options()).unwrap().0.is_null(), "{}", code.name());
+            assert!(
+                parse(code, &no_options()).unwrap().0.is_null(),
+                "{}",
+                code.name()
+            );
         }
         assert_eq!(
             parse_err(Op::kTfLiteBuiltinDelegate, &no_options()),
             "DELEGATE op shouldn't exist in model."
         );
-        parse_err(Op::kTfLiteBuiltinPlaceholderForGreaterOpCodes, &no_options());
+        parse_err(
+            Op::kTfLiteBuiltinPlaceholderForGreaterOpCodes,
+            &no_options(),
+        );
     }
 
     #[test]
@@ -1228,19 +1495,31 @@ mod tests {
             })
         };
         let p = parse(Op::kTfLiteBuiltinUnique, &unique(fb::TensorType::INT64)).unwrap();
-        assert_eq!(p.get::<TfLiteUniqueParams>().index_out_type, TfLiteType::kTfLiteInt64);
+        assert_eq!(
+            p.get::<TfLiteUniqueParams>().index_out_type,
+            TfLiteType::kTfLiteInt64
+        );
         let p = parse(Op::kTfLiteBuiltinUnique, &unique(fb::TensorType::FLOAT32)).unwrap();
-        assert_eq!(p.get::<TfLiteUniqueParams>().index_out_type, TfLiteType::kTfLiteInt32);
+        assert_eq!(
+            p.get::<TfLiteUniqueParams>().index_out_type,
+            TfLiteType::kTfLiteInt32
+        );
 
         let buf = build(|fbb| {
             let o = fb::RandomOptions::create(
                 fbb,
-                &fb::RandomOptionsArgs { seed: (1 << 32) + 7, seed2: -3 },
+                &fb::RandomOptionsArgs {
+                    seed: (1 << 32) + 7,
+                    seed2: -3,
+                },
             );
             with_options(fb::BuiltinOptions::RandomOptions, o.as_union_value())
         });
         let p = parse(Op::kTfLiteBuiltinRandomUniform, &buf).unwrap();
-        assert_eq!(*p.get::<TfLiteRandomParams>(), TfLiteRandomParams { seed: 7, seed2: -3 });
+        assert_eq!(
+            *p.get::<TfLiteRandomParams>(),
+            TfLiteRandomParams { seed: 7, seed2: -3 }
+        );
     }
 
     #[test]
@@ -1249,7 +1528,9 @@ mod tests {
             let v = fbb.create_vector(&[0.5f32, 1.5, 9.0]);
             let o = fb::BucketizeOptions::create(
                 fbb,
-                &fb::BucketizeOptionsArgs { boundaries: Some(v) },
+                &fb::BucketizeOptionsArgs {
+                    boundaries: Some(v),
+                },
             );
             with_options(fb::BuiltinOptions::BucketizeOptions, o.as_union_value())
         });
@@ -1271,7 +1552,10 @@ mod tests {
             let s = fbb.create_string("var0");
             let o = fb::VarHandleOptions::create(
                 fbb,
-                &fb::VarHandleOptionsArgs { container: None, shared_name: Some(s) },
+                &fb::VarHandleOptionsArgs {
+                    container: None,
+                    shared_name: Some(s),
+                },
             );
             with_options(fb::BuiltinOptions::VarHandleOptions, o.as_union_value())
         });
@@ -1290,9 +1574,14 @@ mod tests {
                 let v = fbb.create_vector(&vec![3i32; n]);
                 let o = fb::StablehloCaseOptions::create(
                     fbb,
-                    &fb::StablehloCaseOptionsArgs { branch_subgraph_indices: Some(v) },
+                    &fb::StablehloCaseOptionsArgs {
+                        branch_subgraph_indices: Some(v),
+                    },
                 );
-                with_options_2(fb::BuiltinOptions2::StablehloCaseOptions, o.as_union_value())
+                with_options_2(
+                    fb::BuiltinOptions2::StablehloCaseOptions,
+                    o.as_union_value(),
+                )
             })
         };
         let p = parse(Op::kTfLiteBuiltinStablehloCase, &case(20)).unwrap();
@@ -1302,8 +1591,11 @@ mod tests {
 
         let pad = |low: &[i64], high: &[i64], interior: &[i64]| {
             build(|fbb| {
-                let (l, h, i) =
-                    (fbb.create_vector(low), fbb.create_vector(high), fbb.create_vector(interior));
+                let (l, h, i) = (
+                    fbb.create_vector(low),
+                    fbb.create_vector(high),
+                    fbb.create_vector(interior),
+                );
                 let o = fb::StablehloPadOptions::create(
                     fbb,
                     &fb::StablehloPadOptionsArgs {
@@ -1315,8 +1607,15 @@ mod tests {
                 with_options_2(fb::BuiltinOptions2::StablehloPadOptions, o.as_union_value())
             })
         };
-        let p = parse(Op::kTfLiteBuiltinStablehloPad, &pad(&[1, 2], &[3, 4], &[0, 1])).unwrap();
-        assert_eq!(p.get::<TfLiteStablehloPadParams>().edge_padding_high[..2], [3, 4]);
+        let p = parse(
+            Op::kTfLiteBuiltinStablehloPad,
+            &pad(&[1, 2], &[3, 4], &[0, 1]),
+        )
+        .unwrap();
+        assert_eq!(
+            p.get::<TfLiteStablehloPadParams>().edge_padding_high[..2],
+            [3, 4]
+        );
         assert!(
             parse_err(Op::kTfLiteBuiltinStablehloPad, &pad(&[1, 2], &[3], &[0, 1]))
                 .contains("not consistent")
@@ -1334,7 +1633,10 @@ mod tests {
                     ..Default::default()
                 },
             );
-            with_options_2(fb::BuiltinOptions2::StablehloReduceWindowOptions, o.as_union_value())
+            with_options_2(
+                fb::BuiltinOptions2::StablehloReduceWindowOptions,
+                o.as_union_value(),
+            )
         });
         let p = parse(Op::kTfLiteBuiltinStablehloReduceWindow, &window).unwrap();
         let p = p.get::<TfLiteStablehloReduceWindowParams>();
@@ -1353,7 +1655,10 @@ mod tests {
                     ..Default::default()
                 },
             );
-            with_options_2(fb::BuiltinOptions2::StablehloScatterOptions, o.as_union_value())
+            with_options_2(
+                fb::BuiltinOptions2::StablehloScatterOptions,
+                o.as_union_value(),
+            )
         });
         assert!(parse_err(Op::kTfLiteBuiltinStablehloScatter, &scatter).contains("too many"));
     }

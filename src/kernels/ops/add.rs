@@ -15,8 +15,8 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::activation::{
-    activation_range_f32, activation_range_i16, activation_range_i32, activation_range_i64,
-    activation_range_quantized, clamp_min_max,
+    activation_range_f32, activation_range_i16, activation_range_i32, activation_range_i64, activation_range_quantized,
+    clamp_min_max,
 };
 use crate::kernels::api::{OpCtx, QuantParams};
 use crate::kernels::quant::QuantInt;
@@ -263,10 +263,15 @@ mod tests {
             ([0.1f32, 0.2, 0.3, 0.4], [0.6f32, 0.4, 0.3, 0.1], [0.7f32, 0.6, 0.6, 0.5]),
             ([-0.8, 0.2, 0.4, 0.7], [0.6, 0.4, 0.5, 0.8], [-0.2, 0.6, 0.9, 1.0]),
         ];
-        let QuantAdd::General(p) =
-            quant_add_params(TfLiteType::kTfLiteUInt8, qp(scale, zp), qp(scale, zp), qp(scale, zp), kTfLiteActNone, false)
-                .unwrap()
-        else {
+        let QuantAdd::General(p) = quant_add_params(
+            TfLiteType::kTfLiteUInt8,
+            qp(scale, zp),
+            qp(scale, zp),
+            qp(scale, zp),
+            kTfLiteActNone,
+            false,
+        )
+        .unwrap() else {
             panic!("expected the general path")
         };
         for (a, b, want) in cases {
@@ -324,7 +329,8 @@ mod tests {
     #[test]
     fn int16_paths() {
         let s = 2f32.powi(-12);
-        let pot = quant_add_params(TfLiteType::kTfLiteInt16, qp(s, 0), qp(s, 0), qp(s, 0), kTfLiteActNone, true).unwrap();
+        let pot =
+            quant_add_params(TfLiteType::kTfLiteInt16, qp(s, 0), qp(s, 0), qp(s, 0), kTfLiteActNone, true).unwrap();
         assert!(matches!(pot, QuantAdd::Pot16(_)));
         let general =
             quant_add_params(TfLiteType::kTfLiteInt16, qp(s, 0), qp(s, 0), qp(s, 0), kTfLiteActNone, false).unwrap();
@@ -337,9 +343,12 @@ mod tests {
         add_i16_pot(&[100, -2000, 30000], &[3], &[23, 1000, 5000], &[3], &mut out, &[3], &pp).unwrap();
         assert_eq!(out, [123, -1000, 32767]);
         // Nonzero zero point refused; non-power-of-two scales fall back to general.
-        assert!(quant_add_params(TfLiteType::kTfLiteInt16, qp(s, 1), qp(s, 0), qp(s, 0), kTfLiteActNone, true).is_err());
+        assert!(
+            quant_add_params(TfLiteType::kTfLiteInt16, qp(s, 1), qp(s, 0), qp(s, 0), kTfLiteActNone, true).is_err()
+        );
         assert!(matches!(
-            quant_add_params(TfLiteType::kTfLiteInt16, qp(0.3, 0), qp(0.3, 0), qp(0.3, 0), kTfLiteActNone, true).unwrap(),
+            quant_add_params(TfLiteType::kTfLiteInt16, qp(0.3, 0), qp(0.3, 0), qp(0.3, 0), kTfLiteActNone, true)
+                .unwrap(),
             QuantAdd::General(_)
         ));
     }
@@ -349,6 +358,54 @@ mod tests {
         let mut out = [0.0f32; 2];
         let e = add_f32(&[1.0, 2.0], &[2], &[1.0, 2.0, 3.0], &[3], &mut out, &[2], kTfLiteActNone).unwrap_err();
         assert!(!e.message.is_empty());
-        assert!(quant_add_params(TfLiteType::kTfLiteFloat32, qp(1.0, 0), qp(1.0, 0), qp(1.0, 0), kTfLiteActNone, false).is_err());
+        assert!(
+            quant_add_params(TfLiteType::kTfLiteFloat32, qp(1.0, 0), qp(1.0, 0), qp(1.0, 0), kTfLiteActNone, false)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn registration_glue() {
+        use super::super::test_util::{Graph, qp};
+        use crate::abi::types::TfLiteStatus;
+        use TfLiteType::*;
+        let reg = registration();
+        assert_eq!(reg.builtin_code, TfLiteBuiltinOperator::kTfLiteBuiltinAdd as i32);
+        let params = || Some(TfLiteAddParams { activation: kTfLiteActNone, pot_scale_int16: true });
+        let mut g = Graph::new();
+        let a = g.tensor(kTfLiteFloat32, &[2, 1, 3], &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], None, false);
+        let b = g.tensor(kTfLiteFloat32, &[1, 4, 1], &[10.0f32, 20.0, 30.0, 40.0], None, true);
+        let o = g.output(kTfLiteFloat32, None);
+        assert_eq!(g.run(&reg, &[a, b], &[o], params()), TfLiteStatus::kTfLiteOk);
+        assert_eq!(g.shape(o), vec![2, 4, 3]);
+        let out = g.data::<f32>(o);
+        assert_eq!(&out[..3], &[11.0, 12.0, 13.0]);
+        assert_eq!(&out[21..], &[44.0, 45.0, 46.0]);
+
+        // int8, quantized with different scales.
+        let qa = g.tensor(kTfLiteInt8, &[2], &[20i8, -20], Some(qp(0.1, 0)), false);
+        let qb = g.tensor(kTfLiteInt8, &[1], &[10i8], Some(qp(0.2, 0)), false);
+        let qo = g.output(kTfLiteInt8, Some(qp(0.1, 0)));
+        assert_eq!(g.run(&reg, &[qa, qb], &[qo], params()), TfLiteStatus::kTfLiteOk);
+        assert_eq!(g.data::<i8>(qo), vec![40, 0]);
+
+        // int32 with RELU.
+        let ia = g.tensor(kTfLiteInt32, &[3], &[-5i32, 0, 5], None, false);
+        let io = g.output(kTfLiteInt32, None);
+        let relu = Some(TfLiteAddParams { activation: kTfLiteActRelu, pot_scale_int16: true });
+        assert_eq!(g.run(&reg, &[ia, ia], &[io], relu), TfLiteStatus::kTfLiteOk);
+        assert_eq!(g.data::<i32>(io), vec![0, 0, 10]);
+
+        // Errors, never panics: wrong input count, mixed types, missing params,
+        // shapes that do not broadcast, unsupported type.
+        let o2 = g.output(kTfLiteFloat32, None);
+        assert_eq!(g.run(&reg, &[a], &[o2], params()), TfLiteStatus::kTfLiteError);
+        assert_eq!(g.run(&reg, &[a, qa], &[o2], params()), TfLiteStatus::kTfLiteError);
+        assert_eq!(g.run::<TfLiteAddParams>(&reg, &[a, b], &[o2], None), TfLiteStatus::kTfLiteError);
+        let c = g.tensor(kTfLiteFloat32, &[2], &[1.0f32, 2.0], None, false);
+        assert_eq!(g.run(&reg, &[a, c], &[o2], params()), TfLiteStatus::kTfLiteError);
+        let s = g.tensor(kTfLiteBool, &[1], &[1u8], None, false);
+        let so = g.output(kTfLiteBool, None);
+        assert_eq!(g.run(&reg, &[s, s], &[so], params()), TfLiteStatus::kTfLiteError);
     }
 }

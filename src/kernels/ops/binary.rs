@@ -53,11 +53,7 @@ pub fn binary_operands<'a>(ctx: &OpCtx<'a>, op: &'static str) -> Result<BinaryOp
     let a = ctx.input(0).map_err(with_op(op))?;
     let b = ctx.input(1).map_err(with_op(op))?;
     if a.dtype != b.dtype {
-        return Err(Error::new(format!(
-            "{op}: input types differ ({} and {})",
-            a.dtype.name(),
-            b.dtype.name()
-        )));
+        return Err(Error::new(format!("{op}: input types differ ({} and {})", a.dtype.name(), b.dtype.name())));
     }
     let out = ctx.output(0).map_err(with_op(op))?;
     let out_shape = binary_output_shape(op, a.shape, b.shape)?;
@@ -67,11 +63,7 @@ pub fn binary_operands<'a>(ctx: &OpCtx<'a>, op: &'static str) -> Result<BinaryOp
 /// Eval-time check that the output was prepared for the inputs' current shapes and type.
 pub fn check_output(op: &'static str, ops: &BinaryOperands<'_>, dtype: TfLiteType) -> Result<()> {
     if ops.out.dtype != dtype {
-        return Err(Error::new(format!(
-            "{op}: output has type {}, expected {}",
-            ops.out.dtype.name(),
-            dtype.name()
-        )));
+        return Err(Error::new(format!("{op}: output has type {}, expected {}", ops.out.dtype.name(), dtype.name())));
     }
     if ops.out.shape != ops.out_shape.as_slice() {
         return Err(Error::new(format!(

@@ -52,9 +52,7 @@ fn plan(a: &[usize], b: &[usize], out: &[usize]) -> Result<Vec<Level>> {
         let (da, db, o) = (a[i], b[i], out[i]);
         let ok = |d: usize| d == o || d == 1;
         if !ok(da) || !ok(db) {
-            return Err(Error::new(format!(
-                "shapes {a:?} and {b:?} do not broadcast to {out:?}"
-            )));
+            return Err(Error::new(format!("shapes {a:?} and {b:?} do not broadcast to {out:?}")));
         }
         if o == 1 {
             continue;
@@ -96,7 +94,8 @@ pub fn broadcast_binary<A: Copy, B: Copy, O>(
     let ad = dims_usize(a_shape, "first input")?;
     let bd = dims_usize(b_shape, "second input")?;
     let od = dims_usize(out_shape, "output")?;
-    for (len, dims, what) in [(a.len(), &ad, "first input"), (b.len(), &bd, "second input"), (out.len(), &od, "output")] {
+    for (len, dims, what) in [(a.len(), &ad, "first input"), (b.len(), &bd, "second input"), (out.len(), &od, "output")]
+    {
         let n = element_count(dims)?;
         if len != n {
             return Err(Error::new(format!("{what} holds {len} elements, its shape {dims:?} needs {n}")));
@@ -241,7 +240,9 @@ mod tests {
         // Wrong element count.
         assert!(broadcast_binary(&[1, 2], &[3], &[1], &[1], &mut out[..3], &[3], |x: i32, y: i32| x + y).is_err());
         // Incompatible shapes.
-        assert!(broadcast_binary(&[1, 2, 3], &[3], &[1, 2], &[2], &mut out[..3], &[3], |x: i32, y: i32| x + y).is_err());
+        assert!(
+            broadcast_binary(&[1, 2, 3], &[3], &[1, 2], &[2], &mut out[..3], &[3], |x: i32, y: i32| x + y).is_err()
+        );
         // An output larger than the broadcast is a plain broadcast to it; a smaller one fails.
         assert!(broadcast_binary(&[1, 2, 3], &[3], &[1], &[1], &mut out, &[2, 3], |x: i32, y: i32| x + y).is_ok());
         assert!(broadcast_binary(&[1, 2, 3], &[3], &[1], &[1], &mut out[..4], &[4], |x: i32, y: i32| x + y).is_err());
