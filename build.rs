@@ -51,7 +51,13 @@ fn generate_header(manifest: &Path, dest: &Path) {
     }
     match cbindgen::Builder::new().with_crate(manifest).with_config(config).generate() {
         Ok(bindings) => {
-            bindings.write_to_file(dest);
+            let mut buf = Vec::new();
+            bindings.write(&mut buf);
+            let text = String::from_utf8(buf).expect("cbindgen output is UTF-8");
+            // Rust spells a flexible array member `[T; 0]`; C99 spells it `T data[]`
+            // (a zero-length array is a GNU extension and fails -pedantic).
+            let text = text.replace("  int data[0];", "  int data[];").replace("  float data[0];", "  float data[];");
+            fs::write(dest, text).expect("write header");
         }
         Err(e) => panic!("cbindgen failed: {e}"),
     }

@@ -636,3 +636,146 @@ pub unsafe extern "C" fn TfLiteOpaqueDelegateGetData(delegate: *const TfLiteOpaq
 }
 
 const _: () = assert!(size_of::<TfLiteDelegate>() == 56);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn int_arrays() {
+        // SAFETY: every pointer below comes from these functions and is freed once.
+        unsafe {
+            let a = TfLiteIntArrayCreate(2);
+            assert!(!a.is_null());
+            int_array_slice_mut(a).copy_from_slice(&[3, 4]);
+            let b = TfLiteIntArrayCopy(a);
+            assert_eq!(TfLiteIntArrayEqual(a, b), 1);
+            assert_eq!(TfLiteIntArrayEqualsArray(a, 2, [3, 4].as_ptr()), 1);
+            assert_eq!(TfLiteIntArrayEqualsArray(a, 1, [3].as_ptr()), 0);
+            assert_eq!(TfLiteIntArrayEqualsArray(core::ptr::null(), 0, core::ptr::null()), 1);
+            assert_eq!(TfLiteIntArrayEqual(a, core::ptr::null()), 0);
+            assert_eq!(TfLiteIntArrayEqual(core::ptr::null(), core::ptr::null()), 1);
+            assert!(TfLiteIntArrayCopy(core::ptr::null()).is_null());
+            assert!(TfLiteIntArrayCreate(-1).is_null());
+            TfLiteIntArrayFree(a);
+            TfLiteIntArrayFree(b);
+            TfLiteIntArrayFree(core::ptr::null_mut());
+        }
+        assert_eq!(TfLiteIntArrayGetSizeInBytes(3), 16);
+        assert_eq!(TfLiteFloatArrayGetSizeInBytes(0), 4);
+        assert_eq!(TfLiteIntArrayGetSizeInBytes(-1), 0);
+    }
+
+    #[test]
+    fn versions_and_names() {
+        // SAFETY: static NUL-terminated strings.
+        let s = |p: *const c_char| unsafe { core::ffi::CStr::from_ptr(p) }.to_str().unwrap_or("");
+        assert_eq!(s(TfLiteVersion()), "2.19.0");
+        assert_eq!(s(TfLiteExtensionApisVersion()), "2.19.0");
+        assert_eq!(TfLiteSchemaVersion(), 3);
+        assert_eq!(s(TfLiteTypeGetName(TfLiteType::kTfLiteFloat32)), "FLOAT32");
+        assert_eq!(s(TfLiteTypeGetName(TfLiteType::kTfLiteBFloat16)), "BFLOAT16");
+    }
+
+    #[test]
+    fn stability_tables() {
+        use TfLiteAllocationStrategy as S;
+        use TfLiteAllocationType::*;
+        use TfLiteRunStability as R;
+        use TfLiteRunStep as P;
+        // (type, strategy, address stability, data stability, data known, shape known):
+        // common_test.cc's expectations.
+        let table = [
+            (kTfLiteMemNone, S::kTfLiteAllocationStrategyNone, R::kTfLiteRunStabilityAcrossRuns, R::kTfLiteRunStabilityAcrossRuns, P::kTfLiteRunStepInit, P::kTfLiteRunStepInit),
+            (kTfLiteMmapRo, S::kTfLiteAllocationStrategyMMap, R::kTfLiteRunStabilityAcrossRuns, R::kTfLiteRunStabilityAcrossRuns, P::kTfLiteRunStepInit, P::kTfLiteRunStepInit),
+            (kTfLiteArenaRw, S::kTfLiteAllocationStrategyArena, R::kTfLiteRunStabilityUnstable, R::kTfLiteRunStabilitySingleRun, P::kTfLiteRunStepEval, P::kTfLiteRunStepPrepare),
+            (kTfLiteArenaRwPersistent, S::kTfLiteAllocationStrategyArena, R::kTfLiteRunStabilityUnstable, R::kTfLiteRunStabilityAcrossRuns, P::kTfLiteRunStepEval, P::kTfLiteRunStepPrepare),
+            (kTfLiteDynamic, S::kTfLiteAllocationStrategyMalloc, R::kTfLiteRunStabilitySingleRun, R::kTfLiteRunStabilitySingleRun, P::kTfLiteRunStepEval, P::kTfLiteRunStepEval),
+            (kTfLitePersistentRo, S::kTfLiteAllocationStrategyMalloc, R::kTfLiteRunStabilitySingleRun, R::kTfLiteRunStabilitySingleRun, P::kTfLiteRunStepPrepare, P::kTfLiteRunStepPrepare),
+            (kTfLiteCustom, S::kTfLiteAllocationStrategyUnknown, R::kTfLiteRunStabilityUnknown, R::kTfLiteRunStabilityUnknown, P::kTfLiteRunStepUnknown, P::kTfLiteRunStepUnknown),
+            (kTfLiteVariantObject, S::kTfLiteAllocationStrategyNew, R::kTfLiteRunStabilityAcrossRuns, R::kTfLiteRunStabilitySingleRun, P::kTfLiteRunStepEval, P::kTfLiteRunStepEval),
+        ];
+        for (at, s, a, d, dk, sk) in table {
+            let mut t = TfLiteTensor::empty();
+            t.allocation_type = at;
+            // SAFETY: a live stack tensor.
+            unsafe {
+                assert_eq!(TfLiteTensorGetAllocationStrategy(&t), s, "{at:?}");
+                assert_eq!(TfLiteTensorGetBufferAddressStability(&t), a, "{at:?}");
+                assert_eq!(TfLiteTensorGetDataStability(&t), d, "{at:?}");
+                assert_eq!(TfLiteTensorGetDataKnownStep(&t), dk, "{at:?}");
+                assert_eq!(TfLiteTensorGetShapeKnownStep(&t), sk, "{at:?}");
+            }
+        }
+        // SAFETY: NULL is accepted.
+        assert_eq!(unsafe { TfLiteTensorGetAllocationStrategy(core::ptr::null()) }, S::kTfLiteAllocationStrategyUnknown);
+    }
+
+    #[test]
+    fn realloc_and_copy() {
+        let mut t = TfLiteTensor::empty();
+        // SAFETY: a live stack tensor whose owned members are malloc'ed by these calls.
+        unsafe {
+            // Not dynamic: a no-op.
+            assert_eq!(TfLiteTensorRealloc(8, &mut t), TfLiteStatus::kTfLiteOk);
+            assert!(t.data_ptr().is_null());
+            t.allocation_type = TfLiteAllocationType::kTfLiteDynamic;
+            assert_eq!(TfLiteTensorRealloc(4, &mut t), TfLiteStatus::kTfLiteOk);
+            assert_eq!(t.bytes, 4);
+            t.data_ptr().cast::<u32>().write_unaligned(0xdead_beef);
+            assert_eq!(TfLiteTensorRealloc(64, &mut t), TfLiteStatus::kTfLiteOk);
+            assert_eq!(t.data_ptr().cast::<u32>().read_unaligned(), 0xdead_beef);
+            assert_eq!(TfLiteTensorRealloc(2, &mut t), TfLiteStatus::kTfLiteOk);
+            assert_eq!(t.bytes, 2);
+            assert_eq!(TfLiteTensorRealloc(usize::MAX, &mut t), TfLiteStatus::kTfLiteError);
+            assert_eq!(TfLiteTensorRealloc(1, core::ptr::null_mut()), TfLiteStatus::kTfLiteError);
+
+            let mut u = TfLiteTensor::empty();
+            u.allocation_type = TfLiteAllocationType::kTfLiteDynamic;
+            assert_eq!(TfLiteTensorRealloc(2, &mut u), TfLiteStatus::kTfLiteOk);
+            t.dims = int_array_from_slice(&[2]);
+            assert_eq!(TfLiteTensorCopy(&t, &mut u), TfLiteStatus::kTfLiteOk);
+            assert_eq!(int_array_slice(u.dims), &[2]);
+            assert_eq!(u.data_ptr().cast::<u16>().read_unaligned(), t.data_ptr().cast::<u16>().read_unaligned());
+            assert_eq!(TfLiteTensorRealloc(3, &mut u), TfLiteStatus::kTfLiteOk);
+            assert_eq!(TfLiteTensorCopy(&t, &mut u), TfLiteStatus::kTfLiteError);
+            assert_eq!(TfLiteTensorCopy(core::ptr::null(), &mut u), TfLiteStatus::kTfLiteOk);
+
+            let dims = int_array_from_slice(&[-1, 3]);
+            t.dims_signature = dims;
+            assert_eq!(TfLiteTensorGetDimsSignature(&t), dims.cast_const());
+            TfLiteTensorFree(&mut t);
+            TfLiteTensorFree(&mut u);
+            TfLiteTensorFree(core::ptr::null_mut());
+            assert!(t.dims.is_null() && t.dims_signature.is_null() && t.data_ptr().is_null());
+        }
+    }
+
+    #[test]
+    fn delegates() {
+        let d = TfLiteDelegateCreate();
+        assert!(d.data_.is_null() && d.Prepare.is_none() && d.opaque_delegate_builder.is_null() && d.flags == 0);
+        let mut data = 7_i32;
+        let builder = TfLiteOpaqueDelegateBuilder {
+            data: (&raw mut data).cast(),
+            Prepare: None,
+            CopyFromBufferHandle: None,
+            CopyToBufferHandle: None,
+            FreeBufferHandle: None,
+            flags: 0,
+        };
+        // SAFETY: pointers from these functions, deleted once.
+        unsafe {
+            let od = TfLiteOpaqueDelegateCreate(&builder);
+            assert!(!od.is_null());
+            assert_eq!(TfLiteOpaqueDelegateGetData(od), (&raw mut data).cast());
+            TfLiteOpaqueDelegateDelete(od);
+            TfLiteOpaqueDelegateDelete(core::ptr::null_mut());
+            assert!(TfLiteOpaqueDelegateCreate(core::ptr::null()).is_null());
+            let mut plain = TfLiteDelegateCreate();
+            plain.data_ = (&raw mut data).cast();
+            assert_eq!(TfLiteOpaqueDelegateGetData(&plain), (&raw mut data).cast());
+            assert!(TfLiteOpaqueDelegateGetData(core::ptr::null()).is_null());
+        }
+    }
+}

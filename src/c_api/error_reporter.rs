@@ -12,6 +12,9 @@ use std::sync::Arc;
 /// The C type of an error reporter callback.
 pub type TfLiteErrorReporterFn = unsafe extern "C" fn(user_data: *mut c_void, format: *const c_char, args: va_list);
 
+// The doc line below keeps this declaration out of the generated header.
+#[allow(unused_doc_comments, reason = "read by cbindgen, not rustdoc")]
+/// cbindgen:ignore
 unsafe extern "C" {
     /// variadic.c: calls `reporter(user_data, "%s", <va_list holding message>)`;
     /// does nothing when `reporter` is NULL.

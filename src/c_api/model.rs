@@ -32,20 +32,17 @@ fn finish(result: crate::error::Result<Model>, reporter: Option<&Reporter>) -> *
 /// # Safety
 /// As `TfLiteModelCreate`.
 unsafe fn create_from_buffer(model_data: *const c_void, model_size: usize, reporter: Option<&Reporter>) -> *mut TfLiteModel {
-    if model_data.is_null() {
-        report_null(reporter, "TfLiteModelCreate", "model_data");
-        return core::ptr::null_mut();
-    }
     // SAFETY: the caller guarantees `model_size` readable bytes at `model_data`, kept
     // alive and unchanged while the model (or an interpreter made from it) exists.
+    // `from_borrowed` rejects NULL with TFLite's "not a valid Flatbuffer" message.
     finish(unsafe { Model::from_borrowed(model_data.cast(), model_size) }, reporter)
 }
 
 /// # Safety
 /// As `TfLiteModelCreateFromFile`.
-unsafe fn create_from_file(model_path: *const c_char, reporter: Option<&Reporter>) -> *mut TfLiteModel {
+unsafe fn create_from_file(model_path: *const c_char, reporter: Option<&Reporter>, func: &str) -> *mut TfLiteModel {
     if model_path.is_null() {
-        report_null(reporter, "TfLiteModelCreateFromFile", "model_path");
+        report_null(reporter, func, "model_path");
         return core::ptr::null_mut();
     }
     // SAFETY: non-NULL, NUL-terminated per the API contract.
@@ -87,7 +84,7 @@ pub unsafe extern "C" fn TfLiteModelCreateWithErrorReporter(model_data: *const c
 pub unsafe extern "C" fn TfLiteModelCreateFromFile(model_path: *const c_char) -> *mut TfLiteModel {
     ffi_boundary!({
         // SAFETY: forwarded contract.
-        unsafe { create_from_file(model_path, None) }
+        unsafe { create_from_file(model_path, None, "TfLiteModelCreateFromFile") }
     })
 }
 
@@ -99,7 +96,7 @@ pub unsafe extern "C" fn TfLiteModelCreateFromFileWithErrorReporter(model_path: 
     ffi_boundary!({
         let reporter = reporter_from_c(reporter, user_data);
         // SAFETY: forwarded contract.
-        unsafe { create_from_file(model_path, reporter.as_ref()) }
+        unsafe { create_from_file(model_path, reporter.as_ref(), "TfLiteModelCreateFromFileWithErrorReporter") }
     })
 }
 

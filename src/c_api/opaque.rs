@@ -1080,3 +1080,92 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetMetadata(context: *mut TfLiteOpaq
         unsafe { f(ctx, name, ptr, bytes) }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_round_trip() {
+        let mut t = TfLiteTensor::empty();
+        t.r#type = TfLiteType::kTfLiteString;
+        let p: *mut TfLiteOpaqueTensor = (&raw mut t).cast();
+        let strs: [*const c_char; 2] = [c"ab".as_ptr(), b"c\0d".as_ptr().cast()];
+        let lens = [2, 3];
+        // SAFETY: a live stack tensor; arrays of the stated lengths.
+        unsafe {
+            assert_eq!(TfLiteOpaqueTensorWriteStrings(p, strs.as_ptr(), 2, lens.as_ptr()), TfLiteStatus::kTfLiteOk);
+            assert_eq!(TfLiteOpaqueTensorGetStringCount(p), 2);
+            let (mut s, mut l) = (core::ptr::null(), 0);
+            assert_eq!(TfLiteOpaqueTensorGetString(p, 1, &mut s, &mut l), TfLiteStatus::kTfLiteOk);
+            assert_eq!(core::slice::from_raw_parts(s.cast::<u8>(), l as usize), b"c\0d");
+            assert_eq!(TfLiteOpaqueTensorGetString(p, 2, &mut s, &mut l), TfLiteStatus::kTfLiteError);
+            assert_eq!(int_array_slice(t.dims), &[2]);
+            assert_eq!(t.allocation(), Some(TfLiteAllocationType::kTfLiteDynamic));
+            assert_eq!(TfLiteOpaqueTensorWriteString(p, c"xyz".as_ptr(), 3), TfLiteStatus::kTfLiteOk);
+            assert_eq!(TfLiteOpaqueTensorGetStringCount(p), 1);
+            assert_eq!(TfLiteOpaqueTensorWriteStrings(p, strs.as_ptr(), -1, lens.as_ptr()), TfLiteStatus::kTfLiteError);
+            common::tensor_free(&mut t);
+        }
+    }
+
+    #[test]
+    fn node_accessors() {
+        let mut node = TfLiteNode {
+            inputs: int_array_from_slice(&[0, -1]),
+            outputs: int_array_from_slice(&[2]),
+            intermediates: int_array_create(0),
+            temporaries: int_array_create(0),
+            user_data: core::ptr::null_mut(),
+            builtin_data: core::ptr::null_mut(),
+            custom_initial_data: core::ptr::null(),
+            custom_initial_data_size: 0,
+            delegate: core::ptr::null_mut(),
+            might_have_side_effect: false,
+        };
+        let n: *mut TfLiteOpaqueNode = (&raw mut node).cast();
+        // SAFETY: a live stack node whose arrays are malloc'ed; freed at the end.
+        unsafe {
+            assert_eq!(TfLiteOpaqueNodeNumberOfInputs(n), 2);
+            assert_eq!(TfLiteOpaqueNodeGetInputTensorIndex(n, 1), -1);
+            assert_eq!(TfLiteOpaqueNodeGetInputTensorIndex(n, 5), -1);
+            assert_eq!(TfLiteOpaqueNodeGetOutputTensorIndex(n, 0), 2);
+            assert_eq!(TfLiteOpaqueNodeNumberOfInputs(core::ptr::null()), -1);
+            let t = [7, 8];
+            assert_eq!(TfLiteOpaqueNodeSetTemporaries(n, t.as_ptr(), -1), TfLiteStatus::kTfLiteError);
+            assert_eq!(TfLiteOpaqueNodeSetTemporaries(n, t.as_ptr(), 0), TfLiteStatus::kTfLiteOk);
+            assert_eq!(TfLiteOpaqueNodeSetTemporaries(n, t.as_ptr(), 2), TfLiteStatus::kTfLiteOk);
+            let (mut p, mut k) = (core::ptr::null(), 0);
+            assert_eq!(TfLiteOpaqueNodeTemporaries(n, &mut p, &mut k), TfLiteStatus::kTfLiteOk);
+            assert_eq!(core::slice::from_raw_parts(p, k as usize), &[7, 8]);
+            // No context: no tensor.
+            assert!(TfLiteOpaqueNodeGetInput(core::ptr::null(), n, 0).is_null());
+            for a in [node.inputs, node.outputs, node.intermediates, node.temporaries] {
+                int_array_free(a);
+            }
+        }
+    }
+
+    #[test]
+    fn builder_and_null_context() {
+        // SAFETY: pointers from these functions; NULL contexts are part of the contract.
+        unsafe {
+            let b = TfLiteOpaqueTensorBuilderCreate();
+            assert_eq!(TfLiteOpaqueTensorBuilderSetType(b, TfLiteType::kTfLiteInt8), b);
+            assert_eq!(TfLiteOpaqueTensorBuilderSetAllocationType(b, TfLiteAllocationType::kTfLiteArenaRw), b);
+            assert_eq!(TfLiteOpaqueContextAddTensor(core::ptr::null_mut(), b, core::ptr::null_mut()), TfLiteStatus::kTfLiteError);
+            TfLiteOpaqueTensorBuilderDelete(b);
+            assert!(TfLiteOpaqueTensorBuilderSetType(core::ptr::null_mut(), TfLiteType::kTfLiteInt8).is_null());
+            let mut bytes = 0usize;
+            assert_eq!(TfLiteOpaqueContextGetSizeOfType(core::ptr::null_mut(), TfLiteType::kTfLiteInt16, &mut bytes), TfLiteStatus::kTfLiteOk);
+            assert_eq!(bytes, 2);
+            assert!(TfLiteOpaqueContextGetOpaqueTensor(core::ptr::null(), 0).is_null());
+            assert_eq!(TfLiteOpaqueContextGetNumTensors(core::ptr::null()), 0);
+            // Ownership of new_size passes even on failure (no leak, no crash).
+            assert_eq!(
+                TfLiteOpaqueContextResizeTensor(core::ptr::null_mut(), core::ptr::null_mut(), int_array_create(1)),
+                TfLiteStatus::kTfLiteError
+            );
+        }
+    }
+}

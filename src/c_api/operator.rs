@@ -292,3 +292,47 @@ pub unsafe extern "C" fn TfLiteOperatorSetInplaceOperator(registration: *mut TfL
         let _ = unsafe { with_op(registration, |o| o.inplace_operator = inplace_operator) };
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_query_delete() {
+        // SAFETY: pointers from these functions, deleted once; NULL is part of the contract.
+        unsafe {
+            let mut ud = 5_i32;
+            let op = TfLiteOperatorCreate(TfLiteBuiltinOperator::kTfLiteBuiltinCustom, c"Sinh".as_ptr(), 2, (&raw mut ud).cast());
+            assert!(!op.is_null());
+            assert_eq!(TfLiteOperatorGetBuiltInCode(op), TfLiteBuiltinOperator::kTfLiteBuiltinCustom);
+            assert_eq!(core::ffi::CStr::from_ptr(TfLiteOperatorGetCustomName(op)), c"Sinh");
+            assert_eq!(TfLiteOperatorGetVersion(op), 2);
+            assert_eq!(TfLiteOperatorGetUserData(op), (&raw mut ud).cast());
+            assert_eq!(TfLiteOperatorSetPrepareWithData(op, None), TfLiteStatus::kTfLiteOk);
+            assert_eq!(TfLiteOperatorSetPrepareWithData(core::ptr::null_mut(), None), TfLiteStatus::kTfLiteError);
+            let reg = registration_for_operator(op);
+            assert_eq!(reg.registration_external, op);
+            assert_eq!(reg.version, 2);
+            TfLiteOperatorDelete(op);
+            TfLiteOperatorDelete(core::ptr::null_mut());
+            assert_eq!(TfLiteOperatorGetVersion(core::ptr::null()), -1);
+            assert!(TfLiteOperatorGetCustomName(core::ptr::null()).is_null());
+        }
+    }
+
+    #[test]
+    fn derived_operators_are_shared() {
+        let reg = TfLiteRegistration { builtin_code: 0, version: 1, ..TfLiteRegistration::empty() };
+        let a = operator_for_registration(&reg);
+        let b = operator_for_registration(&reg);
+        assert_eq!(a, b);
+        let c = operator_for_registration(&TfLiteRegistration { version: 2, ..reg });
+        assert_ne!(a, c);
+        // SAFETY: derived operators live for the process.
+        unsafe {
+            assert_eq!(TfLiteOperatorGetBuiltInCode(a), TfLiteBuiltinOperator::kTfLiteBuiltinAdd);
+            assert_eq!(TfLiteOperatorGetVersion(c), 2);
+            assert!(TfLiteOperatorGetCustomName(a).is_null());
+        }
+    }
+}

@@ -306,10 +306,9 @@ impl<'a> OpCtx<'a> {
 
     /// Resizes output `i` through `context->ResizeTensor` (prepare, or invoke for dynamic).
     pub fn resize_output(&self, i: usize, shape: &[i32]) -> Result<()> {
+        // No shortcut when the shape is unchanged: the kernel may have changed the
+        // output's type, and ResizeTensor recomputes `bytes` (as TFLite's does).
         let out = self.output(i)?;
-        if out.shape == shape {
-            return Ok(());
-        }
         let dims = int_array_from_slice(shape);
         if dims.is_null() {
             return Err(Error::new("out of memory allocating a shape"));

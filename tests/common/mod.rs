@@ -2,6 +2,9 @@
 //! C API functions the tests call, declared as a C user would see them.
 #![allow(dead_code, non_snake_case)]
 
+// Link the library so the C functions below resolve against it.
+extern crate tensorflowlite_c;
+
 use std::ffi::{c_char, c_int, c_void};
 use std::path::PathBuf;
 
