@@ -4,7 +4,7 @@
 # TFLITEC_HEADER_DIR (our include/), and runs bindgen (needs libclang-dev).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-libdir=${1:?usage: tflitec_suite.sh LIBDIR}
+libdir=$(cd "${1:?usage: tflitec_suite.sh LIBDIR}" && pwd)
 work=${TFLITEC_WORK_DIR:-$here/target/tflitec-suite}
 mkdir -p "$work"
 if [ ! -f "$work/tflitec-0.7.0/Cargo.toml" ]; then

@@ -3,7 +3,7 @@
 # (a directory holding libtensorflowlite_c.so): no errors, no leaks.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-libdir=${1:?usage: valgrind_c_tests.sh LIBDIR}
+libdir=$(cd "${1:?usage: valgrind_c_tests.sh LIBDIR}" && pwd)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export TFLITE_CORPUS_DIR=${TFLITE_CORPUS_DIR:-$here/../shared/corpus}
