@@ -8,6 +8,8 @@ use crate::abi::types::*;
 use core::ffi::{c_char, c_int};
 use std::ffi::CStr;
 
+#[allow(unused_doc_comments, reason = "the doc line is read by cbindgen, not rustdoc")]
+/// cbindgen:ignore
 unsafe extern "C" {
     /// Implemented in src/c_api/variadic.c: formats and forwards to `TfLiteInternalReportMessage`.
     fn tflite_rs_context_report_error(context: *mut TfLiteContext, format: *const c_char, ...);
@@ -61,7 +63,10 @@ fn guard<R>(default: R, f: impl FnOnce() -> R) -> R {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(default)
 }
 
+/// cbindgen:ignore
 /// Delivers a formatted message to the subgraph's reporter (stderr without one).
+/// Internal: called by src/c_api/variadic.c; named TfLite* only so the version script
+/// exports it under VERS_1.0 like everything else the library exports.
 ///
 /// # Safety
 /// `context` is NULL or a live runtime context; `message` is NULL or NUL-terminated.

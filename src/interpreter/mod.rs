@@ -67,6 +67,7 @@ pub struct SignatureInfo {
 /// A model ready to run.
 pub struct Interpreter {
     // Subgraphs are boxed: each owns the `TfLiteContext` whose address C code holds.
+    #[allow(clippy::vec_box, reason = "stable subgraph addresses")]
     subgraphs: Vec<Box<Subgraph>>,
     signatures: Vec<SignatureInfo>,
     config: InterpreterConfig,

@@ -56,6 +56,8 @@ pub struct Subgraph {
     pub(crate) context: TfLiteContext,
     pub(crate) tensors: Vec<TfLiteTensor>,
     pub(crate) tensor_names: Vec<Option<CString>>,
+    // Boxed: C code holds `TfLiteNode*` across node additions (delegates add nodes).
+    #[allow(clippy::vec_box, reason = "stable node addresses")]
     pub(crate) nodes: Vec<Box<NodeEntry>>,
     pub(crate) execution_plan: Vec<i32>,
     pub(crate) inputs: Vec<i32>,
@@ -363,6 +365,7 @@ impl Subgraph {
             .iter()
             .map(|&ni| {
                 let node = &self.nodes[ni as usize].node;
+                // SAFETY: see above.
                 unsafe {
                     [
                         int_array_slice(node.inputs),

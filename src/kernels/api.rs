@@ -18,7 +18,7 @@
 use crate::abi::arrays::{int_array_from_slice, int_array_slice};
 use crate::abi::types::*;
 use crate::error::{Error, Result};
-use core::ffi::{c_char, c_void};
+use core::ffi::c_void;
 use core::marker::PhantomData;
 
 /// Element types a tensor's data can be viewed as.
@@ -333,18 +333,16 @@ impl<'a> OpCtx<'a> {
 
     /// Reports an error message through the context.
     pub fn report(&self, message: &str) {
-        report_to_context(self.context, message);
+        // SAFETY: `context` is live for the call (constructor contract).
+        unsafe { report_to_context(self.context, message) };
     }
 }
 
-unsafe extern "C" {
-    /// `TfLiteContext::ReportError` as the runtime implements it (src/c_api/variadic.c):
-    /// used only when the context has no reporter of its own.
-    fn TfLiteInternalReportMessage(context: *mut TfLiteContext, message: *const c_char);
-}
-
-/// Delivers `message` through `context->ReportError`.
-pub fn report_to_context(context: *mut TfLiteContext, message: &str) {
+/// Delivers `message` through `context->ReportError` (stderr if the context has none).
+///
+/// # Safety
+/// `context` must be NULL or a live context.
+pub unsafe fn report_to_context(context: *mut TfLiteContext, message: &str) {
     let c = std::ffi::CString::new(message.replace('\0', " ")).unwrap_or_default();
     if context.is_null() {
         return;
@@ -354,13 +352,16 @@ pub fn report_to_context(context: *mut TfLiteContext, message: &str) {
     unsafe {
         match (*context).ReportError {
             Some(f) => f(context, c"%s".as_ptr(), c.as_ptr()),
-            None => TfLiteInternalReportMessage(context, c.as_ptr()),
+            None => eprintln!("ERROR: {message}"),
         }
     }
 }
 
 /// Runs a safe kernel step, turning errors (and panics) into a reported `kTfLiteError`.
-pub fn run_step(
+///
+/// # Safety
+/// `context` and `node` must be the live pointers the runtime passed to a kernel callback.
+pub unsafe fn run_step(
     context: *mut TfLiteContext,
     node: *mut TfLiteNode,
     step: fn(&OpCtx<'_>) -> Result<()>,
@@ -373,11 +374,13 @@ pub fn run_step(
     match result {
         Ok(Ok(())) => TfLiteStatus::kTfLiteOk,
         Ok(Err(e)) => {
-            report_to_context(context, &e.message);
+            // SAFETY: per the function contract.
+            unsafe { report_to_context(context, &e.message) };
             e.status
         }
         Err(_) => {
-            report_to_context(context, "internal error: kernel panicked");
+            // SAFETY: per the function contract.
+            unsafe { report_to_context(context, "internal error: kernel panicked") };
             TfLiteStatus::kTfLiteError
         }
     }
@@ -395,13 +398,15 @@ macro_rules! kernel_registration {
             context: *mut $crate::abi::types::TfLiteContext,
             node: *mut $crate::abi::types::TfLiteNode,
         ) -> $crate::abi::types::TfLiteStatus {
-            $crate::kernels::api::run_step(context, node, $prepare)
+            // SAFETY: the runtime calls prepare with live context and node pointers.
+            unsafe { $crate::kernels::api::run_step(context, node, $prepare) }
         }
         unsafe extern "C" fn eval_tramp(
             context: *mut $crate::abi::types::TfLiteContext,
             node: *mut $crate::abi::types::TfLiteNode,
         ) -> $crate::abi::types::TfLiteStatus {
-            $crate::kernels::api::run_step(context, node, $eval)
+            // SAFETY: the runtime calls invoke with live context and node pointers.
+            unsafe { $crate::kernels::api::run_step(context, node, $eval) }
         }
         $crate::abi::types::TfLiteRegistration {
             prepare: Some(prepare_tramp),

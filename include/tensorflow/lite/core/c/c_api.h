@@ -214,6 +214,51 @@ struct TfLiteEvalTensor;
 #define MAX_BROADCAST_RANK 6
 
 /*
+ Element types of tensors.
+ */
+typedef enum TfLiteType {
+  kTfLiteNoType = 0,
+  kTfLiteFloat32 = 1,
+  kTfLiteInt32 = 2,
+  kTfLiteUInt8 = 3,
+  kTfLiteInt64 = 4,
+  kTfLiteString = 5,
+  kTfLiteBool = 6,
+  kTfLiteInt16 = 7,
+  kTfLiteComplex64 = 8,
+  kTfLiteInt8 = 9,
+  kTfLiteFloat16 = 10,
+  kTfLiteFloat64 = 11,
+  kTfLiteComplex128 = 12,
+  kTfLiteUInt64 = 13,
+  kTfLiteResource = 14,
+  kTfLiteVariant = 15,
+  kTfLiteUInt32 = 16,
+  kTfLiteUInt16 = 17,
+  kTfLiteInt4 = 18,
+  kTfLiteBFloat16 = 19,
+  kTfLiteInt2 = 20,
+  kTfLiteUInt4 = 21,
+  kTfLiteFloat8E4M3FN = 22,
+  kTfLiteFloat8E5M2 = 23,
+} TfLiteType;
+
+/*
+ Memory allocation strategies of a tensor.
+ */
+typedef enum TfLiteAllocationType {
+  kTfLiteMemNone = 0,
+  kTfLiteMmapRo = 1,
+  kTfLiteArenaRw = 2,
+  kTfLiteArenaRwPersistent = 3,
+  kTfLiteDynamic = 4,
+  kTfLitePersistentRo = 5,
+  kTfLiteCustom = 6,
+  kTfLiteVariantObject = 7,
+  kTfLiteNonCpu = 8,
+} TfLiteAllocationType;
+
+/*
  Status returned by most TFLite functions. New values may be added in the future;
  callers must not assume the set is closed.
  */
@@ -261,49 +306,16 @@ typedef enum TfLiteStatus {
 } TfLiteStatus;
 
 /*
- Element types of tensors.
+ Kinds of external contexts.
  */
-typedef enum TfLiteType {
-  kTfLiteNoType = 0,
-  kTfLiteFloat32 = 1,
-  kTfLiteInt32 = 2,
-  kTfLiteUInt8 = 3,
-  kTfLiteInt64 = 4,
-  kTfLiteString = 5,
-  kTfLiteBool = 6,
-  kTfLiteInt16 = 7,
-  kTfLiteComplex64 = 8,
-  kTfLiteInt8 = 9,
-  kTfLiteFloat16 = 10,
-  kTfLiteFloat64 = 11,
-  kTfLiteComplex128 = 12,
-  kTfLiteUInt64 = 13,
-  kTfLiteResource = 14,
-  kTfLiteVariant = 15,
-  kTfLiteUInt32 = 16,
-  kTfLiteUInt16 = 17,
-  kTfLiteInt4 = 18,
-  kTfLiteBFloat16 = 19,
-  kTfLiteInt2 = 20,
-  kTfLiteUInt4 = 21,
-  kTfLiteFloat8E4M3FN = 22,
-  kTfLiteFloat8E5M2 = 23,
-} TfLiteType;
-
-/*
- Memory allocation strategies of a tensor.
- */
-typedef enum TfLiteAllocationType {
-  kTfLiteMemNone = 0,
-  kTfLiteMmapRo = 1,
-  kTfLiteArenaRw = 2,
-  kTfLiteArenaRwPersistent = 3,
-  kTfLiteDynamic = 4,
-  kTfLitePersistentRo = 5,
-  kTfLiteCustom = 6,
-  kTfLiteVariantObject = 7,
-  kTfLiteNonCpu = 8,
-} TfLiteAllocationType;
+typedef enum TfLiteExternalContextType {
+  kTfLiteEigenContext = 0,
+  kTfLiteGemmLowpContext = 1,
+  kTfLiteEdgeTpuContext = 2,
+  kTfLiteCpuBackendContext = 3,
+  kTfLiteLiteRtBufferContext = 4,
+  kTfLiteMaxExternalContexts = 5,
+} TfLiteExternalContextType;
 
 /*
  Quantization schemes of a tensor.
@@ -330,18 +342,6 @@ typedef enum TfLiteDimensionType {
   kTfLiteDimDense = 0,
   kTfLiteDimSparseCSR = 1,
 } TfLiteDimensionType;
-
-/*
- Kinds of external contexts.
- */
-typedef enum TfLiteExternalContextType {
-  kTfLiteEigenContext = 0,
-  kTfLiteGemmLowpContext = 1,
-  kTfLiteEdgeTpuContext = 2,
-  kTfLiteCpuBackendContext = 3,
-  kTfLiteLiteRtBufferContext = 4,
-  kTfLiteMaxExternalContexts = 5,
-} TfLiteExternalContextType;
 
 /*
  How the memory of a tensor is managed (derived from its allocation type).
@@ -762,6 +762,17 @@ typedef struct TfLiteIntArray {
 } TfLiteIntArray;
 
 /*
+ A fixed-size array of floats with a flexible array member (`float data[]` in C).
+ */
+typedef struct TfLiteFloatArray {
+  int size;
+  /*
+   The elements; the real length is `size`.
+   */
+  float data[];
+} TfLiteFloatArray;
+
+/*
  Half-precision float, stored as raw bits.
  */
 typedef struct TfLiteFloat16 {
@@ -825,174 +836,6 @@ typedef struct TfLiteQuantizationParams {
   float scale;
   int32_t zero_point;
 } TfLiteQuantizationParams;
-
-/*
- A handle to a buffer owned by a delegate.
- */
-typedef int TfLiteBufferHandle;
-
-/*
- The context as the opaque API sees it; a `TfLiteContext*` underneath, as in TFLite.
- */
-typedef struct TfLiteOpaqueContext {
-  uint8_t _private[0];
-} TfLiteOpaqueContext;
-
-/*
- An opaque delegate is a `TfLiteDelegate` in the default build.
- */
-typedef struct TfLiteDelegate TfLiteOpaqueDelegate;
-
-/*
- A tensor as the opaque API sees it; a `TfLiteTensor*` underneath.
- */
-typedef struct TfLiteOpaqueTensor {
-  uint8_t _private[0];
-} TfLiteOpaqueTensor;
-
-/*
- Callbacks of a delegate built with the opaque API: 48 bytes.
- */
-typedef struct TfLiteOpaqueDelegateBuilder {
-  /*
-   Passed back to every callback.
-   */
-  void *data;
-  enum TfLiteStatus (*Prepare)(struct TfLiteOpaqueContext *context, TfLiteOpaqueDelegate *delegate, void *data);
-  enum TfLiteStatus (*CopyFromBufferHandle)(struct TfLiteOpaqueContext *context, TfLiteOpaqueDelegate *delegate, void *data, TfLiteBufferHandle buffer_handle, struct TfLiteOpaqueTensor *tensor);
-  enum TfLiteStatus (*CopyToBufferHandle)(struct TfLiteOpaqueContext *context, TfLiteOpaqueDelegate *delegate, void *data, TfLiteBufferHandle buffer_handle, struct TfLiteOpaqueTensor *tensor);
-  void (*FreeBufferHandle)(struct TfLiteOpaqueContext *context, TfLiteOpaqueDelegate *delegate, void *data, TfLiteBufferHandle *handle);
-  int64_t flags;
-} TfLiteOpaqueDelegateBuilder;
-
-/*
- A delegate: 56 bytes.
- */
-typedef struct TfLiteDelegate {
-  /*
-   Data the delegate implementation owns.
-   */
-  void *data_;
-  /*
-   Called once when the delegate is applied: claims nodes with
-   `ReplaceNodeSubsetsWithDelegateKernels`.
-   */
-  enum TfLiteStatus (*Prepare)(struct TfLiteContext *context, struct TfLiteDelegate *delegate);
-  /*
-   Copies a delegate buffer into `tensor->data`.
-   */
-  enum TfLiteStatus (*CopyFromBufferHandle)(struct TfLiteContext *context, struct TfLiteDelegate *delegate, TfLiteBufferHandle buffer_handle, struct TfLiteTensor *tensor);
-  /*
-   Copies `tensor->data` into a delegate buffer.
-   */
-  enum TfLiteStatus (*CopyToBufferHandle)(struct TfLiteContext *context, struct TfLiteDelegate *delegate, TfLiteBufferHandle buffer_handle, struct TfLiteTensor *tensor);
-  /*
-   Frees a delegate buffer; sets `*handle` to `kTfLiteNullBufferHandle`.
-   */
-  void (*FreeBufferHandle)(struct TfLiteContext *context, struct TfLiteDelegate *delegate, TfLiteBufferHandle *handle);
-  /*
-   Bitmask of `TfLiteDelegateFlags`.
-   */
-  int64_t flags;
-  /*
-   Non-NULL for delegates made with `TfLiteOpaqueDelegateCreate`.
-   */
-  struct TfLiteOpaqueDelegateBuilder *opaque_delegate_builder;
-} TfLiteDelegate;
-
-/*
- Quantization of a tensor: a type tag and a pointer to the type's parameters.
- */
-typedef struct TfLiteQuantization {
-  enum TfLiteQuantizationType type;
-  void *params;
-} TfLiteQuantization;
-
-/*
- Metadata of one dimension of a sparse tensor.
- */
-typedef struct TfLiteDimensionMetadata {
-  enum TfLiteDimensionType format;
-  int dense_size;
-  struct TfLiteIntArray *array_segments;
-  struct TfLiteIntArray *array_indices;
-} TfLiteDimensionMetadata;
-
-/*
- Sparsity parameters of a sparse tensor.
- */
-typedef struct TfLiteSparsity {
-  struct TfLiteIntArray *traversal_order;
-  struct TfLiteIntArray *block_map;
-  struct TfLiteDimensionMetadata *dim_metadata;
-  int dim_metadata_size;
-} TfLiteSparsity;
-
-/*
- A tensor: 112 bytes, laid out exactly as TFLite's default (non-static-memory) build.
- */
-typedef struct TfLiteTensor {
-  /*
-   The element type (read with `TfLiteTensor::data_type`, never directly: C may write it).
-   */
-  enum TfLiteType type;
-  /*
-   Pointer to the data; its interpretation depends on `type_`.
-   */
-  union TfLitePtrUnion data;
-  /*
-   The shape. Owned by the tensor (allocated with malloc).
-   */
-  struct TfLiteIntArray *dims;
-  /*
-   Legacy single-scale quantization parameters.
-   */
-  struct TfLiteQuantizationParams params;
-  /*
-   How `data` is allocated.
-   */
-  enum TfLiteAllocationType allocation_type;
-  /*
-   Size of `data` in bytes.
-   */
-  size_t bytes;
-  /*
-   Opaque allocation this tensor's data lives in (for mmapped constants).
-   */
-  const void *allocation;
-  /*
-   Name of the tensor (NUL-terminated), or NULL.
-   */
-  const char *name;
-  /*
-   The delegate that owns `buffer_handle`, if any.
-   */
-  struct TfLiteDelegate *delegate;
-  /*
-   A delegate's buffer handle, or `kTfLiteNullBufferHandle`.
-   */
-  TfLiteBufferHandle buffer_handle;
-  /*
-   True if `data` is stale and must be copied from `buffer_handle` before reading.
-   */
-  bool data_is_stale;
-  /*
-   True for variable (stateful) tensors.
-   */
-  bool is_variable;
-  /*
-   Full quantization parameters.
-   */
-  struct TfLiteQuantization quantization;
-  /*
-   Sparsity parameters, or NULL for dense tensors.
-   */
-  struct TfLiteSparsity *sparsity;
-  /*
-   The shape signature (-1 for unknown dimensions), or NULL.
-   */
-  const struct TfLiteIntArray *dims_signature;
-} TfLiteTensor;
 
 /*
  A node of the graph: 80 bytes.
@@ -1231,15 +1074,172 @@ typedef struct TfLiteContext {
 } TfLiteContext;
 
 /*
- A fixed-size array of floats with a flexible array member (`float data[]` in C).
+ A handle to a buffer owned by a delegate.
  */
-typedef struct TfLiteFloatArray {
-  int size;
+typedef int TfLiteBufferHandle;
+
+/*
+ The context as the opaque API sees it; a `TfLiteContext*` underneath, as in TFLite.
+ */
+typedef struct TfLiteOpaqueContext {
+  uint8_t _private[0];
+} TfLiteOpaqueContext;
+
+/*
+ An opaque delegate is a `TfLiteDelegate` in the default build.
+ */
+typedef struct TfLiteDelegate TfLiteOpaqueDelegate;
+
+/*
+ A tensor as the opaque API sees it; a `TfLiteTensor*` underneath.
+ */
+typedef struct TfLiteOpaqueTensor {
+  uint8_t _private[0];
+} TfLiteOpaqueTensor;
+
+/*
+ Callbacks of a delegate built with the opaque API: 48 bytes.
+ */
+typedef struct TfLiteOpaqueDelegateBuilder {
   /*
-   The elements; the real length is `size`.
+   Passed back to every callback.
    */
-  float data[];
-} TfLiteFloatArray;
+  void *data;
+  enum TfLiteStatus (*Prepare)(struct TfLiteOpaqueContext *context, TfLiteOpaqueDelegate *delegate, void *data);
+  enum TfLiteStatus (*CopyFromBufferHandle)(struct TfLiteOpaqueContext *context, TfLiteOpaqueDelegate *delegate, void *data, TfLiteBufferHandle buffer_handle, struct TfLiteOpaqueTensor *tensor);
+  enum TfLiteStatus (*CopyToBufferHandle)(struct TfLiteOpaqueContext *context, TfLiteOpaqueDelegate *delegate, void *data, TfLiteBufferHandle buffer_handle, struct TfLiteOpaqueTensor *tensor);
+  void (*FreeBufferHandle)(struct TfLiteOpaqueContext *context, TfLiteOpaqueDelegate *delegate, void *data, TfLiteBufferHandle *handle);
+  int64_t flags;
+} TfLiteOpaqueDelegateBuilder;
+
+/*
+ A delegate: 56 bytes.
+ */
+typedef struct TfLiteDelegate {
+  /*
+   Data the delegate implementation owns.
+   */
+  void *data_;
+  /*
+   Called once when the delegate is applied: claims nodes with
+   `ReplaceNodeSubsetsWithDelegateKernels`.
+   */
+  enum TfLiteStatus (*Prepare)(struct TfLiteContext *context, struct TfLiteDelegate *delegate);
+  /*
+   Copies a delegate buffer into `tensor->data`.
+   */
+  enum TfLiteStatus (*CopyFromBufferHandle)(struct TfLiteContext *context, struct TfLiteDelegate *delegate, TfLiteBufferHandle buffer_handle, struct TfLiteTensor *tensor);
+  /*
+   Copies `tensor->data` into a delegate buffer.
+   */
+  enum TfLiteStatus (*CopyToBufferHandle)(struct TfLiteContext *context, struct TfLiteDelegate *delegate, TfLiteBufferHandle buffer_handle, struct TfLiteTensor *tensor);
+  /*
+   Frees a delegate buffer; sets `*handle` to `kTfLiteNullBufferHandle`.
+   */
+  void (*FreeBufferHandle)(struct TfLiteContext *context, struct TfLiteDelegate *delegate, TfLiteBufferHandle *handle);
+  /*
+   Bitmask of `TfLiteDelegateFlags`.
+   */
+  int64_t flags;
+  /*
+   Non-NULL for delegates made with `TfLiteOpaqueDelegateCreate`.
+   */
+  struct TfLiteOpaqueDelegateBuilder *opaque_delegate_builder;
+} TfLiteDelegate;
+
+/*
+ Quantization of a tensor: a type tag and a pointer to the type's parameters.
+ */
+typedef struct TfLiteQuantization {
+  enum TfLiteQuantizationType type;
+  void *params;
+} TfLiteQuantization;
+
+/*
+ Metadata of one dimension of a sparse tensor.
+ */
+typedef struct TfLiteDimensionMetadata {
+  enum TfLiteDimensionType format;
+  int dense_size;
+  struct TfLiteIntArray *array_segments;
+  struct TfLiteIntArray *array_indices;
+} TfLiteDimensionMetadata;
+
+/*
+ Sparsity parameters of a sparse tensor.
+ */
+typedef struct TfLiteSparsity {
+  struct TfLiteIntArray *traversal_order;
+  struct TfLiteIntArray *block_map;
+  struct TfLiteDimensionMetadata *dim_metadata;
+  int dim_metadata_size;
+} TfLiteSparsity;
+
+/*
+ A tensor: 112 bytes, laid out exactly as TFLite's default (non-static-memory) build.
+ */
+typedef struct TfLiteTensor {
+  /*
+   The element type (read with `TfLiteTensor::data_type`, never directly: C may write it).
+   */
+  enum TfLiteType type;
+  /*
+   Pointer to the data; its interpretation depends on `type_`.
+   */
+  union TfLitePtrUnion data;
+  /*
+   The shape. Owned by the tensor (allocated with malloc).
+   */
+  struct TfLiteIntArray *dims;
+  /*
+   Legacy single-scale quantization parameters.
+   */
+  struct TfLiteQuantizationParams params;
+  /*
+   How `data` is allocated.
+   */
+  enum TfLiteAllocationType allocation_type;
+  /*
+   Size of `data` in bytes.
+   */
+  size_t bytes;
+  /*
+   Opaque allocation this tensor's data lives in (for mmapped constants).
+   */
+  const void *allocation;
+  /*
+   Name of the tensor (NUL-terminated), or NULL.
+   */
+  const char *name;
+  /*
+   The delegate that owns `buffer_handle`, if any.
+   */
+  struct TfLiteDelegate *delegate;
+  /*
+   A delegate's buffer handle, or `kTfLiteNullBufferHandle`.
+   */
+  TfLiteBufferHandle buffer_handle;
+  /*
+   True if `data` is stale and must be copied from `buffer_handle` before reading.
+   */
+  bool data_is_stale;
+  /*
+   True for variable (stateful) tensors.
+   */
+  bool is_variable;
+  /*
+   Full quantization parameters.
+   */
+  struct TfLiteQuantization quantization;
+  /*
+   Sparsity parameters, or NULL for dense tensors.
+   */
+  struct TfLiteSparsity *sparsity;
+  /*
+   The shape signature (-1 for unknown dimensions), or NULL.
+   */
+  const struct TfLiteIntArray *dims_signature;
+} TfLiteTensor;
 
 /*
  Memory supplied by the application for a tensor
@@ -3239,25 +3239,6 @@ typedef struct TfLiteStablehloCaseParams {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
-
-/*
- `TfLiteContext::ReportError` as the runtime implements it (src/c_api/variadic.c):
- used only when the context has no reporter of its own.
- */
-extern void TfLiteInternalReportMessage(struct TfLiteContext *context, const char *message);
-
-/*
- Implemented in src/c_api/variadic.c: formats and forwards to `TfLiteInternalReportMessage`.
- */
-extern void tflite_rs_context_report_error(struct TfLiteContext *context, const char *format, ...);
-
-/*
- Delivers a formatted message to the subgraph's reporter (stderr without one).
-
- # Safety
- `context` is NULL or a live runtime context; `message` is NULL or NUL-terminated.
- */
-TFL_CAPI_EXPORT void TfLiteInternalReportMessage(struct TfLiteContext *context, const char *message);
 
 /*
  Returns the TFLite version this library is compatible with, "2.19.0". Static string.
