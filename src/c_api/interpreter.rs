@@ -84,10 +84,6 @@ unsafe fn create(model: *const TfLiteModel, options: *const TfLiteInterpreterOpt
         report_null(Some(&reporter), func, "model");
         return core::ptr::null_mut();
     };
-    if opts.is_some_and(|o| !o.delegates.is_empty()) {
-        reporter("Delegates are not supported yet");
-        return core::ptr::null_mut();
-    }
 
     // Resolver chain: the application's callbacks, then ops added to the options, then
     // (unless CreateWithSelectedOps) the builtin kernels.
@@ -117,6 +113,14 @@ unsafe fn create(model: *const TfLiteModel, options: *const TfLiteInterpreterOpt
             return core::ptr::null_mut();
         }
     };
+    // Delegates, in the order they were added; a failing Prepare fails creation, as in
+    // TFLite (delegate fallback and partitioning come with the delegates issue).
+    for &d in opts.map_or(&[][..], |o| o.delegates.as_slice()) {
+        if let Err(e) = inner.modify_graph_with_delegate(d) {
+            reporter(&e.message);
+            return core::ptr::null_mut();
+        }
+    }
     let (signatures, placeholder_signature) = build_signature_defs(&mut inner);
     let cancel_flag = inner.cancellation_flag();
     into_raw(TfLiteInterpreter {

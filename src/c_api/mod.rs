@@ -45,6 +45,7 @@ pub mod operator;
 pub mod options;
 pub mod signature;
 pub mod tensor;
+pub mod xnnpack;
 
 // Symbol versions (VERS_1.0) come from tensorflowlite_c.lds via tools/linker/cc.
 

@@ -138,6 +138,11 @@ impl Interpreter {
         self.primary_mut().invoke()
     }
 
+    /// Applies `delegate` to the primary subgraph (see `Subgraph::apply_delegate`).
+    pub fn modify_graph_with_delegate(&mut self, delegate: *mut crate::abi::types::TfLiteDelegate) -> Result<()> {
+        self.primary_mut().apply_delegate(delegate)
+    }
+
     /// Zeroes every variable tensor of every subgraph.
     pub fn reset_variable_tensors(&mut self) -> Result<()> {
         for s in &mut self.subgraphs {

@@ -489,6 +489,39 @@ impl Subgraph {
         Ok(())
     }
 
+    /// Applies a delegate: calls its `Prepare` (classic, or the opaque builder's) with this
+    /// subgraph's context. Graph partitioning (`ReplaceNodeSubsetsWithDelegateKernels`)
+    /// is not available yet: those context functions still answer "forbidden", so a
+    /// delegate that tries to claim nodes fails here with that message.
+    pub fn apply_delegate(&mut self, delegate: *mut TfLiteDelegate) -> Result<()> {
+        // SAFETY: the caller passes a live delegate that outlives the interpreter (TFLite's
+        // contract for TfLiteInterpreterOptionsAddDelegate).
+        let Some(d) = (unsafe { delegate.as_ref() }) else {
+            return Err(Error::new("delegate is NULL"));
+        };
+        let ctx = self.context_ptr();
+        // SAFETY: calling the application's delegate callback with our live context; an
+        // opaque delegate's builder is owned by the delegate.
+        let status = unsafe {
+            match d.opaque_delegate_builder.as_ref() {
+                Some(b) => match b.Prepare {
+                    Some(f) => f(ctx.cast(), delegate, b.data),
+                    None => return Err(Error::new("opaque delegate has no Prepare function")),
+                },
+                None => match d.Prepare {
+                    Some(f) => f(ctx, delegate),
+                    None => return Err(Error::new("delegate has no Prepare function")),
+                },
+            }
+        };
+        self.sync_context();
+        if status == TfLiteStatus::kTfLiteOk {
+            Ok(())
+        } else {
+            Err(Error::with_status(status, format!("Delegate Prepare failed with status {}", status as i32)))
+        }
+    }
+
     /// Gives tensor `index` memory the application owns (`kTfLiteCustom`).
     pub fn set_custom_allocation(&mut self, index: i32, data: *mut c_void, bytes: usize, skip_align_check: bool) -> Result<()> {
         let i = usize::try_from(index)

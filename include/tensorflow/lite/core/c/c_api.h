@@ -214,6 +214,16 @@ struct TfLiteEvalTensor;
 #define MAX_BROADCAST_RANK 6
 
 /*
+ Quantized signed 8-bit inference.
+ */
+#define TFLITE_XNNPACK_DELEGATE_FLAG_QS8 1
+
+/*
+ Quantized unsigned 8-bit inference.
+ */
+#define TFLITE_XNNPACK_DELEGATE_FLAG_QU8 2
+
+/*
  Element types of tensors.
  */
 typedef enum TfLiteType {
@@ -1303,6 +1313,39 @@ typedef struct TfLiteRegistration_V1 {
   const char *custom_name;
   int version;
 } TfLiteRegistration_V1;
+
+/*
+ Opaque weights cache (not used by this implementation).
+ */
+typedef struct TfLiteXNNPackDelegateWeightsCache {
+  uint8_t _private[0];
+} TfLiteXNNPackDelegateWeightsCache;
+
+/*
+ Options of the XNNPACK delegate, TF 2.19 layout (32 bytes).
+ */
+typedef struct TfLiteXNNPackDelegateOptions {
+  /*
+   Number of threads (values <= 1 mean single-threaded).
+   */
+  int32_t num_threads;
+  /*
+   Bitfield of TFLITE_XNNPACK_DELEGATE_FLAG_* values.
+   */
+  uint32_t flags;
+  /*
+   Weights cache, or NULL.
+   */
+  struct TfLiteXNNPackDelegateWeightsCache *weights_cache;
+  /*
+   Whether variable ops are handled by the delegate.
+   */
+  bool handle_variable_ops;
+  /*
+   Path of a weight cache file, or NULL.
+   */
+  const char *weight_cache_file_path;
+} TfLiteXNNPackDelegateOptions;
 
 typedef int8_t TensorType;
 #define TensorType_FLOAT32 0
@@ -4308,6 +4351,32 @@ TFL_CAPI_EXPORT enum TfLiteStatus TfLiteTensorCopyFromBuffer(struct TfLiteTensor
  `output_data_size` equals `TfLiteTensorByteSize(tensor)` (and the tensor has data).
  */
 TFL_CAPI_EXPORT enum TfLiteStatus TfLiteTensorCopyToBuffer(const struct TfLiteTensor *output_tensor, void *output_data, size_t output_data_size);
+
+/*
+ Returns the default options (by value).
+ */
+TFL_CAPI_EXPORT struct TfLiteXNNPackDelegateOptions TfLiteXNNPackDelegateOptionsDefault(void);
+
+/*
+ Creates the delegate (NULL options: defaults). It currently claims no nodes.
+ The caller owns the result and must call `TfLiteXNNPackDelegateDelete`.
+ */
+TFL_CAPI_EXPORT struct TfLiteDelegate *TfLiteXNNPackDelegateCreate(const struct TfLiteXNNPackDelegateOptions *options);
+
+/*
+ Returns the options the delegate was created with, or NULL.
+ */
+TFL_CAPI_EXPORT const struct TfLiteXNNPackDelegateOptions *TfLiteXNNPackDelegateGetOptions(struct TfLiteDelegate *delegate);
+
+/*
+ Returns the delegate's flags (0 for NULL).
+ */
+TFL_CAPI_EXPORT int TfLiteXNNPackDelegateGetFlags(struct TfLiteDelegate *delegate);
+
+/*
+ Destroys a delegate made by `TfLiteXNNPackDelegateCreate`. Safe to pass NULL.
+ */
+TFL_CAPI_EXPORT void TfLiteXNNPackDelegateDelete(struct TfLiteDelegate *delegate);
 
 #ifdef __cplusplus
 }  // extern "C"
