@@ -4,7 +4,8 @@
 #     library, corpus goldens, the mutated-model test);
 #  2. the same C tests against the real TensorFlow Lite C library (proves the tests);
 #  3. valgrind on the C tests and on examples_c/minimal;
-#  4. the tflitec 0.7.0 crate's own test suite linked against our library.
+#  4. the tflitec 0.7.0 crate's own test suite linked against our library, without and
+#     with its xnnpack feature.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -32,6 +33,7 @@ fi
 echo "== 3. valgrind"
 bash tools/valgrind_c_tests.sh "$lib"
 
-echo "== 4. tflitec 0.7.0 test suite against our library"
+echo "== 4. tflitec 0.7.0 test suite against our library (default, then --features xnnpack)"
 bash tools/tflitec_suite.sh "$lib"
+TFLITEC_FEATURES="--features xnnpack" bash tools/tflitec_suite.sh "$lib"
 echo "== all test stages passed"
