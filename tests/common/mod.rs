@@ -2,6 +2,8 @@
 //! C API functions the tests call, declared as a C user would see them.
 #![allow(dead_code, non_snake_case)]
 
+pub mod golden;
+
 // Link the library so the C functions below resolve against it.
 extern crate tensorflowlite_c;
 

@@ -1,0 +1,107 @@
+//! Conformance over the whole corpus: every single-op case in `ops/golden` and every model
+//! case in `golden` whose operators our builtin resolver supports must match TFLite's
+//! output (tests/common/golden.rs has the rule). Cases needing an op (or op version) we do
+//! not have yet are listed, not silently passed; the test fails if a supported case fails.
+
+mod common;
+use common::corpus;
+use common::golden::run_case;
+use std::collections::BTreeMap;
+use std::path::Path;
+use tensorflowlite_c::abi::builtin_ops::TfLiteBuiltinOperator;
+use tensorflowlite_c::resolver::OpFinder;
+use tensorflowlite_c::resolver::builtin::builtin_op_resolver;
+use tensorflowlite_c::model::{Model, fb};
+
+/// The (op name, version) pairs a model uses that our resolver cannot run.
+fn missing_ops(model_path: &Path) -> Vec<String> {
+    let resolver = builtin_op_resolver();
+    let Ok(model) = Model::from_file(model_path) else { return vec!["<model failed to load>".into()] };
+    let m = model.fb();
+    let mut missing = Vec::new();
+    for code in m.operator_codes().into_iter().flatten() {
+        let c = tensorflowlite_c::resolver::opcode::builtin_code(&code);
+        let v = code.version();
+        let ok = if c == TfLiteBuiltinOperator::kTfLiteBuiltinCustom as i32 {
+            resolver.find_custom(code.custom_code().unwrap_or(""), v).is_some()
+        } else {
+            resolver.find_builtin(c, v).is_some()
+        };
+        if !ok {
+            let name = TfLiteBuiltinOperator::from_raw(c).map_or("?", |o| o.name());
+            let name = if c == fb::BuiltinOperator::CUSTOM.0 { code.custom_code().unwrap_or("?") } else { name };
+            missing.push(format!("{name}:{v}"));
+        }
+    }
+    missing
+}
+
+/// Cases whose ops are registered but whose types/variants are not implemented yet:
+/// they must fail with an error (never a wrong answer). Remove a case once it passes.
+const KNOWN_UNSUPPORTED: &[&str] = &[
+    "batch_matmul_hybrid",
+    "fully_connected_batch3_relu_int8",
+    "fully_connected_hybrid",
+    "fully_connected_int16x8",
+    "fully_connected_int8",
+    "fully_connected_keep_dims_int8",
+    "fully_connected_nobias_int8",
+    "fully_connected_per_tensor_hybrid",
+];
+
+fn run_suite(base: &Path) -> (usize, BTreeMap<String, usize>, Vec<String>) {
+    let mut passed = 0;
+    let mut unsupported: BTreeMap<String, usize> = BTreeMap::new();
+    let mut failures = Vec::new();
+    let mut cases: Vec<_> = std::fs::read_dir(base.join("golden")).expect("golden dir").flatten().map(|e| e.file_name()).collect();
+    cases.sort();
+    for case in cases {
+        let name = case.to_string_lossy().to_string();
+        let meta: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(base.join("golden").join(&name).join("meta.json")).expect("meta"))
+                .expect("meta.json");
+        let model = base.join(meta["model"].as_str().expect("model"));
+        let missing = missing_ops(&model);
+        if !missing.is_empty() {
+            for m in missing {
+                *unsupported.entry(m).or_default() += 1;
+            }
+            continue;
+        }
+        let known = KNOWN_UNSUPPORTED.contains(&name.as_str());
+        match (run_case(base, &name), known) {
+            (Ok(()), false) => passed += 1,
+            (Ok(()), true) => failures.push(format!("{name} passes now: remove it from KNOWN_UNSUPPORTED")),
+            (Err(e), false) => failures.push(e),
+            // Known gap: it must fail cleanly before Invoke, never produce a wrong answer.
+            (Err(e), true) if e.contains("AllocateTensors failed") => *unsupported.entry(format!("{name} (kernel variant)")).or_default() += 1,
+            (Err(e), true) => failures.push(format!("known-unsupported case failed late: {e}")),
+        }
+    }
+    (passed, unsupported, failures)
+}
+
+fn report(label: &str, (passed, unsupported, failures): &(usize, BTreeMap<String, usize>, Vec<String>)) {
+    let skipped: usize = unsupported.values().sum();
+    println!("{label}: {passed} supported cases passed, {} failed; cases needing ops we lack: {skipped}", failures.len());
+    println!("{label}: ops still missing (op:version × cases): {unsupported:?}");
+    for f in failures {
+        println!("{label}: FAIL {f}");
+    }
+}
+
+#[test]
+fn single_op_suite_matches_tflite() {
+    let r = run_suite(&corpus().join("ops"));
+    report("ops", &r);
+    assert!(r.0 > 0, "no single-op case ran");
+    assert!(r.2.is_empty(), "{} supported single-op cases failed: {:#?}", r.2.len(), r.2);
+}
+
+#[test]
+fn model_suite_matches_tflite() {
+    let r = run_suite(&corpus());
+    report("models", &r);
+    assert!(r.0 > 0, "no model case ran");
+    assert!(r.2.is_empty(), "{} supported model cases failed: {:#?}", r.2.len(), r.2);
+}
