@@ -3,6 +3,12 @@
 //! per-op profile. In the spirit of TFLite's benchmark_model.
 //!
 //! usage: tflite-bench MODEL.tflite [--runs N] [--warmup N] [--threads N] [--profile]
+//!        tflite-bench --compare [--threads N] [--kernels builtin|xnnpack|ref] MODEL...
+//!
+//! `--compare` runs each model with ours and with real TFLite (LiteRT, through
+//! `../shared/tools/litert/ref.py bench`, run by `$TFLITE_REF_PYTHON`, default
+//! `../shared/.litert/bin/python`) in the same run and prints one table row per model:
+//! median and min latency of both, the ratio, and our arena bytes.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -13,6 +19,8 @@ use tensorflowlite_c::resolver::builtin::builtin_op_resolver;
 
 struct Args {
     model: String,
+    compare: Vec<String>,
+    kernels: String,
     runs: usize,
     warmup: usize,
     threads: i32,
@@ -21,7 +29,16 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
-    let mut a = Args { model: String::new(), runs: 50, warmup: 3, threads: 1, profile: false };
+    let mut a = Args {
+        model: String::new(),
+        compare: Vec::new(),
+        kernels: "builtin".into(),
+        runs: 50,
+        warmup: 3,
+        threads: 1,
+        profile: false,
+    };
+    let mut compare = false;
     while let Some(arg) = it.next() {
         let mut num = |name: &str| -> Result<usize, String> {
             it.next().and_then(|v| v.parse().ok()).ok_or_else(|| format!("{name} needs a number"))
@@ -31,10 +48,19 @@ fn parse_args() -> Result<Args, String> {
             "--warmup" => a.warmup = num("--warmup")?,
             "--threads" => a.threads = num("--threads")? as i32,
             "--profile" => a.profile = true,
+            "--compare" => compare = true,
+            "--kernels" => a.kernels = it.next().ok_or("--kernels needs a value")?,
             "-h" | "--help" => return Err(String::new()),
             s if s.starts_with('-') => return Err(format!("unknown flag {s}")),
+            s if compare => a.compare.push(s.to_string()),
             s => a.model = s.to_string(),
         }
+    }
+    if compare {
+        if a.compare.is_empty() {
+            return Err("--compare needs at least one model".into());
+        }
+        return Ok(a);
     }
     if a.model.is_empty() {
         return Err("no model given".into());
@@ -62,6 +88,69 @@ fn fill_inputs(interp: &mut Interpreter) {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// Our median and min latency (ms) and arena bytes for one model.
+fn measure(path: &str, threads: i32, runs: usize) -> Result<(f64, f64, usize), String> {
+    let model = Model::from_file(std::path::Path::new(path)).map_err(|e| e.message)?;
+    let resolver = builtin_op_resolver();
+    let config = InterpreterConfig { num_threads: threads, reporter: Arc::new(|_: &str| {}), ..InterpreterConfig::default() };
+    let mut interp = Interpreter::new(Arc::new(model), &resolver, config).map_err(|e| e.message)?;
+    interp.allocate_tensors().map_err(|e| e.message)?;
+    fill_inputs(&mut interp);
+    interp.invoke().map_err(|e| e.message)?;
+    let mut times: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let s = Instant::now();
+            let r = interp.invoke();
+            (s.elapsed(), r)
+        })
+        .map(|(d, r)| r.map(|()| d))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.message)?;
+    times.sort();
+    Ok((ms(times[times.len() / 2]), ms(times[0]), interp.primary().memory_stats().arena_bytes))
+}
+
+/// Real TFLite's median and min latency (ms), from ref.py's JSON line.
+fn measure_tflite(path: &str, threads: i32, kernels: &str) -> Result<(f64, f64), String> {
+    let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
+    let python = std::env::var("TFLITE_REF_PYTHON")
+        .unwrap_or_else(|_| shared.join(".litert/bin/python").to_string_lossy().into_owned());
+    let out = std::process::Command::new(&python)
+        .arg(shared.join("tools/litert/ref.py"))
+        .args(["bench", path, "--threads", &threads.to_string(), "--kernels", kernels, "--seconds", "1"])
+        .output()
+        .map_err(|e| format!("cannot run {python}: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("ref.py failed: {}", err.lines().last().unwrap_or("")));
+    }
+    let line = String::from_utf8_lossy(&out.stdout);
+    let field = |name: &str| -> Result<f64, String> {
+        let key = format!("\"{name}\": ");
+        let start = line.find(&key).ok_or(format!("no {name} in ref.py output"))? + key.len();
+        line[start..].split([',', '}']).next().and_then(|v| v.trim().parse().ok()).ok_or(format!("bad {name}"))
+    };
+    Ok((field("median_ms")?, field("min_ms")?))
+}
+
+fn compare(a: &Args) {
+    println!("| model | ours median ms | ours min ms | TFLite ({}) median ms | TFLite min ms | ours/TFLite | our arena bytes |", a.kernels);
+    println!("|---|---|---|---|---|---|---|");
+    for path in &a.compare {
+        let name = std::path::Path::new(path).file_stem().map_or(path.clone(), |s| s.to_string_lossy().into_owned());
+        let ours = measure(path, a.threads, a.runs);
+        let theirs = measure_tflite(path, a.threads, &a.kernels);
+        match (ours, theirs) {
+            (Ok((om, omin, arena)), Ok((tm, tmin))) => {
+                println!("| {name} | {om:.3} | {omin:.3} | {tm:.3} | {tmin:.3} | {:.2} | {arena} |", om / tm)
+            }
+            (Err(e), Ok((tm, tmin))) => println!("| {name} | unsupported: {} | | {tm:.3} | {tmin:.3} | | |", e.trim()),
+            (Ok((om, omin, arena)), Err(e)) => println!("| {name} | {om:.3} | {omin:.3} | {e} | | | {arena} |"),
+            (Err(e), Err(t)) => println!("| {name} | unsupported: {} | | {t} | | | |", e.trim()),
+        }
+    }
 }
 
 fn run(a: &Args) -> Result<(), String> {
@@ -118,7 +207,12 @@ fn main() -> ExitCode {
                 eprintln!("tflite-bench: {e}");
             }
             eprintln!("usage: tflite-bench MODEL.tflite [--runs N] [--warmup N] [--threads N] [--profile]");
+            eprintln!("       tflite-bench --compare [--threads N] [--kernels builtin|xnnpack|ref] MODEL...");
             ExitCode::from(2)
+        }
+        Ok(a) if !a.compare.is_empty() => {
+            compare(&a);
+            ExitCode::SUCCESS
         }
         Ok(a) => match run(&a) {
             Ok(()) => ExitCode::SUCCESS,
