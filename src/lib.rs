@@ -5,6 +5,7 @@
 //! - `model`: `.tflite` flatbuffer loading, verification and validation.
 //! - `resolver`: op resolver with version ranges.
 //! - `memory`: the arena planner.
+//! - `delegate`: graph partitioning for delegates.
 //! - `kernels`: builtin CPU kernels.
 //! - `interpreter`: subgraphs, tensors, nodes, execution.
 //! - `c_api`: the exported `extern "C"` functions (the only place with `no_mangle`).
@@ -14,6 +15,7 @@ pub mod error;
 pub mod model;
 pub mod resolver;
 pub mod memory;
+pub mod delegate;
 pub mod kernels;
 pub mod interpreter;
 pub mod c_api;

@@ -345,6 +345,16 @@ fn c_api_opaque_test() {
     run_c_test("c_api_opaque_test", Std::C99);
 }
 
+#[test]
+fn delegate_test() {
+    run_c_test("delegate_test", Std::C99);
+}
+
+#[test]
+fn delegate_opaque_test() {
+    run_c_test("delegate_opaque_test", Std::C99);
+}
+
 /// `_Static_assert` needs C11; the headers themselves are checked as C99 by
 /// every other program here.
 #[test]
@@ -362,4 +372,24 @@ fn example_minimal() {
     );
     let model = model.to_str().expect("UTF-8 repository path").to_owned();
     c_example("minimal", &[&model]);
+}
+
+/// Seed 002's delegate done right: one delegate node for sin(sin(x)) runs both
+/// SIN nodes; the program compares with the CPU kernels.
+#[test]
+fn example_sin_delegate() {
+    for model in ["sin_sin.tflite", "demo_model.tflite"] {
+        let path = repo_root().join("examples_c").join(model);
+        assert!(path.is_file(), "examples_c/{model} is missing ({})", path.display());
+        c_example("sin_delegate", &[path.to_str().expect("UTF-8 repository path")]);
+    }
+}
+
+/// Seed 004: a delegate implementing DEPTHWISE_CONV_2D v1 only leaves the v2 node of
+/// the corpus's depthwise_dilated.tflite on the CPU.
+#[test]
+fn example_version_aware_delegate() {
+    let model = corpus_dir().join("models").join("depthwise_dilated.tflite");
+    assert!(model.is_file(), "corpus model {} is missing", model.display());
+    c_example("version_aware_delegate", &[model.to_str().expect("UTF-8 corpus path")]);
 }

@@ -134,6 +134,14 @@ impl OwnedIntArray {
         let p = int_array_from_slice(values);
         (!p.is_null()).then_some(OwnedIntArray(p))
     }
+    /// Takes ownership of a malloc'ed array (NULL gives `None`).
+    ///
+    /// # Safety
+    /// `p` must be NULL or a malloc'ed `TfLiteIntArray` with `size >= 0` valid elements
+    /// that nothing else uses or frees afterwards.
+    pub unsafe fn from_raw(p: *mut TfLiteIntArray) -> Option<OwnedIntArray> {
+        (!p.is_null()).then_some(OwnedIntArray(p))
+    }
     /// The raw pointer (still owned by `self`).
     pub fn as_ptr(&self) -> *mut TfLiteIntArray {
         self.0

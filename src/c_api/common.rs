@@ -145,11 +145,17 @@ pub unsafe extern "C" fn TfLiteFloatArrayFree(a: *mut TfLiteFloatArray) {
 
 // ---- types ----------------------------------------------------------------------------
 
-/// Returns the name of `type` ("FLOAT32", ...). Static string.
+/// cbindgen:ignore
+/// Returns the name of `type` ("FLOAT32", ...), or "Unknown type" for a value that is
+/// no `TfLiteType`. Static string. C declares the parameter as `TfLiteType` (the
+/// prototype is in cbindgen.toml's trailer); it is read here as the raw `int` because C
+/// may pass any value (TF_LITE_ENSURE_TYPES_EQ is used with arbitrary integers), and an
+/// out-of-range Rust enum would be undefined behaviour.
 #[unsafe(no_mangle)]
-pub extern "C" fn TfLiteTypeGetName(r#type: TfLiteType) -> *const c_char {
+pub extern "C" fn TfLiteTypeGetName(r#type: c_int) -> *const c_char {
     use TfLiteType::*;
-    let s: &'static core::ffi::CStr = match r#type {
+    let Some(t) = TfLiteType::from_raw(r#type) else { return c"Unknown type".as_ptr() };
+    let s: &'static core::ffi::CStr = match t {
         kTfLiteNoType => c"NOTYPE",
         kTfLiteFloat32 => c"FLOAT32",
         kTfLiteInt32 => c"INT32",
@@ -673,8 +679,10 @@ mod tests {
         assert_eq!(s(TfLiteVersion()), "2.19.0");
         assert_eq!(s(TfLiteExtensionApisVersion()), "2.19.0");
         assert_eq!(TfLiteSchemaVersion(), 3);
-        assert_eq!(s(TfLiteTypeGetName(TfLiteType::kTfLiteFloat32)), "FLOAT32");
-        assert_eq!(s(TfLiteTypeGetName(TfLiteType::kTfLiteBFloat16)), "BFLOAT16");
+        assert_eq!(s(TfLiteTypeGetName(TfLiteType::kTfLiteFloat32 as c_int)), "FLOAT32");
+        assert_eq!(s(TfLiteTypeGetName(49)), "Unknown type");
+        assert_eq!(s(TfLiteTypeGetName(-1)), "Unknown type");
+        assert_eq!(s(TfLiteTypeGetName(TfLiteType::kTfLiteBFloat16 as c_int)), "BFLOAT16");
     }
 
     #[test]

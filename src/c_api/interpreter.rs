@@ -29,7 +29,7 @@ pub struct TfLiteInterpreter {
     /// The flag `Invoke` checks between nodes (shared with every subgraph).
     pub(crate) cancel_flag: Arc<AtomicBool>,
     pub(crate) cancellation_enabled: bool,
-    #[allow(dead_code, reason = "read by the delegate-fallback path once delegates are supported")]
+    /// `TfLiteInterpreterOptionsSetEnableDelegateFallback`: Invoke retries on the CPU.
     pub(crate) enable_delegate_fallback: bool,
     /// The model's signatures (input/output names sorted, as TFLite's `std::map`).
     pub(crate) signatures: Vec<SignatureDef>,
@@ -113,10 +113,11 @@ unsafe fn create(model: *const TfLiteModel, options: *const TfLiteInterpreterOpt
             return core::ptr::null_mut();
         }
     };
-    // Delegates, in the order they were added; a failing Prepare fails creation, as in
-    // TFLite (delegate fallback and partitioning come with the delegates issue).
+    // Delegates, in the order they were added. Any failure to apply one (its Prepare
+    // failing with any status included) fails creation, as in TFLite.
     for &d in opts.map_or(&[][..], |o| o.delegates.as_slice()) {
-        if let Err(e) = inner.modify_graph_with_delegate(d) {
+        // SAFETY: delegates added to the options must outlive the interpreter (API contract).
+        if let Err(e) = unsafe { inner.modify_graph_with_delegate(d) } {
             reporter(&e.message);
             return core::ptr::null_mut();
         }
@@ -259,14 +260,27 @@ pub unsafe extern "C" fn TfLiteInterpreterAllocateTensors(interpreter: *mut TfLi
 }
 
 /// Runs the model. Requires a successful `TfLiteInterpreterAllocateTensors` since the
-/// last resize. Returns kTfLiteCancelled if `TfLiteInterpreterCancel` stopped it.
+/// last resize. Returns kTfLiteCancelled if `TfLiteInterpreterCancel` stopped it. With
+/// delegate fallback enabled in the options, a run that fails while delegates are
+/// applied removes every delegate, runs again on the CPU and returns
+/// kTfLiteDelegateError if that succeeded (outputs are then valid); later runs use the
+/// CPU only.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteInterpreterInvoke(interpreter: *mut TfLiteInterpreter) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
-        match i.invoke() {
-            Ok(()) => TfLiteStatus::kTfLiteOk,
+        // SAFETY: non-NULL interpreter; the flag is never mutated after creation.
+        let fallback = unsafe { (*interpreter).enable_delegate_fallback };
+        let result = if fallback {
+            i.invoke_with_cpu_fallback().map(|fell_back| {
+                if fell_back { TfLiteStatus::kTfLiteDelegateError } else { TfLiteStatus::kTfLiteOk }
+            })
+        } else {
+            i.invoke().map(|()| TfLiteStatus::kTfLiteOk)
+        };
+        match result {
+            Ok(status) => status,
             // SAFETY: non-NULL interpreter.
             Err(e) => unsafe { fail(interpreter, e) },
         }
@@ -424,6 +438,97 @@ pub unsafe extern "C" fn TfLiteInterpreterSetCustomAllocationForTensor(interpret
         };
         let skip_align = flags & TfLiteCustomAllocationFlags::kTfLiteCustomAllocationFlagsSkipAlignCheck as i64 != 0;
         match i.primary_mut().set_custom_allocation(tensor_index, a.data, a.bytes, skip_align) {
+            Ok(()) => TfLiteStatus::kTfLiteOk,
+            // SAFETY: non-NULL interpreter.
+            Err(e) => unsafe { fail(interpreter, e) },
+        }
+    })
+}
+
+/// Applies `delegate` to the interpreter's graph after creation (the delegate's
+/// `Prepare` runs now and may replace nodes). The caller retains ownership of `delegate`;
+/// it must outlive the interpreter. Returns kTfLiteDelegateError if the delegate failed:
+/// every delegate is then removed and the graph runs on the CPU;
+/// kTfLiteApplicationError if the delegate cannot handle the graph's dynamic tensors.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TfLiteInterpreterModifyGraphWithDelegate(interpreter: *const TfLiteInterpreter, delegate: *mut TfLiteDelegate) -> TfLiteStatus {
+    ffi_boundary!({
+        // SAFETY: NULL or a live interpreter.
+        let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
+        // SAFETY: `delegate` is NULL or live and outlives the interpreter (API contract).
+        match unsafe { i.modify_graph_with_delegate(delegate) } {
+            Ok(()) => TfLiteStatus::kTfLiteOk,
+            // SAFETY: non-NULL interpreter.
+            Err(e) => unsafe { fail(interpreter, e) },
+        }
+    })
+}
+
+/// Associates `buffer_handle` (owned by `delegate`) with `tensor`, a tensor of this
+/// interpreter. Fails if the tensor already belongs to another delegate. A handle the
+/// tensor had is first given back to the delegate (`FreeBufferHandle`); the interpreter
+/// gives the new one back when it is deleted.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TfLiteInterpreterSetBufferHandle(interpreter: *mut TfLiteInterpreter, tensor: *mut TfLiteTensor, buffer_handle: TfLiteBufferHandle, delegate: *mut TfLiteOpaqueDelegate) -> TfLiteStatus {
+    ffi_boundary!({
+        // SAFETY: NULL or a live interpreter.
+        let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
+        let ctx = i.primary_mut().context_ptr();
+        // SAFETY: `tensor` is NULL or a live tensor of the interpreter (API contract);
+        // `ctx` is its primary context.
+        match unsafe { crate::interpreter::delegation::set_buffer_handle(ctx, tensor, buffer_handle, delegate) } {
+            Ok(()) => TfLiteStatus::kTfLiteOk,
+            // SAFETY: non-NULL interpreter.
+            Err(e) => unsafe { fail(interpreter, e) },
+        }
+    })
+}
+
+/// Writes tensor `tensor_index`'s buffer handle and delegate (NULL if none) to
+/// `*buffer_handle` / `*delegate`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TfLiteInterpreterGetBufferHandle(interpreter: *mut TfLiteInterpreter, tensor_index: c_int, buffer_handle: *mut TfLiteBufferHandle, delegate: *mut *mut TfLiteOpaqueDelegate) -> TfLiteStatus {
+    ffi_boundary!({
+        // SAFETY: NULL or a live interpreter.
+        let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
+        let Some(t) = i.primary().tensor(tensor_index) else {
+            // SAFETY: non-NULL interpreter.
+            return unsafe { fail(interpreter, Error::new(format!("TfLiteInterpreterGetBufferHandle: tensor index {tensor_index} out of range"))) };
+        };
+        if buffer_handle.is_null() || delegate.is_null() {
+            // SAFETY: non-NULL interpreter.
+            return unsafe { fail(interpreter, Error::new("TfLiteInterpreterGetBufferHandle: NULL output pointer")) };
+        }
+        // SAFETY: non-NULL out-pointers supplied by the caller.
+        unsafe {
+            buffer_handle.write(t.buffer_handle);
+            delegate.write(t.delegate);
+        }
+        TfLiteStatus::kTfLiteOk
+    })
+}
+
+/// Sets whether `TfLiteInterpreterInvoke` may leave outputs in delegate buffers
+/// (`allow_buffer_handle_output` true); by default stale outputs are copied back with the
+/// delegate's `CopyFromBufferHandle` after every run.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TfLiteSetAllowBufferHandleOutput(interpreter: *const TfLiteInterpreter, allow_buffer_handle_output: bool) {
+    ffi_boundary!({
+        // SAFETY: NULL or a live interpreter.
+        if let Some(i) = unsafe { inner_mut(interpreter) } {
+            i.set_allow_buffer_handle_output(allow_buffer_handle_output);
+        }
+    })
+}
+
+/// Makes tensor `tensor_index`'s data readable: if it is stale, its delegate copies it
+/// from the buffer handle (`CopyFromBufferHandle`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TfLiteInterpreterEnsureTensorDataIsReadable(interpreter: *mut TfLiteInterpreter, tensor_index: c_int) -> TfLiteStatus {
+    ffi_boundary!({
+        // SAFETY: NULL or a live interpreter.
+        let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
+        match i.primary_mut().ensure_tensor_data_is_readable(tensor_index) {
             Ok(()) => TfLiteStatus::kTfLiteOk,
             // SAFETY: non-NULL interpreter.
             Err(e) => unsafe { fail(interpreter, e) },

@@ -798,10 +798,13 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetNodeAndRegistration(opaque_contex
     })
 }
 
-/// Replaces the nodes in `nodes_to_replace` with kernels of `registration_external`
-/// (one node per connected partition). The runtime takes ownership of
-/// `registration_external` when `opaque_delegate` is an opaque delegate. Only valid
-/// during a delegate's Prepare.
+/// Replaces the nodes in `nodes_to_replace` with kernels of `registration_external`: the
+/// execution plan is partitioned and each delegated partition becomes one node whose
+/// `init` receives a `TfLiteOpaqueDelegateParams*` (delegate, the builder's data, the
+/// partition's nodes, input and output tensors). When `opaque_delegate` was made by
+/// `TfLiteOpaqueDelegateCreate` the runtime takes ownership of `registration_external`
+/// (even when no node is replaced); the caller must not delete it. Only valid during a
+/// delegate's Prepare.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueContextReplaceNodeSubsetsWithDelegateKernels(opaque_context: *mut TfLiteOpaqueContext, registration_external: *mut TfLiteOperator, nodes_to_replace: *const TfLiteIntArray, opaque_delegate: *mut TfLiteOpaqueDelegate) -> TfLiteStatus {
     ffi_boundary!({
@@ -953,16 +956,14 @@ pub unsafe extern "C" fn TfLiteOpaqueContextReleaseSubgraphContext(opaque_contex
     })
 }
 
-/// Marks subgraph `subgraph_index` (> 0) as not needing delegation. This runtime applies
-/// delegates to the primary subgraph only, so this validates the index and records
-/// nothing.
+/// Marks subgraph `subgraph_index` (> 0) as not needing delegation: delegates applied to
+/// the interpreter afterwards skip it. Only valid during a delegate's Prepare.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueContextMarkSubgraphAsDelegationSkippable(opaque_context: *mut TfLiteOpaqueContext, subgraph_index: c_int) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live context.
         let Some(sg) = (unsafe { subgraph(opaque_context) }) else { return TfLiteStatus::kTfLiteError };
-        let valid = usize::try_from(subgraph_index).is_ok_and(|i| i > 0 && i < sg.siblings.len());
-        if !valid {
+        if !sg.mark_sibling_delegation_skippable(subgraph_index) {
             sg.report(&format!("MarkSubgraphAsDelegationSkippable: subgraph index {subgraph_index} is invalid"));
             return TfLiteStatus::kTfLiteError;
         }

@@ -244,7 +244,8 @@ pub unsafe extern "C" fn TfLiteSignatureRunnerGetInputTensor(signature_runner: *
     })
 }
 
-/// Runs the signature's subgraph. Returns kTfLiteCancelled if cancelled.
+/// Runs the signature's subgraph, then copies outputs a delegate left stale back from
+/// their buffer handles. Returns kTfLiteCancelled if cancelled.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteSignatureRunnerInvoke(signature_runner: *mut TfLiteSignatureRunner) -> TfLiteStatus {
     ffi_boundary!({
@@ -253,7 +254,8 @@ pub unsafe extern "C" fn TfLiteSignatureRunnerInvoke(signature_runner: *mut TfLi
         // A cancel that arrived while nothing ran must not stop this run (as Interpreter::invoke).
         // SAFETY: live interpreter; the flag is never replaced after creation.
         unsafe { &(*interp).cancel_flag }.store(false, Ordering::SeqCst);
-        match sg.invoke() {
+        let outputs = sg.outputs().to_vec();
+        match sg.invoke().and_then(|()| outputs.iter().filter(|&&o| o >= 0).try_for_each(|&o| sg.ensure_tensor_data_is_readable(o))) {
             Ok(()) => TfLiteStatus::kTfLiteOk,
             // SAFETY: live interpreter.
             Err(e) => unsafe { fail(interp, e) },

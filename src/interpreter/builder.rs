@@ -211,6 +211,9 @@ fn build_nodes(
         } else {
             (entry.node.builtin_data as *const c_char, 0)
         };
+        // SAFETY: the node's arrays were created above and are owned by it.
+        let (ins, outs) = unsafe { (int_array_slice(entry.node.inputs), int_array_slice(entry.node.outputs)) };
+        entry.node.might_have_side_effect = s.op_might_have_side_effect(code, ins, outs);
         let ctx = s.context_ptr();
         if entry.unresolved_custom.is_none() {
             // SAFETY: calling the op's init with the arguments TFLite passes; ctx is live.

@@ -3,7 +3,7 @@
 //! never unwinds into C.
 
 use super::subgraph::Subgraph;
-use crate::abi::arrays::{OwnedIntArray, int_array_free, int_array_slice};
+use crate::abi::arrays::{OwnedIntArray, int_array_free};
 use crate::abi::types::*;
 use core::ffi::{c_char, c_int};
 use std::ffi::CStr;
@@ -86,6 +86,168 @@ pub unsafe extern "C" fn TfLiteInternalReportMessage(context: *mut TfLiteContext
     })
 }
 
+/// Installs the functions only a delegate's `Prepare` may call (TFLite's
+/// `SwitchToDelegateContext`).
+pub(crate) fn install_delegate_functions(ctx: &mut TfLiteContext) {
+    ctx.GetExecutionPlan = Some(get_execution_plan);
+    ctx.GetNodeAndRegistration = Some(get_node_and_registration);
+    ctx.ReplaceNodeSubsetsWithDelegateKernels = Some(replace_node_subsets);
+    ctx.PreviewDelegatePartitioning = Some(preview_partitioning);
+    ctx.AcquireSubgraphContext = Some(acquire_subgraph_context);
+    ctx.ReleaseSubgraphContext = Some(release_subgraph_context);
+}
+
+/// Puts the "forbidden" stubs back (TFLite's `SwitchToKernelContext`).
+pub(crate) fn install_forbidden_functions(ctx: &mut TfLiteContext) {
+    ctx.GetExecutionPlan = Some(forbidden_get_execution_plan);
+    ctx.GetNodeAndRegistration = Some(forbidden_get_node_and_registration);
+    ctx.ReplaceNodeSubsetsWithDelegateKernels = Some(forbidden_replace_node_subsets);
+    ctx.PreviewDelegatePartitioning = Some(forbidden_preview_partitioning);
+    ctx.AcquireSubgraphContext = Some(forbidden_acquire_subgraph_context);
+    ctx.ReleaseSubgraphContext = Some(forbidden_release_subgraph_context);
+}
+
+/// Reports `e` through the subgraph and returns its status.
+fn fail(sg: &Subgraph, e: crate::error::Error) -> TfLiteStatus {
+    sg.report(&e.message);
+    e.status
+}
+
+/// `GetExecutionPlan` during a delegate's Prepare: a copy owned by the subgraph.
+unsafe extern "C" fn get_execution_plan(context: *mut TfLiteContext, execution_plan: *mut *mut TfLiteIntArray) -> TfLiteStatus {
+    guard(TfLiteStatus::kTfLiteError, || {
+        // SAFETY: C passes a context it got from us.
+        let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return TfLiteStatus::kTfLiteError };
+        if execution_plan.is_null() {
+            sg.report("GetExecutionPlan: execution_plan is NULL");
+            return TfLiteStatus::kTfLiteError;
+        }
+        let a = sg.execution_plan_array();
+        if a.is_null() {
+            sg.report("GetExecutionPlan: out of memory");
+            return TfLiteStatus::kTfLiteError;
+        }
+        // SAFETY: non-NULL out-pointer from the caller.
+        unsafe { *execution_plan = a };
+        TfLiteStatus::kTfLiteOk
+    })
+}
+
+/// `GetNodeAndRegistration` during a delegate's Prepare (any node of the table).
+unsafe extern "C" fn get_node_and_registration(
+    context: *mut TfLiteContext,
+    node_index: c_int,
+    node: *mut *mut TfLiteNode,
+    registration: *mut *mut TfLiteRegistration,
+) -> TfLiteStatus {
+    guard(TfLiteStatus::kTfLiteError, || {
+        // SAFETY: C passes a context it got from us.
+        let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return TfLiteStatus::kTfLiteError };
+        if node.is_null() || registration.is_null() {
+            sg.report("GetNodeAndRegistration: node != nullptr && registration != nullptr was not true.");
+            return TfLiteStatus::kTfLiteError;
+        }
+        let Some((n, r)) = sg.node_and_registration(node_index) else {
+            sg.report(&format!("GetNodeAndRegistration: node index {node_index} is out of range"));
+            return TfLiteStatus::kTfLiteError;
+        };
+        // SAFETY: non-NULL out-pointers from the caller; the node is boxed and lives as
+        // long as it stays in the table.
+        unsafe {
+            *node = n;
+            *registration = r;
+        }
+        TfLiteStatus::kTfLiteOk
+    })
+}
+
+/// `ReplaceNodeSubsetsWithDelegateKernels` during a delegate's Prepare.
+unsafe extern "C" fn replace_node_subsets(
+    context: *mut TfLiteContext,
+    registration: TfLiteRegistration,
+    nodes_to_replace: *const TfLiteIntArray,
+    delegate: *mut TfLiteDelegate,
+) -> TfLiteStatus {
+    guard(TfLiteStatus::kTfLiteError, || {
+        // SAFETY: C passes a context it got from us.
+        let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return TfLiteStatus::kTfLiteError };
+        let sg: *mut Subgraph = sg;
+        // SAFETY: `sg` is live; the kernel inits this calls reach it only through the
+        // context, and no other reference to it is held here.
+        match unsafe { (*sg).replace_node_subsets(registration, nodes_to_replace, delegate) } {
+            Ok(()) => TfLiteStatus::kTfLiteOk,
+            // SAFETY: as above.
+            Err(e) => fail(unsafe { &*sg }, e),
+        }
+    })
+}
+
+/// `PreviewDelegatePartitioning` during a delegate's Prepare.
+unsafe extern "C" fn preview_partitioning(
+    context: *mut TfLiteContext,
+    nodes_to_replace: *const TfLiteIntArray,
+    partition_params_array: *mut *mut TfLiteDelegateParams,
+    num_partitions: *mut c_int,
+) -> TfLiteStatus {
+    guard(TfLiteStatus::kTfLiteError, || {
+        // SAFETY: C passes a context it got from us.
+        let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return TfLiteStatus::kTfLiteError };
+        // SAFETY: the arguments are the caller's, under the function's contract.
+        match unsafe { sg.preview_partitioning(nodes_to_replace, partition_params_array, num_partitions) } {
+            Ok(()) => TfLiteStatus::kTfLiteOk,
+            Err(e) => fail(sg, e),
+        }
+    })
+}
+
+/// `AcquireSubgraphContext`: switches subgraph `subgraph_index` to its delegate context.
+unsafe extern "C" fn acquire_subgraph_context(
+    context: *mut TfLiteContext,
+    subgraph_index: c_int,
+    acquired_context: *mut *mut TfLiteContext,
+) -> TfLiteStatus {
+    guard(TfLiteStatus::kTfLiteError, || {
+        // SAFETY: C passes a context it got from us.
+        let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return TfLiteStatus::kTfLiteError };
+        if acquired_context.is_null() {
+            sg.report("AcquireSubgraphContext: acquired_context is NULL");
+            return TfLiteStatus::kTfLiteError;
+        }
+        let me: *mut Subgraph = sg;
+        // SAFETY: `me` is live and no reference to it is used across the call.
+        match unsafe { Subgraph::acquire_sibling_context(me, subgraph_index, true) } {
+            Some(c) => {
+                // SAFETY: non-NULL out-pointer from the caller.
+                unsafe { *acquired_context = c };
+                TfLiteStatus::kTfLiteOk
+            }
+            None => {
+                // SAFETY: as above.
+                unsafe { (*me).report(&format!("AcquireSubgraphContext: subgraph index {subgraph_index} is out of range")) };
+                TfLiteStatus::kTfLiteError
+            }
+        }
+    })
+}
+
+/// `ReleaseSubgraphContext`: undoes `AcquireSubgraphContext`.
+unsafe extern "C" fn release_subgraph_context(context: *mut TfLiteContext, subgraph_index: c_int) -> TfLiteStatus {
+    guard(TfLiteStatus::kTfLiteError, || {
+        // SAFETY: C passes a context it got from us.
+        let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return TfLiteStatus::kTfLiteError };
+        let me: *mut Subgraph = sg;
+        // SAFETY: as in `acquire_subgraph_context`.
+        match unsafe { Subgraph::acquire_sibling_context(me, subgraph_index, false) } {
+            Some(_) => TfLiteStatus::kTfLiteOk,
+            None => {
+                // SAFETY: as above.
+                unsafe { (*me).report(&format!("ReleaseSubgraphContext: subgraph index {subgraph_index} is out of range or not acquired")) };
+                TfLiteStatus::kTfLiteError
+            }
+        }
+    })
+}
+
 const FORBIDDEN: &str = "The function is forbidden if not calling in delegate.";
 
 fn report_forbidden(context: *mut TfLiteContext) -> TfLiteStatus {
@@ -139,7 +301,9 @@ unsafe extern "C" fn forbidden_release_subgraph_context(context: *mut TfLiteCont
     guard(TfLiteStatus::kTfLiteError, || report_forbidden(context))
 }
 
-/// `ResizeTensor`: takes ownership of `new_size` in every case, as TFLite documents.
+/// `ResizeTensor`: takes ownership of `new_size` in every case, as TFLite documents. On
+/// success `new_size` becomes the tensor's `dims` (as in TFLite, so a caller may still
+/// read it afterwards).
 unsafe extern "C" fn resize_tensor(context: *mut TfLiteContext, tensor: *mut TfLiteTensor, new_size: *mut TfLiteIntArray) -> TfLiteStatus {
     guard(TfLiteStatus::kTfLiteError, || {
         // SAFETY: C passes a context it got from us.
@@ -152,15 +316,15 @@ unsafe extern "C" fn resize_tensor(context: *mut TfLiteContext, tensor: *mut TfL
             sg.report("ResizeTensor: new_size is NULL");
             return TfLiteStatus::kTfLiteError;
         }
-        // SAFETY: `new_size` is a malloc'ed int array handed to us; copy then free it.
-        let dims = unsafe { int_array_slice(new_size) }.to_vec();
-        // SAFETY: as above.
-        unsafe { int_array_free(new_size) };
+        // SAFETY: `new_size` is a malloc'ed int array handed to us (TFLite's contract).
+        let Some(arr) = (unsafe { OwnedIntArray::from_raw(new_size) }) else { return TfLiteStatus::kTfLiteError };
+        // SAFETY: a live array we now own.
+        if unsafe { (*arr.as_ptr()).size } < 0 {
+            sg.report("ResizeTensor: new_size has a negative size");
+            return TfLiteStatus::kTfLiteError;
+        }
         let Some(index) = sg.tensor_index_of(tensor) else {
             sg.report("ResizeTensor: tensor does not belong to this context");
-            return TfLiteStatus::kTfLiteError;
-        };
-        let Some(arr) = OwnedIntArray::new(&dims) else {
             return TfLiteStatus::kTfLiteError;
         };
         match sg.resize_tensor(index, arr) {

@@ -7,9 +7,12 @@
 //! - `context.rs`: the functions stored in `TfLiteContext` (ResizeTensor, ReportError, ...).
 //! - `node_ops.rs`: calling a node's init/prepare/invoke/free, for plain registrations and
 //!   for `TfLiteOperator`s defined from C.
+//! - `delegation.rs`: applying delegates (partitioning, delegate nodes, undo/redo,
+//!   buffer handles).
 
 pub mod builder;
 pub mod context;
+pub mod delegation;
 pub mod node_ops;
 pub mod subgraph;
 
@@ -72,6 +75,9 @@ pub struct Interpreter {
     signatures: Vec<SignatureInfo>,
     config: InterpreterConfig,
     cancelled: Arc<AtomicBool>,
+    /// If false (the default), `invoke` copies stale outputs back from their delegate
+    /// buffer handles (`TfLiteSetAllowBufferHandleOutput`).
+    allow_buffer_handle_output: bool,
     // Declared last so it is dropped last: subgraphs point into the model's buffers.
     _model: Arc<Model>,
 }
@@ -82,7 +88,8 @@ impl Interpreter {
         let cancelled = Arc::new(AtomicBool::new(false));
         let subgraphs = builder::build_subgraphs(&model, resolver, &config, &cancelled)?;
         let signatures = builder::read_signatures(&model);
-        let mut interp = Interpreter { subgraphs, signatures, config, cancelled, _model: model };
+        let mut interp =
+            Interpreter { subgraphs, signatures, config, cancelled, allow_buffer_handle_output: false, _model: model };
         interp.link_subgraphs();
         Ok(interp)
     }
@@ -132,15 +139,104 @@ impl Interpreter {
         self.primary_mut().allocate_tensors()
     }
 
-    /// Runs the primary subgraph.
+    /// Runs the primary subgraph; then, unless buffer-handle outputs are allowed, makes
+    /// every output readable (copies stale ones back from their delegates).
     pub fn invoke(&mut self) -> Result<()> {
         self.cancelled.store(false, Ordering::SeqCst);
-        self.primary_mut().invoke()
+        self.primary_mut().invoke()?;
+        if !self.allow_buffer_handle_output {
+            for k in 0..self.primary().outputs().len() {
+                let o = self.primary().outputs()[k];
+                if o >= 0 {
+                    self.primary_mut().ensure_tensor_data_is_readable(o)?;
+                }
+            }
+        }
+        Ok(())
     }
 
-    /// Applies `delegate` to the primary subgraph (see `Subgraph::apply_delegate`).
-    pub fn modify_graph_with_delegate(&mut self, delegate: *mut crate::abi::types::TfLiteDelegate) -> Result<()> {
-        self.primary_mut().apply_delegate(delegate)
+    /// `invoke`, falling back to the CPU when it fails with delegates applied (TFLite's
+    /// `InvokeWithCPUFallback`): the inputs are kept, every delegate is removed and the
+    /// graph runs again. Returns `Ok(true)` when that fallback ran (successfully).
+    pub fn invoke_with_cpu_fallback(&mut self) -> Result<bool> {
+        match self.invoke() {
+            Ok(()) => return Ok(false),
+            Err(e) if e.status == crate::abi::types::TfLiteStatus::kTfLiteCancelled || !self.has_delegates() => {
+                return Err(e);
+            }
+            Err(e) => self.report(&e.message),
+        }
+        self.report("Invoke() failed in the presence of delegation. Retrying without.");
+        let inputs = self.primary().inputs().to_vec();
+        let mut saved = Vec::with_capacity(inputs.len());
+        for &i in &inputs {
+            self.primary_mut().ensure_tensor_data_is_readable(i)?;
+            let t = self.primary().tensor(i).ok_or_else(|| Error::new(format!("input tensor {i} out of range")))?;
+            let p = t.data_ptr() as *const u8;
+            saved.push(if p.is_null() {
+                Vec::new()
+            } else {
+                // SAFETY: a live tensor's data holds `bytes` readable bytes.
+                unsafe { std::slice::from_raw_parts(p, t.bytes) }.to_vec()
+            });
+        }
+        self.remove_all_delegates()?;
+        for (&i, bytes) in inputs.iter().zip(&saved) {
+            let Some(t) = self.primary_mut().tensor_ptr(i) else { continue };
+            // SAFETY: a live tensor; we copy at most its `bytes` into its data.
+            unsafe {
+                let dst = (*t).data_ptr() as *mut u8;
+                if !dst.is_null() {
+                    core::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len().min((*t).bytes));
+                }
+            }
+        }
+        self.invoke()?;
+        Ok(true)
+    }
+
+    /// Applies `delegate` to every subgraph that is not marked skippable (TFLite's
+    /// `Interpreter::ModifyGraphWithDelegate`). On kTfLiteDelegateError every delegate is
+    /// removed from every subgraph, leaving the model runnable on the CPU.
+    ///
+    /// # Safety
+    /// `delegate` must be NULL or a live delegate that outlives the interpreter.
+    pub unsafe fn modify_graph_with_delegate(&mut self, delegate: *mut crate::abi::types::TfLiteDelegate) -> Result<()> {
+        let mut result = Ok(());
+        for sg in &mut self.subgraphs {
+            if sg.is_delegation_skippable() || sg.name().to_bytes().starts_with(b"VALIDATION:") {
+                continue;
+            }
+            // SAFETY: forwarded contract.
+            result = unsafe { sg.modify_graph_with_delegate(delegate) };
+            if result.is_err() {
+                break;
+            }
+        }
+        if let Err(e) = &result {
+            if e.status == crate::abi::types::TfLiteStatus::kTfLiteDelegateError {
+                self.remove_all_delegates()?;
+            }
+        }
+        result
+    }
+
+    /// Removes every delegate from every subgraph.
+    pub fn remove_all_delegates(&mut self) -> Result<()> {
+        for sg in &mut self.subgraphs {
+            sg.remove_all_delegates()?;
+        }
+        Ok(())
+    }
+
+    /// True if a delegate is applied to the primary subgraph.
+    pub fn has_delegates(&self) -> bool {
+        self.primary().has_delegates()
+    }
+
+    /// Whether `invoke` may leave outputs in delegate buffers (default false).
+    pub fn set_allow_buffer_handle_output(&mut self, allow: bool) {
+        self.allow_buffer_handle_output = allow;
     }
 
     /// Zeroes every variable tensor of every subgraph.

@@ -37,11 +37,14 @@ pub unsafe fn init(reg: &TfLiteRegistration, context: *mut TfLiteContext, buffer
     }
 }
 
-/// Calls `free` with the node's `user_data`.
+/// Calls `free` with the node's `user_data`; never with NULL data (as TFLite's OpFree).
 ///
 /// # Safety
 /// As `init`; `data` is what `init` returned.
 pub unsafe fn free(reg: &TfLiteRegistration, context: *mut TfLiteContext, data: *mut c_void) {
+    if data.is_null() {
+        return;
+    }
     // SAFETY: as in `init`.
     unsafe {
         if let Some(op) = operator(reg) {

@@ -8,6 +8,7 @@
 //! `allocate_tensors`, as TFLite does.
 
 use super::context;
+use super::delegation::Delegation;
 use super::node_ops;
 use super::Reporter;
 use crate::abi::arrays::*;
@@ -37,6 +38,40 @@ pub struct NodeEntry {
     pub(crate) initialized: bool,
 }
 
+impl NodeEntry {
+    /// Frees what the node owns: calls the kernel's `free` on its `user_data` (once, and
+    /// only for non-NULL data, as TFLite), then the node's arrays and owned builtin data
+    /// (a delegate node's `TfLiteDelegateParams` block). The node must not run again.
+    ///
+    /// # Safety
+    /// `ctx` must be the live context of the node's subgraph.
+    pub(crate) unsafe fn release(&mut self, ctx: *mut TfLiteContext) {
+        if self.initialized {
+            // SAFETY: calling the registration's free on what its init returned, once.
+            unsafe { node_ops::free(&self.registration, ctx, self.node.user_data) };
+            self.initialized = false;
+        }
+        self.node.user_data = core::ptr::null_mut();
+        // SAFETY: node arrays and owned builtin data are malloc'ed and owned by the node;
+        // the pointers are cleared so a second release is harmless.
+        unsafe {
+            int_array_free(self.node.inputs);
+            int_array_free(self.node.outputs);
+            int_array_free(self.node.intermediates);
+            int_array_free(self.node.temporaries);
+            if self.owns_builtin_data {
+                libc::free(self.node.builtin_data);
+            }
+        }
+        self.node.inputs = core::ptr::null_mut();
+        self.node.outputs = core::ptr::null_mut();
+        self.node.intermediates = core::ptr::null_mut();
+        self.node.temporaries = core::ptr::null_mut();
+        self.node.builtin_data = core::ptr::null_mut();
+        self.owns_builtin_data = false;
+    }
+}
+
 /// Arena sizes after planning.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct MemoryStats {
@@ -45,10 +80,17 @@ pub struct MemoryStats {
     pub lower_bound_bytes: usize,
 }
 
+/// TFLite's subgraph states.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum State {
+pub(crate) enum State {
+    /// Needs `allocate_tensors` before `invoke`.
     Uninvokable,
+    /// Ready to run.
     Invokable,
+    /// Ready to run, and a delegate that does not allow dynamic tensors has been
+    /// applied: a resize undoes the delegates (they are re-applied at the next
+    /// `allocate_tensors`).
+    InvokableAndImmutable,
 }
 
 /// A subgraph. Always boxed: `context.impl_` points back at it.
@@ -70,7 +112,9 @@ pub struct Subgraph {
     pub(crate) siblings: Vec<*mut Subgraph>,
     pub(crate) preserve_intermediates: bool,
     pub(crate) in_invoke: bool,
-    state: State,
+    pub(crate) state: State,
+    /// Delegates applied to this subgraph and what their application owns.
+    pub(crate) delegation: Delegation,
     arena: AlignedBuffer,
     persistent: AlignedBuffer,
     stats: MemoryStats,
@@ -107,6 +151,7 @@ impl Subgraph {
             preserve_intermediates,
             in_invoke: false,
             state: State::Uninvokable,
+            delegation: Delegation::default(),
             arena: AlignedBuffer::new(0).unwrap_or_else(|_| unreachable!("a zero-byte buffer allocates nothing")),
             persistent: AlignedBuffer::new(0).unwrap_or_else(|_| unreachable!("a zero-byte buffer allocates nothing")),
             stats: MemoryStats::default(),
@@ -174,7 +219,7 @@ impl Subgraph {
     }
     /// True once `allocate_tensors` succeeded and nothing was resized since.
     pub fn is_invokable(&self) -> bool {
-        self.state == State::Invokable
+        self.state != State::Uninvokable
     }
     /// Node `i` and its registration.
     pub fn node_entry(&self, i: usize) -> Option<&NodeEntry> {
@@ -249,6 +294,11 @@ impl Subgraph {
             .ok()
             .filter(|&i| i < self.tensors.len())
             .ok_or_else(|| Error::new(format!("ResizeInputTensor: tensor index {tensor_index} out of range")))?;
+        let delegates_applied = !self.delegation.applied.is_empty();
+        let immutable = self.state == State::InvokableAndImmutable;
+        if immutable && !delegates_applied {
+            return Err(Error::new("ResizeInputTensor is disallowed when graph is immutable."));
+        }
         let t = &self.tensors[i];
         if matches!(t.allocation(), Some(TfLiteAllocationType::kTfLiteMmapRo)) {
             return Err(Error::new(format!("ResizeInputTensor: tensor {tensor_index} is a constant")));
@@ -259,6 +309,11 @@ impl Subgraph {
             return Ok(());
         }
         let arr = OwnedIntArray::new(dims).ok_or_else(|| Error::new("out of memory"))?;
+        if immutable {
+            // A delegate that needs static shapes was applied: undo every delegate; the
+            // next allocate_tensors applies them again to the new shapes.
+            self.undo_all_delegates();
+        }
         self.state = State::Uninvokable;
         self.resize_tensor(i, arr)
     }
@@ -305,45 +360,76 @@ impl Subgraph {
         Ok(())
     }
 
-    /// Prepares every node, then plans and commits memory.
+    /// Prepares every node, then plans and commits memory. Re-applies delegates that a
+    /// resize undid first; does nothing when the subgraph is already invokable and no
+    /// input is dynamic (as TFLite).
     pub fn allocate_tensors(&mut self) -> Result<()> {
-        self.sync_context();
-        for entry in &self.nodes {
-            if let Some(name) = &entry.unresolved_custom {
-                if let Some(&ni) = self.execution_plan.iter().find(|&&n| std::ptr::eq(&*self.nodes[n as usize], &**entry)) {
-                    self.report(&format!(
-                        "Encountered unresolved custom op: {name}.\nSee instructions: https://www.tensorflow.org/lite/guide/ops_custom "
-                    ));
-                    return Err(Error::with_status(
-                        TfLiteStatus::kTfLiteUnresolvedOps,
-                        format!("Node number {ni} ({name}) failed to prepare."),
-                    ));
-                }
-            }
+        self.redo_all_delegates()?;
+        if self.state != State::Uninvokable && !self.has_dynamic_tensor(&self.inputs) {
+            return Ok(());
         }
-        self.prepare_nodes()?;
+        self.sync_context();
+        if self.delegates_require_propagated_shapes() {
+            let original = self.delegation.pre_delegation_plan.clone();
+            self.prepare_ops(&original)?;
+        }
+        let plan = self.execution_plan.clone();
+        self.prepare_ops(&plan)?;
         self.plan_and_commit()?;
-        self.reset_variable_tensors()?;
         self.state = State::Invokable;
+        self.reset_variable_tensors()?;
         Ok(())
     }
 
-    fn prepare_nodes(&mut self) -> Result<()> {
-        let plan = self.execution_plan.clone();
-        for (step, &ni) in plan.iter().enumerate() {
+    /// True if any of `indices` is a `kTfLiteDynamic` tensor.
+    pub(crate) fn has_dynamic_tensor(&self, indices: &[i32]) -> bool {
+        indices.iter().any(|&i| {
+            usize::try_from(i)
+                .ok()
+                .and_then(|i| self.tensors.get(i))
+                .is_some_and(|t| matches!(t.allocation(), Some(TfLiteAllocationType::kTfLiteDynamic)))
+        })
+    }
+
+    /// Prepares the nodes of `plan` in order. Returns whether the graph has dynamic
+    /// tensors (a graph output, or an output of a prepared node, is `kTfLiteDynamic`, or
+    /// a kernel answered kTfLiteOutputShapeNotKnown). An unresolved custom op fails with
+    /// kTfLiteUnresolvedOps, as TFLite's OpPrepare.
+    pub(crate) fn prepare_ops(&mut self, plan: &[i32]) -> Result<bool> {
+        let mut dynamic = self.has_dynamic_tensor(&self.outputs);
+        for &ni in plan {
+            let Some(entry) = usize::try_from(ni).ok().and_then(|i| self.nodes.get_mut(i)) else {
+                return Err(Error::new(format!("execution plan names node {ni}, which does not exist")));
+            };
+            if let Some(name) = &entry.unresolved_custom {
+                let name = name.clone();
+                self.report(&format!(
+                    "Encountered unresolved custom op: {name}.\nSee instructions: https://www.tensorflow.org/lite/guide/ops_custom "
+                ));
+                return Err(Error::with_status(
+                    TfLiteStatus::kTfLiteUnresolvedOps,
+                    format!("Node number {ni} ({name}) failed to prepare."),
+                ));
+            }
+            let entry: *mut NodeEntry = &mut **entry;
             let ctx = self.context_ptr();
-            let entry: *mut NodeEntry = &mut *self.nodes[ni as usize];
             // SAFETY: `entry` points into a boxed node that stays put while C runs; the
             // kernel reaches the subgraph only through `ctx` (derived from `self` above).
             let status = unsafe { node_ops::prepare(&(*entry).registration, ctx, &mut (*entry).node) };
             self.sync_context();
-            if status != TfLiteStatus::kTfLiteOk {
-                let name = &self.nodes[ni as usize].op_name;
-                let _ = step;
-                return Err(Error::with_status(status, format!("Node number {ni} ({name}) failed to prepare.")));
+            match status {
+                TfLiteStatus::kTfLiteOk => {}
+                TfLiteStatus::kTfLiteOutputShapeNotKnown => dynamic = true,
+                _ => {
+                    let name = &self.nodes[ni as usize].op_name;
+                    return Err(Error::with_status(status, format!("Node number {ni} ({name}) failed to prepare.")));
+                }
             }
+            // SAFETY: the node's outputs array is owned by the node.
+            let outs = unsafe { int_array_slice(self.nodes[ni as usize].node.outputs) };
+            dynamic |= self.has_dynamic_tensor(outs);
         }
-        Ok(())
+        Ok(dynamic)
     }
 
     fn plan_and_commit(&mut self) -> Result<()> {
@@ -438,7 +524,7 @@ impl Subgraph {
 
     /// Runs the execution plan.
     pub fn invoke(&mut self) -> Result<()> {
-        if self.state != State::Invokable {
+        if self.state == State::Uninvokable {
             return Err(Error::new("Invoke called on model that is not ready."));
         }
         let plan = self.execution_plan.clone();
@@ -449,12 +535,13 @@ impl Subgraph {
             if self.cancellation_enabled && self.cancelled.swap(false, Ordering::SeqCst) {
                 return Err(Error::with_status(TfLiteStatus::kTfLiteCancelled, "Client requested cancel during Invoke()"));
             }
+            self.refresh_stale_inputs(ni as usize)?;
             self.check_inputs_have_data(ni as usize)?;
             let start = Instant::now();
             let ctx = self.context_ptr();
             let entry: *mut NodeEntry = &mut *self.nodes[ni as usize];
             self.in_invoke = true;
-            // SAFETY: as in `prepare_nodes`.
+            // SAFETY: as in `prepare_ops`.
             let status = unsafe { node_ops::invoke(&(*entry).registration, ctx, &mut (*entry).node) };
             self.in_invoke = false;
             self.sync_context();
@@ -465,7 +552,7 @@ impl Subgraph {
                 let name = &self.nodes[ni as usize].op_name;
                 return Err(Error::with_status(status, format!("Node number {ni} ({name}) failed to invoke.")));
             }
-            if self.state != State::Invokable {
+            if self.state == State::Uninvokable {
                 return Err(Error::new(format!("Node number {ni} resized a tensor during Invoke")));
             }
         }
@@ -487,39 +574,6 @@ impl Subgraph {
             }
         }
         Ok(())
-    }
-
-    /// Applies a delegate: calls its `Prepare` (classic, or the opaque builder's) with this
-    /// subgraph's context. Graph partitioning (`ReplaceNodeSubsetsWithDelegateKernels`)
-    /// is not available yet: those context functions still answer "forbidden", so a
-    /// delegate that tries to claim nodes fails here with that message.
-    pub fn apply_delegate(&mut self, delegate: *mut TfLiteDelegate) -> Result<()> {
-        // SAFETY: the caller passes a live delegate that outlives the interpreter (TFLite's
-        // contract for TfLiteInterpreterOptionsAddDelegate).
-        let Some(d) = (unsafe { delegate.as_ref() }) else {
-            return Err(Error::new("delegate is NULL"));
-        };
-        let ctx = self.context_ptr();
-        // SAFETY: calling the application's delegate callback with our live context; an
-        // opaque delegate's builder is owned by the delegate.
-        let status = unsafe {
-            match d.opaque_delegate_builder.as_ref() {
-                Some(b) => match b.Prepare {
-                    Some(f) => f(ctx.cast(), delegate, b.data),
-                    None => return Err(Error::new("opaque delegate has no Prepare function")),
-                },
-                None => match d.Prepare {
-                    Some(f) => f(ctx, delegate),
-                    None => return Err(Error::new("delegate has no Prepare function")),
-                },
-            }
-        };
-        self.sync_context();
-        if status == TfLiteStatus::kTfLiteOk {
-            Ok(())
-        } else {
-            Err(Error::with_status(status, format!("Delegate Prepare failed with status {}", status as i32)))
-        }
     }
 
     /// Gives tensor `index` memory the application owns (`kTfLiteCustom`).
@@ -571,19 +625,18 @@ impl Drop for Subgraph {
         self.sync_context();
         let ctx: *mut TfLiteContext = &mut self.context;
         for entry in &mut self.nodes {
-            if entry.initialized {
-                // SAFETY: calling the registration's free on what its init returned, once.
-                unsafe { node_ops::free(&entry.registration, ctx, entry.node.user_data) };
-                entry.initialized = false;
-            }
-            // SAFETY: node arrays and owned builtin data are malloc'ed and owned by the node.
-            unsafe {
-                int_array_free(entry.node.inputs);
-                int_array_free(entry.node.outputs);
-                int_array_free(entry.node.intermediates);
-                int_array_free(entry.node.temporaries);
-                if entry.owns_builtin_data {
-                    libc::free(entry.node.builtin_data);
+            // SAFETY: `ctx` is this subgraph's live context.
+            unsafe { entry.release(ctx) };
+        }
+        // Buffer handles go back to their delegates (which must still be alive, as TFLite
+        // requires), then the tensors' own memory.
+        for i in 0..self.tensors.len() {
+            if self.tensors[i].buffer_handle != kTfLiteNullBufferHandle {
+                let t: *mut TfLiteTensor = &mut self.tensors[i];
+                // SAFETY: `t` is a live tensor of this subgraph; its delegate is the one the
+                // handle belongs to.
+                unsafe {
+                    let _ = super::delegation::free_buffer_handle(ctx, (*t).delegate, &mut (*t).buffer_handle);
                 }
             }
         }

@@ -3357,11 +3357,6 @@ TFL_CAPI_EXPORT struct TfLiteFloatArray *TfLiteFloatArrayCopy(const struct TfLit
 TFL_CAPI_EXPORT void TfLiteFloatArrayFree(struct TfLiteFloatArray *a);
 
 /*
- Returns the name of `type` ("FLOAT32", ...). Static string.
- */
-TFL_CAPI_EXPORT const char *TfLiteTypeGetName(enum TfLiteType type);
-
-/*
  Frees the tensor's data if it is dynamic (or persistent read-only) and sets `data` to
  NULL. Safe to pass NULL.
  */
@@ -3525,7 +3520,11 @@ TFL_CAPI_EXPORT enum TfLiteStatus TfLiteInterpreterAllocateTensors(struct TfLite
 
 /*
  Runs the model. Requires a successful `TfLiteInterpreterAllocateTensors` since the
- last resize. Returns kTfLiteCancelled if `TfLiteInterpreterCancel` stopped it.
+ last resize. Returns kTfLiteCancelled if `TfLiteInterpreterCancel` stopped it. With
+ delegate fallback enabled in the options, a run that fails while delegates are
+ applied removes every delegate, runs again on the CPU and returns
+ kTfLiteDelegateError if that succeeded (outputs are then valid); later runs use the
+ CPU only.
  */
 TFL_CAPI_EXPORT enum TfLiteStatus TfLiteInterpreterInvoke(struct TfLiteInterpreter *interpreter);
 
@@ -3593,6 +3592,42 @@ TFL_CAPI_EXPORT int32_t TfLiteInterpreterGetOutputTensorIndex(const struct TfLit
  resize of that tensor. `allocation` itself is only read during the call.
  */
 TFL_CAPI_EXPORT enum TfLiteStatus TfLiteInterpreterSetCustomAllocationForTensor(struct TfLiteInterpreter *interpreter, int tensor_index, const struct TfLiteCustomAllocation *allocation, int64_t flags);
+
+/*
+ Applies `delegate` to the interpreter's graph after creation (the delegate's
+ `Prepare` runs now and may replace nodes). The caller retains ownership of `delegate`;
+ it must outlive the interpreter. Returns kTfLiteDelegateError if the delegate failed:
+ every delegate is then removed and the graph runs on the CPU;
+ kTfLiteApplicationError if the delegate cannot handle the graph's dynamic tensors.
+ */
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteInterpreterModifyGraphWithDelegate(const struct TfLiteInterpreter *interpreter, struct TfLiteDelegate *delegate);
+
+/*
+ Associates `buffer_handle` (owned by `delegate`) with `tensor`, a tensor of this
+ interpreter. Fails if the tensor already belongs to another delegate. A handle the
+ tensor had is first given back to the delegate (`FreeBufferHandle`); the interpreter
+ gives the new one back when it is deleted.
+ */
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteInterpreterSetBufferHandle(struct TfLiteInterpreter *interpreter, struct TfLiteTensor *tensor, TfLiteBufferHandle buffer_handle, TfLiteOpaqueDelegate *delegate);
+
+/*
+ Writes tensor `tensor_index`'s buffer handle and delegate (NULL if none) to
+ `*buffer_handle` / `*delegate`.
+ */
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteInterpreterGetBufferHandle(struct TfLiteInterpreter *interpreter, int tensor_index, TfLiteBufferHandle *buffer_handle, TfLiteOpaqueDelegate **delegate);
+
+/*
+ Sets whether `TfLiteInterpreterInvoke` may leave outputs in delegate buffers
+ (`allow_buffer_handle_output` true); by default stale outputs are copied back with the
+ delegate's `CopyFromBufferHandle` after every run.
+ */
+TFL_CAPI_EXPORT void TfLiteSetAllowBufferHandleOutput(const struct TfLiteInterpreter *interpreter, bool allow_buffer_handle_output);
+
+/*
+ Makes tensor `tensor_index`'s data readable: if it is stale, its delegate copies it
+ from the buffer handle (`CopyFromBufferHandle`).
+ */
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteInterpreterEnsureTensorDataIsReadable(struct TfLiteInterpreter *interpreter, int tensor_index);
 
 /*
  Non-TFLite extension (experimental): the primary subgraph's memory plan after the last
@@ -3909,10 +3944,13 @@ TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetExternalContext(struct T
 TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetNodeAndRegistration(struct TfLiteOpaqueContext *opaque_context, int node_index, struct TfLiteOpaqueNode **node, struct TfLiteOperator **registration_external);
 
 /*
- Replaces the nodes in `nodes_to_replace` with kernels of `registration_external`
- (one node per connected partition). The runtime takes ownership of
- `registration_external` when `opaque_delegate` is an opaque delegate. Only valid
- during a delegate's Prepare.
+ Replaces the nodes in `nodes_to_replace` with kernels of `registration_external`: the
+ execution plan is partitioned and each delegated partition becomes one node whose
+ `init` receives a `TfLiteOpaqueDelegateParams*` (delegate, the builder's data, the
+ partition's nodes, input and output tensors). When `opaque_delegate` was made by
+ `TfLiteOpaqueDelegateCreate` the runtime takes ownership of `registration_external`
+ (even when no node is replaced); the caller must not delete it. Only valid during a
+ delegate's Prepare.
  */
 TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextReplaceNodeSubsetsWithDelegateKernels(struct TfLiteOpaqueContext *opaque_context, struct TfLiteOperator *registration_external, const struct TfLiteIntArray *nodes_to_replace, TfLiteOpaqueDelegate *opaque_delegate);
 
@@ -3969,9 +4007,8 @@ TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextAcquireSubgraphContext(stru
 TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextReleaseSubgraphContext(struct TfLiteOpaqueContext *opaque_context, int subgraph_index);
 
 /*
- Marks subgraph `subgraph_index` (> 0) as not needing delegation. This runtime applies
- delegates to the primary subgraph only, so this validates the index and records
- nothing.
+ Marks subgraph `subgraph_index` (> 0) as not needing delegation: delegates applied to
+ the interpreter afterwards skip it. Only valid during a delegate's Prepare.
  */
 TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextMarkSubgraphAsDelegationSkippable(struct TfLiteOpaqueContext *opaque_context, int subgraph_index);
 
@@ -4270,7 +4307,8 @@ TFL_CAPI_EXPORT enum TfLiteStatus TfLiteSignatureRunnerAllocateTensors(struct Tf
 TFL_CAPI_EXPORT struct TfLiteTensor *TfLiteSignatureRunnerGetInputTensor(struct TfLiteSignatureRunner *signature_runner, const char *input_name);
 
 /*
- Runs the signature's subgraph. Returns kTfLiteCancelled if cancelled.
+ Runs the signature's subgraph, then copies outputs a delegate left stale back from
+ their buffer handles. Returns kTfLiteCancelled if cancelled.
  */
 TFL_CAPI_EXPORT enum TfLiteStatus TfLiteSignatureRunnerInvoke(struct TfLiteSignatureRunner *signature_runner);
 
@@ -4383,3 +4421,157 @@ TFL_CAPI_EXPORT void TfLiteXNNPackDelegateDelete(struct TfLiteDelegate *delegate
 #endif  // __cplusplus
 
 #endif  /* TENSORFLOW_LITE_RS_C_API_GENERATED_H_ */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Returns the name of `type` ("FLOAT32", ...); "Unknown type" for other values. */
+TFL_CAPI_EXPORT const char *TfLiteTypeGetName(TfLiteType type);
+/* Reports a printf-style error through the context's error reporter (defined in C:
+ * src/c_api/variadic.c). */
+TFL_CAPI_EXPORT void TfLiteOpaqueContextReportError(struct TfLiteOpaqueContext *opaque_context,
+                                                    const char *format, ...);
+TFL_CAPI_EXPORT void TfLiteOpaqueContextReportErrorVa(struct TfLiteOpaqueContext *opaque_context,
+                                                      const char *format, va_list vlist);
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+/* ---- Error-check macros for kernels and delegates written in C (common.h and
+ * c_api_opaque.h in TFLite). Each reports through the context and makes the
+ * calling function return kTfLiteError (TF_LITE_ENSURE_STATUS / _OK: the failing
+ * status). Define TF_LITE_STRIP_ERROR_STRINGS to drop the messages. */
+#ifndef TF_LITE_STRIP_ERROR_STRINGS
+#define TF_LITE_KERNEL_LOG(context, ...)            \
+  do {                                              \
+    (context)->ReportError((context), __VA_ARGS__); \
+  } while (0)
+#define TF_LITE_MAYBE_KERNEL_LOG(context, ...)        \
+  do {                                                \
+    if ((context) != NULL) {                          \
+      (context)->ReportError((context), __VA_ARGS__); \
+    }                                                 \
+  } while (0)
+#define TF_LITE_OPAQUE_KERNEL_LOG(opaque_context, ...)             \
+  do {                                                             \
+    TfLiteOpaqueContextReportError((opaque_context), __VA_ARGS__); \
+  } while (0)
+#define TF_LITE_OPAQUE_MAYBE_KERNEL_LOG(opaque_context, ...)         \
+  do {                                                               \
+    if ((opaque_context) != NULL) {                                  \
+      TfLiteOpaqueContextReportError((opaque_context), __VA_ARGS__); \
+    }                                                                \
+  } while (0)
+#else
+#define TF_LITE_KERNEL_LOG(context, ...) ((void)(context))
+#define TF_LITE_MAYBE_KERNEL_LOG(context, ...) ((void)(context))
+#define TF_LITE_OPAQUE_KERNEL_LOG(opaque_context, ...) ((void)(opaque_context))
+#define TF_LITE_OPAQUE_MAYBE_KERNEL_LOG(opaque_context, ...) ((void)(opaque_context))
+#endif
+
+#define TF_LITE_ENSURE_MSG(context, value, ...)                \
+  do {                                                         \
+    if (!(value)) {                                            \
+      TF_LITE_KERNEL_LOG((context), __FILE__ " " __VA_ARGS__); \
+      return kTfLiteError;                                     \
+    }                                                          \
+  } while (0)
+#define TF_LITE_ENSURE(context, a)                                      \
+  do {                                                                  \
+    if (!(a)) {                                                         \
+      TF_LITE_KERNEL_LOG((context), "%s:%d %s was not true.", __FILE__, \
+                         __LINE__, #a);                                 \
+      return kTfLiteError;                                              \
+    }                                                                   \
+  } while (0)
+#define TF_LITE_ENSURE_STATUS(a)          \
+  do {                                    \
+    const TfLiteStatus tflite_s_ = (a);   \
+    if (tflite_s_ != kTfLiteOk) {         \
+      return tflite_s_;                   \
+    }                                     \
+  } while (0)
+#define TF_LITE_ENSURE_EQ(context, a, b)                                   \
+  do {                                                                     \
+    if ((a) != (b)) {                                                      \
+      TF_LITE_KERNEL_LOG((context), "%s:%d %s != %s (%d != %d)", __FILE__, \
+                         __LINE__, #a, #b, (int)(a), (int)(b));            \
+      return kTfLiteError;                                                 \
+    }                                                                      \
+  } while (0)
+#define TF_LITE_ENSURE_TYPES_EQ(context, a, b)                             \
+  do {                                                                     \
+    if ((a) != (b)) {                                                      \
+      TF_LITE_KERNEL_LOG((context), "%s:%d %s != %s (%s != %s)", __FILE__, \
+                         __LINE__, #a, #b, TfLiteTypeGetName(a),           \
+                         TfLiteTypeGetName(b));                            \
+      return kTfLiteError;                                                 \
+    }                                                                      \
+  } while (0)
+#define TF_LITE_ENSURE_NEAR(context, a, b, epsilon)                         \
+  do {                                                                      \
+    double tflite_a_ = (double)(a), tflite_b_ = (double)(b);                \
+    double tflite_d_ = tflite_a_ > tflite_b_ ? tflite_a_ - tflite_b_        \
+                                             : tflite_b_ - tflite_a_;       \
+    if (tflite_d_ > (double)(epsilon)) {                                    \
+      TF_LITE_KERNEL_LOG((context), "%s:%d %s not near %s (%f != %f)",      \
+                         __FILE__, __LINE__, #a, #b, tflite_a_, tflite_b_); \
+      return kTfLiteError;                                                  \
+    }                                                                       \
+  } while (0)
+/* TF_LITE_ENSURE_OK(context, status[, message...]): the message, if any, is not
+ * reported by this header's version. */
+#define TF_LITE_VAR_ARG_HEAD(FIRST, ...) FIRST
+#define TF_LITE_ENSURE_OK(context, ...)                                  \
+  do {                                                                   \
+    const TfLiteStatus tflite_s_ = (TF_LITE_VAR_ARG_HEAD(__VA_ARGS__, 0)); \
+    if (tflite_s_ != kTfLiteOk) {                                        \
+      (void)(context);                                                   \
+      return tflite_s_;                                                  \
+    }                                                                    \
+  } while (0)
+
+#define TF_LITE_OPAQUE_ENSURE_MSG(opaque_context, value, msg)        \
+  do {                                                               \
+    if (!(value)) {                                                  \
+      TF_LITE_OPAQUE_KERNEL_LOG((opaque_context), __FILE__ " " msg); \
+      return kTfLiteError;                                           \
+    }                                                                \
+  } while (0)
+#define TF_LITE_OPAQUE_ENSURE(opaque_context, a)                           \
+  do {                                                                     \
+    if (!(a)) {                                                            \
+      TF_LITE_OPAQUE_KERNEL_LOG(opaque_context, "%s:%d: %s was not true.", \
+                                __FILE__, __LINE__, #a);                   \
+      return kTfLiteError;                                                 \
+    }                                                                      \
+  } while (0)
+#define TF_LITE_OPAQUE_ENSURE_EQ(opaque_context, a, b)                  \
+  do {                                                                  \
+    if ((a) != (b)) {                                                   \
+      TF_LITE_OPAQUE_KERNEL_LOG((opaque_context),                       \
+                                "%s:%d: %s != %s (%d != %d)", __FILE__, \
+                                __LINE__, #a, #b, (int)(a), (int)(b));  \
+      return kTfLiteError;                                              \
+    }                                                                   \
+  } while (0)
+#define TF_LITE_OPAQUE_ENSURE_TYPES_EQ(opaque_context, a, b)                  \
+  do {                                                                        \
+    if ((a) != (b)) {                                                         \
+      TF_LITE_OPAQUE_KERNEL_LOG(                                              \
+          (opaque_context), "%s:%d: %s != %s (%s != %s)", __FILE__, __LINE__, \
+          #a, #b, TfLiteTypeGetName(a), TfLiteTypeGetName(b));                \
+      return kTfLiteError;                                                    \
+    }                                                                         \
+  } while (0)
+#define TF_LITE_OPAQUE_ENSURE_NEAR(opaque_context, a, b, epsilon)            \
+  do {                                                                       \
+    double tflite_a_ = (double)(a), tflite_b_ = (double)(b);                 \
+    double tflite_d_ = tflite_a_ > tflite_b_ ? tflite_a_ - tflite_b_         \
+                                             : tflite_b_ - tflite_a_;        \
+    if (tflite_d_ > (double)(epsilon)) {                                     \
+      TF_LITE_OPAQUE_KERNEL_LOG((opaque_context),                            \
+                                "%s:%d: %s not near %s (%f != %f)", __FILE__, \
+                                __LINE__, #a, #b, tflite_a_, tflite_b_);     \
+      return kTfLiteError;                                                   \
+    }                                                                        \
+  } while (0)
