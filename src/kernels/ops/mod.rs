@@ -17,3 +17,27 @@ pub mod sub;
 
 #[cfg(test)]
 pub(crate) mod test_util;
+pub mod arg_min_max;
+pub mod arith;
+pub mod cast;
+pub mod compare;
+pub mod concatenation;
+pub mod elementwise;
+pub mod elu;
+pub mod fill;
+pub mod fixed_point;
+pub mod float_conv;
+pub mod gather;
+pub mod hard_swish;
+pub mod logistic;
+pub mod pad;
+pub mod prelu;
+pub mod quantize;
+pub mod reduce;
+pub mod reshape;
+pub mod select;
+pub mod shape_util;
+pub mod slice;
+pub mod softmax;
+pub mod split;
+pub mod transpose;

@@ -1,0 +1,278 @@
+//! PAD and PADV2 (TFLite `kernels/pad.cc`, `reference/pad.h`).
+//!
+//! Paddings are an int32 or int64 `[rank, 2]` tensor (before, after; both `>= 0`), rank at
+//! most 5. The pad value is PADV2's scalar input 2, or 0 for float/int32/int64 and the
+//! output's zero point for quantized uint8/int8/int16 (a PADV2 constant must then share
+//! the output's scale and zero point). The output shape depends on the paddings' values;
+//! non-constant paddings must give the shape the model declares (see
+//! `shape_util::plan_declared_output`).
+
+use super::shape_util::{
+    check_arity, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
+    strides, with_elem_type,
+};
+use crate::abi::builtin_ops::TfLiteBuiltinOperator;
+use crate::abi::types::{TfLiteRegistration, TfLiteType};
+use crate::error::{Error, Result};
+use crate::kernels::api::{OpCtx, TensorView};
+
+const MAX_RANK: usize = 5;
+
+/// The PAD registration.
+pub fn registration() -> TfLiteRegistration {
+    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinPad, prepare = pad_prepare, eval = pad_eval)
+}
+
+/// The PADV2 registration.
+pub fn padv2_registration() -> TfLiteRegistration {
+    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinPadv2, prepare = padv2_prepare, eval = padv2_eval)
+}
+
+/// The `(before, after)` paddings per dimension, checked: `rank` rows, values in
+/// `[0, i32::MAX]`.
+pub fn paddings_from(values: &[i64], paddings_shape: &[i32], rank: usize) -> Result<Vec<(usize, usize)>> {
+    if paddings_shape.len() != 2 || paddings_shape[0] as usize != rank || paddings_shape[1] != 2 {
+        crate::bail!("paddings shape {paddings_shape:?} must be [{rank}, 2]");
+    }
+    if values.len() != rank * 2 {
+        crate::bail!("paddings hold {} values, need {}", values.len(), rank * 2);
+    }
+    values
+        .chunks_exact(2)
+        .map(|p| {
+            if p[0] < 0 || p[1] < 0 || p[0] > i64::from(i32::MAX) || p[1] > i64::from(i32::MAX) {
+                crate::bail!("paddings {p:?} must be between 0 and INT32_MAX");
+            }
+            Ok((p[0] as usize, p[1] as usize))
+        })
+        .collect()
+}
+
+/// The padded shape.
+pub fn padded_shape(input_shape: &[i32], pads: &[(usize, usize)]) -> Result<Vec<i32>> {
+    input_shape
+        .iter()
+        .zip(pads)
+        .map(|(&d, &(b, a))| {
+            (d as i64 + b as i64 + a as i64)
+                .try_into()
+                .map_err(|_| Error::new(format!("padded dimension of {d} with ({b}, {a}) is too large")))
+        })
+        .collect()
+}
+
+/// `out` = `input` (shape `input_shape`) surrounded by `pads` of `value`.
+pub fn pad<T: Copy>(input: &[T], input_shape: &[i32], pads: &[(usize, usize)], value: T, out: &mut [T]) -> Result<()> {
+    let out_shape = padded_shape(input_shape, pads)?;
+    let n_out: usize = out_shape.iter().map(|&d| d as usize).product();
+    let n_in: usize = input_shape.iter().map(|&d| d.max(0) as usize).product();
+    if out.len() != n_out || input.len() != n_in {
+        crate::bail!("pad: buffers hold {} and {} elements, shapes need {n_in} and {n_out}", input.len(), out.len());
+    }
+    out.fill(value);
+    if n_in == 0 {
+        return Ok(());
+    }
+    let rank = input_shape.len();
+    if rank == 0 {
+        out[0] = input[0];
+        return Ok(());
+    }
+    let ostr = strides(&out_shape);
+    let row = input_shape[rank - 1] as usize;
+    let rows = n_in / row;
+    let mut idx = vec![0usize; rank - 1];
+    for r in 0..rows {
+        let mut off = pads[rank - 1].0;
+        for d in 0..rank - 1 {
+            off += (idx[d] + pads[d].0) * ostr[d];
+        }
+        out[off..off + row].copy_from_slice(&input[r * row..(r + 1) * row]);
+        for d in (0..rank - 1).rev() {
+            idx[d] += 1;
+            if idx[d] < input_shape[d] as usize {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Kernel glue
+// ---------------------------------------------------------------------------------------
+
+struct Operands<'a> {
+    input: TensorView<'a>,
+    paddings: TensorView<'a>,
+    value: Option<TensorView<'a>>,
+}
+
+fn operands<'a>(ctx: &OpCtx<'a>, op: &'static str, v2: bool) -> Result<Operands<'a>> {
+    let _ = v2; // PAD and PADV2 share one kernel in TFLite: both take an optional value.
+    check_arity(ctx, op, 2, 3, 1)?;
+    let input = ctx.input(0).map_err(in_op(op))?;
+    let paddings = ctx.input(1).map_err(in_op(op))?;
+    let value = ctx.optional_input(2).map_err(in_op(op))?;
+    let out = ctx.output(0).map_err(in_op(op))?;
+    if out.dtype != input.dtype {
+        return Err(op_error(
+            op,
+            format!("output type {} differs from the input type {}", out.dtype.name(), input.dtype.name()),
+        ));
+    }
+    if let Some(v) = &value {
+        if v.dtype != input.dtype {
+            return Err(op_error(
+                op,
+                format!("pad value type {} differs from the input type {}", v.dtype.name(), input.dtype.name()),
+            ));
+        }
+    }
+    use TfLiteType::*;
+    check_type(
+        op,
+        "input",
+        input.dtype,
+        &[kTfLiteFloat32, kTfLiteUInt8, kTfLiteInt8, kTfLiteInt16, kTfLiteInt32, kTfLiteInt64],
+    )?;
+    check_type(op, "paddings", paddings.dtype, &[kTfLiteInt32, kTfLiteInt64])?;
+    if input.shape.len() > MAX_RANK {
+        return Err(op_error(op, format!("input rank {} is more than {MAX_RANK}", input.shape.len())));
+    }
+    Ok(Operands { input, paddings, value })
+}
+
+fn pads_of(op: &'static str, ops: &Operands<'_>) -> Result<Vec<(usize, usize)>> {
+    let values = int_values(&ops.paddings, false).map_err(in_op(op))?;
+    paddings_from(&values, ops.paddings.shape, ops.input.shape.len()).map_err(in_op(op))
+}
+
+fn prepare(ctx: &OpCtx<'_>, op: &'static str, v2: bool) -> Result<()> {
+    let ops = operands(ctx, op, v2)?;
+    if !known_at_prepare(&ops.paddings) {
+        return plan_declared_output(ctx, op, 0);
+    }
+    let pads = pads_of(op, &ops)?;
+    let shape = padded_shape(ops.input.shape, &pads).map_err(in_op(op))?;
+    ctx.resize_output(0, &shape).map_err(in_op(op))
+}
+
+fn eval(ctx: &OpCtx<'_>, op: &'static str, v2: bool) -> Result<()> {
+    let ops = operands(ctx, op, v2)?;
+    let pads = pads_of(op, &ops)?;
+    let shape = padded_shape(ops.input.shape, &pads).map_err(in_op(op))?;
+    settle_output_shape(ctx, op, 0, "paddings", &shape)?;
+    let mut out = ctx.output(0).map_err(in_op(op))?;
+    let oq = out.quant();
+    if let Some(v) = &ops.value {
+        if v.num_elements() != 1 {
+            return Err(op_error(op, format!("pad value holds {} elements, expected 1", v.num_elements())));
+        }
+    }
+    let quantized =
+        matches!(ops.input.dtype, TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteInt16);
+    if quantized {
+        if let Some(v) = &ops.value {
+            let vq = v.quant();
+            if vq.zero_point != oq.zero_point || vq.scale != oq.scale {
+                return Err(op_error(op, "the pad value must have the output's scale and zero point"));
+            }
+        }
+    }
+    let input = ops.input;
+    let value = ops.value;
+    with_elem_type!(input.dtype, op, T => {
+        let pad_value: T = match &value {
+            Some(v) => v.data::<T>()?[0],
+            None => zero_value::<T>(quantized, oq.zero_point)?,
+        };
+        pad::<T>(input.data::<T>()?, input.shape, &pads, pad_value, out.data_mut::<T>()?)
+    })
+    .map_err(in_op(op))
+}
+
+/// Element types that can hold a zero point.
+trait FromZeroPoint: Sized + Default {
+    fn from_zero_point(zp: i32) -> Option<Self>;
+}
+macro_rules! from_zp_int {
+    ($($t:ty),*) => {$(
+        impl FromZeroPoint for $t {
+            fn from_zero_point(zp: i32) -> Option<Self> { <$t>::try_from(zp).ok() }
+        }
+    )*};
+}
+from_zp_int!(i8, u8, i16, u16, i32, u32, i64, u64);
+impl FromZeroPoint for f32 {
+    fn from_zero_point(zp: i32) -> Option<Self> {
+        Some(zp as f32)
+    }
+}
+impl FromZeroPoint for f64 {
+    fn from_zero_point(zp: i32) -> Option<Self> {
+        Some(f64::from(zp))
+    }
+}
+
+/// The default pad value: 0, or the output zero point for quantized types (checked to fit).
+fn zero_value<T: FromZeroPoint>(quantized: bool, zero_point: i32) -> Result<T> {
+    if !quantized {
+        return Ok(T::default());
+    }
+    T::from_zero_point(zero_point)
+        .ok_or_else(|| Error::new(format!("output zero point {zero_point} does not fit the type")))
+}
+
+fn pad_prepare(ctx: &OpCtx<'_>) -> Result<()> {
+    prepare(ctx, "PAD", false)
+}
+fn pad_eval(ctx: &OpCtx<'_>) -> Result<()> {
+    eval(ctx, "PAD", false)
+}
+fn padv2_prepare(ctx: &OpCtx<'_>) -> Result<()> {
+    prepare(ctx, "PADV2", true)
+}
+fn padv2_eval(ctx: &OpCtx<'_>) -> Result<()> {
+    eval(ctx, "PADV2", true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::types::TfLiteStatus;
+    use crate::kernels::ops::test_util::{Graph, qp};
+    use TfLiteType::*;
+
+    #[test]
+    fn pad_2d() {
+        // pad_test.cc SimpleConstTest: [1,2,2,1] padded by [[0,0],[1,1],[1,1],[0,0]].
+        let mut out = [9.0f32; 16];
+        pad(&[1.0, 2.0, 3.0, 4.0], &[1, 2, 2, 1], &[(0, 0), (1, 1), (1, 1), (0, 0)], 0.0, &mut out).unwrap();
+        assert_eq!(out, [0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 0.0, 0.0, 3.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        let mut o = [0i32; 5];
+        pad(&[7, 8], &[2], &[(2, 1)], -1, &mut o).unwrap();
+        assert_eq!(o, [-1, -1, 7, 8, -1]);
+        assert!(paddings_from(&[1, -1], &[1, 2], 1).is_err());
+        assert!(paddings_from(&[1, 1], &[2, 1], 1).is_err());
+    }
+
+    #[test]
+    fn glue() {
+        let mut g = Graph::new();
+        let x = g.tensor(kTfLiteInt8, &[2], &[5i8, 6], Some(qp(0.5, -3)), false);
+        let p = g.tensor(kTfLiteInt32, &[1, 2], &[1i32, 2], None, true);
+        let o = g.output(kTfLiteInt8, Some(qp(0.5, -3)));
+        assert_eq!(g.run::<()>(&registration(), &[x, p], &[o], None), TfLiteStatus::kTfLiteOk);
+        assert_eq!(g.data::<i8>(o), vec![-3, 5, 6, -3, -3]);
+        let v = g.tensor(kTfLiteInt8, &[], &[7i8], Some(qp(0.5, -3)), true);
+        let o2 = g.output(kTfLiteInt8, Some(qp(0.5, -3)));
+        assert_eq!(g.run::<()>(&padv2_registration(), &[x, p, v], &[o2], None), TfLiteStatus::kTfLiteOk);
+        assert_eq!(g.data::<i8>(o2), vec![7, 5, 6, 7, 7]);
+        // Non-constant paddings are refused with a message.
+        let pd = g.tensor(kTfLiteInt32, &[1, 2], &[1i32, 2], None, false);
+        let o3 = g.output(kTfLiteInt8, Some(qp(0.5, -3)));
+        assert_eq!(g.run::<()>(&registration(), &[x, pd], &[o3], None), TfLiteStatus::kTfLiteError);
+    }
+}

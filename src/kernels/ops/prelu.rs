@@ -1,0 +1,294 @@
+//! LEAKY_RELU and PRELU (TFLite `kernels/activations.cc`, `reference/leaky_relu.h`,
+//! `reference/prelu.h`).
+//!
+//! LEAKY_RELU: float32 `x > 0 ? x : alpha * x`; uint8 / int8 / int16 (zero points 0)
+//! requantize the two branches with `QuantizeMultiplier(s_in / s_out)` and
+//! `QuantizeMultiplier(s_in * alpha / s_out)` (scale arithmetic in `f32`). PRELU: the
+//! same with a broadcast `alpha` tensor (its broadcast with the input must be the input's
+//! shape; at most 4 dimensions when shapes differ, as TFLite's reference kernel); float32,
+//! uint8 and int8.
+
+use super::broadcast::broadcast_binary;
+use super::shape_util::{check_arity, check_out_shape, in_op, op_error, unary_operands};
+use crate::abi::builtin_op_data::TfLiteLeakyReluParams;
+use crate::abi::builtin_ops::TfLiteBuiltinOperator;
+use crate::abi::types::{TfLiteRegistration, TfLiteType};
+use crate::error::Result;
+use crate::kernels::api::{OpCtx, QuantParams, TensorView, broadcast_shape};
+use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, try_quantize_multiplier};
+
+const LEAKY: &str = "LEAKY_RELU";
+const PRELU: &str = "PRELU";
+
+/// The LEAKY_RELU registration.
+pub fn leaky_relu_registration() -> TfLiteRegistration {
+    crate::kernel_registration!(
+        TfLiteBuiltinOperator::kTfLiteBuiltinLeakyRelu,
+        prepare = leaky_prepare,
+        eval = leaky_eval
+    )
+}
+
+/// The PRELU registration.
+pub fn registration() -> TfLiteRegistration {
+    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinPrelu, prepare = prelu_prepare, eval = prelu_eval)
+}
+
+// ---------------------------------------------------------------------------------------
+// LEAKY_RELU
+// ---------------------------------------------------------------------------------------
+
+/// Quantized LEAKY_RELU parameters (`LeakyReluParams`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeakyParams {
+    pub input_offset: i32,
+    pub output_offset: i32,
+    pub multiplier_alpha: i32,
+    pub shift_alpha: i32,
+    pub multiplier_identity: i32,
+    pub shift_identity: i32,
+}
+
+impl LeakyParams {
+    /// As LeakyReluPrepare computes them.
+    pub fn new(input: QuantParams, output: QuantParams, alpha: f32) -> Result<LeakyParams> {
+        let (multiplier_alpha, shift_alpha) = try_quantize_multiplier(f64::from(input.scale * alpha / output.scale))?;
+        let (multiplier_identity, shift_identity) = try_quantize_multiplier(f64::from(input.scale / output.scale))?;
+        Ok(LeakyParams {
+            input_offset: input.zero_point,
+            output_offset: output.zero_point,
+            multiplier_alpha,
+            shift_alpha,
+            multiplier_identity,
+            shift_identity,
+        })
+    }
+
+    /// `reference_ops::QuantizeLeakyRelu` for one value.
+    pub fn apply(&self, x: i32, min: i32, max: i32) -> i32 {
+        let v = x.wrapping_sub(self.input_offset);
+        let (m, s) = if v >= 0 {
+            (self.multiplier_identity, self.shift_identity)
+        } else {
+            (self.multiplier_alpha, self.shift_alpha)
+        };
+        self.output_offset.wrapping_add(multiply_by_quantized_multiplier(v, m, s)).clamp(min, max)
+    }
+}
+
+fn leaky_quantized<T: QuantInt>(input: &[T], p: &LeakyParams, out: &mut [T]) -> Result<()> {
+    if input.len() != out.len() {
+        crate::bail!("input holds {} elements, output {}", input.len(), out.len());
+    }
+    for (o, &x) in out.iter_mut().zip(input) {
+        *o = T::from_i32(p.apply(x.to_i32(), T::MIN, T::MAX));
+    }
+    Ok(())
+}
+
+fn alpha(ctx: &OpCtx<'_>) -> Result<f32> {
+    // SAFETY: the parser allocates a `TfLiteLeakyReluParams` for every LEAKY_RELU node.
+    unsafe { ctx.builtin_data::<TfLiteLeakyReluParams>() }.map(|p| p.alpha).ok_or_else(|| op_error(LEAKY, "no params"))
+}
+
+fn leaky_params(input: &TensorView<'_>, out: &TensorView<'_>, a: f32) -> Result<Option<LeakyParams>> {
+    use TfLiteType::*;
+    match input.dtype {
+        kTfLiteFloat32 => Ok(None),
+        kTfLiteUInt8 | kTfLiteInt8 | kTfLiteInt16 => {
+            if input.dtype == kTfLiteInt16 && (input.quant().zero_point != 0 || out.quant().zero_point != 0) {
+                return Err(op_error(LEAKY, "int16 zero points must be 0"));
+            }
+            Ok(Some(LeakyParams::new(input.quant(), out.quant(), a).map_err(in_op(LEAKY))?))
+        }
+        other => Err(op_error(LEAKY, format!("type {} is not supported", other.name()))),
+    }
+}
+
+fn leaky_prepare(ctx: &OpCtx<'_>) -> Result<()> {
+    let (input, out) = unary_operands(ctx, LEAKY)?;
+    leaky_params(&input, &out, alpha(ctx)?)?;
+    ctx.resize_output(0, input.shape).map_err(in_op(LEAKY))
+}
+
+fn leaky_eval(ctx: &OpCtx<'_>) -> Result<()> {
+    let (input, mut out) = unary_operands(ctx, LEAKY)?;
+    check_out_shape(LEAKY, out.shape, input.shape)?;
+    let a = alpha(ctx)?;
+    match leaky_params(&input, &out, a)? {
+        None => {
+            for (o, &x) in out.data_mut::<f32>()?.iter_mut().zip(input.data::<f32>()?) {
+                *o = if x > 0.0 { x } else { x * a };
+            }
+            Ok(())
+        }
+        Some(p) => match input.dtype {
+            TfLiteType::kTfLiteUInt8 => leaky_quantized::<u8>(input.data()?, &p, out.data_mut()?),
+            TfLiteType::kTfLiteInt8 => leaky_quantized::<i8>(input.data()?, &p, out.data_mut()?),
+            _ => leaky_quantized::<i16>(input.data()?, &p, out.data_mut()?),
+        },
+    }
+    .map_err(in_op(LEAKY))
+}
+
+// ---------------------------------------------------------------------------------------
+// PRELU
+// ---------------------------------------------------------------------------------------
+
+/// Quantized PRELU parameters (`PreluParams`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PreluParams {
+    pub input_offset: i32,
+    pub alpha_offset: i32,
+    pub output_offset: i32,
+    pub multiplier_1: i32,
+    pub shift_1: i32,
+    pub multiplier_2: i32,
+    pub shift_2: i32,
+}
+
+impl PreluParams {
+    /// As PreluPrepare computes them.
+    pub fn new(input: QuantParams, alpha: QuantParams, output: QuantParams) -> Result<PreluParams> {
+        let (multiplier_1, shift_1) = try_quantize_multiplier(f64::from(input.scale / output.scale))?;
+        let (multiplier_2, shift_2) = try_quantize_multiplier(f64::from(input.scale * alpha.scale / output.scale))?;
+        Ok(PreluParams {
+            input_offset: input.zero_point.wrapping_neg(),
+            alpha_offset: alpha.zero_point.wrapping_neg(),
+            output_offset: output.zero_point,
+            multiplier_1,
+            shift_1,
+            multiplier_2,
+            shift_2,
+        })
+    }
+
+    /// One quantized PRELU value.
+    pub fn apply(&self, x: i32, a: i32, min: i32, max: i32) -> i32 {
+        let v = self.input_offset.wrapping_add(x);
+        let r = if v >= 0 {
+            multiply_by_quantized_multiplier(v, self.multiplier_1, self.shift_1)
+        } else {
+            let av = self.alpha_offset.wrapping_add(a);
+            multiply_by_quantized_multiplier(v.wrapping_mul(av), self.multiplier_2, self.shift_2)
+        };
+        r.wrapping_add(self.output_offset).clamp(min, max)
+    }
+}
+
+fn prelu_operands<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, TensorView<'a>, Vec<i32>)> {
+    check_arity(ctx, PRELU, 2, 2, 1)?;
+    let input = ctx.input(0).map_err(in_op(PRELU))?;
+    let alpha = ctx.input(1).map_err(in_op(PRELU))?;
+    if alpha.dtype != input.dtype {
+        return Err(op_error(PRELU, "alpha must have the input's type"));
+    }
+    use TfLiteType::*;
+    if !matches!(input.dtype, kTfLiteFloat32 | kTfLiteUInt8 | kTfLiteInt8) {
+        return Err(op_error(PRELU, format!("type {} is not supported", input.dtype.name())));
+    }
+    let shape = broadcast_shape(input.shape, alpha.shape).map_err(in_op(PRELU))?;
+    if shape != input.shape {
+        return Err(op_error(
+            PRELU,
+            format!("alpha {:?} broadcasts the input {:?} to {shape:?}", alpha.shape, input.shape),
+        ));
+    }
+    if input.shape != alpha.shape && shape.len() > 4 {
+        return Err(op_error(PRELU, "broadcasting supports at most 4 dimensions"));
+    }
+    Ok((input, alpha, shape))
+}
+
+fn prelu_prepare(ctx: &OpCtx<'_>) -> Result<()> {
+    let (input, alpha, shape) = prelu_operands(ctx)?;
+    ctx.set_output_type(0, input.dtype).map_err(in_op(PRELU))?;
+    if input.dtype != TfLiteType::kTfLiteFloat32 {
+        let out = ctx.output(0)?;
+        PreluParams::new(input.quant(), alpha.quant(), out.quant()).map_err(in_op(PRELU))?;
+    }
+    ctx.resize_output(0, &shape).map_err(in_op(PRELU))
+}
+
+fn prelu_eval(ctx: &OpCtx<'_>) -> Result<()> {
+    let (input, alpha, shape) = prelu_operands(ctx)?;
+    let mut out = ctx.output(0).map_err(in_op(PRELU))?;
+    check_out_shape(PRELU, out.shape, &shape)?;
+    let (ish, ash) = (input.shape, alpha.shape);
+    match input.dtype {
+        TfLiteType::kTfLiteFloat32 => broadcast_binary(
+            input.data::<f32>()?,
+            ish,
+            alpha.data::<f32>()?,
+            ash,
+            out.data_mut::<f32>()?,
+            &shape,
+            |x, a| if x >= 0.0 { x } else { x * a },
+        ),
+        TfLiteType::kTfLiteUInt8 => {
+            let p = PreluParams::new(input.quant(), alpha.quant(), out.quant())?;
+            broadcast_binary(
+                input.data::<u8>()?,
+                ish,
+                alpha.data::<u8>()?,
+                ash,
+                out.data_mut::<u8>()?,
+                &shape,
+                |x, a| p.apply(i32::from(x), i32::from(a), 0, 255) as u8,
+            )
+        }
+        _ => {
+            let p = PreluParams::new(input.quant(), alpha.quant(), out.quant())?;
+            broadcast_binary(
+                input.data::<i8>()?,
+                ish,
+                alpha.data::<i8>()?,
+                ash,
+                out.data_mut::<i8>()?,
+                &shape,
+                |x, a| p.apply(i32::from(x), i32::from(a), -128, 127) as i8,
+            )
+        }
+    }
+    .map_err(in_op(PRELU))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::types::TfLiteStatus;
+    use crate::kernels::ops::test_util::{Graph, qp};
+    use TfLiteType::*;
+
+    #[test]
+    fn leaky_quantized_values() {
+        let p = LeakyParams::new(qp(0.5, 0), qp(0.5, 0), 0.5).unwrap();
+        assert_eq!(p.apply(10, -128, 127), 10);
+        assert_eq!(p.apply(-10, -128, 127), -5);
+        assert_eq!(p.apply(-3, -128, 127), -1); // -1.5: gemmlowp's high multiply rounds it up
+    }
+
+    #[test]
+    fn prelu_values() {
+        let p = PreluParams::new(qp(0.5, 0), qp(0.25, 0), qp(0.5, 0)).unwrap();
+        assert_eq!(p.apply(10, 2, -128, 127), 10);
+        assert_eq!(p.apply(-8, 2, -128, 127), -4); // alpha = 0.5
+    }
+
+    #[test]
+    fn glue() {
+        let mut g = Graph::new();
+        let x = g.tensor(kTfLiteFloat32, &[2, 2], &[-1.0f32, 1.0, -2.0, 2.0], None, false);
+        let o = g.output(kTfLiteFloat32, None);
+        let p = TfLiteLeakyReluParams { alpha: 0.1 };
+        assert_eq!(g.run(&leaky_relu_registration(), &[x], &[o], Some(p)), TfLiteStatus::kTfLiteOk);
+        assert_eq!(g.data::<f32>(o), vec![-0.1, 1.0, -0.2, 2.0]);
+        let a = g.tensor(kTfLiteFloat32, &[2], &[0.5f32, 0.25], None, true);
+        let o2 = g.output(kTfLiteFloat32, None);
+        assert_eq!(g.run::<()>(&registration(), &[x, a], &[o2], None), TfLiteStatus::kTfLiteOk);
+        assert_eq!(g.data::<f32>(o2), vec![-0.5, 1.0, -1.0, 2.0]);
+        let big = g.tensor(kTfLiteFloat32, &[3, 2, 2], &[0.5f32; 12], None, true);
+        let o3 = g.output(kTfLiteFloat32, None);
+        assert_eq!(g.run::<()>(&registration(), &[x, big], &[o3], None), TfLiteStatus::kTfLiteError);
+    }
+}

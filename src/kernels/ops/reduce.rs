@@ -1,0 +1,611 @@
+//! MEAN, SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN, REDUCE_ANY and REDUCE_ALL (TFLite
+//! `kernels/reduce.cc`, `reference/reduce.h`).
+//!
+//! The axis input is int32 (negative values count from the end, duplicates are
+//! ignored); `keep_dims` keeps reduced dimensions as 1. Inputs are visited in row-major
+//! order, as TFLite's reference `Reduce` does, so float sums round the same way. Types:
+//! float32, int32 and int64 everywhere (MEAN's integer division truncates); quantized
+//! uint8 / int8 / int16 MEAN with the reference kernel's integer rescaling; uint8 SUM with
+//! the reference integer rescaling and int8 SUM with the builtin kernel's float rescaling
+//! (TFLite's reference int8 SUM reads int8 data as uint8, which the corpus notes as a known
+//! bug); int16 SUM and quantized MAX / MIN on unchanged scales; int8 / int16 PROD with
+//! TFLite's per-step requantization; bool ANY / ALL. The axis decides the output shape: a
+//! non-constant axis must give the shape the model declares (see
+//! `shape_util::plan_declared_output`).
+
+use super::shape_util::{check_arity, in_op, known_at_prepare, op_error, plan_declared_output, settle_output_shape};
+use crate::abi::builtin_op_data::TfLiteReducerParams;
+use crate::abi::builtin_ops::TfLiteBuiltinOperator;
+use crate::abi::types::{TfLiteRegistration, TfLiteType};
+use crate::error::{Error, Result};
+use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::quant::{
+    QuantInt, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64, try_quantize_multiplier,
+};
+
+/// Which reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reducer {
+    Mean,
+    Sum,
+    Prod,
+    Max,
+    Min,
+    Any,
+    All,
+}
+
+impl Reducer {
+    fn name(self) -> &'static str {
+        match self {
+            Reducer::Mean => "MEAN",
+            Reducer::Sum => "SUM",
+            Reducer::Prod => "REDUCE_PROD",
+            Reducer::Max => "REDUCE_MAX",
+            Reducer::Min => "REDUCE_MIN",
+            Reducer::Any => "REDUCE_ANY",
+            Reducer::All => "REDUCE_ALL",
+        }
+    }
+}
+
+macro_rules! registrations {
+    ($($fn_name:ident, $prep:ident, $eval:ident, $kind:ident, $code:ident;)*) => {$(
+        #[doc = concat!("The ", stringify!($kind), " registration.")]
+        pub fn $fn_name() -> TfLiteRegistration {
+            crate::kernel_registration!(TfLiteBuiltinOperator::$code, prepare = $prep, eval = $eval)
+        }
+        fn $prep(ctx: &OpCtx<'_>) -> Result<()> {
+            prepare(ctx, Reducer::$kind)
+        }
+        fn $eval(ctx: &OpCtx<'_>) -> Result<()> {
+            eval(ctx, Reducer::$kind)
+        }
+    )*};
+}
+
+registrations! {
+    mean_registration, mean_prepare, mean_eval, Mean, kTfLiteBuiltinMean;
+    sum_registration, sum_prepare, sum_eval, Sum, kTfLiteBuiltinSum;
+    prod_registration, prod_prepare, prod_eval, Prod, kTfLiteBuiltinReduceProd;
+    max_registration, max_prepare, max_eval, Max, kTfLiteBuiltinReduceMax;
+    min_registration, min_prepare, min_eval, Min, kTfLiteBuiltinReduceMin;
+    any_registration, any_prepare, any_eval, Any, kTfLiteBuiltinReduceAny;
+    all_registration, all_prepare, all_eval, All, kTfLiteBuiltinReduceAll;
+}
+
+// ---------------------------------------------------------------------------------------
+// Geometry
+// ---------------------------------------------------------------------------------------
+
+/// The reduction's geometry: which input dimensions are reduced, the output shape, and
+/// the number of elements reduced into each output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub reduced: Vec<bool>,
+    pub out_shape: Vec<i32>,
+    pub count: usize,
+}
+
+/// Resolves `axis` against `input_shape` (TFLite's `GetOutputShape` + `ResolveAxis`).
+pub fn plan(input_shape: &[i32], axis: &[i32], keep_dims: bool) -> Result<Plan> {
+    let rank = input_shape.len();
+    if rank == 0 {
+        return Ok(Plan { reduced: vec![], out_shape: vec![], count: 1 });
+    }
+    let mut reduced = vec![false; rank];
+    for &a in axis {
+        let c = if a < 0 { i64::from(a) + rank as i64 } else { i64::from(a) };
+        if c < 0 || c >= rank as i64 {
+            crate::bail!("axis {a} is out of range for rank {rank}");
+        }
+        reduced[c as usize] = true;
+    }
+    let out_shape = input_shape
+        .iter()
+        .zip(&reduced)
+        .filter_map(|(&d, &r)| match (r, keep_dims) {
+            (true, true) => Some(1),
+            (true, false) => None,
+            (false, _) => Some(d),
+        })
+        .collect();
+    let count = input_shape.iter().zip(&reduced).filter(|(_, r)| **r).map(|(&d, _)| d.max(0) as usize).product();
+    Ok(Plan { reduced, out_shape, count })
+}
+
+/// Visits the input in row-major order with `f(input_index, output_index, first)`, where
+/// `first` marks the first input element reduced into that output.
+fn visit(input_shape: &[i32], reduced: &[bool], mut f: impl FnMut(usize, usize, bool)) {
+    let rank = input_shape.len();
+    let n: usize = input_shape.iter().map(|&d| d.max(0) as usize).product();
+    if n == 0 {
+        return;
+    }
+    // Output stride of each input dimension (0 for reduced ones).
+    let mut ostride = vec![0usize; rank];
+    let mut s = 1usize;
+    for d in (0..rank).rev() {
+        if !reduced[d] {
+            ostride[d] = s;
+            s *= input_shape[d] as usize;
+        }
+    }
+    let mut idx = vec![0usize; rank];
+    let mut out = 0usize;
+    let mut nonzero_reduced = 0usize;
+    for i in 0..n {
+        f(i, out, nonzero_reduced == 0);
+        for d in (0..rank).rev() {
+            let was_zero = idx[d] == 0;
+            idx[d] += 1;
+            out += ostride[d];
+            if reduced[d] && was_zero {
+                nonzero_reduced += 1;
+            }
+            if idx[d] < input_shape[d] as usize {
+                break;
+            }
+            out -= ostride[d] * idx[d];
+            idx[d] = 0;
+            if reduced[d] {
+                nonzero_reduced -= 1;
+            }
+        }
+    }
+}
+
+fn out_len(p: &Plan) -> usize {
+    p.out_shape.iter().map(|&d| d.max(0) as usize).product()
+}
+
+fn all_reduced(p: &Plan) -> bool {
+    p.reduced.iter().all(|&r| r)
+}
+
+/// A generic reduction (`ReduceGeneric` / `ReduceAllDims`): outputs start at `init`,
+/// except that reducing every dimension starts from the first element.
+pub fn reduce_generic<T: Copy>(
+    input: &[T],
+    input_shape: &[i32],
+    p: &Plan,
+    init: T,
+    f: impl Fn(T, T) -> T,
+    out: &mut [T],
+) -> Result<()> {
+    if out.len() != out_len(p) {
+        crate::bail!("output holds {} elements, expected {}", out.len(), out_len(p));
+    }
+    out.fill(init);
+    if input.is_empty() {
+        return Ok(());
+    }
+    if all_reduced(p) && out.len() == 1 {
+        out[0] = input[1..].iter().fold(input[0], |acc, &x| f(acc, x));
+        return Ok(());
+    }
+    visit(input_shape, &p.reduced, |i, o, _| out[o] = f(out[o], input[i]));
+    Ok(())
+}
+
+/// Sums into a wider accumulator, in row-major input order.
+fn sum_into<T: Copy, U: Copy + Default>(input: &[T], input_shape: &[i32], p: &Plan, add: impl Fn(U, T) -> U) -> Vec<U> {
+    let mut acc = vec![U::default(); out_len(p)];
+    visit(input_shape, &p.reduced, |i, o, _| acc[o] = add(acc[o], input[i]));
+    acc
+}
+
+/// Float MEAN (`reference_ops::Mean<float, float>`).
+pub fn mean_f32(input: &[f32], input_shape: &[i32], p: &Plan, out: &mut [f32]) -> Result<()> {
+    if out.len() != out_len(p) {
+        crate::bail!("output holds {} elements, expected {}", out.len(), out_len(p));
+    }
+    if input.is_empty() {
+        out.fill(f32::NAN);
+        return Ok(());
+    }
+    let sums = sum_into::<f32, f32>(input, input_shape, p, |a, x| a + x);
+    for (o, s) in out.iter_mut().zip(sums) {
+        *o = s / p.count as f32;
+    }
+    Ok(())
+}
+
+/// Quantized MEAN or uint8 SUM (`reference_ops::QuantizedMeanOrSum`).
+#[allow(clippy::too_many_arguments, reason = "mirrors TFLite's reference signature")]
+pub fn quantized_mean_or_sum<T: QuantInt>(
+    input: &[T],
+    input_shape: &[i32],
+    p: &Plan,
+    input_zero_point: i32,
+    multiplier: i32,
+    shift: i32,
+    output_zero_point: i32,
+    compute_sum: bool,
+    out: &mut [T],
+) -> Result<()> {
+    if out.len() != out_len(p) {
+        crate::bail!("output holds {} elements, expected {}", out.len(), out_len(p));
+    }
+    out.fill(T::from_i32(0));
+    if input.is_empty() || p.count == 0 {
+        return Ok(());
+    }
+    let sums = sum_into::<T, i32>(input, input_shape, p, |a, x| a.wrapping_add(x.to_i32()));
+    let n = p.count as i64;
+    let (mut m, mut s) = (multiplier, shift);
+    if !compute_sum {
+        let mut sh = 63 - (n as u64).leading_zeros() as i32;
+        sh = sh.min(32).min(31 + s);
+        m = ((i64::from(m) << sh.max(0)) / n) as i32;
+        s -= sh;
+    }
+    for (o, sum) in out.iter_mut().zip(sums) {
+        let shifted = (i64::from(sum) - i64::from(input_zero_point) * n) as i32;
+        let v = multiply_by_quantized_multiplier(shifted, m, s).wrapping_add(output_zero_point);
+        *o = T::from_i32(v.clamp(T::MIN, T::MAX));
+    }
+    Ok(())
+}
+
+/// int8 SUM as TFLite's builtin (optimized) kernel computes it: the integer sum rescaled
+/// in `f32`.
+#[allow(clippy::too_many_arguments, reason = "mirrors TFLite's optimized signature")]
+pub fn int8_sum_builtin(
+    input: &[i8],
+    input_shape: &[i32],
+    p: &Plan,
+    input_scale: f32,
+    input_zero_point: i32,
+    output_scale: f32,
+    output_zero_point: i32,
+    out: &mut [i8],
+) -> Result<()> {
+    if out.len() != out_len(p) {
+        crate::bail!("output holds {} elements, expected {}", out.len(), out_len(p));
+    }
+    if input.is_empty() || p.count == 0 {
+        return Ok(());
+    }
+    let sums = sum_into::<i8, i32>(input, input_shape, p, |a, x| a.wrapping_add(i32::from(x)));
+    let scale = input_scale / output_scale;
+    let bias = (-input_zero_point) as f32 * scale * p.count as f32;
+    for (o, sum) in out.iter_mut().zip(sums) {
+        let v = super::float_conv::cvtt_f32_i32((sum as f32 * scale + bias).round()).wrapping_add(output_zero_point);
+        *o = v.clamp(-128, 127) as i8;
+    }
+    Ok(())
+}
+
+/// Quantized REDUCE_PROD (`reference_ops::QuantizedReduceProd`).
+#[allow(clippy::too_many_arguments, reason = "mirrors TFLite's reference signature")]
+pub fn quantized_prod<T: QuantInt>(
+    input: &[T],
+    input_shape: &[i32],
+    p: &Plan,
+    input_zero_point: i32,
+    output_zero_point: i32,
+    multiplier: i32,
+    shift: i32,
+    out: &mut [T],
+) -> Result<()> {
+    if out.len() != out_len(p) {
+        crate::bail!("output holds {} elements, expected {}", out.len(), out_len(p));
+    }
+    if input.is_empty() {
+        return Ok(());
+    }
+    let mut acc = vec![0i32; out.len()];
+    visit(input_shape, &p.reduced, |i, o, first| {
+        let v = input[i].to_i32() - input_zero_point;
+        acc[o] = if first {
+            v
+        } else {
+            multiply_by_quantized_multiplier_i64(i64::from(acc[o]) * i64::from(v), multiplier, shift)
+        };
+    });
+    for (o, a) in out.iter_mut().zip(acc) {
+        let v = multiply_by_quantized_multiplier_i64(i64::from(a), multiplier, shift).wrapping_add(output_zero_point);
+        *o = T::from_i32(v.clamp(T::MIN, T::MAX));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Kernel glue
+// ---------------------------------------------------------------------------------------
+
+fn keep_dims(ctx: &OpCtx<'_>) -> bool {
+    // SAFETY: the parser allocates a `TfLiteReducerParams` for every reduction node.
+    unsafe { ctx.builtin_data::<TfLiteReducerParams>() }.is_some_and(|p| p.keep_dims)
+}
+
+fn operands<'a>(ctx: &OpCtx<'a>, kind: Reducer) -> Result<(TensorView<'a>, TensorView<'a>)> {
+    let op = kind.name();
+    check_arity(ctx, op, 2, 2, 1)?;
+    let input = ctx.input(0).map_err(in_op(op))?;
+    let axis = ctx.input(1).map_err(in_op(op))?;
+    let out = ctx.output(0).map_err(in_op(op))?;
+    if axis.dtype != TfLiteType::kTfLiteInt32 {
+        return Err(op_error(op, "axis must be int32"));
+    }
+    if out.dtype != input.dtype {
+        return Err(op_error(
+            op,
+            format!("output type {} differs from the input type {}", out.dtype.name(), input.dtype.name()),
+        ));
+    }
+    use TfLiteType::*;
+    let ok = match kind {
+        Reducer::Any | Reducer::All => input.dtype == kTfLiteBool,
+        Reducer::Mean | Reducer::Sum | Reducer::Max | Reducer::Min => {
+            matches!(
+                input.dtype,
+                kTfLiteFloat32 | kTfLiteInt32 | kTfLiteInt64 | kTfLiteUInt8 | kTfLiteInt8 | kTfLiteInt16
+            )
+        }
+        Reducer::Prod => {
+            matches!(input.dtype, kTfLiteFloat32 | kTfLiteInt32 | kTfLiteInt64)
+                || (matches!(input.dtype, kTfLiteInt8 | kTfLiteInt16) && input.affine_quant().is_some())
+        }
+    };
+    if !ok {
+        return Err(op_error(op, format!("type {} is not supported", input.dtype.name())));
+    }
+    let (qi, qo) = (input.quant(), out.quant());
+    if input.dtype == kTfLiteInt16 && (qi.zero_point != 0 || qo.zero_point != 0) {
+        return Err(op_error(op, "int16 zero points must be 0"));
+    }
+    let same_params = match kind {
+        Reducer::Max | Reducer::Min => true,
+        Reducer::Sum => input.dtype == kTfLiteInt16,
+        _ => false,
+    };
+    if same_params
+        && matches!(input.dtype, kTfLiteUInt8 | kTfLiteInt8 | kTfLiteInt16)
+        && (qi.scale != qo.scale || qi.zero_point != qo.zero_point)
+    {
+        return Err(op_error(op, "the output must have the input's scale and zero point"));
+    }
+    Ok((input, axis))
+}
+
+fn plan_of(kind: Reducer, ctx: &OpCtx<'_>, input: &TensorView<'_>, axis: &TensorView<'_>) -> Result<Plan> {
+    let axes: Vec<i32> = super::shape_util::int_values(axis, false)?
+        .into_iter()
+        .map(|a| a.clamp(i32::MIN as i64, i32::MAX as i64) as i32)
+        .collect();
+    plan(input.shape, &axes, keep_dims(ctx)).map_err(in_op(kind.name()))
+}
+
+fn prepare(ctx: &OpCtx<'_>, kind: Reducer) -> Result<()> {
+    let (input, axis) = operands(ctx, kind)?;
+    if !known_at_prepare(&axis) {
+        return plan_declared_output(ctx, kind.name(), 0);
+    }
+    let p = plan_of(kind, ctx, &input, &axis)?;
+    ctx.resize_output(0, &p.out_shape).map_err(in_op(kind.name()))
+}
+
+fn mean_multiplier(input: &TensorView<'_>, out: &TensorView<'_>) -> Result<(i32, i32)> {
+    try_quantize_multiplier(f64::from(input.quant().scale) / f64::from(out.quant().scale))
+}
+
+fn eval(ctx: &OpCtx<'_>, kind: Reducer) -> Result<()> {
+    let op = kind.name();
+    let (input, axis) = operands(ctx, kind)?;
+    let p = plan_of(kind, ctx, &input, &axis)?;
+    settle_output_shape(ctx, op, 0, "axis values", &p.out_shape)?;
+    let mut out = ctx.output(0).map_err(in_op(op))?;
+    let sh = input.shape;
+    let (qi, qo) = (input.quant(), out.quant());
+    use TfLiteType::*;
+    let r = match (kind, input.dtype) {
+        (Reducer::Mean, kTfLiteFloat32) => mean_f32(input.data()?, sh, &p, out.data_mut()?),
+        (Reducer::Mean, kTfLiteInt32) => {
+            let o = out.data_mut::<i32>()?;
+            let sums = sum_into::<i32, i64>(input.data()?, sh, &p, |a, x| a.wrapping_add(i64::from(x)));
+            int_mean(o, &sums, p.count, |v| v as i32)
+        }
+        (Reducer::Mean, kTfLiteInt64) => {
+            let o = out.data_mut::<i64>()?;
+            let sums = sum_into::<i64, i64>(input.data()?, sh, &p, i64::wrapping_add);
+            int_mean(o, &sums, p.count, |v| v)
+        }
+        (Reducer::Mean, _) | (Reducer::Sum, kTfLiteUInt8) => {
+            let (m, s) = mean_multiplier(&input, &out)?;
+            let sum = kind == Reducer::Sum;
+            match input.dtype {
+                kTfLiteUInt8 => quantized_mean_or_sum::<u8>(
+                    input.data()?,
+                    sh,
+                    &p,
+                    qi.zero_point,
+                    m,
+                    s,
+                    qo.zero_point,
+                    sum,
+                    out.data_mut()?,
+                ),
+                kTfLiteInt8 => quantized_mean_or_sum::<i8>(
+                    input.data()?,
+                    sh,
+                    &p,
+                    qi.zero_point,
+                    m,
+                    s,
+                    qo.zero_point,
+                    sum,
+                    out.data_mut()?,
+                ),
+                _ => quantized_mean_or_sum::<i16>(
+                    input.data()?,
+                    sh,
+                    &p,
+                    qi.zero_point,
+                    m,
+                    s,
+                    qo.zero_point,
+                    sum,
+                    out.data_mut()?,
+                ),
+            }
+        }
+        (Reducer::Sum, kTfLiteInt8) => {
+            int8_sum_builtin(input.data()?, sh, &p, qi.scale, qi.zero_point, qo.scale, qo.zero_point, out.data_mut()?)
+        }
+        (Reducer::Prod, kTfLiteInt8 | kTfLiteInt16) => {
+            let (n_in, n_out) = (input.num_elements(), out.num_elements());
+            if n_in == 0 || n_out == 0 {
+                return Ok(());
+            }
+            let reduced = (n_in / n_out) as f64;
+            let scaling = f64::from(qi.scale) / f64::from(qo.scale).powf(1.0 / reduced);
+            let (m, s) = try_quantize_multiplier(scaling).map_err(in_op(op))?;
+            if input.dtype == kTfLiteInt8 {
+                quantized_prod::<i8>(input.data()?, sh, &p, qi.zero_point, qo.zero_point, m, s, out.data_mut()?)
+            } else {
+                quantized_prod::<i16>(input.data()?, sh, &p, qi.zero_point, qo.zero_point, m, s, out.data_mut()?)
+            }
+        }
+        (_, dt) => generic(kind, dt, &input, &p, &mut out),
+    };
+    r.map_err(in_op(op))
+}
+
+fn int_mean<T: Copy>(out: &mut [T], sums: &[i64], count: usize, cast: impl Fn(i64) -> T) -> Result<()> {
+    if out.len() != sums.len() {
+        crate::bail!("output size mismatch");
+    }
+    for (o, &s) in out.iter_mut().zip(sums) {
+        if count == 0 {
+            // An empty reduction: TFLite fills MEAN's output with the type's quiet NaN (0).
+            *o = cast(0);
+            continue;
+        }
+        *o = cast(s / count as i64);
+    }
+    Ok(())
+}
+
+/// The plain reductions (`EvalGeneric`): SUM / PROD / MAX / MIN on any numeric type and
+/// ANY / ALL on bool.
+fn generic(
+    kind: Reducer,
+    dt: TfLiteType,
+    input: &TensorView<'_>,
+    p: &Plan,
+    out: &mut crate::kernels::api::TensorViewMut<'_>,
+) -> Result<()> {
+    let sh = input.shape;
+    macro_rules! numeric {
+        ($t:ty, $add:expr, $mul:expr) => {{
+            let (init, f): ($t, fn($t, $t) -> $t) = match kind {
+                Reducer::Sum => (0 as $t, $add),
+                Reducer::Prod => (1 as $t, $mul),
+                Reducer::Max => (<$t>::MIN, |c, x| if x > c { x } else { c }),
+                Reducer::Min => (<$t>::MAX, |c, x| if x < c { x } else { c }),
+                _ => return Err(Error::new("unsupported reduction")),
+            };
+            reduce_generic::<$t>(input.data()?, sh, p, init, f, out.data_mut()?)
+        }};
+    }
+    use TfLiteType::*;
+    match dt {
+        kTfLiteFloat32 => numeric!(f32, |c, x| x + c, |c, x| x * c),
+        kTfLiteInt32 => numeric!(i32, |c: i32, x: i32| x.wrapping_add(c), |c: i32, x: i32| x.wrapping_mul(c)),
+        kTfLiteInt64 => numeric!(i64, |c: i64, x: i64| x.wrapping_add(c), |c: i64, x: i64| x.wrapping_mul(c)),
+        kTfLiteUInt8 => numeric!(u8, |c: u8, x: u8| x.wrapping_add(c), |c: u8, x: u8| x.wrapping_mul(c)),
+        kTfLiteInt8 => numeric!(i8, |c: i8, x: i8| x.wrapping_add(c), |c: i8, x: i8| x.wrapping_mul(c)),
+        kTfLiteInt16 => numeric!(i16, |c: i16, x: i16| x.wrapping_add(c), |c: i16, x: i16| x.wrapping_mul(c)),
+        kTfLiteBool => {
+            let (init, f): (u8, fn(u8, u8) -> u8) = match kind {
+                Reducer::Any => (0, |c, x| u8::from(x != 0 || c != 0)),
+                Reducer::All => (1, |c, x| u8::from(x != 0 && c != 0)),
+                _ => return Err(Error::new("unsupported reduction")),
+            };
+            reduce_generic::<u8>(input.data()?, sh, p, init, f, out.data_mut()?)
+        }
+        other => Err(Error::new(format!("type {} is not supported", other.name()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::types::TfLiteStatus;
+    use crate::kernels::ops::test_util::{Graph, qp};
+    use TfLiteType::*;
+
+    #[test]
+    fn plans() {
+        let p = plan(&[2, 3, 4], &[1, -1], false).unwrap();
+        assert_eq!((p.out_shape.clone(), p.count), (vec![2], 12));
+        let p = plan(&[2, 3, 4], &[1, 1], true).unwrap();
+        assert_eq!((p.out_shape.clone(), p.count), (vec![2, 1, 4], 3));
+        assert!(plan(&[2, 3], &[2], false).is_err());
+        assert_eq!(plan(&[], &[0], false).unwrap().out_shape, Vec::<i32>::new());
+    }
+
+    #[test]
+    fn sums_and_means() {
+        let x: Vec<f32> = (0..24).map(|v| v as f32).collect();
+        let p = plan(&[2, 3, 4], &[1], false).unwrap();
+        let mut out = vec![0.0f32; 8];
+        reduce_generic(&x, &[2, 3, 4], &p, 0.0, |c, v| v + c, &mut out).unwrap();
+        assert_eq!(&out[..4], &[12.0, 15.0, 18.0, 21.0]);
+        mean_f32(&x, &[2, 3, 4], &p, &mut out).unwrap();
+        assert_eq!(&out[..4], &[4.0, 5.0, 6.0, 7.0]);
+        let pa = plan(&[2, 3, 4], &[0, 1, 2], false).unwrap();
+        let mut one = [0.0f32];
+        reduce_generic(&x, &[2, 3, 4], &pa, f32::MIN, |c, v| if v > c { v } else { c }, &mut one).unwrap();
+        assert_eq!(one[0], 23.0);
+    }
+
+    #[test]
+    fn quantized_mean() {
+        // 4 values of 10 with zp 2: mean 8 real steps; same scales -> 8 + out zp 0.
+        let p = plan(&[1, 4], &[1], false).unwrap();
+        let (m, s) = crate::kernels::quant::quantize_multiplier(1.0);
+        let mut out = [0i8];
+        quantized_mean_or_sum::<i8>(&[10, 10, 10, 10], &[1, 4], &p, 2, m, s, 0, false, &mut out).unwrap();
+        assert_eq!(out, [8]);
+        quantized_mean_or_sum::<i8>(&[10, 10, 11, 11], &[1, 4], &p, 0, m, s, 0, false, &mut out).unwrap();
+        assert_eq!(out, [11]); // 10.5 rounds up
+        let mut u = [0u8];
+        quantized_mean_or_sum::<u8>(&[1, 2, 3, 4], &[1, 4], &p, 0, m, s, 0, true, &mut u).unwrap();
+        assert_eq!(u, [10]);
+    }
+
+    #[test]
+    fn prod_int8() {
+        let p = plan(&[3], &[0], false).unwrap();
+        let (m, s) = crate::kernels::quant::quantize_multiplier(1.0);
+        let mut out = [0i8];
+        quantized_prod::<i8>(&[2, 3, 4], &[3], &p, 0, 0, m, s, &mut out).unwrap();
+        assert_eq!(out, [24]);
+    }
+
+    #[test]
+    fn glue() {
+        let mut g = Graph::new();
+        let x = g.tensor(kTfLiteFloat32, &[2, 2], &[1.0f32, 2.0, 3.0, 4.0], None, false);
+        let a = g.tensor(kTfLiteInt32, &[1], &[0i32], None, true);
+        let o = g.output(kTfLiteFloat32, None);
+        let keep = TfLiteReducerParams { keep_dims: true };
+        assert_eq!(g.run(&sum_registration(), &[x, a], &[o], Some(keep)), TfLiteStatus::kTfLiteOk);
+        assert_eq!((g.shape(o), g.data::<f32>(o)), (vec![1, 2], vec![4.0, 6.0]));
+        let o2 = g.output(kTfLiteFloat32, None);
+        assert_eq!(g.run::<TfLiteReducerParams>(&max_registration(), &[x, a], &[o2], None), TfLiteStatus::kTfLiteOk);
+        assert_eq!(g.data::<f32>(o2), vec![3.0, 4.0]);
+        let q = g.tensor(kTfLiteInt8, &[2], &[1i8, 2], Some(qp(0.5, 0)), false);
+        let qo = g.output(kTfLiteInt8, Some(qp(0.25, 0)));
+        assert_eq!(g.run::<TfLiteReducerParams>(&max_registration(), &[q, a], &[qo], None), TfLiteStatus::kTfLiteError);
+        let bad = g.tensor(kTfLiteInt32, &[1], &[5i32], None, true);
+        let o3 = g.output(kTfLiteFloat32, None);
+        assert_eq!(
+            g.run::<TfLiteReducerParams>(&mean_registration(), &[x, bad], &[o3], None),
+            TfLiteStatus::kTfLiteError
+        );
+    }
+}

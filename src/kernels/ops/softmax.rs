@@ -1,0 +1,521 @@
+//! SOFTMAX and LOG_SOFTMAX (TFLite `kernels/activations.cc`, reference kernels
+//! `reference/softmax.h`, `reference/log_softmax.h`, `integer_ops/log_softmax.h`), along
+//! the last dimension.
+//!
+//! Float: TFLite's reference loops (max, `exp((x - max) * beta)`, sum, divide; LOG_SOFTMAX
+//! `x - max - log(sum)`). uint8/int8 (output uint8/int8, or int16): the gemmlowp
+//! fixed-point path of the reference kernel (`PreprocessSoftmaxScaling` with 5 integer
+//! bits, `exp_on_negative_values`, a Q12 accumulator, `GetReciprocal`), bit-exact.
+//! int16: TFLite's two 513-entry lookup tables (exp on [-10, 0] and 1 / (1 + x)).
+//! LOG_SOFTMAX uint8/int8 requires the output scale 16/256 and zero point 255 / 127.
+
+use super::fixed_point::{
+    calculate_input_radius, exp_on_negative_values, get_reciprocal, log_x_for_x_greater_than_or_equal_to_1,
+    lut_lookup_int16, lut_populate_int16_f64, rescale,
+};
+use super::shape_util::{check_out_shape, in_op, op_error, unary_operands};
+use crate::abi::builtin_op_data::TfLiteSoftmaxParams;
+use crate::abi::builtin_ops::TfLiteBuiltinOperator;
+use crate::abi::types::{TfLiteRegistration, TfLiteType};
+use crate::error::{Error, Result};
+use crate::kernels::api::OpCtx;
+use crate::kernels::quant::{
+    multiply_by_quantized_multiplier, quantize_multiplier_greater_than_one, quantize_multiplier_smaller_than_one_exp,
+    rounding_divide_by_pot, saturating_rounding_doubling_high_mul as srdhm, try_quantize_multiplier,
+};
+
+const SOFTMAX: &str = "SOFTMAX";
+const LOG_SOFTMAX: &str = "LOG_SOFTMAX";
+
+/// The SOFTMAX registration.
+pub fn registration() -> TfLiteRegistration {
+    crate::kernel_registration!(
+        TfLiteBuiltinOperator::kTfLiteBuiltinSoftmax,
+        prepare = softmax_prepare,
+        eval = softmax_eval
+    )
+}
+
+/// The LOG_SOFTMAX registration.
+pub fn log_softmax_registration() -> TfLiteRegistration {
+    crate::kernel_registration!(
+        TfLiteBuiltinOperator::kTfLiteBuiltinLogSoftmax,
+        prepare = log_softmax_prepare,
+        eval = log_softmax_eval
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Float
+// ---------------------------------------------------------------------------------------
+
+fn rows<T>(data: &[T], depth: usize) -> Result<core::slice::ChunksExact<'_, T>> {
+    if depth == 0 || data.len() % depth != 0 {
+        if data.is_empty() {
+            return Ok(data.chunks_exact(depth.max(1)));
+        }
+        crate::bail!("{} elements do not split into rows of {depth}", data.len());
+    }
+    Ok(data.chunks_exact(depth))
+}
+
+/// Float softmax over rows of `depth` elements.
+pub fn softmax_f32(input: &[f32], depth: usize, beta: f32, out: &mut [f32]) -> Result<()> {
+    if input.len() != out.len() {
+        crate::bail!("input holds {} elements, output {}", input.len(), out.len());
+    }
+    for (x, o) in rows(input, depth)?.zip(out.chunks_exact_mut(depth.max(1))) {
+        let max = x.iter().fold(f32::MIN, |m, &v| if m < v { v } else { m });
+        let mut sum = 0.0f32;
+        for (oc, &xc) in o.iter_mut().zip(x) {
+            let e = ((xc - max) * beta).exp();
+            *oc = e;
+            sum += e;
+        }
+        for oc in o.iter_mut() {
+            *oc /= sum;
+        }
+    }
+    Ok(())
+}
+
+/// Float log-softmax over rows of `depth` elements.
+pub fn log_softmax_f32(input: &[f32], depth: usize, out: &mut [f32]) -> Result<()> {
+    if input.len() != out.len() {
+        crate::bail!("input holds {} elements, output {}", input.len(), out.len());
+    }
+    for (x, o) in rows(input, depth)?.zip(out.chunks_exact_mut(depth.max(1))) {
+        let max = x.iter().fold(f32::MIN, |m, &v| if m < v { v } else { m });
+        let sum: f32 = x.iter().fold(0.0f32, |s, &v| s + (v - max).exp());
+        let log_sum = sum.ln();
+        for (oc, &xc) in o.iter_mut().zip(x) {
+            *oc = xc - max - log_sum;
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// uint8 / int8
+// ---------------------------------------------------------------------------------------
+
+/// The 8-bit softmax parameters (`PreprocessSoftmaxScaling` with 5 integer bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Softmax8Params {
+    pub input_multiplier: i32,
+    pub input_left_shift: i32,
+    pub diff_min: i32,
+}
+
+impl Softmax8Params {
+    /// As SoftmaxPrepare (reference kernel) computes them.
+    pub fn new(beta: f32, input_scale: f32) -> Result<Softmax8Params> {
+        let max_real = f64::from(i32::MAX);
+        let real = (f64::from(beta) * f64::from(input_scale) * f64::from(1i32 << 26)).min(max_real);
+        let (input_multiplier, input_left_shift) = quantize_multiplier_greater_than_one(real)?;
+        let diff_min = (-f64::from(calculate_input_radius(5, input_left_shift, 31))) as i32;
+        Ok(Softmax8Params { input_multiplier, input_left_shift, diff_min })
+    }
+}
+
+/// Integer element types of the quantized softmax kernels, with their range.
+pub trait SoftmaxInt: Copy {
+    const MIN: i32;
+    const MAX: i32;
+    const BITS: i32;
+    fn to_i32(self) -> i32;
+    fn from_i32(v: i32) -> Self;
+}
+macro_rules! softmax_int {
+    ($($t:ty),*) => {$(
+        impl SoftmaxInt for $t {
+            const MIN: i32 = <$t>::MIN as i32;
+            const MAX: i32 = <$t>::MAX as i32;
+            const BITS: i32 = <$t>::BITS as i32;
+            fn to_i32(self) -> i32 { self as i32 }
+            fn from_i32(v: i32) -> Self { v as $t }
+        }
+    )*};
+}
+softmax_int!(u8, i8, i16);
+
+/// Quantized softmax of 8-bit input to 8- or 16-bit output (`reference_ops::Softmax`).
+pub fn softmax_quantized<I: SoftmaxInt, O: SoftmaxInt>(
+    input: &[I],
+    depth: usize,
+    p: &Softmax8Params,
+    out: &mut [O],
+) -> Result<()> {
+    if input.len() != out.len() {
+        crate::bail!("input holds {} elements, output {}", input.len(), out.len());
+    }
+    const SCALED_DIFF_BITS: i32 = 5;
+    const ACCUM_BITS: i32 = 12;
+    for (x, o) in rows(input, depth)?.zip(out.chunks_exact_mut(depth.max(1))) {
+        let max_in_row = x.iter().fold(I::MIN, |m, &v| m.max(v.to_i32()));
+        let scaled = |v: I| -> Option<i32> {
+            let diff = v.to_i32() - max_in_row;
+            (diff >= p.diff_min).then(|| multiply_by_quantized_multiplier(diff, p.input_multiplier, p.input_left_shift))
+        };
+        let mut sum_of_exps: i32 = 0;
+        for &v in x {
+            if let Some(d) = scaled(v) {
+                sum_of_exps =
+                    sum_of_exps.wrapping_add(rescale(exp_on_negative_values(d, SCALED_DIFF_BITS), 0, ACCUM_BITS));
+            }
+        }
+        let (shifted_scale, num_bits_over_unit) = get_reciprocal(sum_of_exps, ACCUM_BITS);
+        let exponent = num_bits_over_unit + 31 - O::BITS;
+        if !(0..=31).contains(&exponent) {
+            crate::bail!("softmax exponent {exponent} is out of range");
+        }
+        for (oc, &v) in o.iter_mut().zip(x) {
+            *oc = match scaled(v) {
+                Some(d) => {
+                    let exp_in_0 = exp_on_negative_values(d, SCALED_DIFF_BITS);
+                    let unsat = rounding_divide_by_pot(srdhm(shifted_scale, exp_in_0), exponent);
+                    O::from_i32(unsat.wrapping_add(O::MIN).clamp(O::MIN, O::MAX))
+                }
+                None => O::from_i32(O::MIN),
+            };
+        }
+    }
+    Ok(())
+}
+
+/// The 8-bit log-softmax parameters (`PreprocessLogSoftmaxScalingExp`, beta 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogSoftmax8Params {
+    pub input_multiplier: i32,
+    pub input_left_shift: i32,
+    pub reverse_scaling_divisor: i32,
+    pub reverse_scaling_right_shift: i32,
+    pub diff_min: i32,
+}
+
+impl LogSoftmax8Params {
+    /// As LogSoftmaxPrepare (reference kernel) computes them.
+    pub fn new(input_scale: f32) -> Result<LogSoftmax8Params> {
+        let s = Softmax8Params::new(1.0, input_scale)?;
+        let shift = 31 - s.input_left_shift;
+        if !(0..31).contains(&shift) {
+            crate::bail!("input scale {input_scale} gives an unsupported left shift {}", s.input_left_shift);
+        }
+        let real_reverse = f64::from(1i32 << shift) / f64::from(s.input_multiplier);
+        let (reverse_scaling_divisor, reverse_left_shift) = quantize_multiplier_smaller_than_one_exp(real_reverse)?;
+        Ok(LogSoftmax8Params {
+            input_multiplier: s.input_multiplier,
+            input_left_shift: s.input_left_shift,
+            reverse_scaling_divisor,
+            reverse_scaling_right_shift: -reverse_left_shift,
+            diff_min: -calculate_input_radius(5, s.input_left_shift, 31),
+        })
+    }
+}
+
+/// Quantized log-softmax (`reference_integer_ops::LogSoftmax` for int8, the uint8
+/// `reference_ops::LogSoftmax`): the output zero point is `T::MAX` (127 or 255).
+pub fn log_softmax_quantized<T: SoftmaxInt>(
+    input: &[T],
+    depth: usize,
+    p: &LogSoftmax8Params,
+    out: &mut [T],
+) -> Result<()> {
+    if input.len() != out.len() {
+        crate::bail!("input holds {} elements, output {}", input.len(), out.len());
+    }
+    const INPUT_BITS: i32 = 5;
+    const ACCUM_BITS: i32 = 12;
+    const OUTPUT_BITS: i32 = 4;
+    for (x, o) in rows(input, depth)?.zip(out.chunks_exact_mut(depth.max(1))) {
+        let max_in_row = x.iter().fold(T::MIN, |m, &v| m.max(v.to_i32()));
+        let mut sum_of_exps: i32 = 0;
+        for &v in x {
+            let diff = v.to_i32() - max_in_row;
+            if diff >= p.diff_min {
+                let d = multiply_by_quantized_multiplier(diff, p.input_multiplier, p.input_left_shift);
+                sum_of_exps = sum_of_exps.wrapping_add(rescale(exp_on_negative_values(d, INPUT_BITS), 0, ACCUM_BITS));
+            }
+        }
+        let log_sum = log_x_for_x_greater_than_or_equal_to_1(sum_of_exps, ACCUM_BITS, INPUT_BITS);
+        let shifted_log_sum = log_sum.wrapping_add(i32::MIN);
+        let adjusted_diff_min = (p.diff_min - 1).max(multiply_by_quantized_multiplier(
+            shifted_log_sum,
+            p.reverse_scaling_divisor,
+            -p.reverse_scaling_right_shift,
+        ));
+        for (oc, &v) in o.iter_mut().zip(x) {
+            let diff = v.to_i32() - max_in_row;
+            *oc = if diff > adjusted_diff_min {
+                let d = multiply_by_quantized_multiplier(diff, p.input_multiplier, p.input_left_shift);
+                let r =
+                    rounding_divide_by_pot(d.wrapping_sub(log_sum), 31 - INPUT_BITS - OUTPUT_BITS).wrapping_add(T::MAX);
+                T::from_i32(r.clamp(T::MIN, T::MAX))
+            } else {
+                T::from_i32(T::MIN)
+            };
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// int16
+// ---------------------------------------------------------------------------------------
+
+/// The int16 softmax tables and input rescaling.
+pub struct Softmax16Params {
+    pub exp_lut: [i16; 513],
+    pub one_over_one_plus_x_lut: [i16; 513],
+    pub input_multiplier: i32,
+    pub input_left_shift: i32,
+}
+
+impl Softmax16Params {
+    /// As SoftmaxPrepare computes them for int16 (double-precision tables).
+    pub fn new(beta: f32, input_scale: f32) -> Result<Softmax16Params> {
+        let range = f64::from(i32::from(i16::MAX) - i32::from(i16::MIN));
+        let exp_lut = lut_populate_int16_f64(10.0 / range, i32::from(i16::MAX), 2.0 / range, 0, f64::exp);
+        let one_over_one_plus_x_lut =
+            lut_populate_int16_f64(1.0 / range, i32::from(i16::MIN), 2.0 / range, 0, |v| 1.0 / (1.0 + v));
+        let rescale = f64::from(input_scale * beta) / (10.0 / 65535.0);
+        let (input_multiplier, input_left_shift) = try_quantize_multiplier(rescale)?;
+        Ok(Softmax16Params { exp_lut, one_over_one_plus_x_lut, input_multiplier, input_left_shift })
+    }
+}
+
+/// int16 softmax (`reference_ops::SoftmaxInt16`).
+pub fn softmax_i16(input: &[i16], depth: usize, p: &Softmax16Params, out: &mut [i16]) -> Result<()> {
+    if input.len() != out.len() {
+        crate::bail!("input holds {} elements, output {}", input.len(), out.len());
+    }
+    for (x, o) in rows(input, depth)?.zip(out.chunks_exact_mut(depth.max(1))) {
+        let max_in_row = x.iter().fold(i16::MIN, |m, &v| m.max(v));
+        let mut sum_of_exps: i32 = 0;
+        for (oc, &v) in o.iter_mut().zip(x) {
+            let diff = i32::from(v) - i32::from(max_in_row);
+            let scaled = multiply_by_quantized_multiplier(diff, p.input_multiplier, p.input_left_shift);
+            let sym = scaled.wrapping_add(32767).clamp(-32768, 32767) as i16;
+            *oc = lut_lookup_int16(sym, &p.exp_lut);
+            sum_of_exps = sum_of_exps.wrapping_add(i32::from(*oc));
+        }
+        let headroom_plus_one = (sum_of_exps as u32).leading_zeros() as i32;
+        if !(1..=31).contains(&headroom_plus_one) {
+            crate::bail!("softmax sum {sum_of_exps} is out of range");
+        }
+        let shifted_sum = (((i64::from(sum_of_exps) << (headroom_plus_one - 1)) + (1 << 13)) >> 14) as i32;
+        let sym_shifted_sum = shifted_sum.wrapping_add(-((1 << 15) + (1 << 16)));
+        let sat = sym_shifted_sum.clamp(-32768, 32767) as i16;
+        let reciprocal = i64::from(lut_lookup_int16(sat, &p.one_over_one_plus_x_lut));
+        let right_shift = 31 - headroom_plus_one;
+        let round: i64 = if right_shift > 0 { 1 << (right_shift - 1) } else { 0 };
+        for oc in o.iter_mut() {
+            let r = ((i64::from(*oc) * reciprocal + round) >> right_shift) as i32;
+            *oc = r.clamp(0, 32767) as i16;
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Kernel glue
+// ---------------------------------------------------------------------------------------
+
+fn beta(ctx: &OpCtx<'_>) -> Result<f32> {
+    // SAFETY: the parser allocates a `TfLiteSoftmaxParams` for every SOFTMAX node.
+    unsafe { ctx.builtin_data::<TfLiteSoftmaxParams>() }
+        .map(|p| p.beta)
+        .ok_or_else(|| op_error(SOFTMAX, "node has no builtin params"))
+}
+
+/// What SOFTMAX computes for the node's types.
+enum SoftmaxPlan {
+    F32,
+    Q8(Softmax8Params),
+    Q16(Box<Softmax16Params>),
+}
+
+fn softmax_plan(ctx: &OpCtx<'_>) -> Result<(SoftmaxPlan, usize)> {
+    super::shape_util::check_arity(ctx, SOFTMAX, 1, 1, 1)?;
+    let input = ctx.input(0).map_err(in_op(SOFTMAX))?;
+    let out = ctx.output(0).map_err(in_op(SOFTMAX))?;
+    if input.shape.is_empty() {
+        return Err(op_error(SOFTMAX, "the input must have rank 1 or more"));
+    }
+    let depth = *input.shape.last().unwrap_or(&1) as usize;
+    let b = beta(ctx)?;
+    use TfLiteType::*;
+    let plan = match (input.dtype, out.dtype) {
+        (kTfLiteFloat32, kTfLiteFloat32) => SoftmaxPlan::F32,
+        (kTfLiteInt8 | kTfLiteUInt8, kTfLiteInt8 | kTfLiteUInt8 | kTfLiteInt16) => {
+            if (input.dtype == kTfLiteInt8) != (out.dtype == kTfLiteInt8) && out.dtype != kTfLiteInt16 {
+                return Err(op_error(SOFTMAX, "int8 and uint8 cannot be mixed"));
+            }
+            if input.dtype == kTfLiteInt8 && out.dtype == kTfLiteInt8 {
+                let q = out.quant();
+                if q.zero_point != -128 || (q.scale - 1.0 / 256.0).abs() > 0.001 / 256.0 {
+                    return Err(op_error(SOFTMAX, "int8 output must have zero point -128 and scale 1/256"));
+                }
+            }
+            SoftmaxPlan::Q8(Softmax8Params::new(b, input.quant().scale).map_err(in_op(SOFTMAX))?)
+        }
+        (kTfLiteInt16, kTfLiteInt16) => {
+            let (qi, qo) = (input.quant(), out.quant());
+            if qo.zero_point != 0 || (qo.scale - 1.0 / 32768.0).abs() > 0.001 / 32768.0 || qi.zero_point != 0 {
+                return Err(op_error(SOFTMAX, "int16 needs zero points 0 and output scale 1/32768"));
+            }
+            if input.shape.len() > 4 {
+                return Err(op_error(SOFTMAX, "int16 supports only 1D-4D inputs"));
+            }
+            SoftmaxPlan::Q16(Box::new(Softmax16Params::new(b, qi.scale).map_err(in_op(SOFTMAX))?))
+        }
+        (i, o) => {
+            return Err(op_error(SOFTMAX, format!("input {} with output {} is not supported", i.name(), o.name())));
+        }
+    };
+    Ok((plan, depth))
+}
+
+fn softmax_prepare(ctx: &OpCtx<'_>) -> Result<()> {
+    softmax_plan(ctx)?;
+    let input = ctx.input(0)?;
+    ctx.resize_output(0, input.shape).map_err(in_op(SOFTMAX))
+}
+
+fn softmax_eval(ctx: &OpCtx<'_>) -> Result<()> {
+    let (plan, depth) = softmax_plan(ctx)?;
+    let input = ctx.input(0)?;
+    let mut out = ctx.output(0)?;
+    check_out_shape(SOFTMAX, out.shape, input.shape)?;
+    use TfLiteType::*;
+    match plan {
+        SoftmaxPlan::F32 => softmax_f32(input.data()?, depth, beta(ctx)?, out.data_mut()?),
+        SoftmaxPlan::Q8(p) => match (input.dtype, out.dtype) {
+            (kTfLiteInt8, kTfLiteInt8) => softmax_quantized::<i8, i8>(input.data()?, depth, &p, out.data_mut()?),
+            (kTfLiteUInt8, kTfLiteUInt8) => softmax_quantized::<u8, u8>(input.data()?, depth, &p, out.data_mut()?),
+            (kTfLiteInt8, _) => softmax_quantized::<i8, i16>(input.data()?, depth, &p, out.data_mut()?),
+            _ => softmax_quantized::<u8, i16>(input.data()?, depth, &p, out.data_mut()?),
+        },
+        SoftmaxPlan::Q16(p) => softmax_i16(input.data()?, depth, &p, out.data_mut()?),
+    }
+    .map_err(in_op(SOFTMAX))
+}
+
+fn log_softmax_params(ctx: &OpCtx<'_>) -> Result<(Option<LogSoftmax8Params>, usize)> {
+    let (input, out) = unary_operands(ctx, LOG_SOFTMAX)?;
+    if input.shape.is_empty() {
+        return Err(op_error(LOG_SOFTMAX, "the input must have rank 1 or more"));
+    }
+    let depth = *input.shape.last().unwrap_or(&1) as usize;
+    use TfLiteType::*;
+    match input.dtype {
+        kTfLiteFloat32 => Ok((None, depth)),
+        kTfLiteUInt8 | kTfLiteInt8 => {
+            let q = out.quant();
+            let zp = if input.dtype == kTfLiteUInt8 { 255 } else { 127 };
+            if q.scale != 16.0 / 256.0 || q.zero_point != zp {
+                return Err(op_error(LOG_SOFTMAX, format!("the output must have scale 16/256 and zero point {zp}")));
+            }
+            Ok((Some(LogSoftmax8Params::new(input.quant().scale).map_err(in_op(LOG_SOFTMAX))?), depth))
+        }
+        other => Err(op_error(LOG_SOFTMAX, format!("type {} is not supported", other.name()))),
+    }
+}
+
+fn log_softmax_prepare(ctx: &OpCtx<'_>) -> Result<()> {
+    log_softmax_params(ctx)?;
+    let input = ctx.input(0)?;
+    ctx.resize_output(0, input.shape).map_err(in_op(LOG_SOFTMAX))
+}
+
+fn log_softmax_eval(ctx: &OpCtx<'_>) -> Result<()> {
+    let (p, depth) = log_softmax_params(ctx)?;
+    let (input, mut out) = unary_operands(ctx, LOG_SOFTMAX)?;
+    check_out_shape(LOG_SOFTMAX, out.shape, input.shape)?;
+    match (input.dtype, p) {
+        (TfLiteType::kTfLiteFloat32, _) => log_softmax_f32(input.data()?, depth, out.data_mut()?),
+        (TfLiteType::kTfLiteInt8, Some(p)) => log_softmax_quantized::<i8>(input.data()?, depth, &p, out.data_mut()?),
+        (TfLiteType::kTfLiteUInt8, Some(p)) => log_softmax_quantized::<u8>(input.data()?, depth, &p, out.data_mut()?),
+        _ => Err(Error::new("unsupported type")),
+    }
+    .map_err(in_op(LOG_SOFTMAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::types::TfLiteStatus;
+    use crate::kernels::ops::test_util::{Graph, qp};
+    use TfLiteType::*;
+
+    #[test]
+    fn float() {
+        let mut out = [0.0f32; 4];
+        softmax_f32(&[1.0, 2.0, 3.0, 4.0], 2, 1.0, &mut out).unwrap();
+        let e = 1.0f32.exp();
+        assert!((out[0] - 1.0 / (1.0 + e)).abs() < 1e-6 && (out[1] - e / (1.0 + e)).abs() < 1e-6);
+        assert_eq!(out[0], out[2]);
+        log_softmax_f32(&[0.0, 0.0], 2, &mut out[..2]).unwrap();
+        assert!((out[0] - 0.5f32.ln()).abs() < 1e-6);
+    }
+
+    #[test]
+    fn int8_matches_float_closely() {
+        // softmax_test.cc style: scale 0.1 input, output 1/256 zp -128.
+        let p = Softmax8Params::new(1.0, 0.1).unwrap();
+        let x: Vec<i8> = vec![-20, 0, 10, 30, -128, 127];
+        let mut out = vec![0i8; 6];
+        softmax_quantized::<i8, i8>(&x, 6, &p, &mut out).unwrap();
+        let xf: Vec<f32> = x.iter().map(|&v| v as f32 * 0.1).collect();
+        let mut ref_out = vec![0.0f32; 6];
+        softmax_f32(&xf, 6, 1.0, &mut ref_out).unwrap();
+        for (q, f) in out.iter().zip(&ref_out) {
+            let got = (*q as i32 + 128) as f32 / 256.0;
+            assert!((got - f).abs() <= 1.0 / 256.0 + 1e-6, "{got} vs {f}");
+        }
+    }
+
+    #[test]
+    fn log_softmax_int8_close() {
+        let p = LogSoftmax8Params::new(0.05).unwrap();
+        let x: Vec<i8> = vec![-100, -10, 0, 50, 120];
+        let mut out = vec![0i8; 5];
+        log_softmax_quantized::<i8>(&x, 5, &p, &mut out).unwrap();
+        let xf: Vec<f32> = x.iter().map(|&v| v as f32 * 0.05).collect();
+        let mut r = vec![0.0f32; 5];
+        log_softmax_f32(&xf, 5, &mut r).unwrap();
+        for (q, f) in out.iter().zip(&r) {
+            let got = (*q as i32 - 127) as f32 * 16.0 / 256.0;
+            if *f > -7.9 {
+                assert!((got - f).abs() <= 16.0 / 256.0, "{got} vs {f}");
+            }
+        }
+    }
+
+    #[test]
+    fn int16_close() {
+        let p = Softmax16Params::new(1.0, 1.0 / 2048.0).unwrap();
+        let x: Vec<i16> = vec![-4096, 0, 2048, 4096];
+        let mut out = vec![0i16; 4];
+        softmax_i16(&x, 4, &p, &mut out).unwrap();
+        let xf: Vec<f32> = x.iter().map(|&v| v as f32 / 2048.0).collect();
+        let mut r = vec![0.0f32; 4];
+        softmax_f32(&xf, 4, 1.0, &mut r).unwrap();
+        for (q, f) in out.iter().zip(&r) {
+            assert!((*q as f32 / 32768.0 - f).abs() < 2e-3, "{q} vs {f}");
+        }
+    }
+
+    #[test]
+    fn glue() {
+        let mut g = Graph::new();
+        let x = g.tensor(kTfLiteInt8, &[1, 3], &[0i8, 10, 20], Some(qp(0.1, 0)), false);
+        let o = g.output(kTfLiteInt8, Some(qp(1.0 / 256.0, -128)));
+        let p = TfLiteSoftmaxParams { beta: 1.0 };
+        assert_eq!(g.run(&registration(), &[x], &[o], Some(p)), TfLiteStatus::kTfLiteOk);
+        let bad = g.output(kTfLiteInt8, Some(qp(0.1, 0)));
+        assert_eq!(g.run(&registration(), &[x], &[bad], Some(p)), TfLiteStatus::kTfLiteError);
+        let lo = g.output(kTfLiteInt8, Some(qp(16.0 / 256.0, 127)));
+        assert_eq!(g.run::<()>(&log_softmax_registration(), &[x], &[lo], None), TfLiteStatus::kTfLiteOk);
+    }
+}
