@@ -38,16 +38,7 @@ fn missing_ops(model_path: &Path) -> Vec<String> {
 
 /// Cases whose ops are registered but whose types/variants are not implemented yet:
 /// they must fail with an error (never a wrong answer). Remove a case once it passes.
-const KNOWN_UNSUPPORTED: &[&str] = &[
-    "batch_matmul_hybrid",
-    "fully_connected_batch3_relu_int8",
-    "fully_connected_hybrid",
-    "fully_connected_int16x8",
-    "fully_connected_int8",
-    "fully_connected_keep_dims_int8",
-    "fully_connected_nobias_int8",
-    "fully_connected_per_tensor_hybrid",
-];
+const KNOWN_UNSUPPORTED: &[&str] = &[];
 
 fn run_suite(base: &Path) -> (usize, BTreeMap<String, usize>, Vec<String>) {
     let mut passed = 0;

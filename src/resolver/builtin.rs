@@ -15,7 +15,12 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinSub, ops::sub::registration(), 1, 5);
     add(Op::kTfLiteBuiltinMul, ops::mul::registration(), 1, 7);
     add(Op::kTfLiteBuiltinSin, ops::sin::registration(), 1, 1);
-    add(Op::kTfLiteBuiltinFullyConnected, ops::fully_connected::registration(), 1, 13);
+    add(Op::kTfLiteBuiltinFullyConnected, ops::fully_connected_v2::registration(), 1, 13);
+    add(Op::kTfLiteBuiltinConv2d, ops::conv_2d::registration(), 1, 8);
+    add(Op::kTfLiteBuiltinDepthwiseConv2d, ops::depthwise_conv_2d::registration(), 1, 7);
+    add(Op::kTfLiteBuiltinAveragePool2d, ops::pooling::average_pool_registration(), 1, 3);
+    add(Op::kTfLiteBuiltinMaxPool2d, ops::pooling::max_pool_registration(), 1, 3);
+    add(Op::kTfLiteBuiltinL2Pool2d, ops::pooling::l2_pool_registration(), 1, 1);
     add(Op::kTfLiteBuiltinRelu, ops::relu::relu_registration(), 1, 3);
     add(Op::kTfLiteBuiltinRelu6, ops::relu::relu6_registration(), 1, 3);
     add(Op::kTfLiteBuiltinReluN1To1, ops::relu::relu_n1_to_1_registration(), 1, 1);

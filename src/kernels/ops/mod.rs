@@ -9,7 +9,6 @@ pub mod binary;
 pub mod broadcast;
 
 pub mod add;
-pub mod fully_connected;
 pub mod mul;
 pub mod relu;
 pub mod sin;
@@ -41,3 +40,8 @@ pub mod slice;
 pub mod softmax;
 pub mod split;
 pub mod transpose;
+pub mod conv_common;
+pub mod conv_2d;
+pub mod depthwise_conv_2d;
+pub mod fully_connected_v2;
+pub mod pooling;

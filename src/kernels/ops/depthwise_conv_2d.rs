@@ -1,0 +1,880 @@
+//! DEPTHWISE_CONV_2D (TFLite `kernels/depthwise_conv.cc`; reference kernels
+//! `reference/depthwiseconv_float.h`, `reference/depthwiseconv_uint8.h`,
+//! `reference/integer_ops/depthwise_conv.h`), versions 1 to 7.
+//!
+//! Filter `[1, kh, kw, out_c]` with `out_c = in_c * depth_multiplier` (the multiplier is
+//! taken from the shapes, as TFLite's `ComputeDepthMultiplier` does); output channel
+//! `ic * depth_multiplier + m` reads input channel `ic`. Types: float32; uint8
+//! (per-tensor, filter zero point allowed); int8 (per-channel or broadcast per-tensor
+//! filter scales, int32 bias); int16 activations with int8 filter and int64 bias; hybrid
+//! float32 input with per-channel int8 filter (input quantized asymmetrically per batch).
+//! Padding SAME / VALID, strides, dilations (version 2), optional bias, fused activation.
+//!
+//! [`Variant::Reference`] is TFLite's element loop; the optimized path accumulates whole
+//! channel vectors per filter tap in the same order (bit-identical floats, exact
+//! integers), split over threads by output rows. 16x8 always uses the reference loop.
+
+use super::conv_2d::{ConvElem, HybridInput, Quant8Params, quantize_hybrid_input, widen};
+use super::conv_common::{opt_data_cow, Requant, 
+    ConvGeom, QuantMul, affine, check_len, checked_product, compute_padding_height_width, dim, legacy_quant_mul,
+    parallel_rows, per_channel_multipliers, positive_param, recommended_threads, threads_for, to_dim,
+};
+use crate::abi::builtin_op_data::{TfLiteDepthwiseConvParams, TfLiteFusedActivation};
+use crate::abi::builtin_ops::TfLiteBuiltinOperator;
+use crate::abi::types::{TfLiteRegistration, TfLiteType};
+use crate::error::{Error, Result};
+use crate::kernels::activation::{activation_range_f32, activation_range_quantized, clamp_min_max};
+use crate::kernels::api::{OpCtx, TensorView, TensorViewMut};
+use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64};
+
+const OP: &str = "DEPTHWISE_CONV_2D";
+
+/// The DEPTHWISE_CONV_2D registration.
+pub fn registration() -> TfLiteRegistration {
+    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinDepthwiseConv2d, prepare = prepare, eval = eval)
+}
+
+/// Which implementation computes a depthwise convolution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// TFLite's reference loop.
+    Reference,
+    /// Channel-vector accumulation per tap, threads.
+    Optimized,
+}
+
+// ---------------------------------------------------------------------------------------
+// Reference maths on slices
+// ---------------------------------------------------------------------------------------
+
+/// `out_c / in_c`, checked.
+fn multiplier(g: &ConvGeom) -> Result<usize> {
+    if g.in_c == 0 || g.out_c % g.in_c != 0 {
+        return Err(Error::new(format!("{} output channels are not a multiple of {} input channels", g.out_c, g.in_c)));
+    }
+    Ok(g.out_c / g.in_c)
+}
+
+fn check_sizes(g: &ConvGeom, input: usize, filter: usize, bias: Option<usize>, out: usize) -> Result<usize> {
+    check_len("input", input, g.input_len())?;
+    check_len("filter", filter, g.f_h.checked_mul(g.f_w).and_then(|v| v.checked_mul(g.out_c)))?;
+    check_len("output", out, g.output_len())?;
+    if let Some(b) = bias {
+        check_len("bias", b, Some(g.out_c))?;
+    }
+    multiplier(g)
+}
+
+/// Calls `f(acc, input_index, filter_index)` over the window of output channel `oc` at
+/// `(b, oy, ox)` in TFLite's order, skipping taps outside the image.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn window<A>(g: &ConvGeom, mult: usize, b: usize, oy: usize, ox: usize, oc: usize, init: A, mut f: impl FnMut(A, usize, usize) -> A) -> A {
+    let ic = oc / mult;
+    let mut acc = init;
+    for ky in 0..g.f_h {
+        for kx in 0..g.f_w {
+            let (Some(iy), Some(ix)) = (g.in_y(oy, ky), g.in_x(ox, kx)) else { continue };
+            acc = f(acc, ((b * g.in_h + iy) * g.in_w + ix) * g.in_c + ic, (ky * g.f_w + kx) * g.out_c + oc);
+        }
+    }
+    acc
+}
+
+fn for_each_output(g: &ConvGeom, mut f: impl FnMut(usize, usize, usize, usize, usize)) {
+    let mut o = 0;
+    for b in 0..g.batches {
+        for oy in 0..g.out_h {
+            for ox in 0..g.out_w {
+                for oc in 0..g.out_c {
+                    f(o, b, oy, ox, oc);
+                    o += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Float depthwise convolution, TFLite's `reference_ops::DepthwiseConv`.
+pub fn dw_f32_reference(
+    g: &ConvGeom,
+    input: &[f32],
+    filter: &[f32],
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    act: (f32, f32),
+) -> Result<()> {
+    let mult = check_sizes(g, input.len(), filter.len(), bias.map(|b| b.len()), out.len())?;
+    for_each_output(g, |o, b, oy, ox, oc| {
+        let total = window(g, mult, b, oy, ox, oc, 0.0f32, |acc, i, f| acc + input[i] * filter[f]);
+        out[o] = clamp_min_max(total + bias.map_or(0.0, |bb| bb[oc]), act.0, act.1);
+    });
+    Ok(())
+}
+
+/// 8-bit depthwise convolution: uint8 `DepthwiseConvBasicKernel` (rounding away from zero
+/// = `MultiplyByQuantizedMultiplier`) and int8 `DepthwiseConvPerChannel`.
+pub fn dw_q8_reference<T: QuantInt, W: QuantInt>(
+    g: &ConvGeom,
+    input: &[T],
+    filter: &[W],
+    bias: Option<&[i32]>,
+    p: &Quant8Params,
+    out: &mut [T],
+) -> Result<()> {
+    let mult = check_sizes(g, input.len(), filter.len(), bias.map(|b| b.len()), out.len())?;
+    check_len("multipliers", p.mults.len(), Some(g.out_c))?;
+    for_each_output(g, |o, b, oy, ox, oc| {
+        let acc = window(g, mult, b, oy, ox, oc, 0i32, |acc, i, f| {
+            let x = input[i].to_i32().wrapping_add(p.input_offset);
+            let w = filter[f].to_i32().wrapping_add(p.filter_offset);
+            acc.wrapping_add(w.wrapping_mul(x))
+        });
+        out[o] = T::from_i32(q8_finish(p, acc, bias, oc));
+    });
+    Ok(())
+}
+
+#[inline]
+fn q8_finish(p: &Quant8Params, acc: i32, bias: Option<&[i32]>, oc: usize) -> i32 {
+    let acc = acc.wrapping_add(bias.map_or(0, |b| b[oc]));
+    let m = p.mults[oc];
+    multiply_by_quantized_multiplier(acc, m.multiplier, m.shift)
+        .wrapping_add(p.output_offset)
+        .clamp(p.act_min, p.act_max)
+}
+
+/// 16x8 depthwise convolution, TFLite's int16 `DepthwiseConvPerChannel` (i64 accumulator,
+/// 64-bit `MultiplyByQuantizedMultiplier`, zero points 0).
+pub fn dw_i16_reference(
+    g: &ConvGeom,
+    input: &[i16],
+    filter: &[i8],
+    bias: Option<&[i64]>,
+    mults: &[QuantMul],
+    act: (i32, i32),
+    out: &mut [i16],
+) -> Result<()> {
+    let mult = check_sizes(g, input.len(), filter.len(), bias.map(|b| b.len()), out.len())?;
+    check_len("multipliers", mults.len(), Some(g.out_c))?;
+    for_each_output(g, |o, b, oy, ox, oc| {
+        let acc = window(g, mult, b, oy, ox, oc, 0i64, |acc, i, f| acc.wrapping_add(input[i] as i64 * filter[f] as i64));
+        let acc = acc.wrapping_add(bias.map_or(0, |bb| bb[oc]));
+        let m = mults[oc];
+        out[o] = multiply_by_quantized_multiplier_i64(acc, m.multiplier, m.shift).clamp(act.0, act.1) as i16;
+    });
+    Ok(())
+}
+
+#[inline]
+fn hybrid_finish(acc: i32, channel_scales: &[f32], oc: usize, batch_scale: f32, bias: Option<&[f32]>, act: (f32, f32)) -> f32 {
+    let cs = if channel_scales.len() == 1 { channel_scales[0] } else { channel_scales[oc] };
+    let mut v = acc as f32;
+    v *= cs * batch_scale;
+    if let Some(b) = bias {
+        v += b[oc];
+    }
+    clamp_min_max(v, act.0, act.1)
+}
+
+/// Hybrid depthwise convolution, TFLite's `DepthwiseConvHybridPerChannel`:
+/// `acc = sum w * (x - offset[b])`, then `acc * (channel_scale * batch_scale) + bias`.
+pub fn dw_hybrid_reference(
+    g: &ConvGeom,
+    q: &HybridInput,
+    filter: &[i8],
+    channel_scales: &[f32],
+    bias: Option<&[f32]>,
+    act: (f32, f32),
+    out: &mut [f32],
+) -> Result<()> {
+    let mult = check_sizes(g, q.data.len(), filter.len(), bias.map(|b| b.len()), out.len())?;
+    check_len("batch scales", q.scales.len(), Some(g.batches))?;
+    check_len("batch offsets", q.offsets.len(), Some(g.batches))?;
+    if channel_scales.len() != 1 {
+        check_len("channel scales", channel_scales.len(), Some(g.out_c))?;
+    }
+    for_each_output(g, |o, b, oy, ox, oc| {
+        let off = q.offsets[b];
+        let acc = window(g, mult, b, oy, ox, oc, 0i32, |acc, i, f| {
+            acc.wrapping_add((filter[f] as i32).wrapping_mul((q.data[i] as i32).wrapping_sub(off)))
+        });
+        out[o] = hybrid_finish(acc, channel_scales, oc, q.scales[b], bias, act);
+    });
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Optimized maths
+// ---------------------------------------------------------------------------------------
+
+/// One output row `(b, oy)`: for each pixel, channel-vector accumulation over the taps in
+/// reference order, then `finish(accumulators, b, 0, output pixel)`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn dw_row<E: ConvElem, O>(
+    g: &ConvGeom,
+    mult: usize,
+    input: &[E],
+    filter: &[E],
+    b: usize,
+    oy: usize,
+    out_row: &mut [O],
+    acc: &mut Vec<E::Acc>,
+    finish: &(impl Fn(&[E::Acc], usize, usize, &mut [O]) + Sync),
+) {
+    let (in_c, out_c) = (g.in_c, g.out_c);
+    acc.clear();
+    acc.resize(out_c, E::Acc::default());
+    for ox in 0..g.out_w {
+        acc.iter_mut().for_each(|a| *a = E::Acc::default());
+        for ky in 0..g.f_h {
+            let Some(iy) = g.in_y(oy, ky) else { continue };
+            for kx in 0..g.f_w {
+                let Some(ix) = g.in_x(ox, kx) else { continue };
+                let base = ((b * g.in_h + iy) * g.in_w + ix) * in_c;
+                let x = &input[base..base + in_c];
+                let t = ky * g.f_w + kx;
+                let w = &filter[t * out_c..(t + 1) * out_c];
+                if mult == 1 {
+                    for ((a, &xv), &wv) in acc.iter_mut().zip(x).zip(w) {
+                        *a = E::mac(*a, xv, wv);
+                    }
+                } else {
+                    for ((a, ws), &xv) in acc.chunks_exact_mut(mult).zip(w.chunks_exact(mult)).zip(x) {
+                        for (aj, &wv) in a.iter_mut().zip(ws) {
+                            *aj = E::mac(*aj, xv, wv);
+                        }
+                    }
+                }
+            }
+        }
+        let o = ox * out_c;
+        finish(acc, b, 0, &mut out_row[o..o + out_c]);
+    }
+}
+
+fn dw_rows<E: ConvElem, O: Send>(
+    g: &ConvGeom,
+    input: &[E],
+    filter: &[E],
+    out: &mut [O],
+    threads: usize,
+    finish: &(impl Fn(&[E::Acc], usize, usize, &mut [O]) + Sync),
+) -> Result<()> {
+    let mult = check_sizes(g, input.len(), filter.len(), None, out.len())?;
+    let row_len = g.out_w * g.out_c;
+    let rows = g.batches * g.out_h;
+    let work = out.len().saturating_mul(g.f_h * g.f_w);
+    let threads = threads_for(threads, work, rows);
+    parallel_rows(threads, out, row_len, &|first, chunk: &mut [O]| {
+        if super::conv_2d::have_avx2() {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the CPU has AVX2 (checked above).
+            unsafe {
+                dw_chunk_avx2(g, mult, input, filter, first, chunk, finish)
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            dw_chunk(g, mult, input, filter, first, chunk, finish);
+        } else {
+            dw_chunk(g, mult, input, filter, first, chunk, finish);
+        }
+        Ok(())
+    })
+}
+
+/// Output rows `first..` filling `chunk`.
+#[inline(always)]
+fn dw_chunk<E: ConvElem, O>(
+    g: &ConvGeom,
+    mult: usize,
+    input: &[E],
+    filter: &[E],
+    first: usize,
+    chunk: &mut [O],
+    finish: &(impl Fn(&[E::Acc], usize, usize, &mut [O]) + Sync),
+) {
+    let row_len = g.out_w * g.out_c;
+    let mut acc = Vec::new();
+    for (i, row) in chunk.chunks_mut(row_len).enumerate() {
+        let r = first + i;
+        dw_row(g, mult, input, filter, r / g.out_h, r % g.out_h, row, &mut acc, finish);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn dw_chunk_avx2<E: ConvElem, O>(
+    g: &ConvGeom,
+    mult: usize,
+    input: &[E],
+    filter: &[E],
+    first: usize,
+    chunk: &mut [O],
+    finish: &(impl Fn(&[E::Acc], usize, usize, &mut [O]) + Sync),
+) {
+    dw_chunk(g, mult, input, filter, first, chunk, finish)
+}
+
+/// Float depthwise convolution, bit-identical to [`dw_f32_reference`].
+pub fn dw_f32_optimized(
+    g: &ConvGeom,
+    input: &[f32],
+    filter: &[f32],
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    act: (f32, f32),
+    threads: usize,
+) -> Result<()> {
+    if let Some(b) = bias {
+        check_len("bias", b.len(), Some(g.out_c))?;
+    }
+    dw_rows(g, input, filter, out, threads, &|acc: &[f32], _b, _c0, out: &mut [f32]| match bias {
+        Some(bb) => {
+            for ((o, &a), &bv) in out.iter_mut().zip(acc).zip(bb) {
+                *o = clamp_min_max(a + bv, act.0, act.1);
+            }
+        }
+        None => {
+            for (o, &a) in out.iter_mut().zip(acc) {
+                *o = clamp_min_max(a + 0.0, act.0, act.1);
+            }
+        }
+    })
+}
+
+/// 8-bit depthwise convolution on widened operands (`x + input_offset`,
+/// `w + filter_offset` as `i16`); identical to [`dw_q8_reference`].
+pub fn dw_q8_optimized<T: QuantInt>(
+    g: &ConvGeom,
+    input_wide: &[i16],
+    filter_wide: &[i16],
+    bias: Option<&[i32]>,
+    p: &Quant8Params,
+    out: &mut [T],
+    threads: usize,
+) -> Result<()> {
+    if let Some(b) = bias {
+        check_len("bias", b.len(), Some(g.out_c))?;
+    }
+    check_len("multipliers", p.mults.len(), Some(g.out_c))?;
+    let rq = Requant::new(&p.mults, bias, p.output_offset, p.act_min, p.act_max);
+    if exact_in_f32(g, input_wide, filter_wide) {
+        let (xf, wf) = (to_f32(input_wide), to_f32(filter_wide));
+        return dw_rows(g, &xf, &wf, out, threads, &|acc: &[f32], _b, c0, out: &mut [T]| rq.apply(c0, acc, out));
+    }
+    dw_rows(g, input_wide, filter_wide, out, threads, &|acc: &[i32], _b, c0, out: &mut [T]| rq.apply(c0, acc, out))
+}
+
+/// True when a depthwise window sum of these integer operands is computed exactly in
+/// `f32`: every product and partial sum is an integer below 2^24 in magnitude (the window
+/// has at most `2^24 / max|x| / max|w|` taps). The optimized integer kernels then use the
+/// (faster) float loop and convert the exact sums back.
+fn exact_in_f32(g: &ConvGeom, input: &[i16], filter: &[i16]) -> bool {
+    let max_abs = |v: &[i16]| v.iter().map(|&x| (x as i32).unsigned_abs() as u64).max().unwrap_or(0);
+    let taps = (g.f_h * g.f_w) as u64;
+    taps.saturating_mul(max_abs(input)).saturating_mul(max_abs(filter)) < 1 << 24
+}
+
+fn to_f32(v: &[i16]) -> Vec<f32> {
+    v.iter().map(|&x| x as f32).collect()
+}
+
+/// Hybrid depthwise convolution; identical to [`dw_hybrid_reference`].
+#[allow(clippy::too_many_arguments)]
+pub fn dw_hybrid_optimized(
+    g: &ConvGeom,
+    q: &HybridInput,
+    filter: &[i8],
+    channel_scales: &[f32],
+    bias: Option<&[f32]>,
+    act: (f32, f32),
+    out: &mut [f32],
+    threads: usize,
+) -> Result<()> {
+    check_len("batch scales", q.scales.len(), Some(g.batches))?;
+    check_len("batch offsets", q.offsets.len(), Some(g.batches))?;
+    check_len("quantized input", q.data.len(), g.input_len())?;
+    if channel_scales.len() != 1 {
+        check_len("channel scales", channel_scales.len(), Some(g.out_c))?;
+    }
+    if let Some(b) = bias {
+        check_len("bias", b.len(), Some(g.out_c))?;
+    }
+    let per_batch = (g.in_h * g.in_w * g.in_c).max(1);
+    let wide: Vec<i16> =
+        q.data.iter().enumerate().map(|(i, &x)| (x as i32 - q.offsets[i / per_batch]) as i16).collect();
+    let fw: Vec<i16> = filter.iter().map(|&w| w as i16).collect();
+    if exact_in_f32(g, &wide, &fw) {
+        let (xf, wf) = (to_f32(&wide), to_f32(&fw));
+        return dw_rows(g, &xf, &wf, out, threads, &|acc: &[f32], b, c0, out: &mut [f32]| {
+            for (j, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
+                *o = hybrid_finish(a as i32, channel_scales, c0 + j, q.scales[b], bias, act);
+            }
+        });
+    }
+    dw_rows(g, &wide, &fw, out, threads, &|acc: &[i32], b, c0, out: &mut [f32]| {
+        for (j, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
+            *o = hybrid_finish(a, channel_scales, c0 + j, q.scales[b], bias, act);
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Kernel glue
+// ---------------------------------------------------------------------------------------
+
+fn params(ctx: &OpCtx<'_>) -> Result<TfLiteDepthwiseConvParams> {
+    // SAFETY: the model parser allocates a `TfLiteDepthwiseConvParams` as the builtin data
+    // of every DEPTHWISE_CONV_2D node, and this registration is only used for that op.
+    let p = unsafe { ctx.builtin_data::<TfLiteDepthwiseConvParams>() };
+    p.copied().ok_or_else(|| Error::new(format!("{OP}: node has no builtin params")))
+}
+
+fn err(e: Error) -> Error {
+    Error::with_status(e.status, format!("{OP}: {}", e.message))
+}
+
+enum Kind {
+    F32 { act: (f32, f32) },
+    Hybrid { channel_scales: Vec<f32>, act: (f32, f32) },
+    Quant8(Quant8Params),
+    Quant16 { mults: Vec<QuantMul>, act: (i32, i32) },
+}
+
+struct Plan<'a> {
+    input: TensorView<'a>,
+    filter: TensorView<'a>,
+    bias: Option<TensorView<'a>>,
+    geom: ConvGeom,
+    kind: Kind,
+}
+
+fn plan<'a>(ctx: &OpCtx<'a>) -> Result<Plan<'a>> {
+    let p = params(ctx)?;
+    let n_in = ctx.num_inputs();
+    if n_in != 2 && n_in != 3 {
+        return Err(Error::new(format!("{OP}: expected 2 or 3 inputs, got {n_in}")));
+    }
+    if ctx.num_outputs() != 1 {
+        return Err(Error::new(format!("{OP}: expected 1 output, got {}", ctx.num_outputs())));
+    }
+    let input = ctx.input(0).map_err(err)?;
+    let filter = ctx.input(1).map_err(err)?;
+    let bias = if n_in == 3 { ctx.optional_input(2).map_err(err)? } else { None };
+    let output = ctx.output(0).map_err(err)?;
+    if input.shape.len() != 4 || filter.shape.len() != 4 {
+        return Err(Error::new(format!("{OP}: input {:?} and filter {:?} must have rank 4", input.shape, filter.shape)));
+    }
+    let d = |t: &TensorView<'_>, what, i| dim(OP, what, t.shape, i);
+    let (batches, in_h, in_w, in_c) = (d(&input, "input", 0)?, d(&input, "input", 1)?, d(&input, "input", 2)?, d(&input, "input", 3)?);
+    let (f_n, f_h, f_w, out_c) = (d(&filter, "filter", 0)?, d(&filter, "filter", 1)?, d(&filter, "filter", 2)?, d(&filter, "filter", 3)?);
+    if in_h == 0 || in_w == 0 || in_c == 0 || f_h == 0 || f_w == 0 || out_c == 0 {
+        return Err(Error::new(format!(
+            "{OP}: input {:?} and filter {:?} need positive spatial and channel dimensions",
+            input.shape, filter.shape
+        )));
+    }
+    if f_n != 1 {
+        return Err(Error::new(format!("{OP}: filter shape {:?} must be [1, height, width, channels]", filter.shape)));
+    }
+    if out_c % in_c != 0 {
+        return Err(Error::new(format!("{OP}: {out_c} filter channels are not a multiple of {in_c} input channels")));
+    }
+    let limit = |what, v: i32| -> Result<usize> {
+        let u = positive_param(OP, what, v)?;
+        if u > i16::MAX as usize {
+            return Err(Error::new(format!("{OP}: {what} {v} is too large")));
+        }
+        Ok(u)
+    };
+    let stride_h = limit("stride_height", p.stride_height)?;
+    let stride_w = limit("stride_width", p.stride_width)?;
+    let dil_h = limit("dilation_height_factor", p.dilation_height_factor)?;
+    let dil_w = limit("dilation_width_factor", p.dilation_width_factor)?;
+    let dtype = input.dtype;
+    if !matches!(dtype, TfLiteType::kTfLiteFloat32 | TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteInt16) {
+        return Err(Error::new(format!("{OP}: input type {} is not supported", dtype.name())));
+    }
+    if output.dtype != dtype {
+        return Err(Error::new(format!("{OP}: output type {} differs from input type {}", output.dtype.name(), dtype.name())));
+    }
+    let hybrid = dtype == TfLiteType::kTfLiteFloat32 && filter.dtype == TfLiteType::kTfLiteInt8;
+    let filter_ok = hybrid
+        || filter.dtype == dtype
+        || (dtype == TfLiteType::kTfLiteInt16 && filter.dtype == TfLiteType::kTfLiteInt8);
+    if !filter_ok {
+        return Err(Error::new(format!("{OP}: filter type {} with {} input", filter.dtype.name(), dtype.name())));
+    }
+    if dtype == TfLiteType::kTfLiteInt16 && (input.quant().zero_point != 0 || output.quant().zero_point != 0) {
+        return Err(Error::new(format!("{OP}: int16 input and output zero points must be 0")));
+    }
+    if let Some(b) = &bias {
+        let want = match dtype {
+            TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 => TfLiteType::kTfLiteInt32,
+            TfLiteType::kTfLiteInt16 => TfLiteType::kTfLiteInt64,
+            _ => TfLiteType::kTfLiteFloat32,
+        };
+        if b.dtype != want {
+            return Err(Error::new(format!("{OP}: bias of type {} with {} input", b.dtype.name(), dtype.name())));
+        }
+        if want != TfLiteType::kTfLiteFloat32 && b.quant().zero_point != 0 {
+            return Err(Error::new(format!("{OP}: bias zero point must be 0")));
+        }
+        if b.shape.len() != 1 || b.num_elements() != out_c {
+            return Err(Error::new(format!("{OP}: bias shape {:?} does not match {out_c} channels", b.shape)));
+        }
+    }
+    let (out_h, out_w, pad) =
+        compute_padding_height_width(stride_h, stride_w, dil_h, dil_w, in_h, in_w, f_h, f_w, p.padding).map_err(err)?;
+    let geom = ConvGeom {
+        batches,
+        in_h,
+        in_w,
+        in_c,
+        out_h,
+        out_w,
+        out_c,
+        f_h,
+        f_w,
+        f_c: out_c,
+        stride_h,
+        stride_w,
+        dil_h,
+        dil_w,
+        pad_h: pad.height,
+        pad_w: pad.width,
+    };
+    geom.check_index_range(OP)?;
+    checked_product(OP, &[batches, out_h, out_w, out_c])?;
+    checked_product(OP, &[batches, in_h, in_w, in_c])?;
+    let kind = if dtype == TfLiteType::kTfLiteFloat32 {
+        let act = activation_range_f32(p.activation);
+        if hybrid {
+            let (scales, _, qdim) = affine(OP, "filter", &filter)?;
+            let channel_scales = if scales.len() == out_c && (qdim == 3 || out_c == 1) {
+                scales.to_vec()
+            } else if scales.len() == 1 {
+                vec![scales[0]]
+            } else {
+                return Err(Error::new(format!(
+                    "{OP}: {} filter scales along dimension {qdim} for {out_c} channels",
+                    scales.len()
+                )));
+            };
+            Kind::Hybrid { channel_scales, act }
+        } else {
+            Kind::F32 { act }
+        }
+    } else {
+        quant_kind(&input, &filter, bias.as_ref(), &output, out_c, p.activation)?
+    };
+    Ok(Plan { input, filter, bias, geom, kind })
+}
+
+fn quant_kind(
+    input: &TensorView<'_>,
+    filter: &TensorView<'_>,
+    bias: Option<&TensorView<'_>>,
+    output: &TensorView<'_>,
+    out_c: usize,
+    act: TfLiteFusedActivation,
+) -> Result<Kind> {
+    let (scales, _, qdim) = affine(OP, "filter", filter)?;
+    affine(OP, "input", input)?;
+    if scales.len() != 1 && scales.len() != out_c {
+        return Err(Error::new(format!("{OP}: {} filter scales for {out_c} channels", scales.len())));
+    }
+    if scales.len() > 1 && qdim != 3 {
+        return Err(Error::new(format!("{OP}: per-channel filter scales must be along dimension 3, not {qdim}")));
+    }
+    let (in_q, out_q) = (input.quant(), output.quant());
+    let (act_min, act_max) = activation_range_quantized(act, input.dtype, out_q.scale, out_q.zero_point).map_err(err)?;
+    match input.dtype {
+        TfLiteType::kTfLiteInt16 => {
+            let mults = per_channel_multipliers(OP, in_q.scale, scales, out_q.scale, out_c)?;
+            Ok(Kind::Quant16 { mults, act: (act_min, act_max) })
+        }
+        dt => {
+            let mults = if dt == TfLiteType::kTfLiteUInt8 {
+                if scales.len() > 1 {
+                    return Err(Error::new(format!("{OP}: per-channel quantization needs int8 or int16 input")));
+                }
+                let m = legacy_quant_mul(OP, in_q.scale, filter.quant().scale, bias.map(|b| b.quant().scale), out_q.scale)?;
+                vec![m; out_c]
+            } else {
+                per_channel_multipliers(OP, in_q.scale, scales, out_q.scale, out_c)?
+            };
+            let filter_offset = if dt == TfLiteType::kTfLiteUInt8 { -filter.quant().zero_point } else { 0 };
+            if !(-255..=255).contains(&in_q.zero_point) || !(-255..=255).contains(&filter_offset) {
+                return Err(Error::new(format!("{OP}: zero points out of the 8-bit range")));
+            }
+            Ok(Kind::Quant8(Quant8Params {
+                input_offset: -in_q.zero_point,
+                filter_offset,
+                output_offset: out_q.zero_point,
+                mults,
+                act_min,
+                act_max,
+            }))
+        }
+    }
+}
+
+fn output_shape(g: &ConvGeom) -> Result<[i32; 4]> {
+    Ok([to_dim(OP, g.batches)?, to_dim(OP, g.out_h)?, to_dim(OP, g.out_w)?, to_dim(OP, g.out_c)?])
+}
+
+fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
+    let plan = plan(ctx)?;
+    ctx.resize_output(0, &output_shape(&plan.geom)?).map_err(err)
+}
+
+fn eval(ctx: &OpCtx<'_>) -> Result<()> {
+    let plan = plan(ctx)?;
+    let mut out = ctx.output(0).map_err(err)?;
+    let want = output_shape(&plan.geom)?;
+    if out.shape != want {
+        return Err(Error::new(format!("{OP}: output shape {:?} does not match the expected {want:?}", out.shape)));
+    }
+    if plan.geom.output_len() == Some(0) {
+        return Ok(());
+    }
+    run(&plan, &mut out, recommended_threads(ctx), Variant::Optimized).map_err(err)
+}
+
+fn run(plan: &Plan<'_>, out: &mut TensorViewMut<'_>, threads: usize, variant: Variant) -> Result<()> {
+    let g = &plan.geom;
+    match &plan.kind {
+        Kind::F32 { act } => {
+            let (input, filter) = (plan.input.data::<f32>()?, plan.filter.data::<f32>()?);
+            let bias_c = opt_data_cow::<f32>(plan.bias.as_ref())?;
+            let bias = bias_c.as_deref();
+            let out = out.data_mut::<f32>()?;
+            match variant {
+                Variant::Reference => dw_f32_reference(g, input, filter, bias, out, *act),
+                Variant::Optimized => dw_f32_optimized(g, input, filter, bias, out, *act, threads),
+            }
+        }
+        Kind::Hybrid { channel_scales, act } => {
+            let (input, filter) = (plan.input.data::<f32>()?, plan.filter.data::<i8>()?);
+            let bias_c = opt_data_cow::<f32>(plan.bias.as_ref())?;
+            let bias = bias_c.as_deref();
+            let out = out.data_mut::<f32>()?;
+            let q = quantize_hybrid_input(input, g.in_h * g.in_w * g.in_c, true, 1.0);
+            match variant {
+                Variant::Reference => dw_hybrid_reference(g, &q, filter, channel_scales, bias, *act, out),
+                Variant::Optimized => dw_hybrid_optimized(g, &q, filter, channel_scales, bias, *act, out, threads),
+            }
+        }
+        Kind::Quant8(p) => {
+            let bias_c = opt_data_cow::<i32>(plan.bias.as_ref())?;
+            let bias = bias_c.as_deref();
+            match plan.input.dtype {
+                TfLiteType::kTfLiteUInt8 => {
+                    let (input, filter) = (plan.input.data::<u8>()?, plan.filter.data::<u8>()?);
+                    q8(g, input, filter, bias, p, out.data_mut::<u8>()?, threads, variant)
+                }
+                _ => {
+                    let (input, filter) = (plan.input.data::<i8>()?, plan.filter.data::<i8>()?);
+                    q8(g, input, filter, bias, p, out.data_mut::<i8>()?, threads, variant)
+                }
+            }
+        }
+        Kind::Quant16 { mults, act } => {
+            let (input, filter) = (plan.input.data::<i16>()?, plan.filter.data::<i8>()?);
+            let bias_c = opt_data_cow::<i64>(plan.bias.as_ref())?;
+            let bias = bias_c.as_deref();
+            dw_i16_reference(g, input, filter, bias, mults, *act, out.data_mut::<i16>()?)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn q8<T: QuantInt>(
+    g: &ConvGeom,
+    input: &[T],
+    filter: &[T],
+    bias: Option<&[i32]>,
+    p: &Quant8Params,
+    out: &mut [T],
+    threads: usize,
+    variant: Variant,
+) -> Result<()> {
+    match variant {
+        Variant::Reference => dw_q8_reference(g, input, filter, bias, p, out),
+        Variant::Optimized => {
+            let (iw, fw) = (widen(input, p.input_offset), widen(filter, p.filter_offset));
+            dw_q8_optimized(g, &iw, &fw, bias, p, out, threads)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::builtin_op_data::TfLitePadding;
+
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u32 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (self.0 >> 33) as u32
+        }
+        fn f32(&mut self) -> f32 {
+            (self.next() % 2001) as f32 / 1000.0 - 1.0
+        }
+        fn int(&mut self, lo: i32, hi: i32) -> i32 {
+            lo + (self.next() % (hi - lo + 1) as u32) as i32
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn geom(b: usize, h: usize, w: usize, c: usize, m: usize, fh: usize, fw: usize, s: usize, d: usize, pad: TfLitePadding) -> ConvGeom {
+        let (oh, ow, p) = compute_padding_height_width(s, s, d, d, h, w, fh, fw, pad).unwrap();
+        ConvGeom {
+            batches: b,
+            in_h: h,
+            in_w: w,
+            in_c: c,
+            out_h: oh,
+            out_w: ow,
+            out_c: c * m,
+            f_h: fh,
+            f_w: fw,
+            f_c: c * m,
+            stride_h: s,
+            stride_w: s,
+            dil_h: d,
+            dil_w: d,
+            pad_h: p.height,
+            pad_w: p.width,
+        }
+    }
+
+    #[test]
+    fn tflite_simple_float() {
+        // depthwise_conv_test.cc SimpleTest: input [1,3,2,2], filter [1,2,2,4], multiplier 2.
+        let input = [1.0f32, 2.0, 7.0, 8.0, 3.0, 4.0, 9.0, 10.0, 5.0, 6.0, 11.0, 12.0];
+        let filter = [1.0f32, 2.0, 3.0, 4.0, -9.0, 10.0, -11.0, 12.0, 5.0, 6.0, 7.0, 8.0, 13.0, -14.0, 15.0, -16.0];
+        let bias = [1.0f32, 2.0, 3.0, 4.0];
+        let g = geom(1, 3, 2, 2, 2, 2, 2, 1, 1, TfLitePadding::kTfLitePaddingValid);
+        let mut out = [0.0f32; 8];
+        dw_f32_reference(&g, &input, &filter, Some(&bias), &mut out, (f32::MIN, f32::MAX)).unwrap();
+        assert_eq!(out, [71.0, -34.0, 99.0, -20.0, 91.0, -26.0, 127.0, -4.0]);
+        let mut out2 = [0.0f32; 8];
+        dw_f32_optimized(&g, &input, &filter, Some(&bias), &mut out2, (f32::MIN, f32::MAX), 2).unwrap();
+        assert_eq!(out, out2);
+    }
+
+    fn shapes() -> Vec<ConvGeom> {
+        use TfLitePadding::*;
+        vec![
+            geom(1, 7, 9, 8, 1, 3, 3, 1, 1, kTfLitePaddingSame),
+            geom(2, 8, 8, 5, 2, 3, 3, 2, 1, kTfLitePaddingSame),
+            geom(1, 9, 9, 6, 1, 3, 3, 1, 2, kTfLitePaddingValid),
+            geom(1, 6, 11, 3, 3, 5, 3, 2, 2, kTfLitePaddingSame),
+        ]
+    }
+
+    #[test]
+    fn optimized_matches_reference() {
+        let mut r = Lcg(3);
+        for g in shapes() {
+            let n_in = g.input_len().unwrap();
+            let n_f = g.f_h * g.f_w * g.out_c;
+            let n = g.output_len().unwrap();
+            // float
+            let input: Vec<f32> = (0..n_in).map(|_| r.f32()).collect();
+            let filter: Vec<f32> = (0..n_f).map(|_| r.f32()).collect();
+            let bias: Vec<f32> = (0..g.out_c).map(|_| r.f32()).collect();
+            let (mut a, mut b) = (vec![0.0f32; n], vec![0.0f32; n]);
+            dw_f32_reference(&g, &input, &filter, Some(&bias), &mut a, (-1.0, 1.0)).unwrap();
+            dw_f32_optimized(&g, &input, &filter, Some(&bias), &mut b, (-1.0, 1.0), 3).unwrap();
+            assert_eq!(a, b, "{g:?}");
+            // int8 per channel
+            let scales: Vec<f32> = (0..g.out_c).map(|c| 0.002 + 0.0005 * c as f32).collect();
+            let mults = per_channel_multipliers("T", 0.05, &scales, 0.02, g.out_c).unwrap();
+            let p = Quant8Params { input_offset: 5, filter_offset: 0, output_offset: -7, mults, act_min: -128, act_max: 127 };
+            let qi: Vec<i8> = (0..n_in).map(|_| r.int(-128, 127) as i8).collect();
+            let qf: Vec<i8> = (0..n_f).map(|_| r.int(-127, 127) as i8).collect();
+            let qb: Vec<i32> = (0..g.out_c).map(|_| r.int(-2000, 2000)).collect();
+            let (mut a, mut b) = (vec![0i8; n], vec![0i8; n]);
+            dw_q8_reference(&g, &qi, &qf, Some(&qb), &p, &mut a).unwrap();
+            q8(&g, &qi, &qf, Some(&qb), &p, &mut b, 2, Variant::Optimized).unwrap();
+            assert_eq!(a, b);
+            // uint8 with zero points
+            let p = Quant8Params { input_offset: -128, filter_offset: -120, output_offset: 130, mults: vec![p.mults[0]; g.out_c], act_min: 0, act_max: 255 };
+            let ui: Vec<u8> = (0..n_in).map(|_| r.int(0, 255) as u8).collect();
+            let uf: Vec<u8> = (0..n_f).map(|_| r.int(0, 255) as u8).collect();
+            let (mut a, mut b) = (vec![0u8; n], vec![0u8; n]);
+            dw_q8_reference(&g, &ui, &uf, Some(&qb), &p, &mut a).unwrap();
+            q8(&g, &ui, &uf, Some(&qb), &p, &mut b, 1, Variant::Optimized).unwrap();
+            assert_eq!(a, b);
+            // hybrid
+            let q = quantize_hybrid_input(&input, g.in_h * g.in_w * g.in_c, true, 1.0);
+            let (mut a, mut b) = (vec![0.0f32; n], vec![0.0f32; n]);
+            dw_hybrid_reference(&g, &q, &qf, &scales, Some(&bias), (f32::MIN, f32::MAX), &mut a).unwrap();
+            dw_hybrid_optimized(&g, &q, &qf, &scales, Some(&bias), (f32::MIN, f32::MAX), &mut b, 2).unwrap();
+            assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn int16_reference() {
+        let g = geom(1, 1, 2, 1, 2, 1, 2, 1, 1, TfLitePadding::kTfLitePaddingValid);
+        let m = per_channel_multipliers("T", 1.0, &[1.0, 0.5], 1.0, 2).unwrap();
+        let mut out = [0i16; 2];
+        dw_i16_reference(&g, &[100, -20], &[1, 2, 3, 4], Some(&[7, 8]), &m, (-32768, 32767), &mut out).unwrap();
+        assert_eq!(out, [100 - 60 + 7, ((200 - 80 + 8) as f64 * 0.5).round() as i16]);
+    }
+
+    #[test]
+    fn registration_glue() {
+        use super::super::test_util::{Graph, qp};
+        use crate::abi::types::TfLiteStatus;
+        use TfLiteType::*;
+        let reg = registration();
+        let params = |stride: i32, dil: i32| {
+            Some(TfLiteDepthwiseConvParams {
+                padding: TfLitePadding::kTfLitePaddingValid,
+                stride_width: stride,
+                stride_height: stride,
+                depth_multiplier: 2,
+                activation: TfLiteFusedActivation::kTfLiteActNone,
+                dilation_width_factor: dil,
+                dilation_height_factor: dil,
+            })
+        };
+        let mut g = Graph::new();
+        let x = g.tensor(kTfLiteFloat32, &[1, 3, 2, 2], &[1.0f32, 2.0, 7.0, 8.0, 3.0, 4.0, 9.0, 10.0, 5.0, 6.0, 11.0, 12.0], None, false);
+        let w = g.tensor(
+            kTfLiteFloat32,
+            &[1, 2, 2, 4],
+            &[1.0f32, 2.0, 3.0, 4.0, -9.0, 10.0, -11.0, 12.0, 5.0, 6.0, 7.0, 8.0, 13.0, -14.0, 15.0, -16.0],
+            None,
+            true,
+        );
+        let b = g.tensor(kTfLiteFloat32, &[4], &[1.0f32, 2.0, 3.0, 4.0], None, true);
+        let o = g.output(kTfLiteFloat32, None);
+        assert_eq!(g.run(&reg, &[x, w, b], &[o], params(1, 1)), TfLiteStatus::kTfLiteOk);
+        assert_eq!(g.shape(o), vec![1, 2, 1, 4]);
+        assert_eq!(g.data::<f32>(o), vec![71.0, -34.0, 99.0, -20.0, 91.0, -26.0, 127.0, -4.0]);
+        // Errors: stride 0, dilation 0, bias of the wrong size, filter batch != 1.
+        let o = g.output(kTfLiteFloat32, None);
+        assert_eq!(g.run(&reg, &[x, w, b], &[o], params(0, 1)), TfLiteStatus::kTfLiteError);
+        assert_eq!(g.run(&reg, &[x, w, b], &[o], params(1, 0)), TfLiteStatus::kTfLiteError);
+        let b3 = g.tensor(kTfLiteFloat32, &[3], &[0.0f32; 3], None, true);
+        assert_eq!(g.run(&reg, &[x, w, b3], &[o], params(1, 1)), TfLiteStatus::kTfLiteError);
+        let w2 = g.tensor(kTfLiteFloat32, &[2, 1, 1, 4], &[0.0f32; 8], None, true);
+        assert_eq!(g.run(&reg, &[x, w2, b], &[o], params(1, 1)), TfLiteStatus::kTfLiteError);
+        let w3 = g.tensor(kTfLiteFloat32, &[1, 1, 1, 3], &[0.0f32; 3], None, true);
+        assert_eq!(g.run(&reg, &[x, w3], &[o], params(1, 1)), TfLiteStatus::kTfLiteError);
+        // int8, per-tensor scales broadcast: 0.5 * 0.5 / 0.25 = 1.
+        let xi = g.tensor(kTfLiteInt8, &[1, 1, 1, 2], &[3i8, -4], Some(qp(0.5, 1)), false);
+        let wi = g.tensor(kTfLiteInt8, &[1, 1, 1, 2], &[2i8, -3], Some(qp(0.5, 0)), true);
+        let oi = g.output(kTfLiteInt8, Some(qp(0.25, 5)));
+        assert_eq!(g.run(&reg, &[xi, wi], &[oi], params(1, 1)), TfLiteStatus::kTfLiteOk);
+        assert_eq!(g.data::<i8>(oi), vec![2 * 2 + 5, -3 * -5 + 5]);
+    }
+}

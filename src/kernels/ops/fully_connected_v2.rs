@@ -1,0 +1,1089 @@
+//! FULLY_CONNECTED (TFLite `kernels/fully_connected.cc`; reference kernels
+//! `reference/fully_connected.h`, `reference/integer_ops/fully_connected.h`, and the
+//! hybrid path through `tensor_utils`), replacing the float-only `fully_connected.rs`.
+//!
+//! Inputs: the input (any rank, flattened to `[batches, depth]`), weights `[units, depth]`
+//! and an optional bias `[units]` (absent, or -1). Output: `keep_num_dims` ? the input's
+//! shape with the last dimension replaced by `units` : `[input_elements / depth, units]`.
+//!
+//! Types, dispatched as TFLite does:
+//! - float32: `sum(x * w) + bias`, clamped (the fused activation must be NONE or a RELU).
+//! - uint8 / int8 / int16 inputs with uint8 / int8 weights (int8 and int16 may have
+//!   per-channel weight scales, symmetric), int32 (or, for int16, int64) bias: the integer
+//!   dot product is requantized in double precision, `round(acc * in_scale * w_scale /
+//!   out_scale)` (half away from zero), as TFLite's reference kernels do since they do
+//!   "requant in float"; uint8 x uint8 -> int16 is the legacy path with the same
+//!   requantization. The output's type selects the kernel (uint8, int8 or int16).
+//! - hybrid (dynamic range): float32 input and output with int8 (or uint8, read as int8)
+//!   weights, per-tensor or per-channel: each batch row is quantized to int8, symmetrically
+//!   or (`asymmetric_quantize_inputs`) with a zero point; the output is
+//!   `bias + float(dot - row_sum * zero_point) * batch_scale * weight_scale`, then the
+//!   fused activation as a function (TANH and SIGMOID included).
+//!
+//! [`Variant::Reference`] loops as TFLite's reference kernels; the optimized path uses
+//! weights repacked in blocks of 8 units (cached per node for constant weights), with the
+//! same float summation order (bit-identical) and exact integer sums, split over threads.
+//! Not supported (an error): shuffled, sparse, int4 and int16 weights.
+
+use super::conv_common::{opt_data_cow, 
+    checked_product, node_state, per_channel_multipliers, recommended_threads, threads_for, with_node_state, with_packed,
+};
+use crate::abi::builtin_op_data::{
+    TfLiteFullyConnectedParams, TfLiteFullyConnectedWeightsFormat, TfLiteFusedActivation,
+};
+use crate::abi::builtin_ops::TfLiteBuiltinOperator;
+use crate::abi::types::{TfLiteRegistration, TfLiteType};
+use crate::error::{Error, Result};
+use crate::kernels::activation::{activation_range_f32, activation_range_quantized, apply_f32, clamp_min_max};
+use crate::kernels::api::{OpCtx, TensorView, TensorViewMut};
+use crate::kernels::quant::QuantInt;
+
+const OP: &str = "FULLY_CONNECTED";
+
+/// The FULLY_CONNECTED registration.
+pub fn registration() -> TfLiteRegistration {
+    with_node_state(crate::kernel_registration!(
+        TfLiteBuiltinOperator::kTfLiteBuiltinFullyConnected,
+        prepare = prepare,
+        eval = eval
+    ))
+}
+
+/// Which implementation computes a fully-connected layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    Reference,
+    Optimized,
+}
+
+/// The sizes of a fully-connected layer: `batches` rows of `depth` inputs, `units` outputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FcDims {
+    pub batches: usize,
+    pub depth: usize,
+    pub units: usize,
+}
+
+fn check(d: FcDims, input: usize, weights: usize, bias: Option<usize>, out: usize) -> Result<()> {
+    let need = |a: usize, b: usize| a.checked_mul(b).ok_or_else(|| Error::new("size overflow"));
+    if input < need(d.batches, d.depth)? {
+        return Err(Error::new(format!("input holds {input} values, needs {} x {}", d.batches, d.depth)));
+    }
+    if weights != need(d.units, d.depth)? {
+        return Err(Error::new(format!("weights hold {weights} values, expected {} x {}", d.units, d.depth)));
+    }
+    if out != need(d.batches, d.units)? {
+        return Err(Error::new(format!("output holds {out} values, expected {} x {}", d.batches, d.units)));
+    }
+    if let Some(b) = bias.filter(|&b| b != d.units) {
+        return Err(Error::new(format!("bias holds {b} values, expected {}", d.units)));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Reference maths on slices
+// ---------------------------------------------------------------------------------------
+
+/// Float layer, TFLite's `reference_ops::FullyConnected`: a sequential `f32` dot product
+/// per output, plus the bias, clamped.
+pub fn fc_f32_reference(input: &[f32], weights: &[f32], bias: Option<&[f32]>, d: FcDims, out: &mut [f32], act: (f32, f32)) -> Result<()> {
+    check(d, input.len(), weights.len(), bias.map(|b| b.len()), out.len())?;
+    for b in 0..d.batches {
+        let x = &input[b * d.depth..(b + 1) * d.depth];
+        for u in 0..d.units {
+            let w = &weights[u * d.depth..(u + 1) * d.depth];
+            let mut total = 0.0f32;
+            for (&xi, &wi) in x.iter().zip(w) {
+                total += xi * wi;
+            }
+            out[b * d.units + u] = clamp_min_max(total + bias.map_or(0.0, |bb| bb[u]), act.0, act.1);
+        }
+    }
+    Ok(())
+}
+
+/// Requantization of a quantized layer, in double precision as TFLite's reference kernels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QuantFcParams {
+    /// `-input_zero_point`.
+    pub input_offset: i32,
+    /// `-weights_zero_point` (per-tensor weights; 0 for per-channel).
+    pub weights_offset: i32,
+    /// `output_zero_point`.
+    pub output_offset: i32,
+    /// `input_scale * weight_scale / output_scale` per unit (or one for all units).
+    pub scales: Vec<f64>,
+    pub act_min: i32,
+    pub act_max: i32,
+    /// The uint8 -> int16 legacy kernel: 16-bit operands, clamp before adding the offset.
+    pub legacy_u8_to_i16: bool,
+}
+
+impl QuantFcParams {
+    /// The effective scale as TFLite computes it: `double(in) * double(w) / double(out)`.
+    pub fn effective_scale(input_scale: f32, weight_scale: f32, output_scale: f32) -> f64 {
+        input_scale as f64 * weight_scale as f64 / output_scale as f64
+    }
+
+    #[inline]
+    fn finish(&self, acc: i64, u: usize) -> i32 {
+        let s = if self.scales.len() == 1 { self.scales[0] } else { self.scales[u] };
+        // `static_cast<int32_t>(round(double(acc) * scale))`; saturating where C is undefined.
+        let scaled = (acc as f64 * s).round() as i32;
+        if self.legacy_u8_to_i16 {
+            scaled
+                .clamp(self.act_min.wrapping_sub(self.output_offset), self.act_max.wrapping_sub(self.output_offset))
+                .wrapping_add(self.output_offset)
+        } else {
+            scaled.wrapping_add(self.output_offset).clamp(self.act_min, self.act_max)
+        }
+    }
+}
+
+/// The integer accumulator of a quantized layer: `i32` (wrapping, int32 bias) or `i64`.
+#[derive(Clone, Copy, Debug)]
+pub enum QBias<'a> {
+    I32(Option<&'a [i32]>),
+    I64(Option<&'a [i64]>),
+}
+
+impl QBias<'_> {
+    fn len(&self) -> Option<usize> {
+        match self {
+            QBias::I32(b) => b.map(|b| b.len()),
+            QBias::I64(b) => b.map(|b| b.len()),
+        }
+    }
+
+    /// `acc` (the dot product, accumulated in the bias type) plus the bias.
+    #[inline]
+    fn add(&self, dot: i64, u: usize) -> i64 {
+        match self {
+            QBias::I32(b) => (dot as i32).wrapping_add(b.map_or(0, |b| b[u])) as i64,
+            QBias::I64(b) => dot.wrapping_add(b.map_or(0, |b| b[u])),
+        }
+    }
+
+    fn wide(&self) -> bool {
+        matches!(self, QBias::I64(_))
+    }
+}
+
+/// Quantized layer, TFLite's reference `FullyConnected` / `FullyConnectedPerChannel` with
+/// float scales: `acc += (w + weights_offset) * (x + input_offset)` in the bias type, plus
+/// the bias, then `round(acc * scale) + output_offset` clamped (see [`QuantFcParams`]).
+pub fn fc_quant_reference<T: QuantInt, W: QuantInt, O: QuantInt>(
+    input: &[T],
+    weights: &[W],
+    bias: QBias<'_>,
+    d: FcDims,
+    p: &QuantFcParams,
+    out: &mut [O],
+) -> Result<()> {
+    check(d, input.len(), weights.len(), bias.len(), out.len())?;
+    if p.scales.len() != 1 && p.scales.len() != d.units {
+        return Err(Error::new(format!("{} weight scales for {} units", p.scales.len(), d.units)));
+    }
+    for b in 0..d.batches {
+        let x = &input[b * d.depth..(b + 1) * d.depth];
+        for u in 0..d.units {
+            let w = &weights[u * d.depth..(u + 1) * d.depth];
+            let dot = if bias.wide() {
+                x.iter().zip(w).fold(0i64, |acc, (&xi, &wi)| {
+                    acc.wrapping_add(operand_product(p, xi.to_i32(), wi.to_i32()) as i64)
+                })
+            } else {
+                x.iter().zip(w).fold(0i32, |acc, (&xi, &wi)| acc.wrapping_add(operand_product(p, xi.to_i32(), wi.to_i32()))) as i64
+            };
+            out[b * d.units + u] = O::from_i32(p.finish(bias.add(dot, u), u));
+        }
+    }
+    Ok(())
+}
+
+/// `(w + weights_offset) * (x + input_offset)`; the legacy uint8 -> int16 kernel truncates
+/// both operands to `int16_t` first.
+#[inline]
+fn operand_product(p: &QuantFcParams, x: i32, w: i32) -> i32 {
+    let (xv, wv) = (x.wrapping_add(p.input_offset), w.wrapping_add(p.weights_offset));
+    if p.legacy_u8_to_i16 { (xv as i16 as i32).wrapping_mul(wv as i16 as i32) } else { wv.wrapping_mul(xv) }
+}
+
+/// The per-row quantization of a hybrid layer's input.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HybridRows {
+    pub data: Vec<i8>,
+    /// Per batch row; for per-tensor weights already times the weight scale.
+    pub scales: Vec<f32>,
+    pub offsets: Vec<i32>,
+}
+
+/// `BatchQuantizeFloats`: each of the `d.batches` rows symmetrically (zero point 0) or
+/// asymmetrically; per-tensor weights fold `weight_scale` into the row scales.
+pub fn quantize_rows(input: &[f32], d: FcDims, asymmetric: bool, weight_scale: Option<f32>) -> Result<HybridRows> {
+    let n = d.batches.checked_mul(d.depth).ok_or_else(|| Error::new("size overflow"))?;
+    if input.len() < n {
+        return Err(Error::new(format!("input holds {} values, needs {n}", input.len())));
+    }
+    let mut data = vec![0i8; n];
+    let mut scales = vec![0.0f32; d.batches];
+    let mut offsets = vec![0i32; d.batches];
+    for b in 0..d.batches {
+        let r = b * d.depth..(b + 1) * d.depth;
+        if asymmetric {
+            let (s, z) = super::conv_common::asymmetric_quantize(&input[r.clone()], &mut data[r]);
+            scales[b] = s;
+            offsets[b] = z;
+        } else {
+            scales[b] = super::conv_common::symmetric_quantize(&input[r.clone()], &mut data[r]);
+        }
+        if let Some(ws) = weight_scale {
+            scales[b] *= ws;
+        }
+    }
+    Ok(HybridRows { data, scales, offsets })
+}
+
+#[inline]
+fn hybrid_finish(dot: i32, row_sum: i32, offset: i32, batch_scale: f32, channel_scale: Option<f32>, bias: f32, act: TfLiteFusedActivation) -> f32 {
+    let mut scale = batch_scale;
+    if let Some(cs) = channel_scale {
+        scale *= cs;
+    }
+    let dot = dot.wrapping_sub(row_sum.wrapping_mul(offset));
+    apply_f32(bias + dot as f32 * scale, act)
+}
+
+/// Hybrid layer, TFLite's `EvalHybridDense` with `MatrixBatchVectorMultiplyAccumulate`.
+/// `channel_scales` is `None` for per-tensor weights (whose scale is in `q.scales`).
+pub fn fc_hybrid_reference(
+    q: &HybridRows,
+    weights: &[i8],
+    channel_scales: Option<&[f32]>,
+    bias: Option<&[f32]>,
+    d: FcDims,
+    act: TfLiteFusedActivation,
+    out: &mut [f32],
+) -> Result<()> {
+    check(d, q.data.len(), weights.len(), bias.map(|b| b.len()), out.len())?;
+    if let Some(cs) = channel_scales.filter(|cs| cs.len() != d.units) {
+        return Err(Error::new(format!("{} channel scales for {} units", cs.len(), d.units)));
+    }
+    for b in 0..d.batches {
+        let x = &q.data[b * d.depth..(b + 1) * d.depth];
+        for u in 0..d.units {
+            let w = &weights[u * d.depth..(u + 1) * d.depth];
+            let dot = x.iter().zip(w).fold(0i32, |acc, (&xi, &wi)| acc.wrapping_add(xi as i32 * wi as i32));
+            let row_sum = w.iter().fold(0i32, |acc, &wi| acc.wrapping_add(wi as i32));
+            out[b * d.units + u] = hybrid_finish(
+                dot,
+                row_sum,
+                q.offsets[b],
+                q.scales[b],
+                channel_scales.map(|c| c[u]),
+                bias.map_or(0.0, |bb| bb[u]),
+                act,
+            );
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Optimized maths
+// ---------------------------------------------------------------------------------------
+
+/// Units per weight block of the optimized layer.
+const BLOCK: usize = 8;
+
+/// Repacks `[units][depth]` weights into blocks of [`BLOCK`] units, `[block][depth][BLOCK]`
+/// (the last block zero-padded), mapping values through `f`.
+pub fn pack_weights<S: Copy, E: Copy + Default>(weights: &[S], d: FcDims, f: impl Fn(S) -> E) -> Result<Vec<E>> {
+    let need = d.units.checked_mul(d.depth).ok_or_else(|| Error::new("size overflow"))?;
+    if weights.len() != need {
+        return Err(Error::new(format!("weights hold {} values, expected {need}", weights.len())));
+    }
+    let blocks = d.units.div_ceil(BLOCK);
+    let mut packed = vec![E::default(); blocks * d.depth * BLOCK];
+    for u in 0..d.units {
+        let (blk, j) = (u / BLOCK, u % BLOCK);
+        for k in 0..d.depth {
+            packed[(blk * d.depth + k) * BLOCK + j] = f(weights[u * d.depth + k]);
+        }
+    }
+    Ok(packed)
+}
+
+/// Multiply-accumulate of the optimized layer (see `conv_2d::ConvElem`).
+trait FcElem: Copy + Send + Sync + Default + 'static {
+    type Acc: Copy + Send + Sync + Default;
+    fn mac(acc: Self::Acc, a: Self, w: Self) -> Self::Acc;
+}
+
+impl FcElem for f32 {
+    type Acc = f32;
+    #[inline(always)]
+    fn mac(acc: f32, a: f32, w: f32) -> f32 {
+        acc + a * w
+    }
+}
+
+impl FcElem for i16 {
+    type Acc = i32;
+    #[inline(always)]
+    fn mac(acc: i32, a: i16, w: i16) -> i32 {
+        acc.wrapping_add(a as i32 * w as i32)
+    }
+}
+
+/// Computes `out[b][u] = finish(dot(x_b, w_u), b, u)` for the units of blocks
+/// `blocks` (of the packed weights), writing `out_units` (the units of those blocks of
+/// batch row `b`, starting at `units.start`).
+#[inline(always)]
+fn fc_block_rows<E: FcElem, O>(
+    x: &[E],
+    packed: &[E],
+    d: FcDims,
+    b: usize,
+    units: core::ops::Range<usize>,
+    out_units: &mut [O],
+    finish: &(impl Fn(E::Acc, usize, usize) -> O + Sync),
+) {
+    let mut u0 = units.start;
+    while u0 < units.end {
+        let blk = u0 / BLOCK;
+        let n = BLOCK.min(d.units - u0).min(units.end - u0);
+        let wb = &packed[blk * d.depth * BLOCK..(blk + 1) * d.depth * BLOCK];
+        let mut acc = [E::Acc::default(); BLOCK];
+        for (&a, w) in x.iter().zip(wb.chunks_exact(BLOCK)) {
+            let w: &[E; BLOCK] = w.try_into().expect("chunk of BLOCK");
+            for j in 0..BLOCK {
+                acc[j] = E::mac(acc[j], a, w[j]);
+            }
+        }
+        for j in 0..n {
+            out_units[u0 - units.start + j] = finish(acc[j], b, u0 + j);
+        }
+        u0 += n;
+    }
+}
+
+/// [`fc_block_rows`], in the AVX2 build when the CPU has it.
+fn fc_chunk<E: FcElem, O>(
+    x: &[E],
+    packed: &[E],
+    d: FcDims,
+    b: usize,
+    units: core::ops::Range<usize>,
+    out_units: &mut [O],
+    finish: &(impl Fn(E::Acc, usize, usize) -> O + Sync),
+) {
+    #[cfg(target_arch = "x86_64")]
+    if super::conv_2d::have_avx2() {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        unsafe { fc_block_rows_avx2(x, packed, d, b, units, out_units, finish) };
+        return;
+    }
+    fc_block_rows(x, packed, d, b, units, out_units, finish)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn fc_block_rows_avx2<E: FcElem, O>(
+    x: &[E],
+    packed: &[E],
+    d: FcDims,
+    b: usize,
+    units: core::ops::Range<usize>,
+    out_units: &mut [O],
+    finish: &(impl Fn(E::Acc, usize, usize) -> O + Sync),
+) {
+    fc_block_rows(x, packed, d, b, units, out_units, finish)
+}
+
+/// Runs [`fc_block_rows`] over all rows and units, split across threads (by batch rows,
+/// or by unit blocks for a single row).
+fn fc_optimized<E: FcElem, O: Send>(
+    input: &[E],
+    packed: &[E],
+    d: FcDims,
+    out: &mut [O],
+    threads: usize,
+    finish: &(impl Fn(E::Acc, usize, usize) -> O + Sync),
+) -> Result<()> {
+    let need = d.batches.checked_mul(d.depth).ok_or_else(|| Error::new("size overflow"))?;
+    if input.len() < need || out.len() != d.batches * d.units {
+        return Err(Error::new("input or output size does not match the layer"));
+    }
+    if packed.len() != d.units.div_ceil(BLOCK) * d.depth * BLOCK {
+        return Err(Error::new("packed weights do not match the layer"));
+    }
+    if out.is_empty() {
+        return Ok(());
+    }
+    let work = out.len().saturating_mul(d.depth);
+    if d.batches == 1 {
+        // One row: split the units, in whole blocks.
+        let threads = threads_for(threads, work, d.units.div_ceil(BLOCK));
+        let x = &input[..d.depth];
+        return super::conv_common::parallel_rows(threads, out, BLOCK, &|first, chunk: &mut [O]| {
+            let start = first * BLOCK;
+            fc_chunk(x, packed, d, 0, start..start + chunk.len(), chunk, finish);
+            Ok(())
+        });
+    }
+    let threads = threads_for(threads, work, d.batches);
+    super::conv_common::parallel_rows(threads, out, d.units, &|first, chunk: &mut [O]| {
+        for (i, row) in chunk.chunks_mut(d.units).enumerate() {
+            let b = first + i;
+            fc_chunk(&input[b * d.depth..(b + 1) * d.depth], packed, d, b, 0..d.units, row, finish);
+        }
+        Ok(())
+    })
+}
+
+/// Float layer on [`pack_weights`]-packed weights; bit-identical to [`fc_f32_reference`].
+pub fn fc_f32_optimized(input: &[f32], packed: &[f32], bias: Option<&[f32]>, d: FcDims, out: &mut [f32], act: (f32, f32), threads: usize) -> Result<()> {
+    if let Some(b) = bias.filter(|b| b.len() != d.units) {
+        return Err(Error::new(format!("bias holds {} values, expected {}", b.len(), d.units)));
+    }
+    fc_optimized(input, packed, d, out, threads, &|acc: f32, _b, u| {
+        clamp_min_max(acc + bias.map_or(0.0, |bb| bb[u]), act.0, act.1)
+    })
+}
+
+/// Quantized layer on widened operands (`x + input_offset`, packed `w + weights_offset`
+/// as `i16`); identical to [`fc_quant_reference`] (except the legacy uint8 -> int16
+/// kernel, which has no optimized path).
+pub fn fc_quant_optimized<O: QuantInt>(
+    input_wide: &[i16],
+    packed: &[i16],
+    bias: QBias<'_>,
+    d: FcDims,
+    p: &QuantFcParams,
+    out: &mut [O],
+    threads: usize,
+) -> Result<()> {
+    if p.legacy_u8_to_i16 {
+        return Err(Error::new("the uint8 -> int16 kernel has no optimized path"));
+    }
+    if bias.len().is_some_and(|l| l != d.units) || (p.scales.len() != 1 && p.scales.len() != d.units) {
+        return Err(Error::new("bias or scales do not match the units"));
+    }
+    if bias.wide() {
+        // i64 accumulation: products are below 2^17, so an i32 sum of fewer than 2^14 terms
+        // is exact; longer rows use the reference loop.
+        if d.depth >= 1 << 14 {
+            return Err(Error::new("rows too long for the optimized int64 path"));
+        }
+    }
+    fc_optimized(input_wide, packed, d, out, threads, &|acc: i32, _b, u| O::from_i32(p.finish(bias.add(acc as i64, u), u)))
+}
+
+/// Hybrid layer on packed `i16` weights; identical to [`fc_hybrid_reference`].
+#[allow(clippy::too_many_arguments)]
+pub fn fc_hybrid_optimized(
+    q: &HybridRows,
+    packed: &[i16],
+    row_sums: &[i32],
+    channel_scales: Option<&[f32]>,
+    bias: Option<&[f32]>,
+    d: FcDims,
+    act: TfLiteFusedActivation,
+    out: &mut [f32],
+    threads: usize,
+) -> Result<()> {
+    if row_sums.len() != d.units || bias.is_some_and(|b| b.len() != d.units) || channel_scales.is_some_and(|c| c.len() != d.units) {
+        return Err(Error::new("row sums, bias or channel scales do not match the units"));
+    }
+    if q.scales.len() != d.batches || q.offsets.len() != d.batches {
+        return Err(Error::new("row scales do not match the batches"));
+    }
+    let wide: Vec<i16> = q.data.iter().map(|&v| v as i16).collect();
+    fc_optimized(&wide, packed, d, out, threads, &|dot: i32, b, u| {
+        hybrid_finish(dot, row_sums[u], q.offsets[b], q.scales[b], channel_scales.map(|c| c[u]), bias.map_or(0.0, |bb| bb[u]), act)
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Kernel glue
+// ---------------------------------------------------------------------------------------
+
+fn params(ctx: &OpCtx<'_>) -> Result<TfLiteFullyConnectedParams> {
+    // SAFETY: the model parser allocates a `TfLiteFullyConnectedParams` as the builtin
+    // data of every FULLY_CONNECTED node, and this registration is only used for it.
+    let p = unsafe { ctx.builtin_data::<TfLiteFullyConnectedParams>() };
+    p.copied().ok_or_else(|| Error::new(format!("{OP}: node has no builtin params")))
+}
+
+fn err(e: Error) -> Error {
+    Error::with_status(e.status, format!("{OP}: {}", e.message))
+}
+
+/// The output shape TFLite's Prepare gives (see the module doc); `input` and `weights` are
+/// shapes. An input whose size is not a multiple of the depth is truncated to whole rows.
+pub fn output_shape(input: &[i32], weights: &[i32], keep_num_dims: bool) -> Result<Vec<i32>> {
+    if weights.len() != 2 {
+        return Err(Error::new(format!("weights must have rank 2, got shape {weights:?}")));
+    }
+    let (units, depth) = (weights[0], weights[1]);
+    if units < 0 || depth < 0 || input.iter().any(|&d| d < 0) {
+        return Err(Error::new(format!("negative dimension in input {input:?} or weights {weights:?}")));
+    }
+    if keep_num_dims {
+        let Some(&last) = input.last() else {
+            return Err(Error::new("keep_num_dims needs an input of rank 1 or more"));
+        };
+        if depth != 0 && last != depth {
+            return Err(Error::new(format!("input's last dimension {last} does not match the weights' {depth} (keep_num_dims)")));
+        }
+        let mut shape = input.to_vec();
+        if let Some(l) = shape.last_mut() {
+            *l = units;
+        }
+        return Ok(shape);
+    }
+    let total = input.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d as i64));
+    let batches = if depth == 0 {
+        input.split_last().map_or(Some(1i64), |(_, lead)| lead.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d as i64)))
+    } else {
+        total.map(|n| n / depth as i64)
+    };
+    let batches = batches
+        .and_then(|b| i32::try_from(b).ok())
+        .ok_or_else(|| Error::new(format!("input shape {input:?} is too large")))?;
+    Ok(vec![batches, units])
+}
+
+enum Kind {
+    F32 { act: (f32, f32) },
+    Quant(QuantFcParams),
+    Hybrid { channel_scales: Option<Vec<f32>>, weight_scale: Option<f32> },
+}
+
+struct Plan<'a> {
+    input: TensorView<'a>,
+    weights: TensorView<'a>,
+    bias: Option<TensorView<'a>>,
+    out_shape: Vec<i32>,
+    dims: FcDims,
+    kind: Kind,
+    /// int64 accumulation for int16 layers.
+    bias64: bool,
+    out_type: TfLiteType,
+}
+
+fn plan<'a>(ctx: &OpCtx<'a>, p: &TfLiteFullyConnectedParams) -> Result<Plan<'a>> {
+    let n_in = ctx.num_inputs();
+    if n_in != 2 && n_in != 3 {
+        return Err(Error::new(format!("{OP}: expected 2 or 3 inputs, got {n_in}")));
+    }
+    if p.weights_format != TfLiteFullyConnectedWeightsFormat::kTfLiteFullyConnectedWeightsFormatDefault {
+        return Err(Error::new(format!("{OP}: shuffled weights (format {:?}) are not supported", p.weights_format)));
+    }
+    if ctx.num_outputs() != 1 {
+        return Err(Error::new(format!("{OP}: expected 1 output, got {}", ctx.num_outputs())));
+    }
+    let input = ctx.input(0).map_err(err)?;
+    let weights = ctx.input(1).map_err(err)?;
+    let bias = if n_in == 3 { ctx.optional_input(2).map_err(err)? } else { None };
+    let output = ctx.output(0).map_err(err)?;
+    use TfLiteType::*;
+    let wq = matches!(weights.dtype, kTfLiteUInt8 | kTfLiteInt8);
+    let hybrid = wq && input.dtype == kTfLiteFloat32;
+    let bias_type = bias.as_ref().map(|b| b.dtype);
+    if wq {
+        if hybrid {
+            if output.dtype != kTfLiteFloat32 || bias_type.is_some_and(|t| t != kTfLiteFloat32) {
+                return Err(Error::new(format!("{OP}: a hybrid layer needs float32 output and bias")));
+            }
+        } else {
+            if !matches!(input.dtype, kTfLiteUInt8 | kTfLiteInt8 | kTfLiteInt16) {
+                return Err(Error::new(format!("{OP}: input type {} is not supported", input.dtype.name())));
+            }
+            if !matches!(output.dtype, kTfLiteUInt8 | kTfLiteInt8 | kTfLiteInt16) {
+                return Err(Error::new(format!("{OP}: output type {} is not supported", output.dtype.name())));
+            }
+            if bias_type.is_some_and(|t| t != kTfLiteInt32 && t != kTfLiteInt64) {
+                return Err(Error::new(format!("{OP}: quantized layers need an int32 or int64 bias")));
+            }
+        }
+    } else {
+        if weights.dtype != kTfLiteFloat32 {
+            return Err(Error::new(format!("{OP}: weights of type {} are not supported", weights.dtype.name())));
+        }
+        if input.dtype != kTfLiteFloat32 || output.dtype != kTfLiteFloat32 || bias_type.is_some_and(|t| t != kTfLiteFloat32) {
+            return Err(Error::new(format!("{OP}: float32 weights need float32 input, output and bias")));
+        }
+    }
+    if !hybrid {
+        use TfLiteFusedActivation::*;
+        if !matches!(p.activation, kTfLiteActNone | kTfLiteActRelu | kTfLiteActReluN1To1 | kTfLiteActRelu6) {
+            return Err(Error::new(format!("{OP}: fused activation {:?} is not supported", p.activation)));
+        }
+    }
+    let out_shape = output_shape(input.shape, weights.shape, p.keep_num_dims).map_err(err)?;
+    let (units, depth) = (weights.shape[0] as usize, weights.shape[1] as usize);
+    let total = checked_product(OP, &input.shape.iter().map(|&d| d as usize).collect::<Vec<_>>())?;
+    let batches = total.checked_div(depth).unwrap_or_else(|| out_shape.iter().rev().skip(1).map(|&d| d as usize).product());
+    checked_product(OP, &[batches, units])?;
+    if let Some(b) = &bias {
+        if b.num_elements() != units {
+            return Err(Error::new(format!("{OP}: bias shape {:?} does not match {units} units", b.shape)));
+        }
+    }
+    let mut bias64 = false;
+    let kind = if hybrid {
+        hybrid_kind(&weights, units)?
+    } else if wq {
+        let (q, b64) = quant_kind(&input, &weights, bias.as_ref(), &output, units, p)?;
+        bias64 = b64;
+        Kind::Quant(q)
+    } else {
+        Kind::F32 { act: activation_range_f32(p.activation) }
+    };
+    Ok(Plan { input, weights, bias, out_shape, dims: FcDims { batches, depth, units }, kind, bias64, out_type: output.dtype })
+}
+
+fn hybrid_kind(weights: &TensorView<'_>, units: usize) -> Result<Kind> {
+    match weights.affine_quant() {
+        Some((s, _, qdim)) if s.len() > 1 => {
+            if s.len() != units || qdim != 0 {
+                return Err(Error::new(format!(
+                    "{OP}: {} weight scales along dimension {qdim} for {units} units",
+                    s.len()
+                )));
+            }
+            Ok(Kind::Hybrid { channel_scales: Some(s.to_vec()), weight_scale: None })
+        }
+        _ => Ok(Kind::Hybrid { channel_scales: None, weight_scale: Some(weights.quant().scale) }),
+    }
+}
+
+fn quant_kind(
+    input: &TensorView<'_>,
+    weights: &TensorView<'_>,
+    bias: Option<&TensorView<'_>>,
+    output: &TensorView<'_>,
+    units: usize,
+    p: &TfLiteFullyConnectedParams,
+) -> Result<(QuantFcParams, bool)> {
+    use TfLiteType::*;
+    let (Some(_), Some((scales, zps, qdim))) = (input.affine_quant(), weights.affine_quant()) else {
+        return Err(Error::new(format!("{OP}: quantized layers need affine quantization on input and weights")));
+    };
+    if scales.is_empty() {
+        return Err(Error::new(format!("{OP}: weights have no scale")));
+    }
+    let (in_q, w_q, out_q) = (input.quant(), weights.quant(), output.quant());
+    let per_channel = scales.len() > 1;
+    // Which kernel: by output type, with the input and weight types it supports.
+    let (legacy, ok) = match output.dtype {
+        kTfLiteUInt8 => (false, input.dtype == kTfLiteUInt8 && weights.dtype == kTfLiteUInt8),
+        kTfLiteInt8 => (false, input.dtype == kTfLiteInt8 && weights.dtype == kTfLiteInt8),
+        _ => match input.dtype {
+            kTfLiteInt16 => (false, weights.dtype == kTfLiteInt8),
+            kTfLiteUInt8 => (true, weights.dtype == kTfLiteUInt8),
+            _ => (false, false),
+        },
+    };
+    if !ok {
+        return Err(Error::new(format!(
+            "{OP}: {} input with {} weights and {} output is not supported",
+            input.dtype.name(),
+            weights.dtype.name(),
+            output.dtype.name()
+        )));
+    }
+    let scales_f64 = if per_channel {
+        if !matches!(input.dtype, kTfLiteInt8 | kTfLiteInt16) || weights.dtype != kTfLiteInt8 {
+            return Err(Error::new(format!("{OP}: per-channel quantization needs int8 or int16 input and int8 weights")));
+        }
+        if qdim != 0 || scales.len() != units {
+            return Err(Error::new(format!("{OP}: {} weight scales along dimension {qdim} for {units} units", scales.len())));
+        }
+        // TFLite also derives fixed-point multipliers here (used by its optimized kernels);
+        // computing them checks the scales the same way.
+        per_channel_multipliers(OP, in_q.scale, scales, out_q.scale, units)?;
+        scales.iter().map(|&s| QuantFcParams::effective_scale(in_q.scale, s, out_q.scale)).collect()
+    } else {
+        // GetQuantizedConvolutionMultipler's checks (bias scale, sign), as TFLite's Prepare.
+        super::conv_common::legacy_quant_mul(OP, in_q.scale, w_q.scale, bias.map(|b| b.quant().scale), out_q.scale)?;
+        vec![QuantFcParams::effective_scale(in_q.scale, w_q.scale, out_q.scale)]
+    };
+    if scales_f64.iter().any(|s| !s.is_finite()) {
+        return Err(Error::new(format!("{OP}: invalid quantization scales")));
+    }
+    let (act_min, act_max) = activation_range_quantized(p.activation, output.dtype, out_q.scale, out_q.zero_point).map_err(err)?;
+    let mut bias64 = false;
+    if input.dtype == kTfLiteInt16 && output.dtype == kTfLiteInt16 {
+        if in_q.zero_point != 0 || out_q.zero_point != 0 {
+            return Err(Error::new(format!("{OP}: int16 input and output zero points must be 0")));
+        }
+        let qbt = p.quantized_bias_type;
+        if matches!(qbt, kTfLiteInt32 | kTfLiteInt64) {
+            if bias.is_some_and(|b| b.dtype != qbt) {
+                return Err(Error::new(format!("{OP}: bias type differs from quantized_bias_type {}", qbt.name())));
+            }
+        } else if qbt != kTfLiteFloat32 && qbt != kTfLiteNoType {
+            return Err(Error::new(format!("{OP}: quantized_bias_type {} is not int32 or int64", qbt.name())));
+        }
+        bias64 = match bias {
+            Some(b) => b.dtype == kTfLiteInt64,
+            None => qbt != kTfLiteInt32,
+        };
+    } else if bias.is_some_and(|b| b.dtype != kTfLiteInt32) {
+        return Err(Error::new(format!("{OP}: 8-bit layers need an int32 bias")));
+    }
+    let _ = zps;
+    let weights_offset = if per_channel { 0 } else { -w_q.zero_point };
+    if !(-255..=255).contains(&weights_offset) || !(-255..=255).contains(&in_q.zero_point) {
+        return Err(Error::new(format!("{OP}: zero points out of the 8-bit range")));
+    }
+    Ok((
+        QuantFcParams {
+            input_offset: -in_q.zero_point,
+            weights_offset,
+            output_offset: out_q.zero_point,
+            scales: scales_f64,
+            act_min,
+            act_max,
+            legacy_u8_to_i16: legacy,
+        },
+        bias64,
+    ))
+}
+
+fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
+    let p = params(ctx)?;
+    let plan = plan(ctx, &p)?;
+    ctx.resize_output(0, &plan.out_shape).map_err(err)
+}
+
+fn eval(ctx: &OpCtx<'_>) -> Result<()> {
+    let p = params(ctx)?;
+    let plan = plan(ctx, &p)?;
+    let mut out = ctx.output(0).map_err(err)?;
+    if out.shape != plan.out_shape.as_slice() {
+        return Err(Error::new(format!("{OP}: output shape {:?} does not match the expected {:?}", out.shape, plan.out_shape)));
+    }
+    run(&plan, &p, &mut out, recommended_threads(ctx), node_state(ctx), Variant::Optimized).map_err(err)
+}
+
+fn run(
+    plan: &Plan<'_>,
+    p: &TfLiteFullyConnectedParams,
+    out: &mut TensorViewMut<'_>,
+    threads: usize,
+    state: Option<&super::conv_common::NodeState>,
+    variant: Variant,
+) -> Result<()> {
+    let d = plan.dims;
+    if d.batches * d.units == 0 {
+        return Ok(());
+    }
+    if d.depth == 0 {
+        // TFLite zero-fills the output when the weights have no columns.
+        match plan.out_type {
+            TfLiteType::kTfLiteFloat32 => out.data_mut::<f32>()?.fill(0.0),
+            TfLiteType::kTfLiteInt16 => out.data_mut::<i16>()?.fill(0),
+            TfLiteType::kTfLiteInt8 => out.data_mut::<i8>()?.fill(0),
+            _ => out.data_mut::<u8>()?.fill(0),
+        }
+        return Ok(());
+    }
+    let f32_cache = state.map(|s| &s.f32s);
+    let i16_cache = state.map(|s| &s.i16s);
+    let input_n = d.batches * d.depth;
+    match &plan.kind {
+        Kind::F32 { act } => {
+            let input = &plan.input.data::<f32>()?[..input_n];
+            let weights = plan.weights.data::<f32>()?;
+            let bias_c = opt_data_cow::<f32>(plan.bias.as_ref())?;
+            let bias = bias_c.as_deref();
+            let out = out.data_mut::<f32>()?;
+            match variant {
+                Variant::Reference => fc_f32_reference(input, weights, bias, d, out, *act),
+                Variant::Optimized => with_packed(
+                    f32_cache,
+                    &plan.weights,
+                    1,
+                    || pack_weights(weights, d, |v| v),
+                    |packed| fc_f32_optimized(input, packed, bias, d, out, *act, threads),
+                ),
+            }
+        }
+        Kind::Hybrid { channel_scales, weight_scale } => {
+            let input = &plan.input.data::<f32>()?[..input_n];
+            let weights: &[i8] = match plan.weights.dtype {
+                TfLiteType::kTfLiteInt8 => plan.weights.data::<i8>()?,
+                _ => {
+                    let raw = plan.weights.data::<u8>()?;
+                    // SAFETY: u8 and i8 have the same layout and every bit pattern is a
+                    // valid i8; TFLite reads uint8 hybrid weights as int8 too.
+                    unsafe { core::slice::from_raw_parts(raw.as_ptr().cast::<i8>(), raw.len()) }
+                }
+            };
+            let bias_c = opt_data_cow::<f32>(plan.bias.as_ref())?;
+            let bias = bias_c.as_deref();
+            let out = out.data_mut::<f32>()?;
+            let q = quantize_rows(input, d, p.asymmetric_quantize_inputs, *weight_scale)?;
+            let cs = channel_scales.as_deref();
+            match variant {
+                Variant::Reference => fc_hybrid_reference(&q, weights, cs, bias, d, p.activation, out),
+                Variant::Optimized => {
+                    let row_sums: Vec<i32> =
+                        weights.chunks_exact(d.depth).map(|w| w.iter().fold(0i32, |a, &v| a.wrapping_add(v as i32))).collect();
+                    with_packed(
+                        i16_cache,
+                        &plan.weights,
+                        2,
+                        || pack_weights(weights, d, |v| v as i16),
+                        |packed| fc_hybrid_optimized(&q, packed, &row_sums, cs, bias, d, p.activation, out, threads),
+                    )
+                }
+            }
+        }
+        Kind::Quant(qp) => {
+            let (bias_i64, bias_i32) = if plan.bias64 {
+                (opt_data_cow::<i64>(plan.bias.as_ref())?, None)
+            } else {
+                (None, opt_data_cow::<i32>(plan.bias.as_ref())?)
+            };
+            let bias = if plan.bias64 {
+                QBias::I64(bias_i64.as_deref())
+            } else {
+                QBias::I32(bias_i32.as_deref())
+            };
+            use TfLiteType::*;
+            match (plan.input.dtype, plan.out_type) {
+                (kTfLiteUInt8, kTfLiteUInt8) => {
+                    quant::<u8, u8, u8>(plan, bias, qp, out.data_mut()?, threads, i16_cache, variant)
+                }
+                (kTfLiteInt8, kTfLiteInt8) => quant::<i8, i8, i8>(plan, bias, qp, out.data_mut()?, threads, i16_cache, variant),
+                (kTfLiteInt16, kTfLiteInt16) => {
+                    quant::<i16, i8, i16>(plan, bias, qp, out.data_mut()?, threads, i16_cache, variant)
+                }
+                (kTfLiteUInt8, kTfLiteInt16) => {
+                    let input = &plan.input.data::<u8>()?[..input_n];
+                    fc_quant_reference(input, plan.weights.data::<u8>()?, bias, d, qp, out.data_mut::<i16>()?)
+                }
+                (i, o) => Err(Error::new(format!("{} input with {} output is not supported", i.name(), o.name()))),
+            }
+        }
+    }
+}
+
+fn quant<T: QuantInt + crate::kernels::api::Element, W: QuantInt + crate::kernels::api::Element, O: QuantInt + crate::kernels::api::Element>(
+    plan: &Plan<'_>,
+    bias: QBias<'_>,
+    qp: &QuantFcParams,
+    out: &mut [O],
+    threads: usize,
+    cache: Option<&parking_lot::Mutex<super::conv_common::PackCache<i16>>>,
+    variant: Variant,
+) -> Result<()> {
+    let d = plan.dims;
+    let input = &plan.input.data::<T>()?[..d.batches * d.depth];
+    let weights = plan.weights.data::<W>()?;
+    // The optimized path widens to i16; int16 inputs (16x8) stay on the reference loop.
+    let widenable = T::MAX <= 255 && variant == Variant::Optimized && !(bias.wide() && d.depth >= 1 << 14);
+    if !widenable {
+        return fc_quant_reference(input, weights, bias, d, qp, out);
+    }
+    let wide: Vec<i16> = input.iter().map(|v| v.to_i32().wrapping_add(qp.input_offset) as i16).collect();
+    let tag = 3 | ((qp.weights_offset as u32 as usize) << 8);
+    with_packed(
+        cache,
+        &plan.weights,
+        tag,
+        || pack_weights(weights, d, |v: W| v.to_i32().wrapping_add(qp.weights_offset) as i16),
+        |packed| fc_quant_optimized(&wide, packed, bias, d, qp, out, threads),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use TfLiteFusedActivation::*;
+
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u32 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (self.0 >> 33) as u32
+        }
+        fn f32(&mut self) -> f32 {
+            (self.next() % 2001) as f32 / 1000.0 - 1.0
+        }
+        fn int(&mut self, lo: i32, hi: i32) -> i32 {
+            lo + (self.next() % (hi - lo + 1) as u32) as i32
+        }
+    }
+
+    #[test]
+    fn simple_float() {
+        // fully_connected_test.cc SimpleTest: 3 units, 10 inputs, 2 batches, RELU.
+        let weights: Vec<f32> = (0..3).flat_map(|_| (1..=10).map(|x| x as f32)).collect();
+        let bias = [1.0f32, 2.0, 3.0];
+        let input = [
+            1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, -9.0, -10.0, //
+            1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, -8.0, 9.0, -10.0,
+        ];
+        let d = FcDims { batches: 2, depth: 10, units: 3 };
+        let mut out = [0.0f32; 6];
+        fc_f32_reference(&input, &weights, Some(&bias), d, &mut out, (0.0, f32::MAX)).unwrap();
+        assert_eq!(out, [24.0, 25.0, 26.0, 58.0, 59.0, 60.0]);
+        let packed = pack_weights(&weights, d, |v| v).unwrap();
+        let mut out2 = [0.0f32; 6];
+        fc_f32_optimized(&input, &packed, Some(&bias), d, &mut out2, (0.0, f32::MAX), 2).unwrap();
+        assert_eq!(out, out2);
+    }
+
+    #[test]
+    fn optimized_matches_reference() {
+        let mut r = Lcg(9);
+        for (batches, depth, units) in [(1, 37, 21), (3, 64, 8), (5, 9, 30), (1, 300, 1001), (2, 1, 3)] {
+            let d = FcDims { batches, depth, units };
+            let x: Vec<f32> = (0..batches * depth).map(|_| r.f32()).collect();
+            let w: Vec<f32> = (0..units * depth).map(|_| r.f32()).collect();
+            let bias: Vec<f32> = (0..units).map(|_| r.f32()).collect();
+            let (mut a, mut b) = (vec![0.0f32; batches * units], vec![0.0f32; batches * units]);
+            fc_f32_reference(&x, &w, Some(&bias), d, &mut a, (-2.0, 2.0)).unwrap();
+            let packed = pack_weights(&w, d, |v| v).unwrap();
+            fc_f32_optimized(&x, &packed, Some(&bias), d, &mut b, (-2.0, 2.0), 4).unwrap();
+            assert_eq!(a, b);
+            // int8 per-channel.
+            let qx: Vec<i8> = (0..batches * depth).map(|_| r.int(-128, 127) as i8).collect();
+            let qw: Vec<i8> = (0..units * depth).map(|_| r.int(-127, 127) as i8).collect();
+            let qb: Vec<i32> = (0..units).map(|_| r.int(-5000, 5000)).collect();
+            let p = QuantFcParams {
+                input_offset: 3,
+                weights_offset: 0,
+                output_offset: -5,
+                scales: (0..units).map(|u| 0.001 + 0.0001 * u as f64).collect(),
+                act_min: -128,
+                act_max: 127,
+                legacy_u8_to_i16: false,
+            };
+            let (mut a, mut b) = (vec![0i8; batches * units], vec![0i8; batches * units]);
+            fc_quant_reference(&qx, &qw, QBias::I32(Some(&qb)), d, &p, &mut a).unwrap();
+            let wide: Vec<i16> = qx.iter().map(|&v| v as i16 + 3).collect();
+            let packed = pack_weights(&qw, d, |v| v as i16).unwrap();
+            fc_quant_optimized(&wide, &packed, QBias::I32(Some(&qb)), d, &p, &mut b, 3).unwrap();
+            assert_eq!(a, b);
+            // hybrid, both quantizations.
+            for asym in [false, true] {
+                let scales: Vec<f32> = (0..units).map(|u| 0.01 + 0.001 * u as f32).collect();
+                let q = quantize_rows(&x, d, asym, None).unwrap();
+                let (mut a, mut b) = (vec![0.0f32; batches * units], vec![0.0f32; batches * units]);
+                fc_hybrid_reference(&q, &qw, Some(&scales), Some(&bias), d, kTfLiteActTanh, &mut a).unwrap();
+                let rs: Vec<i32> = qw.chunks_exact(depth).map(|w| w.iter().map(|&v| v as i32).sum()).collect();
+                let packed = pack_weights(&qw, d, |v| v as i16).unwrap();
+                fc_hybrid_optimized(&q, &packed, &rs, Some(&scales), Some(&bias), d, kTfLiteActTanh, &mut b, 2).unwrap();
+                assert_eq!(a, b);
+            }
+        }
+    }
+
+    #[test]
+    fn double_requantization() {
+        // acc 5 * scale 0.5 = 2.5 -> 3 (half away from zero); -2.5 -> -3.
+        let d = FcDims { batches: 2, depth: 1, units: 1 };
+        let p = QuantFcParams { input_offset: 0, weights_offset: 0, output_offset: 0, scales: vec![0.5], act_min: -128, act_max: 127, legacy_u8_to_i16: false };
+        let mut out = [0i8; 2];
+        fc_quant_reference(&[5i8, -5], &[1i8], QBias::I32(None), d, &p, &mut out).unwrap();
+        assert_eq!(out, [3, -3]);
+        // int64 accumulation for int16.
+        let mut out16 = [0i16; 2];
+        let p = QuantFcParams { scales: vec![1.0 / 64.0], act_min: -32768, act_max: 32767, ..p };
+        fc_quant_reference(&[32767i16, -32768], &[127i8], QBias::I64(Some(&[1 << 20])), d, &p, &mut out16).unwrap();
+        assert_eq!(out16, [((32767 * 127 + (1 << 20)) as f64 / 64.0).round() as i16, ((-32768 * 127 + (1 << 20)) as f64 / 64.0).round() as i16]);
+    }
+
+    #[test]
+    fn hybrid_close_to_float() {
+        let mut r = Lcg(2);
+        let d = FcDims { batches: 2, depth: 50, units: 7 };
+        let x: Vec<f32> = (0..100).map(|_| r.f32() * 4.0).collect();
+        let qw: Vec<i8> = (0..350).map(|_| r.int(-127, 127) as i8).collect();
+        let fw: Vec<f32> = qw.iter().map(|&v| v as f32 * 0.01).collect();
+        let mut want = vec![0.0f32; 14];
+        fc_f32_reference(&x, &fw, None, d, &mut want, (f32::MIN, f32::MAX)).unwrap();
+        for asym in [false, true] {
+            let q = quantize_rows(&x, d, asym, Some(0.01)).unwrap();
+            let mut got = vec![0.0f32; 14];
+            fc_hybrid_reference(&q, &qw, None, None, d, kTfLiteActNone, &mut got).unwrap();
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() < 0.2, "{g} vs {w}");
+            }
+        }
+    }
+
+    #[test]
+    fn shapes() {
+        assert_eq!(output_shape(&[2, 10], &[3, 10], false).unwrap(), vec![2, 3]);
+        assert_eq!(output_shape(&[1, 2, 5, 10], &[3, 10], false).unwrap(), vec![10, 3]);
+        assert_eq!(output_shape(&[1, 2, 5, 10], &[3, 10], true).unwrap(), vec![1, 2, 5, 3]);
+        assert_eq!(output_shape(&[4, 0], &[3, 0], false).unwrap(), vec![4, 3]);
+        assert_eq!(output_shape(&[7], &[3, 5], false).unwrap(), vec![1, 3]);
+        assert!(output_shape(&[2, 10], &[3, 9], true).is_err());
+        assert!(output_shape(&[2, 10], &[30], false).is_err());
+        assert!(output_shape(&[], &[3, 1], true).is_err());
+    }
+
+    #[test]
+    fn registration_glue() {
+        use super::super::test_util::{Graph, qp};
+        use crate::abi::types::TfLiteStatus;
+        use TfLiteType::*;
+        let reg = registration();
+        assert_eq!(reg.builtin_code, TfLiteBuiltinOperator::kTfLiteBuiltinFullyConnected as i32);
+        let params = |keep_num_dims, activation, asym| {
+            Some(TfLiteFullyConnectedParams {
+                activation,
+                weights_format: TfLiteFullyConnectedWeightsFormat::kTfLiteFullyConnectedWeightsFormatDefault,
+                keep_num_dims,
+                asymmetric_quantize_inputs: asym,
+                quantized_bias_type: kTfLiteNoType,
+            })
+        };
+        let mut g = Graph::new();
+        let x = g.tensor(kTfLiteFloat32, &[2, 1, 2], &[1.0f32, 2.0, 3.0, 4.0], None, false);
+        let w = g.tensor(kTfLiteFloat32, &[3, 2], &[1.0f32, 0.0, 0.0, 1.0, 1.0, 1.0], None, true);
+        let b = g.tensor(kTfLiteFloat32, &[3], &[0.5f32, 0.0, -1.0], None, true);
+        let o = g.output(kTfLiteFloat32, None);
+        assert_eq!(g.run(&reg, &[x, w, b], &[o], params(false, kTfLiteActNone, false)), TfLiteStatus::kTfLiteOk);
+        assert_eq!(g.shape(o), vec![2, 3]);
+        assert_eq!(g.data::<f32>(o), vec![1.5, 2.0, 2.0, 3.5, 4.0, 6.0]);
+        let o = g.output(kTfLiteFloat32, None);
+        assert_eq!(g.run(&reg, &[x, w, -1], &[o], params(true, kTfLiteActNone, false)), TfLiteStatus::kTfLiteOk);
+        assert_eq!(g.shape(o), vec![2, 1, 3]);
+        assert_eq!(g.data::<f32>(o), vec![1.0, 2.0, 3.0, 3.0, 4.0, 7.0]);
+        // TANH is refused for float layers; wrong bias size; missing params.
+        assert_eq!(g.run(&reg, &[x, w], &[o], params(false, kTfLiteActTanh, false)), TfLiteStatus::kTfLiteError);
+        let bad = g.tensor(kTfLiteFloat32, &[2], &[0.0f32; 2], None, true);
+        assert_eq!(g.run(&reg, &[x, w, bad], &[o], params(false, kTfLiteActNone, false)), TfLiteStatus::kTfLiteError);
+        assert_eq!(g.run::<TfLiteFullyConnectedParams>(&reg, &[x, w], &[o], None), TfLiteStatus::kTfLiteError);
+        // int8: scales 0.5 * 0.5 / 0.25 = 1; input zero point 1, output zero point -1.
+        let xi = g.tensor(kTfLiteInt8, &[1, 2], &[3i8, 5], Some(qp(0.5, 1)), false);
+        let wi = g.tensor(kTfLiteInt8, &[2, 2], &[1i8, 2, -3, 1], Some(qp(0.5, 0)), true);
+        let bi = g.tensor(kTfLiteInt32, &[2], &[10i32, -20], Some(qp(0.25, 0)), true);
+        let oi = g.output(kTfLiteInt8, Some(qp(0.25, -1)));
+        assert_eq!(g.run(&reg, &[xi, wi, bi], &[oi], params(false, kTfLiteActNone, false)), TfLiteStatus::kTfLiteOk);
+        assert_eq!(g.data::<i8>(oi), vec![2 + 8 + 10 - 1, -6 + 4 - 20 - 1]);
+        // uint8 with a weight zero point and RELU.
+        let xu = g.tensor(kTfLiteUInt8, &[1, 2], &[130u8, 126], Some(qp(0.5, 128)), false);
+        let wu = g.tensor(kTfLiteUInt8, &[1, 2], &[129u8, 125], Some(qp(0.5, 127)), true);
+        let ou = g.output(kTfLiteUInt8, Some(qp(0.25, 10)));
+        assert_eq!(g.run(&reg, &[xu, wu], &[ou], params(false, kTfLiteActRelu, false)), TfLiteStatus::kTfLiteOk);
+        assert_eq!(g.data::<u8>(ou), vec![10 + 2 * 2 + 2 * 2]);
+        // Hybrid with float output.
+        let wh = g.tensor(kTfLiteInt8, &[1, 2], &[127i8, -127], Some(qp(1.0 / 127.0, 0)), true);
+        let oh = g.output(kTfLiteFloat32, None);
+        assert_eq!(g.run(&reg, &[x, wh], &[oh], params(false, kTfLiteActNone, true)), TfLiteStatus::kTfLiteOk);
+        let got = g.data::<f32>(oh);
+        assert!((got[0] + 1.0).abs() < 0.05 && (got[1] + 1.0).abs() < 0.05, "{got:?}");
+    }
+}
