@@ -12,8 +12,10 @@
 
 pub mod builder;
 pub mod context;
+pub mod control_flow;
 pub mod delegation;
 pub mod node_ops;
+pub mod resources;
 pub mod subgraph;
 
 use crate::error::{Error, Result};
@@ -98,8 +100,10 @@ impl Interpreter {
     /// AcquireSubgraphContext); re-done whenever the set changes.
     fn link_subgraphs(&mut self) {
         let ptrs: Vec<*mut Subgraph> = self.subgraphs.iter_mut().map(|s| &mut **s as *mut Subgraph).collect();
+        let shared = std::sync::Arc::new(std::sync::Mutex::new(resources::SharedState::default()));
         for s in &mut self.subgraphs {
             s.set_siblings(ptrs.clone());
+            s.shared = shared.clone();
         }
     }
 

@@ -121,6 +121,40 @@ pub struct Subgraph {
     cancelled: Arc<AtomicBool>,
     cancellation_enabled: bool,
     profile: Option<Vec<Duration>>,
+    /// Execution-plan index of the first node not prepared yet (TFLite's
+    /// `next_execution_plan_index_to_prepare_`): preparing stops after a node whose
+    /// outputs are dynamic, and Invoke prepares the rest when it gets there.
+    next_to_prepare: usize,
+    /// True once a prepare found a dynamic tensor (a graph output, or an output of a
+    /// prepared node), as TFLite's `HasDynamicTensors()`.
+    has_dynamic_tensors: bool,
+    /// Set by `resize_tensor` when a shape changes; Invoke clears it before each node.
+    tensor_resized_since_op_invoke: bool,
+    /// Nodes are being (re-)prepared from inside Invoke.
+    preparing_in_invoke: bool,
+    /// The plan the arenas hold and what it was computed from.
+    committed: Option<Committed>,
+    /// This subgraph is running (allocate_tensors or invoke): a control-flow op entering
+    /// it again would recurse, so `callee` refuses it.
+    pub(crate) busy: bool,
+    /// How many control-flow calls deep this subgraph's current run is.
+    pub(crate) call_depth: usize,
+    /// Interpreter-wide state shared by every subgraph (resource variables, CALL_ONCE).
+    pub(crate) shared: Arc<std::sync::Mutex<super::resources::SharedState>>,
+}
+
+/// A committed memory plan and its inputs, to tell whether a re-plan changes anything.
+struct Committed {
+    fingerprint: PlanFingerprint,
+    plan: memory::MemoryPlan,
+}
+
+/// What a memory plan depends on besides the (fixed) graph structure.
+#[derive(PartialEq)]
+struct PlanFingerprint {
+    bytes: Vec<usize>,
+    kinds: Vec<TensorKind>,
+    temporaries: Vec<Vec<i32>>,
 }
 
 impl Subgraph {
@@ -158,6 +192,14 @@ impl Subgraph {
             cancelled,
             cancellation_enabled,
             profile: None,
+            next_to_prepare: 0,
+            has_dynamic_tensors: false,
+            tensor_resized_since_op_invoke: false,
+            preparing_in_invoke: false,
+            committed: None,
+            busy: false,
+            call_depth: 0,
+            shared: Arc::default(),
         });
         sg.sync_context();
         sg
@@ -333,7 +375,7 @@ impl Subgraph {
                         "tensor {i} is not dynamic and cannot grow during Invoke"
                     )));
                 }
-                if !self.in_invoke {
+                if !self.in_invoke && !self.preparing_in_invoke {
                     self.state = State::Uninvokable;
                 }
             }
@@ -352,7 +394,12 @@ impl Subgraph {
             }
         }
         // SAFETY: the old dims array is owned by the tensor (malloc'ed) and replaced here.
-        unsafe { int_array_free(t.dims) };
+        unsafe {
+            if int_array_slice(t.dims) != dims.as_slice() {
+                self.tensor_resized_since_op_invoke = true;
+            }
+            int_array_free(t.dims);
+        }
         t.dims = dims.into_raw();
         if !matches!(t.allocation(), Some(TfLiteAllocationType::kTfLiteCustom) | Some(TfLiteAllocationType::kTfLiteDynamic)) {
             t.bytes = bytes;
@@ -360,25 +407,52 @@ impl Subgraph {
         Ok(())
     }
 
-    /// Prepares every node, then plans and commits memory. Re-applies delegates that a
-    /// resize undid first; does nothing when the subgraph is already invokable and no
-    /// input is dynamic (as TFLite).
+    /// Prepares the nodes (up to the first one with dynamic outputs; Invoke prepares the
+    /// rest), then plans and commits memory. Re-applies delegates that a resize undid
+    /// first; does nothing when the subgraph is already invokable and no input is dynamic
+    /// (as TFLite). Control-flow ops refuse to enter a subgraph that is running (calling
+    /// their own subgraph, directly or not): an error, not endless recursion.
     pub fn allocate_tensors(&mut self) -> Result<()> {
+        // `busy` marks the subgraph as running for control-flow ops, which refuse to call
+        // a busy subgraph (`callee`); the runtime itself may nest calls (re-applying
+        // delegates allocates again), so the previous value is restored.
+        let was_busy = core::mem::replace(&mut self.busy, true);
+        let r = self.allocate_tensors_impl();
+        self.busy = was_busy;
+        r
+    }
+
+    fn allocate_tensors_impl(&mut self) -> Result<()> {
         self.redo_all_delegates()?;
         if self.state != State::Uninvokable && !self.has_dynamic_tensor(&self.inputs) {
             return Ok(());
         }
         self.sync_context();
-        if self.delegates_require_propagated_shapes() {
-            let original = self.delegation.pre_delegation_plan.clone();
-            self.prepare_ops(&original)?;
-        }
-        let plan = self.execution_plan.clone();
-        self.prepare_ops(&plan)?;
-        self.plan_and_commit()?;
+        self.next_to_prepare = 0;
+        self.committed = None;
+        self.prepare_and_plan()?;
         self.state = State::Invokable;
         self.reset_variable_tensors()?;
         Ok(())
+    }
+
+    /// TFLite's `PrepareOpsAndTensors`: prepares from `next_to_prepare` up to and
+    /// including the next node with dynamic outputs, then (re-)plans memory. From inside
+    /// Invoke the tensors already computed keep their contents.
+    fn prepare_and_plan(&mut self) -> Result<()> {
+        let start = self.next_to_prepare;
+        if start == 0 && self.delegates_require_propagated_shapes() {
+            let original = self.delegation.pre_delegation_plan.clone();
+            self.prepare_ops_from(&original, 0)?;
+        }
+        let plan = self.execution_plan.clone();
+        self.next_to_prepare = self.prepare_ops_from(&plan, start)?;
+        self.plan_and_commit(start)
+    }
+
+    /// True if the last prepare found dynamic tensors (TFLite's `HasDynamicTensors`).
+    pub fn has_dynamic_tensors(&self) -> bool {
+        self.has_dynamic_tensors
     }
 
     /// True if any of `indices` is a `kTfLiteDynamic` tensor.
@@ -391,13 +465,23 @@ impl Subgraph {
         })
     }
 
-    /// Prepares the nodes of `plan` in order. Returns whether the graph has dynamic
-    /// tensors (a graph output, or an output of a prepared node, is `kTfLiteDynamic`, or
-    /// a kernel answered kTfLiteOutputShapeNotKnown). An unresolved custom op fails with
-    /// kTfLiteUnresolvedOps, as TFLite's OpPrepare.
+    /// Prepares the nodes of `plan` from the start, stopping after the first node with
+    /// dynamic outputs. Returns whether the graph has dynamic tensors.
     pub(crate) fn prepare_ops(&mut self, plan: &[i32]) -> Result<bool> {
-        let mut dynamic = self.has_dynamic_tensor(&self.outputs);
-        for &ni in plan {
+        self.prepare_ops_from(plan, 0)?;
+        Ok(self.has_dynamic_tensors)
+    }
+
+    /// TFLite's `PrepareOpsStartingAt`: prepares `plan[first..]` in order and stops after
+    /// a node whose outputs are dynamic (or that answered kTfLiteOutputShapeNotKnown):
+    /// the nodes after it cannot know their input shapes before it runs. Returns the
+    /// index of the first node left unprepared. An unresolved custom op fails with
+    /// kTfLiteUnresolvedOps, as TFLite's OpPrepare.
+    pub(crate) fn prepare_ops_from(&mut self, plan: &[i32], first: usize) -> Result<usize> {
+        if first == 0 {
+            self.has_dynamic_tensors = self.has_dynamic_tensor(&self.outputs);
+        }
+        for (k, &ni) in plan.iter().enumerate().skip(first) {
             let Some(entry) = usize::try_from(ni).ok().and_then(|i| self.nodes.get_mut(i)) else {
                 return Err(Error::new(format!("execution plan names node {ni}, which does not exist")));
             };
@@ -417,22 +501,30 @@ impl Subgraph {
             // kernel reaches the subgraph only through `ctx` (derived from `self` above).
             let status = unsafe { node_ops::prepare(&(*entry).registration, ctx, &mut (*entry).node) };
             self.sync_context();
-            match status {
-                TfLiteStatus::kTfLiteOk => {}
-                TfLiteStatus::kTfLiteOutputShapeNotKnown => dynamic = true,
+            let shape_not_known = match status {
+                TfLiteStatus::kTfLiteOk => false,
+                TfLiteStatus::kTfLiteOutputShapeNotKnown => true,
                 _ => {
                     let name = &self.nodes[ni as usize].op_name;
                     return Err(Error::with_status(status, format!("Node number {ni} ({name}) failed to prepare.")));
                 }
-            }
+            };
             // SAFETY: the node's outputs array is owned by the node.
             let outs = unsafe { int_array_slice(self.nodes[ni as usize].node.outputs) };
-            dynamic |= self.has_dynamic_tensor(outs);
+            if shape_not_known || self.has_dynamic_tensor(outs) {
+                self.has_dynamic_tensors = true;
+                return Ok(k + 1);
+            }
         }
-        Ok(dynamic)
+        Ok(plan.len())
     }
 
-    fn plan_and_commit(&mut self) -> Result<()> {
+    /// Plans memory for the current shapes and points every arena tensor into it. With
+    /// `first_unrun > 0` (a re-plan inside Invoke, before execution-plan node
+    /// `first_unrun` runs), nothing happens if the shapes the plan depends on did not
+    /// change; otherwise every tensor already computed and still needed keeps its
+    /// contents (moved to its new place when the plan moves it).
+    fn plan_and_commit(&mut self, first_unrun: usize) -> Result<()> {
         let n = self.tensors.len();
         let mut bytes = Vec::with_capacity(n);
         let mut kinds = Vec::with_capacity(n);
@@ -462,13 +554,18 @@ impl Subgraph {
                 }
             })
             .collect();
+        let fingerprint =
+            PlanFingerprint { bytes, kinds, temporaries: node_arrays.iter().map(|a| a[3].to_vec()).collect() };
+        if first_unrun > 0 && self.committed.as_ref().is_some_and(|c| c.fingerprint == fingerprint) {
+            return Ok(());
+        }
         let nodes: Vec<NodeTensors<'_>> = node_arrays
             .iter()
             .map(|a| NodeTensors { inputs: a[0], outputs: a[1], intermediates: a[2], temporaries: a[3] })
             .collect();
         let req = PlanRequest {
-            tensor_bytes: &bytes,
-            tensor_kind: &kinds,
+            tensor_bytes: &fingerprint.bytes,
+            tensor_kind: &fingerprint.kinds,
             nodes: &nodes,
             graph_inputs: &self.inputs,
             graph_outputs: &self.outputs,
@@ -477,16 +574,71 @@ impl Subgraph {
             preserve_intermediates: self.preserve_intermediates,
         };
         let plan = memory::plan_memory(&req).map_err(Error::new)?;
-        if self.arena.len() < plan.arena_bytes || self.arena.len() > plan.arena_bytes.saturating_mul(2) {
-            self.arena = AlignedBuffer::new(plan.arena_bytes).map_err(Error::new)?;
+
+        // Inside Invoke: the tensors computed so far (graph inputs, variables, persistent
+        // tensors, outputs of the nodes that ran) that are still needed keep their data.
+        // They are all live now, so neither plan overlaps any two of them.
+        let mut keep = vec![false; n];
+        let old = self.committed.take();
+        if first_unrun > 0 {
+            let mut written = vec![false; n];
+            let mut needed = vec![false; n];
+            let mark = |v: &mut Vec<bool>, ts: &[i32]| {
+                for &t in ts {
+                    if let Some(x) = usize::try_from(t).ok().and_then(|t| v.get_mut(t)) {
+                        *x = true;
+                    }
+                }
+            };
+            for set in [&self.inputs, &self.variables] {
+                mark(&mut written, set);
+                mark(&mut needed, set);
+            }
+            mark(&mut needed, &self.outputs);
+            for (k, a) in node_arrays.iter().enumerate() {
+                if k < first_unrun {
+                    mark(&mut written, a[1]);
+                } else {
+                    mark(&mut needed, a[0]);
+                }
+            }
+            for i in 0..n {
+                keep[i] = match fingerprint.kinds[i] {
+                    TensorKind::Persistent => true,
+                    TensorKind::Arena => written[i] && needed[i],
+                    TensorKind::NotPlanned => false,
+                };
+            }
         }
-        if self.persistent.len() != plan.persistent_bytes {
-            self.persistent = AlignedBuffer::new(plan.persistent_bytes).map_err(Error::new)?;
+        drop(node_arrays);
+        let moved = |kind: TensorKind, i: usize| -> bool {
+            let Some(o) = &old else { return true };
+            match kind {
+                TensorKind::Arena => o.plan.arena_offsets.get(i) != plan.arena_offsets.get(i),
+                TensorKind::Persistent => o.plan.persistent_offsets.get(i) != plan.persistent_offsets.get(i),
+                TensorKind::NotPlanned => false,
+            }
+        };
+        let kept_moved =
+            |kind: TensorKind| (0..n).any(|i| keep[i] && fingerprint.kinds[i] == kind && moved(kind, i));
+        let arena_fits = self.arena.len() >= plan.arena_bytes && self.arena.len() <= plan.arena_bytes.saturating_mul(2);
+        let new_arena = !arena_fits || kept_moved(TensorKind::Arena);
+        let new_persistent = self.persistent.len() != plan.persistent_bytes || kept_moved(TensorKind::Persistent);
+        let mut old_arena = None;
+        let mut old_persistent = None;
+        if new_arena {
+            let fresh = AlignedBuffer::new(plan.arena_bytes).map_err(Error::new)?;
+            old_arena = Some(core::mem::replace(&mut self.arena, fresh));
+        }
+        if new_persistent {
+            let fresh = AlignedBuffer::new(plan.persistent_bytes).map_err(Error::new)?;
+            old_persistent = Some(core::mem::replace(&mut self.persistent, fresh));
         }
         let arena_base = self.arena.as_mut_ptr();
         let pers_base = self.persistent.as_mut_ptr();
         for (i, t) in self.tensors.iter_mut().enumerate() {
-            let ptr = match kinds[i] {
+            let kind = fingerprint.kinds[i];
+            let ptr = match kind {
                 TensorKind::Arena => plan.arena_offsets[i].map(|o| {
                     // SAFETY: the planner placed [o, o+bytes) inside arena_bytes.
                     unsafe { arena_base.add(o) }
@@ -497,41 +649,79 @@ impl Subgraph {
                 }),
                 TensorKind::NotPlanned => continue,
             };
-            t.data.data = ptr.map_or(core::ptr::null_mut(), |p| p as *mut c_void);
+            let new_ptr = ptr.map_or(core::ptr::null_mut(), |p| p as *mut c_void);
+            let src = t.data_ptr() as *const u8;
+            let buffer_replaced = match kind {
+                TensorKind::Arena => old_arena.is_some(),
+                _ => old_persistent.is_some(),
+            };
+            if keep[i] && buffer_replaced && !src.is_null() && !new_ptr.is_null() {
+                let old_bytes = old.as_ref().map_or(0, |o| o.fingerprint.bytes.get(i).copied().unwrap_or(0));
+                // SAFETY: `src` points at the tensor's old bytes in the replaced buffer
+                // (alive until after this loop); the destination holds `bytes` in the
+                // new buffer; two different allocations never overlap.
+                unsafe { core::ptr::copy_nonoverlapping(src, new_ptr as *mut u8, old_bytes.min(t.bytes)) };
+            }
+            t.data.data = new_ptr;
         }
+        drop(old_arena);
+        drop(old_persistent);
         self.stats = MemoryStats {
             arena_bytes: plan.arena_bytes,
             persistent_bytes: plan.persistent_bytes,
             lower_bound_bytes: plan.lower_bound_bytes,
         };
+        self.committed = Some(Committed { fingerprint, plan });
         Ok(())
     }
 
-    /// Zeroes every variable tensor.
+    /// Resets every variable tensor (TFLite's `ResetVariableTensor`): int8 ones to their
+    /// zero point, the others to zero bytes.
     pub fn reset_variable_tensors(&mut self) -> Result<()> {
         for &v in &self.variables {
             if let Some(t) = self.tensors.get_mut(v as usize) {
                 let p = t.data_ptr();
                 if !p.is_null() && t.bytes > 0 {
+                    let value = if t.data_type() == Some(TfLiteType::kTfLiteInt8) { t.params.zero_point as u8 } else { 0 };
                     // SAFETY: a variable's data points to `bytes` writable bytes of the
                     // persistent arena (or dynamic memory).
-                    unsafe { core::ptr::write_bytes(p as *mut u8, 0, t.bytes) };
+                    unsafe { core::ptr::write_bytes(p as *mut u8, value, t.bytes) };
                 }
             }
         }
         Ok(())
     }
 
-    /// Runs the execution plan.
+    /// Runs the execution plan. Nodes after one whose outputs are dynamic are prepared
+    /// (and memory re-planned) when Invoke reaches them, and again whenever such a node
+    /// changed the shape of its outputs, as TFLite does.
     pub fn invoke(&mut self) -> Result<()> {
         if self.state == State::Uninvokable {
             return Err(Error::new("Invoke called on model that is not ready."));
         }
+        let was_busy = core::mem::replace(&mut self.busy, true);
+        let r = self.invoke_impl();
+        self.busy = was_busy;
+        self.in_invoke = false;
+        self.preparing_in_invoke = false;
+        r
+    }
+
+    fn invoke_impl(&mut self) -> Result<()> {
         let plan = self.execution_plan.clone();
         if let Some(p) = &mut self.profile {
             p.clear();
         }
-        for &ni in &plan {
+        for (k, &ni) in plan.iter().enumerate() {
+            if k == self.next_to_prepare {
+                self.preparing_in_invoke = true;
+                let r = self.prepare_and_plan();
+                self.preparing_in_invoke = false;
+                r?;
+                if self.next_to_prepare <= k {
+                    return Err(Error::new(format!("preparing node {ni} during Invoke made no progress")));
+                }
+            }
             if self.cancellation_enabled && self.cancelled.swap(false, Ordering::SeqCst) {
                 return Err(Error::with_status(TfLiteStatus::kTfLiteCancelled, "Client requested cancel during Invoke()"));
             }
@@ -541,7 +731,8 @@ impl Subgraph {
             let ctx = self.context_ptr();
             let entry: *mut NodeEntry = &mut *self.nodes[ni as usize];
             self.in_invoke = true;
-            // SAFETY: as in `prepare_ops`.
+            self.tensor_resized_since_op_invoke = false;
+            // SAFETY: as in `prepare_ops_from`.
             let status = unsafe { node_ops::invoke(&(*entry).registration, ctx, &mut (*entry).node) };
             self.in_invoke = false;
             self.sync_context();
@@ -554,6 +745,15 @@ impl Subgraph {
             }
             if self.state == State::Uninvokable {
                 return Err(Error::new(format!("Node number {ni} resized a tensor during Invoke")));
+            }
+            // A dynamic output changed shape: the nodes after this one are prepared
+            // again before they run (TFLite's Invoke).
+            if self.tensor_resized_since_op_invoke && k + 1 < self.next_to_prepare {
+                // SAFETY: the node's outputs array is owned by the node.
+                let outs = unsafe { int_array_slice(self.nodes[ni as usize].node.outputs) };
+                if self.has_dynamic_tensor(outs) {
+                    self.next_to_prepare = k + 1;
+                }
             }
         }
         Ok(())

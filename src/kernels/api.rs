@@ -105,6 +105,19 @@ impl<'a> TensorView<'a> {
         }
     }
 
+    /// True for dynamic tensors (`kTfLiteDynamic`: memory of their own, resizable in Eval).
+    pub fn is_dynamic(&self) -> bool {
+        // SAFETY: as in `bytes`.
+        let t = unsafe { &*self.tensor };
+        matches!(t.allocation(), Some(TfLiteAllocationType::kTfLiteDynamic))
+    }
+
+    /// True for variable tensors (`is_variable`: state kept across invokes).
+    pub fn is_variable(&self) -> bool {
+        // SAFETY: as in `bytes`.
+        unsafe { (*self.tensor).is_variable }
+    }
+
     /// True for constant tensors (data from the model file).
     pub fn is_constant(&self) -> bool {
         // SAFETY: as in `bytes`.
@@ -219,6 +232,22 @@ impl<'a> OpCtx<'a> {
         unsafe { int_array_slice(self.node().outputs) }
     }
 
+    /// Intermediate tensor indices (`TfLiteNode::intermediates`: tensors whose
+    /// quantization parameters some quantized kernels read, such as integer LSTM's).
+    pub fn intermediate_indices(&self) -> &'a [i32] {
+        // SAFETY: as in `input_indices`; a NULL array reads as empty.
+        unsafe { int_array_slice(self.node().intermediates) }
+    }
+
+    /// Intermediate tensor `i`, read-only.
+    pub fn intermediate(&self, i: usize) -> Result<TensorView<'a>> {
+        let idx = *self
+            .intermediate_indices()
+            .get(i)
+            .ok_or_else(|| Error::new(format!("node has no intermediate tensor {i}")))?;
+        self.tensor_view(idx)
+    }
+
     /// Number of inputs.
     pub fn num_inputs(&self) -> usize {
         self.input_indices().len()
@@ -293,6 +322,41 @@ impl<'a> OpCtx<'a> {
             return Err(Error::new(format!("output tensor {idx} is a constant")));
         }
         Ok(TensorViewMut { view })
+    }
+
+    /// Input `i` as a writable view, for a variable (state) tensor the kernel updates in
+    /// place (LSTM and RNN states). Refuses a tensor that is not a variable, is a
+    /// constant, or appears anywhere else among the node's inputs or outputs.
+    pub fn variable_input(&self, i: usize) -> Result<TensorViewMut<'a>> {
+        let ins = self.input_indices();
+        let idx = *ins.get(i).ok_or_else(|| Error::new(format!("node has no input {i}")))?;
+        let view = self.tensor_view(idx)?;
+        if !view.is_variable() || view.is_constant() {
+            return Err(Error::new(format!("input {i} (tensor {idx}) must be a variable tensor")));
+        }
+        let elsewhere = ins.iter().enumerate().any(|(k, &t)| k != i && t == idx) || self.output_indices().contains(&idx);
+        if elsewhere {
+            return Err(Error::new(format!("variable tensor {idx} is used more than once by the node")));
+        }
+        Ok(TensorViewMut { view })
+    }
+
+    /// TFLite's `SetTensorToDynamic` for output `i` (prepare): the output gets memory of
+    /// its own at each resize instead of a place in the arena, so Eval may resize it
+    /// (`resize_output`) once the input values give its shape.
+    pub fn set_output_dynamic(&self, i: usize) -> Result<()> {
+        let out = self.output(i)?;
+        // SAFETY: index validated by `output`; kernels may change an output's allocation
+        // type in prepare, as TFLite kernels do (SetTensorToDynamic). Arena data is not
+        // the tensor's to free; the runtime allocates dynamic data at the next resize.
+        unsafe {
+            let t = &mut *(out.view.tensor as *mut TfLiteTensor);
+            if t.allocation() != Some(TfLiteAllocationType::kTfLiteDynamic) {
+                t.allocation_type = TfLiteAllocationType::kTfLiteDynamic;
+                t.data.data = core::ptr::null_mut();
+            }
+        }
+        Ok(())
     }
 
     /// Sets output `i`'s type (prepare only).

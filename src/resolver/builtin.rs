@@ -93,8 +93,17 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinDiv, ops::arith::div_registration(), 1, 2);
     add(Op::kTfLiteBuiltinSquaredDifference, ops::arith::squared_difference_registration(), 1, 2);
     add(Op::kTfLiteBuiltinPow, ops::arith::pow_registration(), 1, 1);
-    // FILL and RANGE need dynamic output tensors (not in the kernel API yet); their
-    // kernels exist in ops/fill.rs but stay unregistered so models using them fail at
-    // creation with a clear message instead of at Invoke.
+    add(Op::kTfLiteBuiltinFill, ops::fill::registration(), 1, 4);
+    add(Op::kTfLiteBuiltinRange, ops::fill::range_registration(), 1, 2);
+    add(Op::kTfLiteBuiltinIf, ops::control_flow::if_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinWhile, ops::control_flow::while_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinCallOnce, ops::control_flow::call_once_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinVarHandle, ops::variables::var_handle_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinReadVariable, ops::variables::read_variable_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinAssignVariable, ops::variables::assign_variable_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinLstm, ops::lstm::registration(), 1, 4);
+    add(Op::kTfLiteBuiltinUnidirectionalSequenceLstm, ops::lstm::sequence_registration(), 1, 4);
+    add(Op::kTfLiteBuiltinRnn, ops::rnn::registration(), 1, 3);
+    add(Op::kTfLiteBuiltinUnidirectionalSequenceRnn, ops::rnn::sequence_registration(), 1, 3);
     r
 }

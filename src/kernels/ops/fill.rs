@@ -6,8 +6,8 @@
 //! int32/int64 `dims` tensor (quantized values keep their scale and zero point).
 //! ZEROS_LIKE (float32, int32, int64). RANGE (int32, int64, float32) with TFLite's size
 //! formula and accumulation (`value += delta`). FILL's `dims` and RANGE's scalars decide
-//! the output shape: non-constant ones must give the shape the model declares (see
-//! `shape_util::plan_declared_output`).
+//! the output shape: when they are not constant the output is dynamic and is sized in
+//! Eval (see `shape_util::plan_declared_output`).
 
 use super::shape_util::{
     check_arity, check_out_shape, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output,
@@ -355,9 +355,13 @@ mod tests {
         let ro = g.output(kTfLiteInt32, None);
         assert_eq!(g.run::<()>(&range_registration(), &[s, l, dl], &[ro], None), TfLiteStatus::kTfLiteOk);
         assert_eq!(g.data::<i32>(ro), vec![1, 3, 5, 7, 9]);
-        // Non-constant dims with a declared shape that does not match: a clear error.
+        // Non-constant dims: the output is dynamic and takes its shape in Eval.
         let dd = g.tensor(kTfLiteInt32, &[2], &[2i32, 3], None, false);
         let f2 = g.output(kTfLiteFloat32, None);
-        assert_eq!(g.run::<()>(&registration(), &[dd, v], &[f2], None), TfLiteStatus::kTfLiteError);
+        assert_eq!(g.run::<()>(&registration(), &[dd, v], &[f2], None), TfLiteStatus::kTfLiteOk);
+        assert_eq!((g.shape(f2), g.data::<f32>(f2)), (vec![2, 3], vec![1.5; 6]));
+        let bad = g.tensor(kTfLiteInt32, &[2], &[2i32, -3], None, false);
+        let f3 = g.output(kTfLiteFloat32, None);
+        assert_eq!(g.run::<()>(&registration(), &[bad, v], &[f3], None), TfLiteStatus::kTfLiteError);
     }
 }

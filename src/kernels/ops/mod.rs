@@ -45,3 +45,8 @@ pub mod conv_2d;
 pub mod depthwise_conv_2d;
 pub mod fully_connected_v2;
 pub mod pooling;
+pub mod control_flow;
+pub mod variables;
+pub mod lstm;
+pub mod lstm_integer;
+pub mod rnn;

@@ -3,13 +3,11 @@
 //! checks, reading small integer parameter tensors, axis normalisation, checked element
 //! counts, row-major strides, and a dispatch over the element types a tensor can hold.
 //!
-//! Data-dependent output shapes: TFLite marks such outputs dynamic
-//! (`SetTensorToDynamic`) when a shape-determining input is not constant, and resizes
-//! them in Eval. The kernel API has no way to mark a tensor dynamic yet, so kernels plan
-//! such an output with the shape the model declares for it ([`plan_declared_output`],
-//! what TFLite's SLICE does too) and Eval checks that the values give exactly that shape
-//! ([`settle_output_shape`]), with a clear error otherwise. RESHAPE and EXPAND_DIMS,
-//! whose output bytes never change, settle the shape in Eval instead.
+//! Data-dependent output shapes: as TFLite, such an output is marked dynamic
+//! (`SetTensorToDynamic`, [`plan_declared_output`]) when a shape-determining input is not
+//! constant, and resized in Eval once the values are known ([`settle_output_shape`]);
+//! the interpreter prepares the nodes after it again before they run. RESHAPE and
+//! EXPAND_DIMS, whose output bytes never change, settle the shape in Eval instead.
 
 use crate::abi::types::TfLiteType;
 use crate::error::{Error, Result};
@@ -118,33 +116,30 @@ pub fn known_at_prepare(t: &TensorView<'_>) -> bool {
     t.is_constant()
 }
 
-/// Prepare-time sizing of output `i` whose shape depends on the values of a non-constant
-/// input (TFLite would mark it dynamic with `SetTensorToDynamic`, which the kernel API
-/// cannot do yet): the output keeps the shape the model declares for it, and Eval checks
-/// with [`settle_output_shape`] that the data gives exactly that shape.
+/// Prepare-time handling of output `i` whose shape depends on the values of a
+/// non-constant input: the output becomes dynamic (TFLite's `SetTensorToDynamic`), and
+/// Eval gives it its shape with [`settle_output_shape`].
 pub fn plan_declared_output(ctx: &OpCtx<'_>, op: &str, i: usize) -> Result<()> {
-    let shape = ctx.output(i).map_err(|e| op_error(op, e.message))?.shape.to_vec();
-    ctx.resize_output(i, &shape).map_err(|e| op_error(op, e.message))
+    ctx.set_output_dynamic(i).map_err(|e| op_error(op, e.message))
 }
 
 /// Eval-time counterpart of [`plan_declared_output`] for output `i`: `want` is the shape
-/// the input values give. An output that already has it is left alone; otherwise, since
-/// the output is not dynamic, it is an error naming `what` (the inputs the shape depends
-/// on). Call it before taking the output's view.
-///
-/// With dynamic outputs in the kernel API, this would resize a dynamic output to `want`
-/// (TFLite's `ResizeOutputTensor` in Eval) instead of failing.
+/// the input values give. A dynamic output is resized to it (TFLite's
+/// `ResizeOutputTensor` in Eval); a planned output must already have it (an error naming
+/// `what`, the inputs the shape depends on, otherwise). Call it before taking the
+/// output's view.
 pub fn settle_output_shape(ctx: &OpCtx<'_>, op: &str, i: usize, what: &str, want: &[i32]) -> Result<()> {
     let out = ctx.output(i).map_err(|e| op_error(op, e.message))?;
+    if out.is_dynamic() {
+        return ctx.resize_output(i, want).map_err(|e| op_error(op, e.message));
+    }
     if out.shape == want {
         return Ok(());
     }
     Err(op_error(
         op,
         format!(
-            "the {what} give output shape {want:?}, but the output was planned as {:?} (the shape the model \
-             declares); outputs whose shape changes with non-constant {what} need dynamic tensors, which the \
-             kernel API does not offer yet",
+            "the {what} give output shape {want:?}, but the output was planned as {:?}",
             out.shape
         ),
     ))

@@ -1,0 +1,159 @@
+//! VAR_HANDLE, READ_VARIABLE and ASSIGN_VARIABLE (TFLite `kernels/var_handle.cc`,
+//! `read_variable.cc`, `assign_variable.cc`): resource variables.
+//!
+//! A variable is named by (container, shared_name); VAR_HANDLE outputs its id (an int32
+//! in a resource tensor), the same id in every subgraph of the interpreter. The values
+//! live in the interpreter's shared state (`interpreter::resources`), so they persist
+//! across invokes and are visible from every subgraph (a WHILE body assigns, the main
+//! graph reads). Reading a variable that was never assigned is an error.
+
+use super::shape_util::{check_arity, op_error};
+use crate::abi::builtin_op_data::TfLiteVarHandleParams;
+use crate::abi::builtin_ops::TfLiteBuiltinOperator;
+use crate::abi::types::{TfLiteRegistration, TfLiteType};
+use crate::error::Result;
+use crate::interpreter::Subgraph;
+use crate::interpreter::context::subgraph_from_context;
+use crate::interpreter::resources::ResourceVariable;
+use crate::kernels::api::{OpCtx, TensorView};
+use std::ffi::CStr;
+
+/// The VAR_HANDLE registration.
+pub fn var_handle_registration() -> TfLiteRegistration {
+    crate::kernel_registration!(
+        TfLiteBuiltinOperator::kTfLiteBuiltinVarHandle,
+        prepare = var_handle_prepare,
+        eval = var_handle_eval
+    )
+}
+
+/// The READ_VARIABLE registration.
+pub fn read_variable_registration() -> TfLiteRegistration {
+    crate::kernel_registration!(
+        TfLiteBuiltinOperator::kTfLiteBuiltinReadVariable,
+        prepare = read_variable_prepare,
+        eval = read_variable_eval
+    )
+}
+
+/// The ASSIGN_VARIABLE registration.
+pub fn assign_variable_registration() -> TfLiteRegistration {
+    crate::kernel_registration!(
+        TfLiteBuiltinOperator::kTfLiteBuiltinAssignVariable,
+        prepare = assign_variable_prepare,
+        eval = assign_variable_eval
+    )
+}
+
+const VAR_HANDLE: &str = "VAR_HANDLE";
+const READ_VARIABLE: &str = "READ_VARIABLE";
+const ASSIGN_VARIABLE: &str = "ASSIGN_VARIABLE";
+
+fn this_subgraph(ctx: &OpCtx<'_>, op: &str) -> Result<*mut Subgraph> {
+    // SAFETY: the runtime passes a context whose `impl_` is the live subgraph running the
+    // node; only a raw pointer is kept.
+    unsafe { subgraph_from_context(ctx.context()) }
+        .map(|s| s as *mut Subgraph)
+        .ok_or_else(|| op_error(op, "run outside an interpreter"))
+}
+
+fn c_str(p: *const core::ffi::c_char) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: non-NULL params strings point at NUL-terminated flatbuffer strings inside
+    // the model, which outlives the interpreter.
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+fn var_handle_prepare(ctx: &OpCtx<'_>) -> Result<()> {
+    check_arity(ctx, VAR_HANDLE, 0, 0, 1)?;
+    let out = ctx.output(0).map_err(|e| op_error(VAR_HANDLE, e.message))?;
+    if !matches!(out.dtype, TfLiteType::kTfLiteResource | TfLiteType::kTfLiteInt32) {
+        return Err(op_error(VAR_HANDLE, format!("output type {} is not a resource", out.dtype.name())));
+    }
+    ctx.set_output_dynamic(0).map_err(|e| op_error(VAR_HANDLE, e.message))
+}
+
+fn var_handle_eval(ctx: &OpCtx<'_>) -> Result<()> {
+    // SAFETY: the parser allocates a `TfLiteVarHandleParams` for every VAR_HANDLE node.
+    let p = unsafe { ctx.builtin_data::<TfLiteVarHandleParams>() }.copied().ok_or_else(|| op_error(VAR_HANDLE, "no params"))?;
+    let out = ctx.output(0).map_err(|e| op_error(VAR_HANDLE, e.message))?;
+    let (index, dtype) = (out.index as i32, out.dtype);
+    let this = this_subgraph(ctx, VAR_HANDLE)?;
+    // SAFETY: `this` is the live subgraph running the node; the output view is not used
+    // after this point.
+    unsafe {
+        let id = (*this).shared.lock().unwrap_or_else(|e| e.into_inner()).resource_id(&c_str(p.container), &c_str(p.shared_name));
+        let bytes = id.to_le_bytes();
+        (*this).write_tensor(index, &[], dtype, bytes.as_ptr(), bytes.len()).map_err(|e| op_error(VAR_HANDLE, e.message))
+    }
+}
+
+/// The resource id held by a resource (or int32) tensor with one element.
+fn resource_id(t: &TensorView<'_>, op: &str) -> Result<i32> {
+    if !matches!(t.dtype, TfLiteType::kTfLiteResource | TfLiteType::kTfLiteInt32) {
+        return Err(op_error(op, format!("the resource input has type {}", t.dtype.name())));
+    }
+    let raw = t.raw()?;
+    let b: [u8; 4] = raw.get(..4).and_then(|b| b.try_into().ok()).ok_or_else(|| op_error(op, "the resource input holds no id"))?;
+    Ok(i32::from_le_bytes(b))
+}
+
+fn check_resource_input(ctx: &OpCtx<'_>, op: &str) -> Result<()> {
+    let r = ctx.input(0).map_err(|e| op_error(op, e.message))?;
+    if !matches!(r.dtype, TfLiteType::kTfLiteResource | TfLiteType::kTfLiteInt32) || r.num_elements() != 1 {
+        return Err(op_error(op, "the first input must be one resource id"));
+    }
+    Ok(())
+}
+
+fn read_variable_prepare(ctx: &OpCtx<'_>) -> Result<()> {
+    check_arity(ctx, READ_VARIABLE, 1, 1, 1)?;
+    check_resource_input(ctx, READ_VARIABLE)?;
+    let out = ctx.output(0).map_err(|e| op_error(READ_VARIABLE, e.message))?;
+    if out.shape.is_empty() {
+        ctx.set_output_dynamic(0).map_err(|e| op_error(READ_VARIABLE, e.message))?;
+    }
+    Ok(())
+}
+
+fn read_variable_eval(ctx: &OpCtx<'_>) -> Result<()> {
+    let id = resource_id(&ctx.input(0)?, READ_VARIABLE)?;
+    let out = ctx.output(0).map_err(|e| op_error(READ_VARIABLE, e.message))?;
+    let (index, dtype) = (out.index as i32, out.dtype);
+    let this = this_subgraph(ctx, READ_VARIABLE)?;
+    // SAFETY: `this` is the live subgraph running the node; the views are not used after
+    // this point. The variable is cloned out of the lock, so writing the output (in this
+    // subgraph) cannot touch it.
+    unsafe {
+        let var = (*this).shared.lock().unwrap_or_else(|e| e.into_inner()).variable(id).cloned();
+        let var = var.ok_or_else(|| op_error(READ_VARIABLE, format!("resource variable {id} was never assigned")))?;
+        if var.dtype != dtype {
+            return Err(op_error(
+                READ_VARIABLE,
+                format!("the variable has type {}, the output {}", var.dtype.name(), dtype.name()),
+            ));
+        }
+        (*this).write_tensor(index, &var.dims, dtype, var.data.as_ptr(), var.data.len()).map_err(|e| op_error(READ_VARIABLE, e.message))
+    }
+}
+
+fn assign_variable_prepare(ctx: &OpCtx<'_>) -> Result<()> {
+    check_arity(ctx, ASSIGN_VARIABLE, 2, 2, 0)?;
+    check_resource_input(ctx, ASSIGN_VARIABLE)
+}
+
+fn assign_variable_eval(ctx: &OpCtx<'_>) -> Result<()> {
+    let id = resource_id(&ctx.input(0)?, ASSIGN_VARIABLE)?;
+    let value = ctx.input(1).map_err(|e| op_error(ASSIGN_VARIABLE, e.message))?;
+    if value.dtype.element_size().is_none() {
+        return Err(op_error(ASSIGN_VARIABLE, format!("values of type {} are not supported", value.dtype.name())));
+    }
+    let var = ResourceVariable { dtype: value.dtype, dims: value.shape.to_vec(), data: value.raw()?.to_vec() };
+    let this = this_subgraph(ctx, ASSIGN_VARIABLE)?;
+    // SAFETY: `this` is the live subgraph running the node.
+    let shared = unsafe { (*this).shared.clone() };
+    shared.lock().unwrap_or_else(|e| e.into_inner()).assign(id, var);
+    Ok(())
+}
