@@ -8,6 +8,7 @@
 //! - `delegate`: graph partitioning for delegates.
 //! - `kernels`: builtin CPU kernels.
 //! - `interpreter`: subgraphs, tensors, nodes, execution.
+//! - `gpu`: the OpenCL GPU delegate's work-group tuner (candidates, selection, cache).
 //! - `c_api`: the exported `extern "C"` functions (the only place with `no_mangle`).
 
 pub mod abi;
@@ -18,4 +19,5 @@ pub mod memory;
 pub mod delegate;
 pub mod kernels;
 pub mod interpreter;
+pub mod gpu;
 pub mod c_api;
