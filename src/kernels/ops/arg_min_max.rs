@@ -1,8 +1,8 @@
 //! ARG_MAX and ARG_MIN (TFLite `kernels/arg_min_max.cc`, `reference/arg_min_max.h`): the
 //! index of the largest (smallest) element along `axis`, the first one on ties. Inputs
 //! float32, uint8, int8, int32 and bool; axis a one-element int32 or int64 tensor; output
-//! int32 or int64 (`output_type`). A non-constant axis must give the output shape the
-//! model declares (see `shape_util::plan_declared_output`).
+//! int32 or int64 (`output_type`). A non-constant axis makes the output dynamic, sized
+//! in Eval (see `shape_util::plan_declared_output`).
 
 use super::shape_util::{
     check_arity, check_type, in_op, known_at_prepare, normalize_axis, op_error, plan_declared_output, scalar_int,

@@ -5,8 +5,8 @@
 //! values count from the end); a negative or out-of-range position is an error, as in
 //! TFLite. TILE repeats the input `multiples[d]` times along each dimension; BROADCAST_TO
 //! broadcasts it to a shape of rank at most 8 (numpy rules). TILE's multiples and
-//! BROADCAST_TO's shape determine the output shape: non-constant ones must give the shape
-//! the model declares (see `shape_util::plan_declared_output`).
+//! BROADCAST_TO's shape determine the output shape: non-constant ones make the output
+//! dynamic, sized in Eval (see `shape_util::plan_declared_output`).
 
 use super::shape_util::{
     check_arity, check_out_shape, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output,

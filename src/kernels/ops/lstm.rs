@@ -263,8 +263,12 @@ fn check_operands(ctx: &OpCtx<'_>, kind: Kind, p: &Params) -> Result<(Dims, Mode
             format!("input-to-gate weights {} must be {} [{n_cell}, {n_input}], not {} {:?}", INPUT_TO_GATE[g], wtype.name(), w.dtype.name(), w.shape)
         })?;
         let r = ctx.input(RECURRENT_TO_GATE[g]).map_err(in_op(kind))?;
+        // A diagonal multiplies the output state elementwise: n_output must be n_cell.
         let ok = if r.shape.len() == 1 {
-            r.shape == [n_cell as i32] && r.dtype == TfLiteType::kTfLiteFloat32 && mode != Mode::Integer
+            r.shape == [n_cell as i32]
+                && n_output == n_cell
+                && r.dtype == TfLiteType::kTfLiteFloat32
+                && mode != Mode::Integer
         } else {
             r.shape == [n_cell as i32, n_output as i32] && r.dtype == wtype
         };

@@ -316,6 +316,30 @@ mod fx16 {
     }
 }
 
+/// The int16 activations as 64K-entry tables, built from the exact functions on first
+/// use: logistic of Q3.12 (index 0) and tanh with 0..=6 integer bits (indices 1..=7).
+fn activation_table(which: usize) -> &'static [i16] {
+    static TABLES: [std::sync::OnceLock<Vec<i16>>; 8] = [const { std::sync::OnceLock::new() }; 8];
+    TABLES[which].get_or_init(|| {
+        (0..65536u32)
+            .map(|i| {
+                let x = (i as u16) as i16;
+                if which == 0 { fx16::logistic(x, 3) } else { fx16::tanh(x, which as i32 - 1) }
+            })
+            .collect()
+    })
+}
+
+/// `ApplySigmoid` (Q3.12 → Q0.15) through the table.
+fn sigmoid_q3(x: i16) -> i16 {
+    activation_table(0)[usize::from(x as u16)]
+}
+
+/// `ApplyTanh(int_bits, ..)` (Q`int_bits` → Q0.15) through the table; `int_bits` in 0..=6.
+fn tanh_q(x: i16, int_bits: i32) -> i16 {
+    activation_table(1 + int_bits.clamp(0, 6) as usize)[usize::from(x as u16)]
+}
+
 // ---------------------------------------------------------------------------------------
 // The integer tensor_utils routines and the step
 // ---------------------------------------------------------------------------------------
@@ -396,7 +420,7 @@ fn gate(
         }
     }
     for v in out.iter_mut() {
-        *v = if tanh { fx16::tanh(*v, 3) } else { fx16::logistic(*v, 3) };
+        *v = if tanh { tanh_q(*v, 3) } else { sigmoid_q3(*v) };
     }
 }
 
@@ -440,7 +464,7 @@ fn step(t: &Tensors<'_>, ip: &IntegerParams, d: Dims, nb: usize, x: &[i8], h: &m
     // CalculateLstmOutputInteger8x8_16.
     let int_bits = 15 + ip.cell_scale;
     for (t, &cv) in sc.tanh_c[..nb * nc].iter_mut().zip(c.iter()) {
-        *t = fx16::tanh(cv, int_bits);
+        *t = tanh_q(cv, int_bits);
     }
     let cwise_to_i8 = |k: usize, zp: i32| -> i8 {
         let v = mbqm(i32::from(go[k]) * i32::from(sc.tanh_c[k]), ip.hidden_scale.0, ip.hidden_scale.1);
@@ -535,5 +559,10 @@ mod tests {
         }
         assert_eq!(fx16::logistic(0, 3), 16384);
         assert_eq!(fx16::tanh(0, 3), 0);
+        for raw in (-32768i32..32768).step_by(31) {
+            let x = raw as i16;
+            assert_eq!(super::sigmoid_q3(x), fx16::logistic(x, 3));
+            assert_eq!(super::tanh_q(x, 1), fx16::tanh(x, 1));
+        }
     }
 }

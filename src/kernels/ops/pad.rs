@@ -4,7 +4,7 @@
 //! most 5. The pad value is PADV2's scalar input 2, or 0 for float/int32/int64 and the
 //! output's zero point for quantized uint8/int8/int16 (a PADV2 constant must then share
 //! the output's scale and zero point). The output shape depends on the paddings' values;
-//! non-constant paddings must give the shape the model declares (see
+//! non-constant paddings make the output dynamic, sized in Eval (see
 //! `shape_util::plan_declared_output`).
 
 use super::shape_util::{

@@ -10,7 +10,7 @@
 //! (TFLite's reference int8 SUM reads int8 data as uint8, which the corpus notes as a known
 //! bug); int16 SUM and quantized MAX / MIN on unchanged scales; int8 / int16 PROD with
 //! TFLite's per-step requantization; bool ANY / ALL. The axis decides the output shape: a
-//! non-constant axis must give the shape the model declares (see
+//! non-constant axis makes the output dynamic, sized in Eval (see
 //! `shape_util::plan_declared_output`).
 
 use super::shape_util::{check_arity, in_op, known_at_prepare, op_error, plan_declared_output, settle_output_shape};

@@ -6,7 +6,7 @@
 //! with TFLite's masks (begin, end, ellipsis, new-axis, shrink-axis) and, from version 8,
 //! `offset` (`end` is relative to `begin`); at most 5 dimensions including new axes.
 //! Indices are clamped as TFLite clamps them. The output shape depends on the index
-//! values: non-constant ones must give the shape the model declares (see
+//! values: non-constant ones make the output dynamic, sized in Eval (see
 //! `shape_util::plan_declared_output`).
 
 use super::shape_util::{

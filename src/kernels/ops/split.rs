@@ -5,8 +5,8 @@
 //! SPLIT_V into the sizes of input 1 (int32 or int64, at most one -1). PACK stacks
 //! `values_count` same-shaped inputs along a new axis; UNPACK is its inverse. Quantized
 //! PACK/UNPACK require every input and output to share the scale and zero point, as TFLite
-//! does. Non-constant `axis` / `size_splits` must give the output shapes the model
-//! declares (see `shape_util::plan_declared_output`).
+//! does. Non-constant `axis` / `size_splits` make the outputs dynamic, sized in
+//! Eval (see `shape_util::plan_declared_output`).
 
 use super::shape_util::{
     check_arity, check_type, in_op, int_values, known_at_prepare, normalize_axis, op_error, plan_declared_output,

@@ -1,8 +1,8 @@
 //! TRANSPOSE (TFLite `kernels/transpose.cc`, `reference/transpose.h`): permutes the
 //! dimensions of an input of rank at most 6. `perm` is an int32 vector whose entries may
 //! be negative (counted from the end); unlike TFLite, a `perm` that is not a permutation is
-//! an error rather than undefined output. A non-constant `perm` must give the output shape
-//! the model declares (see `shape_util::plan_declared_output`).
+//! an error rather than undefined output. A non-constant `perm` makes the output dynamic,
+//! sized in Eval (see `shape_util::plan_declared_output`).
 
 use super::shape_util::{
     check_arity, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
