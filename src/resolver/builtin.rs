@@ -105,5 +105,28 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinUnidirectionalSequenceLstm, ops::lstm::sequence_registration(), 1, 4);
     add(Op::kTfLiteBuiltinRnn, ops::rnn::registration(), 1, 3);
     add(Op::kTfLiteBuiltinUnidirectionalSequenceRnn, ops::rnn::sequence_registration(), 1, 3);
+    add(Op::kTfLiteBuiltinResizeBilinear, ops::resize::bilinear_registration(), 1, 4);
+    add(Op::kTfLiteBuiltinResizeNearestNeighbor, ops::resize::nearest_neighbor_registration(), 1, 4);
+    add(Op::kTfLiteBuiltinTransposeConv, ops::transpose_conv::registration(), 1, 5);
+    add(Op::kTfLiteBuiltinBatchMatmul, ops::batch_matmul::registration(), 1, 4);
+    add(Op::kTfLiteBuiltinDepthToSpace, ops::space_depth::depth_to_space_registration(), 1, 2);
+    add(Op::kTfLiteBuiltinSpaceToDepth, ops::space_depth::space_to_depth_registration(), 1, 2);
+    add(Op::kTfLiteBuiltinSpaceToBatchNd, ops::space_depth::space_to_batch_nd_registration(), 1, 4);
+    add(Op::kTfLiteBuiltinBatchToSpaceNd, ops::space_depth::batch_to_space_nd_registration(), 1, 4);
+    add(Op::kTfLiteBuiltinMirrorPad, ops::mirror_pad::registration(), 1, 3);
+    add(Op::kTfLiteBuiltinGatherNd, ops::gather_nd::registration(), 1, 5);
+    add(Op::kTfLiteBuiltinScatterNd, ops::gather_nd::scatter_nd_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinCumsum, ops::cumsum::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinTopkV2, ops::topk_v2::registration(), 1, 3);
+    add(Op::kTfLiteBuiltinOneHot, ops::one_hot::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinL2Normalization, ops::normalization::l2_normalization_registration(), 1, 2);
+    add(Op::kTfLiteBuiltinLocalResponseNormalization, ops::normalization::local_response_normalization_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinFloorDiv, ops::floor_div_mod::floor_div_registration(), 1, 3);
+    add(Op::kTfLiteBuiltinFloorMod, ops::floor_div_mod::floor_mod_registration(), 1, 2);
+    add(Op::kTfLiteBuiltinAddN, ops::add_n::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinReverseV2, ops::reverse::registration(), 1, 3);
+    add(Op::kTfLiteBuiltinEmbeddingLookup, ops::embedding_lookup::registration(), 1, 4);
+    // MediaPipe's custom op (selfie segmentation); TFLite's builtin resolver lacks it.
+    r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);
     r
 }
