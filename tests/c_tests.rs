@@ -200,6 +200,11 @@ fn compile(source: &Path, exe_name: &str, std: Std) -> PathBuf {
 /// Runs `exe args...` from the repository root with the test environment,
 /// killing it after the time limit.
 fn run(exe: &Path, args: &[&str]) -> RunOutput {
+    run_env(exe, args, &[])
+}
+
+/// [`run`] with extra environment variables.
+fn run_env(exe: &Path, args: &[&str], envs: &[(&str, &str)]) -> RunOutput {
     let lib = lib_dir();
     let mut runner = split_flags("C_TESTS_RUNNER");
     let mut cmd = if runner.is_empty() {
@@ -222,6 +227,7 @@ fn run(exe: &Path, args: &[&str]) -> RunOutput {
         .current_dir(repo_root())
         .env("TFLITE_CORPUS_DIR", corpus_dir())
         .env("LD_LIBRARY_PATH", ld_path)
+        .envs(envs.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -392,4 +398,46 @@ fn example_version_aware_delegate() {
     let model = corpus_dir().join("models").join("depthwise_dilated.tflite");
     assert!(model.is_file(), "corpus model {} is missing", model.display());
     c_example("version_aware_delegate", &[model.to_str().expect("UTF-8 corpus path")]);
+}
+
+/// The GPU delegate's C API exists only in our library (TFLite ships it separately).
+fn gpu_example_or_skip(test: &str) -> Option<PathBuf> {
+    if env::var_os("TFLITE_C_LIB_DIR").is_some_and(|d| !d.is_empty()) {
+        println!("SKIPPED {test}: TFLITE_C_LIB_DIR names another library; TFLite's C library has no GPU delegate");
+        return None;
+    }
+    let _ = lib_dir();
+    let source = repo_root().join("examples_c").join("gpu_delegate.c");
+    Some(compile(&source, "example_gpu_delegate", Std::C99))
+}
+
+/// examples_c/gpu_delegate on a corpus model: CPU and GPU agree. Exit status 3 means
+/// no OpenCL platform: a loud skip, or a failure where CI requires OpenCL.
+#[test]
+fn example_gpu_delegate() {
+    let Some(exe) = gpu_example_or_skip("example_gpu_delegate") else { return };
+    let model = corpus_dir().join("models/face_detection_short_range.tflite");
+    let out = run(&exe, &[model.to_str().unwrap()]);
+    if out.status == Some(3) && env::var("TFLITE_REQUIRE_OPENCL").as_deref() != Ok("1") {
+        println!("SKIPPED example_gpu_delegate: no OpenCL platform:\n{}", out.stderr);
+        return;
+    }
+    assert_eq!(out.status, Some(0), "gpu_delegate failed:\n{}\n{}", out.stdout, out.stderr);
+    print!("{}", out.stdout);
+}
+
+/// Without any OpenCL platform (the ICD loader finds no vendor), Create returns NULL
+/// and says why; nothing crashes.
+#[test]
+fn gpu_delegate_create_without_opencl() {
+    let Some(exe) = gpu_example_or_skip("gpu_delegate_create_without_opencl") else { return };
+    let model = corpus_dir().join("models/face_detection_short_range.tflite");
+    let out = run_env(&exe, &[model.to_str().unwrap()], &[("OCL_ICD_VENDORS", "/nonexistent"), ("OPENCL_VENDOR_PATH", "/nonexistent")]);
+    assert_eq!(out.status, Some(3), "expected Create to return NULL:\n{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("TfLiteGpuDelegateV2Create") && out.stderr.contains("OpenCL"),
+        "no message saying why: {}",
+        out.stderr
+    );
+    println!("{}", out.stderr.trim());
 }

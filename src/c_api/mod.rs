@@ -38,6 +38,7 @@ pub(crate) mod ffi;
 pub mod callback_resolver;
 pub mod common;
 pub mod error_reporter;
+pub mod gpu;
 pub mod interpreter;
 pub mod model;
 pub mod opaque;

@@ -630,6 +630,57 @@ typedef enum TfLiteCustomAllocationFlags {
 } TfLiteCustomAllocationFlags;
 
 /*
+ `TfLiteGpuInferenceUsage` (the values of `inference_preference`).
+ */
+typedef enum TfLiteGpuInferenceUsage {
+  /*
+   One answer quickly: nothing is tuned (cached tunings are still used).
+   */
+  TFLITE_GPU_INFERENCE_PREFERENCE_FAST_SINGLE_ANSWER = 0,
+  /*
+   Many inferences: every kernel is tuned.
+   */
+  TFLITE_GPU_INFERENCE_PREFERENCE_SUSTAINED_SPEED = 1,
+  /*
+   Tuned within a per-model time budget.
+   */
+  TFLITE_GPU_INFERENCE_PREFERENCE_BALANCED = 2,
+} TfLiteGpuInferenceUsage;
+
+/*
+ `TfLiteGpuInferencePriority`.
+ */
+typedef enum TfLiteGpuInferencePriority {
+  TFLITE_GPU_INFERENCE_PRIORITY_AUTO = 0,
+  TFLITE_GPU_INFERENCE_PRIORITY_MAX_PRECISION = 1,
+  TFLITE_GPU_INFERENCE_PRIORITY_MIN_LATENCY = 2,
+  TFLITE_GPU_INFERENCE_PRIORITY_MIN_MEMORY_USAGE = 3,
+} TfLiteGpuInferencePriority;
+
+/*
+ `TfLiteGpuExperimentalFlags` (bits of `experimental_flags`).
+ */
+typedef enum TfLiteGpuExperimentalFlags {
+  TFLITE_GPU_EXPERIMENTAL_FLAGS_NONE = 0,
+  /*
+   Quantized models (accepted; the delegate computes float32).
+   */
+  TFLITE_GPU_EXPERIMENTAL_FLAGS_ENABLE_QUANT = 1,
+  /*
+   OpenCL only (the only backend here).
+   */
+  TFLITE_GPU_EXPERIMENTAL_FLAGS_CL_ONLY = 2,
+  /*
+   OpenGL only: not available, Create fails.
+   */
+  TFLITE_GPU_EXPERIMENTAL_FLAGS_GL_ONLY = 4,
+  /*
+   Persist tuning results in `serialization_dir` under `model_token`.
+   */
+  TFLITE_GPU_EXPERIMENTAL_FLAGS_ENABLE_SERIALIZATION = 8,
+} TfLiteGpuExperimentalFlags;
+
+/*
  Padding scheme of convolutions and pools.
  */
 typedef enum TfLitePadding {
@@ -1250,6 +1301,45 @@ typedef struct TfLiteTensor {
    */
   const struct TfLiteIntArray *dims_signature;
 } TfLiteTensor;
+
+/*
+ Options of the GPU delegate; always start from `TfLiteGpuDelegateOptionsV2Default()`.
+ */
+typedef struct TfLiteGpuDelegateOptionsV2 {
+  /*
+   Obsolete: -1 uses the priorities; 0 means priority1 = MAX_PRECISION, other values
+   priority1 = MIN_LATENCY.
+   */
+  int32_t is_precision_loss_allowed;
+  /*
+   A `TfLiteGpuInferenceUsage`: FAST_SINGLE_ANSWER (0) tunes nothing,
+   SUSTAINED_SPEED (1) tunes every kernel, BALANCED (2) tunes within a time budget.
+   */
+  int32_t inference_preference;
+  /*
+   `TfLiteGpuInferencePriority` values, most important first.
+   */
+  int32_t inference_priority1;
+  int32_t inference_priority2;
+  int32_t inference_priority3;
+  /*
+   Bitmask of `TfLiteGpuExperimentalFlags`.
+   */
+  int64_t experimental_flags;
+  /*
+   How many partitions (largest first) the delegate takes; values <= 0 mean 1.
+   */
+  int32_t max_delegated_partitions;
+  /*
+   Directory of the persistent tuning cache (with ENABLE_SERIALIZATION and
+   `model_token`).
+   */
+  const char *serialization_dir;
+  /*
+   Per-model namespace of the cache file.
+   */
+  const char *model_token;
+} TfLiteGpuDelegateOptionsV2;
 
 /*
  Memory supplied by the application for a tensor
@@ -3460,6 +3550,22 @@ TFL_CAPI_EXPORT void TfLiteOpaqueDelegateDelete(TfLiteOpaqueDelegate *delegate);
  else the delegate's `data_`; NULL for NULL.
  */
 TFL_CAPI_EXPORT void *TfLiteOpaqueDelegateGetData(const TfLiteOpaqueDelegate *delegate);
+
+/*
+ TFLite's default options, by value. Start from these: fields get appended.
+ */
+TFL_CAPI_EXPORT struct TfLiteGpuDelegateOptionsV2 TfLiteGpuDelegateOptionsV2Default(void);
+
+/*
+ Creates the OpenCL GPU delegate (NULL options: defaults), or returns NULL and prints
+ why. Delete it with `TfLiteGpuDelegateV2Delete` after every interpreter using it.
+ */
+TFL_CAPI_EXPORT struct TfLiteDelegate *TfLiteGpuDelegateV2Create(const struct TfLiteGpuDelegateOptionsV2 *options);
+
+/*
+ Destroys a delegate made by `TfLiteGpuDelegateV2Create`. Safe to pass NULL.
+ */
+TFL_CAPI_EXPORT void TfLiteGpuDelegateV2Delete(struct TfLiteDelegate *delegate);
 
 /*
  Returns a new interpreter for `model` with `optional_options` (NULL: defaults), or

@@ -1,0 +1,132 @@
+//! The OpenCL GPU delegate end to end on real OpenCL (PoCL in CI): corpus models run
+//! with every node delegated and match the CPU kernels; the tuning cache makes a second
+//! initialisation tune nothing; without OpenCL, Create returns NULL with a message.
+//!
+//! Where no OpenCL platform exists these tests print "SKIPPED" and why — unless
+//! `TFLITE_REQUIRE_OPENCL=1` (set by CI, which installs PoCL), where that is a failure.
+
+mod common;
+use common::*;
+
+use std::ffi::{CString, c_void};
+use tensorflowlite_c::gpu::delegate::{GpuDelegate, GpuReport, TfLiteGpuDelegateOptionsV2};
+
+unsafe extern "C" {
+    fn TfLiteGpuDelegateOptionsV2Default() -> TfLiteGpuDelegateOptionsV2;
+    fn TfLiteGpuDelegateV2Create(o: *const TfLiteGpuDelegateOptionsV2) -> *mut c_void;
+    fn TfLiteGpuDelegateV2Delete(d: *mut c_void);
+    fn TfLiteInterpreterOptionsAddDelegate(o: *mut Opaque, d: *mut c_void);
+}
+
+/// The delegate, or None after saying loudly why the test is skipped.
+fn gpu(opts: &TfLiteGpuDelegateOptionsV2, test: &str) -> Option<*mut c_void> {
+    // SAFETY: valid options.
+    let d = unsafe { TfLiteGpuDelegateV2Create(opts) };
+    if !d.is_null() {
+        return Some(d);
+    }
+    let why = tensorflowlite_c::gpu::cl::ClEnv::open().err().unwrap_or_else(|| "unknown".into());
+    if std::env::var("TFLITE_REQUIRE_OPENCL").as_deref() == Ok("1") {
+        panic!("{test}: OpenCL is required (TFLITE_REQUIRE_OPENCL=1) but unavailable: {why}");
+    }
+    eprintln!("SKIPPED {test}: no usable OpenCL platform ({why}); install pocl-opencl-icd to run it");
+    None
+}
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+/// Runs `model` once on the golden input, with `delegate` if given; returns the outputs.
+fn run(name: &str, delegate: Option<*mut c_void>) -> Vec<Vec<f32>> {
+    let base = corpus();
+    let dir = base.join("golden").join(name);
+    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
+    let path = CString::new(base.join(meta["model"].as_str().unwrap()).to_string_lossy().as_bytes()).unwrap();
+    // SAFETY: plain C API calls with valid arguments; everything is deleted below.
+    unsafe {
+        let model = TfLiteModelCreateFromFile(path.as_ptr());
+        assert!(!model.is_null(), "{name}: model failed to load");
+        let opts = TfLiteInterpreterOptionsCreate();
+        if let Some(d) = delegate {
+            TfLiteInterpreterOptionsAddDelegate(opts, d);
+        }
+        let interp = TfLiteInterpreterCreate(model, opts);
+        assert!(!interp.is_null(), "{name}: interpreter creation failed");
+        assert_eq!(TfLiteInterpreterAllocateTensors(interp), OK, "{name}: AllocateTensors");
+        for (pos, inp) in meta["inputs"].as_array().unwrap().iter().enumerate() {
+            let data = std::fs::read(dir.join(inp["file"].as_str().unwrap())).unwrap();
+            let t = TfLiteInterpreterGetInputTensor(interp, pos as i32);
+            assert_eq!(TfLiteTensorCopyFromBuffer(t, data.as_ptr().cast(), data.len()), OK);
+        }
+        assert_eq!(TfLiteInterpreterInvoke(interp), OK, "{name}: Invoke");
+        let mut outs = Vec::new();
+        for pos in 0..TfLiteInterpreterGetOutputTensorCount(interp) {
+            let t = TfLiteInterpreterGetOutputTensor(interp, pos);
+            let mut b = vec![0u8; TfLiteTensorByteSize(t)];
+            assert_eq!(TfLiteTensorCopyToBuffer(t, b.as_mut_ptr().cast(), b.len()), OK);
+            outs.push(f32s(&b));
+        }
+        TfLiteInterpreterDelete(interp);
+        TfLiteInterpreterOptionsDelete(opts);
+        TfLiteModelDelete(model);
+        outs
+    }
+}
+
+fn report(d: *mut c_void) -> GpuReport {
+    // SAFETY: a live delegate from TfLiteGpuDelegateV2Create.
+    unsafe { GpuDelegate::from_raw(d.cast()) }.expect("our delegate").report()
+}
+
+/// Max |gpu - cpu| relative to the CPU output's range (for a constant output, such as a
+/// single score, relative to its magnitude).
+fn relative_error(cpu: &[f32], gpu: &[f32]) -> f64 {
+    assert_eq!(cpu.len(), gpu.len());
+    let (lo, hi) = cpu.iter().fold((f32::MAX, f32::MIN), |(l, h), &v| (l.min(v), h.max(v)));
+    let range = if hi > lo { (hi - lo) as f64 } else { (hi.abs() as f64).max(1e-6) };
+    cpu.iter().zip(gpu).map(|(a, b)| ((a - b).abs() as f64) / range).fold(0.0, |m, e| if e.is_nan() { f64::INFINITY } else { m.max(e) })
+}
+
+fn check_model(name: &str) {
+    // SAFETY: returns a value.
+    let opts = unsafe { TfLiteGpuDelegateOptionsV2Default() };
+    let Some(d) = gpu(&opts, name) else { return };
+    let cpu = run(name, None);
+    let got = run(name, Some(d));
+    let r = report(d);
+    eprintln!(
+        "{name}: {}/{} nodes delegated in {} partition(s), {} launches ({} before fusion), device buffer {} B (unshared {} B)",
+        r.nodes_delegated, r.nodes_total, r.partitions, r.launches, r.launches_unfused, r.arena_bytes, r.unshared_bytes
+    );
+    assert_eq!(r.partitions, 1, "{name}: one partition");
+    assert_eq!(r.nodes_delegated, r.nodes_total, "{name}: every node on the GPU");
+    assert!(r.launches < r.launches_unfused, "{name}: elementwise ops were fused");
+    for (i, (c, g)) in cpu.iter().zip(&got).enumerate() {
+        let e = relative_error(c, g);
+        eprintln!("{name}: output {i}: max error {e:.2e} of the output range");
+        assert!(e <= 1e-4, "{name}: output {i} differs from the CPU by {e:e} of its range");
+    }
+    // SAFETY: made above; no interpreter uses it any more.
+    unsafe { TfLiteGpuDelegateV2Delete(d) };
+}
+
+#[test]
+fn mobilenet_v2_f32_on_gpu_matches_cpu() {
+    check_model("mobilenet_v2_f32");
+}
+
+#[test]
+fn face_detection_short_range_on_gpu_matches_cpu() {
+    check_model("face_detection_short_range");
+}
+
+#[test]
+fn hand_landmark_lite_on_gpu_matches_cpu() {
+    check_model("hand_landmark_lite");
+}
+
+#[test]
+fn selfie_segmentation_on_gpu_matches_cpu() {
+    check_model("selfie_segmentation");
+}
