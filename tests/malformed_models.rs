@@ -12,15 +12,17 @@
 //! anywhere and truncations. Everything is seeded: a model's mutation sequence depends only
 //! on its file name, so `MALFORMED_ONLY=<substring>` reproduces a case in isolation and
 //! `MALFORMED_TRACE=1` prints each case before it runs (to find a crashing one) and the
-//! messages reported, and `MALFORMED_CASE=<k>` runs only case k of each model.
+//! messages reported, `MALFORMED_CASE=<k>` runs only case k of each model, and
+//! `MALFORMED_SCALE=<x>` multiplies the number of mutations per model (deeper runs).
 //!
 //! Bounds: Invoke runs under a watchdog that calls `TfLiteInterpreterCancel` once it has
-//! run for `CANCEL_AFTER` (a mutated WHILE may loop forever, as in TFLite); it is skipped,
-//! and counted, only when the input tensors are over `MAX_INVOKE_INPUT_BYTES` or all the
-//! primary subgraph's tensors together are over twice the unmutated model's total and over
-//! `MIN_INVOKE_TENSOR_LIMIT` (a mutated shape asking for a lot of memory is legal, and
-//! allocation is exercised; touching hundreds of megabytes per case is not affordable). A case that takes longer
-//! than `HARD_LIMIT` (a hang that cancellation cannot stop) ends the process with its name.
+//! run for `CANCEL_SMALL_AFTER` / `CANCEL_AFTER` (a mutated WHILE may loop forever, as in
+//! TFLite). Invoke is skipped, and counted, only when the input tensors are over
+//! `MAX_INVOKE_INPUT_BYTES` or all the primary subgraph's tensors together are over twice
+//! the unmutated model's total and over `MIN_INVOKE_TENSOR_LIMIT` (a mutated shape asking
+//! for a lot of memory is legal, and allocation is exercised; touching hundreds of
+//! megabytes per case is not affordable). A case that takes longer than `HARD_LIMIT` (a
+//! hang that cancellation cannot stop) ends the process with its name.
 
 mod common;
 use common::*;
@@ -38,7 +40,10 @@ unsafe extern "C" {
 }
 
 const KTFLITE_CANCELLED: Status = 8;
-const CANCEL_AFTER: Duration = Duration::from_millis(700);
+/// When the watchdog cancels an invoke: the small models' invokes take microseconds, the
+/// large ones' tens of milliseconds.
+const CANCEL_SMALL_AFTER: Duration = Duration::from_millis(300);
+const CANCEL_AFTER: Duration = Duration::from_millis(1000);
 const HARD_LIMIT: Duration = Duration::from_secs(90);
 const MAX_INVOKE_INPUT_BYTES: usize = 64 << 20;
 const MIN_INVOKE_TENSOR_LIMIT: usize = 32 << 20;
@@ -592,6 +597,7 @@ struct Watch {
     invoke_start: Option<Instant>,
     case: String,
     case_start: Instant,
+    cancel_after: Duration,
     cancels: usize,
 }
 
@@ -606,7 +612,7 @@ fn watch<R>(f: impl FnOnce(&mut Watch) -> R) -> R {
 }
 
 fn start_watchdog() {
-    *WATCH.lock().unwrap() = Some(Watch { interp: 0, invoke_start: None, case: String::new(), case_start: Instant::now(), cancels: 0 });
+    *WATCH.lock().unwrap() = Some(Watch { interp: 0, invoke_start: None, case: String::new(), case_start: Instant::now(), cancel_after: CANCEL_AFTER, cancels: 0 });
     // Panics inside the library are caught at the ABI boundary and become error statuses;
     // record them here so that they fail the test.
     let previous = std::panic::take_hook();
@@ -624,7 +630,7 @@ fn start_watchdog() {
                 eprintln!("HANG: case {} has run for {:?} (cancellation did not stop it)", w.case, w.case_start.elapsed());
                 std::process::exit(3);
             }
-            if w.interp != 0 && w.invoke_start.is_some_and(|s| s.elapsed() > CANCEL_AFTER) {
+            if w.interp != 0 && w.invoke_start.is_some_and(|s| s.elapsed() > w.cancel_after) {
                 // SAFETY: the main thread clears `interp` under this lock before it deletes
                 // the interpreter, so it is live; Cancel only sets an atomic flag. Invoke
                 // clears the flag when it starts a new run, so keep setting it.
@@ -786,13 +792,13 @@ fn exercise(bytes: &[u8], rng: &mut Rng, tally: &mut Tally, invokes: usize, tens
 /// mutated model that still loads runs a whole Invoke.
 fn mutations_for(len: usize, single_op: bool) -> usize {
     if single_op {
-        40
+        150
     } else if len < 16 << 10 {
-        1500
+        2500
     } else if len < 1 << 20 {
-        500
+        1000
     } else {
-        250
+        600
     }
 }
 
@@ -820,6 +826,7 @@ fn mutated_models_of_the_whole_corpus_never_crash() {
     let only = std::env::var("MALFORMED_ONLY").ok();
     let trace = std::env::var_os("MALFORMED_TRACE").is_some();
     TRACE.store(trace, Ordering::Relaxed);
+    let scale: f64 = std::env::var("MALFORMED_SCALE").ok().and_then(|c| c.parse().ok()).unwrap_or(1.0);
     let only_case: Option<usize> = std::env::var("MALFORMED_CASE").ok().and_then(|c| c.parse().ok());
     let mut files: Vec<(std::path::PathBuf, bool)> = Vec::new();
     for (dir, single_op) in [("capi", false), ("models", false), ("ops/models", true)] {
@@ -861,8 +868,11 @@ fn mutated_models_of_the_whole_corpus_never_crash() {
         let base_ok = base_total.is_some();
         assert!(base_ok || path.parent().is_some_and(|d| d.ends_with("capi")), "{name}: the unmutated model did not allocate (MALFORMED_TRACE=1 shows why)");
         let mut model_tally = Tally::default();
-        let invokes = if base.len() < 200_000 { 2 } else { 1 };
-        for k in 0..mutations_for(base.len(), *single_op) {
+        let small = base.len() < 200_000;
+        let invokes = if small { 2 } else { 1 };
+        watch(|w| w.cancel_after = if small { CANCEL_SMALL_AFTER } else { CANCEL_AFTER });
+        let count = (mutations_for(base.len(), *single_op) as f64 * scale) as usize;
+        for k in 0..count {
             let (m, label) = mutate(&mut rng, &map, &base);
             let case = format!("{name} #{k} ({label})");
             if only_case.is_some_and(|c| c != k) {
