@@ -72,12 +72,22 @@ pub fn activation_range_quantized(
     let (qmin, qmax) = quantized_type_range(dtype)
         .ok_or_else(|| Error::new(format!("no quantized activation range for type {}", dtype.name())))?;
     let q = |f: f32| quantize_value(scale, zero_point, f);
-    Ok(match act {
+    let (lo, hi) = match act {
         kTfLiteActRelu => (qmin.max(q(0.0)?), qmax),
         kTfLiteActRelu6 => (qmin.max(q(0.0)?), qmax.min(q(6.0)?)),
         kTfLiteActReluN1To1 => (qmin.max(q(-1.0)?), qmax.min(q(1.0)?)),
         kTfLiteActNone | kTfLiteActTanh | kTfLiteActSignBit | kTfLiteActSigmoid => (qmin, qmax),
-    })
+    };
+    // A zero point outside the type's range (or a negative scale) leaves nothing to clamp
+    // to; the kernels' clamps need lo <= hi.
+    if lo > hi {
+        return Err(Error::new(format!(
+            "fused activation {} is empty for a {} output with scale {scale} and zero point {zero_point}",
+            activation_name(act),
+            dtype.name()
+        )));
+    }
+    Ok((lo, hi))
 }
 
 /// Applies a fused activation to one float as a function (TFLite's
@@ -122,6 +132,16 @@ pub fn activation_name(act: TfLiteFusedActivation) -> &'static str {
 mod tests {
     use super::*;
     use TfLiteFusedActivation::*;
+
+    #[test]
+    fn an_empty_quantized_activation_range_is_an_error() {
+        // Found by the mutation test: a zero point far outside int8 made RELU's range
+        // [zero_point, 127], and a kernel's clamp panicked on min > max.
+        let e = activation_range_quantized(kTfLiteActRelu, TfLiteType::kTfLiteInt8, 0.5, 2_143_289_344).unwrap_err();
+        assert!(e.message.contains("RELU") && e.message.contains("zero point"), "{}", e.message);
+        assert!(activation_range_quantized(kTfLiteActRelu6, TfLiteType::kTfLiteInt8, -0.5, 0).is_err());
+        assert_eq!(activation_range_quantized(kTfLiteActRelu, TfLiteType::kTfLiteInt8, 0.5, -3).unwrap(), (-3, 127));
+    }
 
     #[test]
     fn float_ranges() {

@@ -6,10 +6,13 @@
 //! `base + offset` (TFLite's `SimpleMemoryArena::Commit` + `ResolveAlloc`).
 //! Since every offset is a multiple of 64, every tensor's data is 64-byte aligned.
 //!
-//! Differences from TFLite's `ResizableAlignedBuffer`: the memory is requested
-//! with the alignment (`std::alloc::alloc_zeroed` with a 64-byte `Layout`) rather
-//! than over-allocating by `alignment - 1` and rounding the pointer, and it is
+//! As TFLite's `ResizableAlignedBuffer`, the block is over-allocated by
+//! `alignment - 1` bytes and the pointer rounded up; unlike it, the memory is
 //! zeroed, so a kernel reading a tensor nobody wrote sees zeros, not stale heap.
+//! The allocation asks for the allocator's natural alignment so that zeroing goes
+//! through `calloc`, which gets large blocks as fresh (already zero) pages: asking
+//! for 64-byte alignment instead makes `alloc_zeroed` `memset` the whole block, so
+//! a model declaring a gigabyte tensor would touch a gigabyte at AllocateTensors.
 //!
 //! Failure is an `Err`, never an abort: a model whose arena does not fit in
 //! memory must make `TfLiteInterpreterAllocateTensors` return an error, so
@@ -27,9 +30,12 @@ use super::DEFAULT_TENSOR_ALIGNMENT;
 
 /// An owned, zeroed, 64-byte-aligned block of `len` bytes.
 pub struct AlignedBuffer {
-    /// Start of the block; null iff `layout.size() == 0`.
+    /// Start of the block (64-byte aligned); null iff `len == 0`.
     ptr: *mut u8,
-    /// The layout `ptr` was allocated with (needed again to free it).
+    len: usize,
+    /// What the allocator returned (`ptr` rounded down), and the layout it was
+    /// allocated with (needed again to free it).
+    base: *mut u8,
     layout: Layout,
 }
 
@@ -49,28 +55,31 @@ impl AlignedBuffer {
     /// `Layout` (more than `isize::MAX` once rounded up to the alignment) or the
     /// allocator has no memory.
     pub fn new(bytes: usize) -> Result<Self, String> {
-        let layout = Layout::from_size_align(bytes, Self::ALIGNMENT)
-            .map_err(|_| format!("cannot allocate an arena of {bytes} bytes: size too large"))?;
+        let too_large = || format!("cannot allocate an arena of {bytes} bytes: size too large");
+        let layout = bytes
+            .checked_add(Self::ALIGNMENT - 1)
+            .and_then(|n| Layout::from_size_align(n, 16).ok())
+            .ok_or_else(too_large)?;
         if bytes == 0 {
-            return Ok(Self {
-                ptr: ptr::null_mut(),
-                layout,
-            });
+            return Ok(Self { ptr: ptr::null_mut(), len: 0, base: ptr::null_mut(), layout });
         }
-        // SAFETY: `layout` has a non-zero size (checked just above) and a valid
+        // SAFETY: `layout` has a non-zero size (at least `ALIGNMENT`) and a valid
         // power-of-two alignment (`Layout::from_size_align` succeeded).
-        let ptr = unsafe { alloc_zeroed(layout) };
-        if ptr.is_null() {
+        let base = unsafe { alloc_zeroed(layout) };
+        if base.is_null() {
             return Err(format!(
                 "out of memory allocating an arena of {bytes} bytes"
             ));
         }
-        Ok(Self { ptr, layout })
+        // Rounding up moves at most `ALIGNMENT - 1` bytes, which were over-allocated,
+        // so `[ptr, ptr + bytes)` lies inside the block (`wrapping_add` needs no unsafe).
+        let ptr = base.wrapping_add(base.align_offset(Self::ALIGNMENT));
+        Ok(Self { ptr, len: bytes, base, layout })
     }
 
     /// Size in bytes.
     pub fn len(&self) -> usize {
-        self.layout.size()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
@@ -111,7 +120,7 @@ impl AlignedBuffer {
             return &[];
         }
         // SAFETY: `ptr` is non-null, so it points to a live allocation of
-        // `layout.size()` bytes made by `new`, fully initialised (zeroed) and
+        // `len` bytes inside the block made by `new`, fully initialised (zeroed) and
         // owned by `self`; the returned borrow of `self` keeps it alive and
         // prevents mutation through `&mut self` meanwhile.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len()) }
@@ -129,11 +138,11 @@ impl AlignedBuffer {
 
 impl Drop for AlignedBuffer {
     fn drop(&mut self) {
-        if !self.ptr.is_null() {
-            // SAFETY: a non-null `ptr` was returned by `alloc_zeroed(self.layout)`
+        if !self.base.is_null() {
+            // SAFETY: a non-null `base` was returned by `alloc_zeroed(self.layout)`
             // in `new`, has not been freed (only `drop` frees it) and `layout` is
             // unchanged since.
-            unsafe { dealloc(self.ptr, self.layout) };
+            unsafe { dealloc(self.base, self.layout) };
         }
     }
 }
@@ -161,6 +170,25 @@ mod tests {
             buf.as_mut_slice()[bytes - 1] = 7;
             assert_eq!(buf.as_slice()[bytes - 1], 7);
         }
+    }
+
+    #[test]
+    fn a_large_buffer_is_not_touched_until_used() {
+        // Found by the mutation test: a model declaring a 1 GiB tensor made
+        // AllocateTensors memset the whole arena (64-byte-aligned `alloc_zeroed`
+        // does not use calloc). 1 GiB must now cost (next to) no resident memory.
+        fn rss_kib() -> Option<u64> {
+            let s = std::fs::read_to_string("/proc/self/status").ok()?;
+            let l = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+            l.split_whitespace().nth(1)?.parse().ok()
+        }
+        let before = rss_kib();
+        let buf = AlignedBuffer::new(1 << 30).expect("allocation");
+        assert_eq!(buf.as_ptr() as usize % 64, 0);
+        if let (Some(b), Some(a)) = (before, rss_kib()) {
+            assert!(a < b + (128 << 10), "RSS grew from {b} KiB to {a} KiB");
+        }
+        assert_eq!(buf.as_slice()[(1 << 30) - 1], 0);
     }
 
     #[test]
