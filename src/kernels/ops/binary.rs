@@ -104,15 +104,24 @@ pub fn run_binary<T: crate::kernels::api::Element + Default>(
     while start < out.len() {
         let len = IN_PLACE_TILE.min(out.len() - start);
         own[..len].copy_from_slice(&out[start..start + len]);
-        for (j, g) in gathered[..len].iter_mut().enumerate() {
-            *g = *other.get(index.of(start + j)).ok_or_else(|| Error::new("broadcast index out of range"))?;
-        }
         let sh = [len as i32];
+        // The other input's elements for this tile: a plain sub-slice when it has the
+        // output's shape, the one value when it is a scalar, else gathered.
+        let (theirs, theirs_shape): (&[T], [i32; 1]) = if other.len() == out.len() {
+            (&other[start..start + len], sh)
+        } else if other.len() == 1 {
+            (other, [1])
+        } else {
+            for (j, g) in gathered[..len].iter_mut().enumerate() {
+                *g = *other.get(index.of(start + j)).ok_or_else(|| Error::new("broadcast index out of range"))?;
+            }
+            (&gathered[..len], sh)
+        };
         let tile = &mut out[start..start + len];
         if k == 0 {
-            f(&own[..len], &sh, &gathered[..len], &sh, tile, &sh)?;
+            f(&own[..len], &sh, theirs, &theirs_shape, tile, &sh)?;
         } else {
-            f(&gathered[..len], &sh, &own[..len], &sh, tile, &sh)?;
+            f(theirs, &theirs_shape, &own[..len], &sh, tile, &sh)?;
         }
         start += len;
     }
