@@ -8,12 +8,15 @@
 //! `--compare` runs each model with ours and with real TFLite (LiteRT, through
 //! `../shared/tools/litert/ref.py bench`, run by `$TFLITE_REF_PYTHON`, default
 //! `../shared/.litert/bin/python`) in the same run and prints one table row per model:
-//! median and min latency of both, the ratio, and our arena bytes.
+//! median and min latency of both, the ratio, our arena bytes and LiteRT's (from
+//! `memory::litert_reference`, shared/design/MEMORY.md; "n/a" where there is none,
+//! `(emulated)` where LiteRT cannot load the model and the figure is plan.py's).
 
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tensorflowlite_c::interpreter::{Interpreter, InterpreterConfig};
+use tensorflowlite_c::memory::litert_reference::{Source, litert_arena};
 use tensorflowlite_c::model::Model;
 use tensorflowlite_c::resolver::builtin::builtin_op_resolver;
 
@@ -135,20 +138,35 @@ fn measure_tflite(path: &str, threads: i32, kernels: &str) -> Result<(f64, f64),
     Ok((field("median_ms")?, field("min_ms")?))
 }
 
+/// LiteRT's arena bytes for the model at `path`, as the table cell shows them.
+fn litert_arena_cell(name: &str) -> String {
+    match litert_arena(name) {
+        Some(a) if a.source == Source::Emulated => format!("{} (emulated)", a.bytes),
+        Some(a) => a.bytes.to_string(),
+        None => "n/a".into(),
+    }
+}
+
 fn compare(a: &Args) {
-    println!("| model | ours median ms | ours min ms | TFLite ({}) median ms | TFLite min ms | ours/TFLite | our arena bytes |", a.kernels);
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| model | ours median ms | ours min ms | TFLite ({}) median ms | TFLite min ms | ours/TFLite | our arena bytes | LiteRT arena bytes |",
+        a.kernels
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     for path in &a.compare {
         let name = std::path::Path::new(path).file_stem().map_or(path.clone(), |s| s.to_string_lossy().into_owned());
+        let lite = litert_arena_cell(&name);
         let ours = measure(path, a.threads, a.runs);
         let theirs = measure_tflite(path, a.threads, &a.kernels);
         match (ours, theirs) {
             (Ok((om, omin, arena)), Ok((tm, tmin))) => {
-                println!("| {name} | {om:.3} | {omin:.3} | {tm:.3} | {tmin:.3} | {:.2} | {arena} |", om / tm)
+                println!("| {name} | {om:.3} | {omin:.3} | {tm:.3} | {tmin:.3} | {:.2} | {arena} | {lite} |", om / tm)
             }
-            (Err(e), Ok((tm, tmin))) => println!("| {name} | unsupported: {} | | {tm:.3} | {tmin:.3} | | |", e.trim()),
-            (Ok((om, omin, arena)), Err(e)) => println!("| {name} | {om:.3} | {omin:.3} | {e} | | | {arena} |"),
-            (Err(e), Err(t)) => println!("| {name} | unsupported: {} | | {t} | | | |", e.trim()),
+            (Err(e), Ok((tm, tmin))) => {
+                println!("| {name} | unsupported: {} | | {tm:.3} | {tmin:.3} | | | {lite} |", e.trim())
+            }
+            (Ok((om, omin, arena)), Err(e)) => println!("| {name} | {om:.3} | {omin:.3} | {e} | | | {arena} | {lite} |"),
+            (Err(e), Err(t)) => println!("| {name} | unsupported: {} | | {t} | | | | {lite} |", e.trim()),
         }
     }
 }
@@ -187,6 +205,8 @@ fn run(a: &Args) -> Result<(), String> {
     println!("latency_median_ms: {:.3}", ms(times[times.len() / 2]));
     println!("latency_min_ms: {:.3}", ms(times[0]));
     println!("arena_bytes: {}", stats.arena_bytes);
+    let stem = std::path::Path::new(&a.model).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    println!("litert_arena_bytes: {}", litert_arena_cell(&stem));
     println!("persistent_bytes: {}", stats.persistent_bytes);
     println!("arena_lower_bound_bytes: {}", stats.lower_bound_bytes);
     if a.profile {

@@ -561,7 +561,20 @@ impl Subgraph {
         }
         let nodes: Vec<NodeTensors<'_>> = node_arrays
             .iter()
-            .map(|a| NodeTensors { inputs: a[0], outputs: a[1], intermediates: a[2], temporaries: a[3] })
+            .zip(&self.execution_plan)
+            .map(|(a, &ni)| NodeTensors {
+                inputs: a[0],
+                outputs: a[1],
+                intermediates: a[2],
+                temporaries: a[3],
+                inplace: self.nodes[ni as usize].registration.inplace_operator,
+            })
+            .collect();
+        // Tensors a delegate owns a buffer for never share memory in place.
+        let no_sharing: Vec<bool> = self
+            .tensors
+            .iter()
+            .map(|t| t.buffer_handle != kTfLiteNullBufferHandle || !t.delegate.is_null())
             .collect();
         let req = PlanRequest {
             tensor_bytes: &fingerprint.bytes,
@@ -572,6 +585,7 @@ impl Subgraph {
             variables: &self.variables,
             preserve_inputs: true,
             preserve_intermediates: self.preserve_intermediates,
+            no_sharing: &no_sharing,
         };
         let plan = memory::plan_memory(&req).map_err(Error::new)?;
 

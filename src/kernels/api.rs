@@ -11,9 +11,12 @@
 //!
 //! Aliasing: an [`OpCtx`] hands out a shared view of each input and a mutable view of each
 //! output. That is sound because (1) `output()` refuses a tensor that is also an input of
-//! the node, (2) distinct non-constant tensors never share memory (the arena planner's
-//! invariant, checked by its tests), and (3) outputs are never constants (model validation
-//! rejects writes to constant tensors).
+//! the node, (2) an output's `data_mut` refuses bytes that overlap any input's (the arena
+//! planner shares memory only between a node's output and one of its inputs, in place,
+//! for ops whose registration allows it), except the one input a kernel running in place
+//! declared through [`OpCtx::output_in_place`] (and then does not read through its view),
+//! and (3) outputs are never constants (model validation rejects writes to constant
+//! tensors).
 
 use crate::abi::arrays::{int_array_from_slice, int_array_slice};
 use crate::abi::types::*;
@@ -171,6 +174,11 @@ impl<'a> TensorView<'a> {
 /// A writable view of one output tensor.
 pub struct TensorViewMut<'a> {
     view: TensorView<'a>,
+    /// The node inputs whose bytes `data_mut` checks this view does not overlap
+    /// (`None` for variable-state views, which are inputs themselves), and the one
+    /// input the planner made it share memory with in place, which is exempt.
+    guard: Option<(&'a [i32], Option<usize>)>,
+    context: *mut TfLiteContext,
 }
 
 impl<'a> core::ops::Deref for TensorViewMut<'a> {
@@ -184,8 +192,24 @@ impl<'a> TensorViewMut<'a> {
     /// The data as a mutable typed slice (checked like `TensorView::data`).
     pub fn data_mut<T: Element>(&mut self) -> Result<&'a mut [T]> {
         let s = self.view.data::<T>()?;
+        if let Some((inputs, exempt)) = self.guard {
+            let (lo, hi) = (s.as_ptr() as usize, s.as_ptr() as usize + core::mem::size_of_val(s));
+            for (k, &idx) in inputs.iter().enumerate() {
+                if Some(k) == exempt || idx < 0 || hi == lo {
+                    continue;
+                }
+                let (p, n) = data_range(self.context, idx);
+                if p != 0 && n > 0 && p < hi && lo < p + n {
+                    return Err(Error::new(format!(
+                        "output tensor {} shares memory with input tensor {idx}, which this kernel cannot run in place",
+                        self.view.index
+                    )));
+                }
+            }
+        }
         // SAFETY: the view is of an output tensor that is not an input of this node and
-        // not a constant (see the module doc), so nothing else reads or writes these bytes
+        // not a constant, and whose bytes overlap no input's but the exempt in-place one
+        // (checked above; see the module doc), so nothing else reads or writes these bytes
         // during the kernel call; `self` is borrowed mutably so only one slice exists per view.
         Ok(unsafe { core::slice::from_raw_parts_mut(s.as_ptr() as *mut T, s.len()) })
     }
@@ -321,7 +345,29 @@ impl<'a> OpCtx<'a> {
         if view.is_constant() {
             return Err(Error::new(format!("output tensor {idx} is a constant")));
         }
-        Ok(TensorViewMut { view })
+        Ok(TensorViewMut { view, guard: Some((self.input_indices(), None)), context: self.context })
+    }
+
+    /// Which input (position among the node's inputs) output `o` shares its memory
+    /// with, if the memory planner made it run in place (TFLite's in-place sharing):
+    /// the same non-NULL data pointer and byte size.
+    pub fn input_sharing_output(&self, o: usize) -> Option<usize> {
+        let idx = *self.output_indices().get(o)?;
+        let (p, n) = data_range(self.context, idx);
+        if p == 0 || n == 0 {
+            return None;
+        }
+        self.input_indices().iter().position(|&i| i >= 0 && data_range(self.context, i) == (p, n))
+    }
+
+    /// Output `o`, writable, for a kernel that computes it in place over input `k`
+    /// (see [`OpCtx::input_sharing_output`]): `data_mut` then allows that one input's
+    /// bytes to be the output's. The kernel must not read input `k` through its own
+    /// view while holding the output's data.
+    pub fn output_in_place(&self, o: usize, k: usize) -> Result<TensorViewMut<'a>> {
+        let mut out = self.output(o)?;
+        out.guard = Some((self.input_indices(), Some(k)));
+        Ok(out)
     }
 
     /// Input `i` as a writable view, for a variable (state) tensor the kernel updates in
@@ -338,7 +384,7 @@ impl<'a> OpCtx<'a> {
         if elsewhere {
             return Err(Error::new(format!("variable tensor {idx} is used more than once by the node")));
         }
-        Ok(TensorViewMut { view })
+        Ok(TensorViewMut { view, guard: None, context: self.context })
     }
 
     /// TFLite's `SetTensorToDynamic` for output `i` (prepare): the output gets memory of
@@ -354,6 +400,24 @@ impl<'a> OpCtx<'a> {
             if t.allocation() != Some(TfLiteAllocationType::kTfLiteDynamic) {
                 t.allocation_type = TfLiteAllocationType::kTfLiteDynamic;
                 t.data.data = core::ptr::null_mut();
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts output `i` in the persistent arena (`kTfLiteArenaRwPersistent`, prepare
+    /// only), as TFLite's DEQUANTIZE does for constant inputs: the tensor then never
+    /// shares bytes with the activations. Only an arena (`kTfLiteArenaRw`) output is
+    /// moved; dynamic or custom ones keep their memory.
+    pub fn set_output_persistent(&self, i: usize) -> Result<()> {
+        let out = self.output(i)?;
+        // SAFETY: index validated by `output`; kernels may change an output's allocation
+        // type in prepare, as TFLite kernels do. Arena data is re-pointed by the next
+        // memory plan, which runs after prepare.
+        unsafe {
+            let t = &mut *(out.view.tensor as *mut TfLiteTensor);
+            if t.allocation() == Some(TfLiteAllocationType::kTfLiteArenaRw) {
+                t.allocation_type = TfLiteAllocationType::kTfLiteArenaRwPersistent;
             }
         }
         Ok(())
@@ -399,6 +463,20 @@ impl<'a> OpCtx<'a> {
     pub fn report(&self, message: &str) {
         // SAFETY: `context` is live for the call (constructor contract).
         unsafe { report_to_context(self.context, message) };
+    }
+}
+
+/// The data address and byte size of tensor `idx` (`(0, 0)` when out of range).
+fn data_range(context: *mut TfLiteContext, idx: i32) -> (usize, usize) {
+    // SAFETY: `context` is the live context of the current kernel call (OpCtx contract).
+    let ctx = unsafe { &*context };
+    match usize::try_from(idx) {
+        Ok(i) if i < ctx.tensors_size && !ctx.tensors.is_null() => {
+            // SAFETY: index checked against the live tensor table.
+            let t = unsafe { &*ctx.tensors.add(i) };
+            (t.data_ptr() as usize, t.bytes)
+        }
+        _ => (0, 0),
     }
 }
 

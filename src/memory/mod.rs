@@ -17,6 +17,7 @@
 //! - [`linear`]: [`LinearPlanner`], the no-reuse twin used as a reference.
 //! - [`lower_bound`]: the max-load lower bound the arena is judged against.
 //! - [`verify`]: [`check_no_overlap`], an independent validity check for plans.
+//! - [`litert_reference`]: LiteRT's measured arena sizes for the corpus models.
 //! - [`aligned_buffer`]: [`AlignedBuffer`], the 64-byte-aligned memory a plan is
 //!   committed into.
 //!
@@ -37,6 +38,7 @@
 
 pub mod aligned_buffer;
 pub mod linear;
+pub mod litert_reference;
 pub mod lower_bound;
 pub mod plan;
 pub mod planner;
@@ -54,6 +56,6 @@ pub use aligned_buffer::AlignedBuffer;
 pub use linear::LinearPlanner;
 pub use lower_bound::{LiveInterval, max_live_bytes};
 pub use plan::{MemoryPlan, NodeTensors, PlanRequest, TensorKind};
-pub use planner::{ArenaPlanner, Lifetimes, MemoryPlanner, compute_lifetimes, plan_memory};
+pub use planner::{ArenaPlanner, Lifetimes, MemoryPlanner, compute_lifetimes, plan_memory, plan_memory_classic};
 pub use simple_arena::{ArenaAlloc, LAST_NODE_FOREVER, SimpleMemoryArena, align_to};
 pub use verify::check_no_overlap;

@@ -38,6 +38,9 @@ pub struct NodeTensors<'a> {
     pub intermediates: &'a [i32],
     /// Kernel scratch tensors: live only while their node runs.
     pub temporaries: &'a [i32],
+    /// The node's `TfLiteRegistration::inplace_operator` bits (`kTfLiteInplaceOp*`):
+    /// which inputs its output may share memory with. 0: none.
+    pub inplace: u64,
 }
 
 /// Everything the planner needs to know about one subgraph.
@@ -56,6 +59,10 @@ pub struct PlanRequest<'a> {
     pub preserve_inputs: bool,
     /// Never free anything (debugging; TFLite interpreter: `false`).
     pub preserve_intermediates: bool,
+    /// Per tensor: true when it must never share memory with another tensor
+    /// (delegate buffer handles and the like), whatever the in-place rules say.
+    /// Empty: no tensor is excluded.
+    pub no_sharing: &'a [bool],
 }
 
 /// The result of planning: an offset per tensor in one of two arenas, plus the
@@ -93,6 +100,9 @@ pub struct MemoryPlan {
     pub tensor_kind: Vec<TensorKind>,
     /// Number of nodes in the execution plan.
     pub num_nodes: usize,
+    /// Per tensor: the tensor whose memory it shares (in-place sharing, TFLite's
+    /// `actual_tensor_id_`), or `None`. An alias has its root's offset and lifetime.
+    pub alias_of: Vec<Option<usize>>,
 }
 
 /// Width of the liveness bar in [`MemoryPlan::timeline`]; longer plans are scaled.

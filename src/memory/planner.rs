@@ -53,6 +53,22 @@
 //! `[alloc_node, forever]` (so persistent tensors never share bytes). Zero-sized
 //! tensors get no offset: their data pointer is NULL.
 //!
+//! # Step 4: in-place sharing and several orders
+//!
+//! [`plan_memory`] goes beyond TFLite's classic planner in two ways, and keeps
+//! whichever candidate has the smallest arena (TFLite's own plan wins ties):
+//!
+//! * **In-place sharing**, exactly TFLite's `IdentifyInPlaceTensors` (see
+//!   `identify_in_place`): a node whose registration sets `inplace_operator` bits may
+//!   write its output over an input's bytes (ADD into either input, under TFLite's
+//!   conditions). The alias takes its root's offset, and the root lives through the
+//!   alias's last use. Candidates with and without sharing are both tried, since a
+//!   longer root lifetime can pack worse (MEMORY.md: face_detection_short_range).
+//! * **Several placement orders** (TFLite's, size-then-last-use, size x lifetime,
+//!   first use, lifetime), each placed by the same best-fit arena.
+//!
+//! [`plan_memory_classic`] is TFLite's classic plan alone, byte for byte.
+//!
 //! # Where it is not optimal
 //!
 //! The order is a heuristic: on MediaPipe models TFLite lands at 1.000 to 1.065x
@@ -97,46 +113,103 @@ impl MemoryPlanner for ArenaPlanner {
     }
 
     fn plan(&self, req: &PlanRequest<'_>) -> Result<MemoryPlan, String> {
-        let lifetimes = compute_lifetimes(req)?;
-        let n = req.tensor_bytes.len();
-        let mut arena_offsets = vec![None; n];
-        let mut persistent_offsets = vec![None; n];
-        let mut rw = SimpleMemoryArena::new();
-        let mut persistent = SimpleMemoryArena::new();
-        for t in allocation_order(req, &lifetimes) {
-            let Some(first) = lifetimes.alloc[t] else {
-                continue; // not allocated: `allocation_order` never yields these
-            };
-            let size = req.tensor_bytes[t];
-            let (arena, last, slot) = match req.tensor_kind[t] {
-                TensorKind::Arena => (
-                    &mut rw,
-                    lifetimes.dealloc[t].unwrap_or(LAST_NODE_FOREVER),
-                    &mut arena_offsets[t],
-                ),
-                TensorKind::Persistent => (
-                    &mut persistent,
-                    LAST_NODE_FOREVER,
-                    &mut persistent_offsets[t],
-                ),
-                TensorKind::NotPlanned => continue,
-            };
-            let offset = arena
-                .allocate(size, DEFAULT_TENSOR_ALIGNMENT, first, last)
-                .map_err(|e| format!("memory plan: tensor {t}: {e}"))?;
-            if size > 0 {
-                *slot = Some(offset);
+        let g = CheckedLists::new(req)?;
+        let plain = lifetimes_with_aliases(req, &g, &vec![None; req.tensor_bytes.len()])?;
+        let mut best = place(req, plain.clone(), Order::TfLite)?;
+        // Step 4: in-place sharing, then the other orders; keep the smallest arena
+        // (ties: the earlier candidate, so TFLite's own plan wins when equal).
+        let aliases = identify_in_place(req, &g);
+        let shared = if aliases.iter().any(Option::is_some) {
+            Some(lifetimes_with_aliases(req, &g, &aliases)?)
+        } else {
+            None
+        };
+        for lifetimes in [shared, Some(plain)].into_iter().flatten() {
+            for order in Order::ALL {
+                let candidate = place(req, lifetimes.clone(), order)?;
+                if candidate.arena_bytes < best.arena_bytes {
+                    best = candidate;
+                }
             }
         }
-        Ok(finish_plan(
-            req,
-            lifetimes,
-            arena_offsets,
-            persistent_offsets,
-            rw.high_water_mark(),
-            persistent.high_water_mark(),
-        ))
+        Ok(best)
     }
+}
+
+/// TFLite's classic plan exactly: its placement order only, no in-place sharing (what
+/// shared/tools/memplan/plan.py calls "TFLite classic"). [`plan_memory`] is never
+/// larger.
+pub fn plan_memory_classic(req: &PlanRequest<'_>) -> Result<MemoryPlan, String> {
+    let g = CheckedLists::new(req)?;
+    place(req, lifetimes_with_aliases(req, &g, &vec![None; req.tensor_bytes.len()])?, Order::TfLite)
+}
+
+/// A placement order for step 2 / step 4 of the module doc. Whole-lifetime tensors
+/// always come first, by index; the orders differ in how they sort the rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Order {
+    /// TFLite's: size descending, then first use.
+    TfLite,
+    /// Size descending, then last use (latest first).
+    SizeThenLastUse,
+    /// Size x lifetime (bytes-nodes) descending: long, big tensors first.
+    Area,
+    /// First use, then size descending (the order in which the graph needs them).
+    FirstUse,
+    /// Lifetime length descending, then size descending.
+    Lifetime,
+}
+
+impl Order {
+    const ALL: [Order; 5] = [Order::TfLite, Order::SizeThenLastUse, Order::Area, Order::FirstUse, Order::Lifetime];
+}
+
+/// Places every planned tensor of `req` with `lifetimes`, in `order`, by best fit
+/// (TFLite's `SimpleMemoryArena`); aliases take their root's offset.
+fn place(req: &PlanRequest<'_>, lifetimes: Lifetimes, order: Order) -> Result<MemoryPlan, String> {
+    let n = req.tensor_bytes.len();
+    let mut arena_offsets = vec![None; n];
+    let mut persistent_offsets = vec![None; n];
+    let mut rw = SimpleMemoryArena::new();
+    let mut persistent = SimpleMemoryArena::new();
+    for t in allocation_order_by(req, &lifetimes, order) {
+        let Some(first) = lifetimes.alloc[t] else {
+            continue; // not allocated: `allocation_order` never yields these
+        };
+        let size = req.tensor_bytes[t];
+        let (arena, last, slot) = match req.tensor_kind[t] {
+            TensorKind::Arena => (
+                &mut rw,
+                lifetimes.dealloc[t].unwrap_or(LAST_NODE_FOREVER),
+                &mut arena_offsets[t],
+            ),
+            TensorKind::Persistent => (
+                &mut persistent,
+                LAST_NODE_FOREVER,
+                &mut persistent_offsets[t],
+            ),
+            TensorKind::NotPlanned => continue,
+        };
+        let offset = arena
+            .allocate(size, DEFAULT_TENSOR_ALIGNMENT, first, last)
+            .map_err(|e| format!("memory plan: tensor {t}: {e}"))?;
+        if size > 0 {
+            *slot = Some(offset);
+        }
+    }
+    for t in 0..n {
+        if let Some(root) = lifetimes.alias_of[t] {
+            arena_offsets[t] = arena_offsets[root];
+        }
+    }
+    Ok(finish_plan(
+        req,
+        lifetimes,
+        arena_offsets,
+        persistent_offsets,
+        rw.high_water_mark(),
+        persistent.high_water_mark(),
+    ))
 }
 
 /// Assembles a [`MemoryPlan`]: computes the lower bound from the lifetimes, then
@@ -150,9 +223,9 @@ pub(super) fn finish_plan(
     arena_bytes: usize,
     persistent_bytes: usize,
 ) -> MemoryPlan {
-    let Lifetimes { alloc, mut dealloc } = lifetimes;
+    let Lifetimes { alloc, mut dealloc, alias_of } = lifetimes;
     let intervals = (0..req.tensor_bytes.len()).filter_map(|t| {
-        if req.tensor_kind[t] != TensorKind::Arena {
+        if req.tensor_kind[t] != TensorKind::Arena || alias_of[t].is_some() {
             return None;
         }
         Some(LiveInterval {
@@ -178,6 +251,7 @@ pub(super) fn finish_plan(
         tensor_bytes: req.tensor_bytes.to_vec(),
         tensor_kind: req.tensor_kind.to_vec(),
         num_nodes: req.nodes.len(),
+        alias_of,
     }
 }
 
@@ -191,6 +265,10 @@ pub(super) fn finish_plan(
 pub struct Lifetimes {
     pub alloc: Vec<Option<usize>>,
     pub dealloc: Vec<Option<usize>>,
+    /// In-place aliases: `Some(root)` for a tensor that shares `root`'s memory (its
+    /// `alloc`/`dealloc` are then the root's, whose lifetime covers every use of
+    /// the alias). All `None` from [`compute_lifetimes`].
+    pub alias_of: Vec<Option<usize>>,
 }
 
 /// The request's index lists, checked and converted to `usize` once, with the
@@ -285,7 +363,104 @@ impl CheckedLists {
 /// temporaries loop of `ExecuteAllocations`.
 pub fn compute_lifetimes(req: &PlanRequest<'_>) -> Result<Lifetimes, String> {
     let g = CheckedLists::new(req)?;
+    lifetimes_with_aliases(req, &g, &vec![None; req.tensor_bytes.len()])
+}
+
+/// TFLite's "graph-level" references: one for each graph output and variable, one for
+/// each graph input when preserved, one per node input read.
+fn raw_refcounts(req: &PlanRequest<'_>, g: &CheckedLists) -> Vec<usize> {
+    let mut refcount = vec![0usize; req.tensor_bytes.len()];
+    for &t in g.outputs.iter().chain(&g.variables) {
+        refcount[t] += 1;
+    }
+    if req.preserve_inputs {
+        for &t in &g.inputs {
+            refcount[t] += 1;
+        }
+    }
+    for &t in g.node_inputs.iter().flatten() {
+        refcount[t] += 1;
+    }
+    refcount
+}
+
+/// TFLite's `IdentifyInPlaceTensors` (LiteRT `arena_planner.cc`): walking the nodes in
+/// order, a node whose registration has in-place bits lets its first output share the
+/// memory of the first flagged input among its first three that may be shared
+/// (`InputTensorCanBeShared`):
+///
+/// * an op that modifies data (no `kTfLiteInplaceOpDataUnmodified` bit) needs the same
+///   byte size, more than 4 bytes, and this node as the input's only reader (graph-level
+///   reference count <= 1), and the chain's root must also have at most one reference;
+/// * the input must not be a graph input, nor the output a graph output.
+///
+/// Stricter than TFLite, for safety: both tensors must be `Arena` tensors of the same
+/// byte size (TFLite later drops aliases whose sizes differ), neither may be marked
+/// `no_sharing`, and nothing is shared with `preserve_intermediates` (TFLite's
+/// `preserve_all_tensors`). Chains collapse to their root (`FindSharedTensor`).
+fn identify_in_place(req: &PlanRequest<'_>, g: &CheckedLists) -> Vec<Option<usize>> {
     let n = req.tensor_bytes.len();
+    let mut alias: Vec<Option<usize>> = vec![None; n];
+    if req.preserve_intermediates {
+        return alias;
+    }
+    let refcount = raw_refcounts(req, g);
+    let mut is_graph_input = vec![false; n];
+    let mut is_graph_output = vec![false; n];
+    for &t in &g.inputs {
+        is_graph_input[t] = true;
+    }
+    for &t in &g.outputs {
+        is_graph_output[t] = true;
+    }
+    let forbidden = |t: usize| req.no_sharing.get(t).copied().unwrap_or(false);
+    for (i, node) in req.nodes.iter().enumerate() {
+        let flags = node.inplace;
+        if flags == 0 {
+            continue;
+        }
+        let Some(&out) = g.node_outputs[i].first() else { continue };
+        if node.outputs.first().is_none_or(|&raw| raw < 0) {
+            continue; // the first output is absent: g's list starts further on
+        }
+        let modifies = flags & 1 == 0;
+        let can_share = |input: usize| {
+            let same_arena = req.tensor_kind[input] == TensorKind::Arena && req.tensor_kind[out] == TensorKind::Arena;
+            let bytes = req.tensor_bytes[input];
+            same_arena
+                && input != out
+                && bytes == req.tensor_bytes[out]
+                && (!modifies || (bytes > 4 && refcount[input] <= 1))
+                && !is_graph_input[input]
+                && !is_graph_output[out]
+                && !forbidden(input)
+                && !forbidden(out)
+                && alias[out].is_none()
+        };
+        let chosen = node.inputs.iter().take(3).enumerate().find_map(|(k, &raw)| {
+            let input = usize::try_from(raw).ok().filter(|&t| t < n)?;
+            (flags & (4 << k) != 0 && can_share(input)).then_some(input)
+        });
+        let Some(input) = chosen else { continue };
+        let root = alias[input].unwrap_or(input);
+        if modifies && refcount[root] > 1 {
+            continue;
+        }
+        alias[out] = Some(root);
+    }
+    alias
+}
+
+/// [`compute_lifetimes`] with the in-place `alias` map applied: reads of an alias count
+/// as reads of its root (so the root lives through the alias's last use), and each
+/// alias then reports its root's lifetime.
+fn lifetimes_with_aliases(
+    req: &PlanRequest<'_>,
+    g: &CheckedLists,
+    alias: &[Option<usize>],
+) -> Result<Lifetimes, String> {
+    let n = req.tensor_bytes.len();
+    let root = |t: usize| alias[t].unwrap_or(t);
     let mut refcount = vec![0usize; n];
     let mut alloc: Vec<Option<usize>> = vec![None; n];
     let mut dealloc: Vec<Option<usize>> = vec![None; n];
@@ -305,7 +480,7 @@ pub fn compute_lifetimes(req: &PlanRequest<'_>) -> Result<Lifetimes, String> {
     }
     for ins in &g.node_inputs {
         for &t in ins {
-            refcount[t] += 1;
+            refcount[root(t)] += 1;
         }
     }
 
@@ -331,6 +506,7 @@ pub fn compute_lifetimes(req: &PlanRequest<'_>) -> Result<Lifetimes, String> {
             if req.preserve_intermediates {
                 continue;
             }
+            let t = root(t);
             // Cannot underflow: every node input was counted above. The
             // `dealloc.is_none()` guard mirrors TFLite's "deallocated once" check.
             refcount[t] = refcount[t].saturating_sub(1);
@@ -368,34 +544,61 @@ pub fn compute_lifetimes(req: &PlanRequest<'_>) -> Result<Lifetimes, String> {
             dealloc[t] = Some(i);
         }
     }
-    Ok(Lifetimes { alloc, dealloc })
+    for t in 0..n {
+        if let Some(r) = alias[t] {
+            alloc[t] = alloc[r];
+            dealloc[t] = dealloc[r];
+        }
+    }
+    Ok(Lifetimes { alloc, dealloc, alias_of: alias.to_vec() })
 }
 
 /// Step 2 of the module doc: the planned tensors (kind `Arena` or `Persistent`,
 /// allocated at some node) in TFLite's placement order.
+#[cfg(test)]
 pub(super) fn allocation_order(req: &PlanRequest<'_>, lifetimes: &Lifetimes) -> Vec<usize> {
-    let Lifetimes { alloc, dealloc } = lifetimes;
+    allocation_order_by(req, lifetimes, Order::TfLite)
+}
+
+/// The planned tensors (kind `Arena` or `Persistent`, allocated at some node, not an
+/// alias) in `order`; ties always fall back to TFLite's keys and then the index.
+fn allocation_order_by(req: &PlanRequest<'_>, lifetimes: &Lifetimes, order: Order) -> Vec<usize> {
+    let Lifetimes { alloc, dealloc, alias_of } = lifetimes;
     let whole_lifetime =
         |t: usize| alloc.get(t) == Some(&Some(0)) && dealloc.get(t).is_some_and(Option::is_none);
-    let mut order: Vec<usize> = (0..req.tensor_bytes.len())
+    let mut order_list: Vec<usize> = (0..req.tensor_bytes.len())
         .filter(|&t| {
             alloc.get(t).copied().flatten().is_some()
+                && alias_of.get(t).is_some_and(Option::is_none)
                 && req
                     .tensor_kind
                     .get(t)
                     .is_some_and(|k| *k != TensorKind::NotPlanned)
         })
         .collect();
-    order.sort_by(|&a, &b| match (whole_lifetime(a), whole_lifetime(b)) {
+    let last = |t: usize| dealloc[t].unwrap_or(usize::MAX);
+    let span = |t: usize| last(t).saturating_sub(alloc[t].unwrap_or(0)).saturating_add(1);
+    let size = |t: usize| req.tensor_bytes[t];
+    order_list.sort_by(|&a, &b| match (whole_lifetime(a), whole_lifetime(b)) {
         (true, true) => a.cmp(&b),
         (true, false) => Ordering::Less,
         (false, true) => Ordering::Greater,
-        (false, false) => req.tensor_bytes[b]
-            .cmp(&req.tensor_bytes[a])
-            .then(alloc.get(a).cmp(&alloc.get(b)))
-            .then(a.cmp(&b)),
+        (false, false) => {
+            let tflite = || size(b).cmp(&size(a)).then(alloc[a].cmp(&alloc[b]));
+            let primary = match order {
+                Order::TfLite => Ordering::Equal,
+                Order::SizeThenLastUse => size(b).cmp(&size(a)).then(last(b).cmp(&last(a))),
+                Order::Area => {
+                    let area = |t: usize| (size(t) as u128) * (span(t).min(1 << 20) as u128);
+                    area(b).cmp(&area(a))
+                }
+                Order::FirstUse => alloc[a].cmp(&alloc[b]).then(size(b).cmp(&size(a))),
+                Order::Lifetime => span(b).cmp(&span(a)).then(size(b).cmp(&size(a))),
+            };
+            primary.then_with(tflite).then(a.cmp(&b))
+        }
     });
-    order
+    order_list
 }
 
 #[cfg(test)]
@@ -408,11 +611,15 @@ mod tests {
 
     const A: usize = DEFAULT_TENSOR_ALIGNMENT;
 
-    /// Plans with the arena planner and checks the plan is valid.
+    /// Plans with TFLite's classic algorithm and checks the plan is valid; also checks
+    /// the default planner (more orders, in-place sharing) is valid and no larger.
     fn plan(g: &TestGraph) -> MemoryPlan {
         g.with_request(|req| {
-            let plan = plan_memory(req).expect("plan");
+            let plan = plan_memory_classic(req).expect("plan");
             check_no_overlap(req, &plan).expect("valid plan");
+            let best = plan_memory(req).expect("best plan");
+            check_no_overlap(req, &best).expect("valid best plan");
+            assert!(best.arena_bytes <= plan.arena_bytes);
             plan
         })
     }
@@ -954,5 +1161,89 @@ mod tests {
                 .any(|l| l.contains("[0, end]") && l.contains("|#######|"))
         );
         assert_eq!(format!("{p:?}"), text);
+    }
+
+    #[test]
+    fn in_place_add_shares_its_input_under_tflites_conditions() {
+        // x -> a -> ADD(a, c) -> b -> out; c comes from x too. ADD may write into a
+        // (its only reader), so b aliases a and the arena needs one slot less.
+        let mut g = TestGraph::new();
+        let x = g.arena(1024);
+        let a = g.arena(1024);
+        let c = g.arena(1024);
+        let b = g.arena(1024);
+        let out = g.arena(64);
+        g.inputs = vec![x];
+        g.outputs = vec![out];
+        g.node(&[x], &[a]);
+        g.node(&[x], &[c]);
+        let add = g.node(&[a, c], &[b]);
+        g.node_inplace[add] = 4 | 8;
+        g.node(&[b], &[out]);
+        let best = g.with_request(|req| {
+            let p = plan_memory(req).expect("plan");
+            check_no_overlap(req, &p).expect("valid");
+            p
+        });
+        assert_eq!(best.alias_of[u(b)], Some(u(a)));
+        assert_eq!(best.arena_offsets[u(b)], best.arena_offsets[u(a)]);
+        assert!(best.arena_bytes < plan(&g).arena_bytes);
+
+        // a read twice (by ADD and by another node): ADD takes c instead; with both
+        // read twice, nothing.
+        let mut g2 = g.clone();
+        g2.node(&[a], &[]);
+        let p = g2.with_request(|req| plan_memory(req).expect("plan"));
+        assert_eq!(p.alias_of[u(b)], Some(u(c)));
+        g2.node(&[c], &[]);
+        let p = g2.with_request(|req| plan_memory(req).expect("plan"));
+        assert_eq!(p.alias_of[u(b)], None);
+        // A graph output never aliases; preserve_intermediates disables sharing.
+        let mut g3 = g.clone();
+        g3.outputs.push(b);
+        assert_eq!(g3.with_request(|req| plan_memory(req).expect("plan")).alias_of[u(b)], None);
+        let mut g4 = g.clone();
+        g4.preserve_intermediates = true;
+        assert_eq!(g4.with_request(|req| plan_memory(req).expect("plan")).alias_of[u(b)], None);
+        // A tensor marked no_sharing never aliases.
+        let mut no = vec![false; g.bytes.len()];
+        no[u(a)] = true;
+        no[u(c)] = true;
+        let p = g.with_request(|req| plan_memory(&PlanRequest { no_sharing: &no, ..*req }).expect("plan"));
+        assert_eq!(p.alias_of[u(b)], None);
+        // Different sizes (broadcast) never alias.
+        let mut g5 = g.clone();
+        g5.bytes[u(c)] = 64;
+        g5.bytes[u(a)] = 64;
+        assert_eq!(g5.with_request(|req| plan_memory(req).expect("plan")).alias_of[u(b)], None);
+    }
+
+    #[test]
+    fn in_place_chains_collapse_to_their_root() {
+        let mut g = TestGraph::new();
+        let x = g.arena(256);
+        let a = g.arena(256);
+        let b = g.arena(256);
+        let c = g.arena(256);
+        let k = g.arena(256);
+        let out = g.arena(256);
+        g.inputs = vec![x];
+        g.outputs = vec![out];
+        g.node(&[x], &[a]);
+        g.node(&[x], &[k]);
+        let n1 = g.node(&[a, k], &[b]);
+        let n2 = g.node(&[b, k], &[c]);
+        g.node_inplace[n1] = 4;
+        g.node_inplace[n2] = 4;
+        g.node(&[c], &[out]);
+        let p = g.with_request(|req| {
+            let p = plan_memory(req).expect("plan");
+            check_no_overlap(req, &p).expect("valid");
+            p
+        });
+        assert_eq!(p.alias_of[u(b)], Some(u(a)));
+        assert_eq!(p.alias_of[u(c)], Some(u(a)));
+        // The root lives through the chain's last reader.
+        assert_eq!(p.dealloc_node[u(a)], Some(4));
     }
 }

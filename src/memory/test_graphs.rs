@@ -12,6 +12,7 @@ pub struct TestGraph {
     pub node_outputs: Vec<Vec<i32>>,
     pub node_intermediates: Vec<Vec<i32>>,
     pub node_temporaries: Vec<Vec<i32>>,
+    pub node_inplace: Vec<u64>,
     pub inputs: Vec<i32>,
     pub outputs: Vec<i32>,
     pub variables: Vec<i32>,
@@ -49,6 +50,7 @@ impl TestGraph {
         self.node_outputs.push(outputs.to_vec());
         self.node_intermediates.push(Vec::new());
         self.node_temporaries.push(temps.to_vec());
+        self.node_inplace.push(0);
         self.node_inputs.len() - 1
     }
 
@@ -60,6 +62,7 @@ impl TestGraph {
                 outputs: &self.node_outputs[i],
                 intermediates: &self.node_intermediates[i],
                 temporaries: &self.node_temporaries[i],
+                inplace: self.node_inplace.get(i).copied().unwrap_or(0),
             })
             .collect();
         let req = PlanRequest {
@@ -71,6 +74,7 @@ impl TestGraph {
             variables: &self.variables,
             preserve_inputs: self.preserve_inputs,
             preserve_intermediates: self.preserve_intermediates,
+            no_sharing: &[],
         };
         f(&req)
     }

@@ -121,9 +121,26 @@ pub fn check_no_overlap(req: &PlanRequest<'_>, plan: &MemoryPlan) -> Result<(), 
             _ => false,
         }
     };
+    // In-place aliases share their root's bytes on purpose: same root, same offset.
+    let root = |t: usize| plan.alias_of.get(t).copied().flatten().unwrap_or(t);
+    for t in 0..n {
+        if let Some(r) = plan.alias_of.get(t).copied().flatten() {
+            let same = r < n
+                && plan.arena_offsets[t] == plan.arena_offsets[r]
+                && req.tensor_bytes[t] == req.tensor_bytes[r]
+                && plan.alloc_node[t] == plan.alloc_node[r]
+                && plan.dealloc_node[t] == plan.dealloc_node[r];
+            if !same {
+                return Err(format!("tensor {t} aliases {r} but does not share its bytes and lifetime"));
+            }
+        }
+    }
     for (list, always) in [(&rw, false), (&persistent, true)] {
         for (i, &(a, oa, sa)) in list.iter().enumerate() {
             for &(b, ob, sb) in &list[i + 1..] {
+                if root(a) == root(b) {
+                    continue;
+                }
                 let bytes_overlap = oa < ob + sb && ob < oa + sa;
                 if bytes_overlap && (always || overlap_in_time(a, b)) {
                     return Err(format!(

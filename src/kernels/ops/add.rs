@@ -7,12 +7,15 @@
 //! of two; otherwise the power-of-two fixed-point path). All with numpy broadcasting.
 
 use super::binary::{
-    BinaryOperands, Pot16Params, QuantArithParams, binary_operands, check_output, is_quantized, with_op,
+    BinaryOperands, Pot16Params, QuantArithParams, binary_operands, binary_operands_in_place, check_output, is_quantized, run_binary,
+    with_op,
 };
 use super::broadcast::broadcast_binary;
 use crate::abi::builtin_op_data::{TfLiteAddParams, TfLiteFusedActivation};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
-use crate::abi::types::{TfLiteRegistration, TfLiteType};
+use crate::abi::types::{
+    TfLiteRegistration, TfLiteType, kTfLiteInplaceOpInput0Shared, kTfLiteInplaceOpInput1Shared,
+};
 use crate::error::{Error, Result};
 use crate::kernels::activation::{
     activation_range_f32, activation_range_i16, activation_range_i32, activation_range_i64, activation_range_quantized,
@@ -25,7 +28,11 @@ const OP: &str = "ADD";
 
 /// The ADD registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinAdd, prepare = prepare, eval = eval)
+    TfLiteRegistration {
+        // add.cc: the output may take either input's memory (LiteRT's in-place ADD).
+        inplace_operator: kTfLiteInplaceOpInput0Shared | kTfLiteInplaceOpInput1Shared,
+        ..crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinAdd, prepare = prepare, eval = eval)
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -180,27 +187,22 @@ fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
 }
 
 fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let mut ops = binary_operands(ctx, OP)?;
+    let mut ops = binary_operands_in_place(ctx, OP)?;
     check_output(OP, &ops, ops.a.dtype)?;
     let p = params(ctx)?;
-    let (ash, bsh) = (ops.a.shape, ops.b.shape);
-    let osh = core::mem::take(&mut ops.out_shape);
+    let act = p.activation;
     match plan(&ops, &p)? {
-        Plan::F32 => add_f32(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, p.activation),
-        Plan::I32 => add_i32(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, p.activation),
-        Plan::I64 => add_i64(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, p.activation),
-        Plan::I16 => add_i16(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, p.activation),
+        Plan::F32 => run_binary::<f32>(&mut ops, |a, ash, b, bsh, o, osh| add_f32(a, ash, b, bsh, o, osh, act)),
+        Plan::I32 => run_binary::<i32>(&mut ops, |a, ash, b, bsh, o, osh| add_i32(a, ash, b, bsh, o, osh, act)),
+        Plan::I64 => run_binary::<i64>(&mut ops, |a, ash, b, bsh, o, osh| add_i64(a, ash, b, bsh, o, osh, act)),
+        Plan::I16 => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| add_i16(a, ash, b, bsh, o, osh, act)),
         Plan::Quant(QuantAdd::General(q)) => match ops.a.dtype {
-            TfLiteType::kTfLiteUInt8 => {
-                add_quantized::<u8>(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, &q)
-            }
-            TfLiteType::kTfLiteInt8 => {
-                add_quantized::<i8>(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, &q)
-            }
-            _ => add_quantized::<i16>(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, &q),
+            TfLiteType::kTfLiteUInt8 => run_binary::<u8>(&mut ops, |a, ash, b, bsh, o, osh| add_quantized(a, ash, b, bsh, o, osh, &q)),
+            TfLiteType::kTfLiteInt8 => run_binary::<i8>(&mut ops, |a, ash, b, bsh, o, osh| add_quantized(a, ash, b, bsh, o, osh, &q)),
+            _ => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| add_quantized(a, ash, b, bsh, o, osh, &q)),
         },
         Plan::Quant(QuantAdd::Pot16(q)) => {
-            add_i16_pot(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, &q)
+            run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| add_i16_pot(a, ash, b, bsh, o, osh, &q))
         }
     }
     .map_err(with_op(OP))

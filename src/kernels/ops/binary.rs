@@ -40,6 +40,9 @@ pub struct BinaryOperands<'a> {
     pub b: TensorView<'a>,
     pub out: TensorViewMut<'a>,
     pub out_shape: Vec<i32>,
+    /// The input (0 or 1) the output shares memory with, when the planner made this
+    /// node run in place (only from [`binary_operands_in_place`]).
+    pub alias: Option<usize>,
 }
 
 /// Gathers and checks the operands of a binary op (see [`BinaryOperands`]).
@@ -57,7 +60,109 @@ pub fn binary_operands<'a>(ctx: &OpCtx<'a>, op: &'static str) -> Result<BinaryOp
     }
     let out = ctx.output(0).map_err(with_op(op))?;
     let out_shape = binary_output_shape(op, a.shape, b.shape)?;
-    Ok(BinaryOperands { a, b, out, out_shape })
+    Ok(BinaryOperands { a, b, out, out_shape, alias: None })
+}
+
+/// [`binary_operands`] for an op that can run in place (its registration has
+/// `kTfLiteInplaceOpInput0Shared | kTfLiteInplaceOpInput1Shared`): notes which input
+/// the output shares memory with; run it with [`run_binary`].
+pub fn binary_operands_in_place<'a>(ctx: &OpCtx<'a>, op: &'static str) -> Result<BinaryOperands<'a>> {
+    let mut ops = binary_operands(ctx, op)?;
+    if let Some(k) = ctx.input_sharing_output(0) {
+        if ops.a.index == ops.b.index {
+            return Err(Error::new(format!("{op}: cannot run in place over an input used twice")));
+        }
+        ops.out = ctx.output_in_place(0, k).map_err(with_op(op))?;
+        ops.alias = Some(k);
+    }
+    Ok(ops)
+}
+
+/// Elements per tile of [`run_binary`]'s in-place path (two stack buffers of this many).
+const IN_PLACE_TILE: usize = 1024;
+
+/// Runs `f(a, a_shape, b, b_shape, out, out_shape)` on the operands. In place (the
+/// output holds input `k`'s bytes), the output is processed in tiles: each tile of the
+/// shared input is copied to a stack buffer and the other input's matching elements
+/// gathered (broadcast), then `f` computes the tile as a flat, same-shape operation.
+/// Element-wise ops give the same results either way. Needs no memory beyond two
+/// fixed stack tiles.
+pub fn run_binary<T: crate::kernels::api::Element + Default>(
+    ops: &mut BinaryOperands<'_>,
+    mut f: impl FnMut(&[T], &[i32], &[T], &[i32], &mut [T], &[i32]) -> Result<()>,
+) -> Result<()> {
+    let osh = ops.out_shape.clone();
+    let Some(k) = ops.alias else {
+        return f(ops.a.data()?, ops.a.shape, ops.b.data()?, ops.b.shape, ops.out.data_mut()?, &osh);
+    };
+    let (other, other_shape) = if k == 0 { (ops.b.data::<T>()?, ops.b.shape) } else { (ops.a.data::<T>()?, ops.a.shape) };
+    let out = ops.out.data_mut::<T>()?;
+    let index = BroadcastIndex::new(other_shape, &osh)?;
+    let mut own = [T::default(); IN_PLACE_TILE];
+    let mut gathered = [T::default(); IN_PLACE_TILE];
+    let mut start = 0;
+    while start < out.len() {
+        let len = IN_PLACE_TILE.min(out.len() - start);
+        own[..len].copy_from_slice(&out[start..start + len]);
+        let sh = [len as i32];
+        // The other input's elements for this tile: a plain sub-slice when it has the
+        // output's shape, the one value when it is a scalar, else gathered.
+        let (theirs, theirs_shape): (&[T], [i32; 1]) = if other.len() == out.len() {
+            (&other[start..start + len], sh)
+        } else if other.len() == 1 {
+            (other, [1])
+        } else {
+            for (j, g) in gathered[..len].iter_mut().enumerate() {
+                *g = *other.get(index.of(start + j)).ok_or_else(|| Error::new("broadcast index out of range"))?;
+            }
+            (&gathered[..len], sh)
+        };
+        let tile = &mut out[start..start + len];
+        if k == 0 {
+            f(&own[..len], &sh, theirs, &theirs_shape, tile, &sh)?;
+        } else {
+            f(theirs, &theirs_shape, &own[..len], &sh, tile, &sh)?;
+        }
+        start += len;
+    }
+    Ok(())
+}
+
+/// Maps a flat output index to the flat index of an input broadcast to the output.
+struct BroadcastIndex {
+    /// Per output dimension, innermost first: (output size, input stride or 0).
+    dims: Vec<(usize, usize)>,
+}
+
+impl BroadcastIndex {
+    fn new(input: &[i32], output: &[i32]) -> Result<Self> {
+        if input.len() > output.len() {
+            return Err(Error::new(format!("shape {input:?} does not broadcast to {output:?}")));
+        }
+        let pad = output.len() - input.len();
+        let mut dims = Vec::with_capacity(output.len());
+        let mut stride = 1usize;
+        for i in (0..output.len()).rev() {
+            let o = usize::try_from(output[i]).map_err(|_| Error::new("negative dimension"))?;
+            let d = if i < pad { 1 } else { usize::try_from(input[i - pad]).map_err(|_| Error::new("negative dimension"))? };
+            if d != o && d != 1 {
+                return Err(Error::new(format!("shape {input:?} does not broadcast to {output:?}")));
+            }
+            dims.push((o, if d == 1 { 0 } else { stride }));
+            stride = stride.saturating_mul(d);
+        }
+        Ok(BroadcastIndex { dims })
+    }
+
+    fn of(&self, mut flat: usize) -> usize {
+        let mut at = 0;
+        for &(size, stride) in &self.dims {
+            let size = size.max(1);
+            at += (flat % size) * stride;
+            flat /= size;
+        }
+        at
+    }
 }
 
 /// Eval-time check that the output was prepared for the inputs' current shapes and type.

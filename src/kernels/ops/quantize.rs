@@ -302,6 +302,11 @@ fn dequantize_input<'a>(ctx: &OpCtx<'a>) -> Result<TensorView<'a>> {
 
 fn dequantize_prepare(ctx: &OpCtx<'_>) -> Result<()> {
     let input = dequantize_input(ctx)?;
+    if input.is_constant() {
+        // dequantize.cc: dequantized constant weights live in the persistent arena, not
+        // among the activations.
+        ctx.set_output_persistent(0).map_err(in_op(DEQUANTIZE))?;
+    }
     ctx.set_output_type(0, TfLiteType::kTfLiteFloat32).map_err(in_op(DEQUANTIZE))?;
     ctx.resize_output(0, input.shape).map_err(in_op(DEQUANTIZE))
 }
