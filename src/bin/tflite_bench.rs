@@ -3,6 +3,8 @@
 //! per-op profile. In the spirit of TFLite's benchmark_model.
 //!
 //! usage: tflite-bench MODEL.tflite [--runs N] [--warmup N] [--threads N] [--profile]
+//!                     [--use_gpu [--gpu_inference_for_sustained_speed | --gpu_inference_balanced]
+//!                      [--delegate_serialize_dir DIR --delegate_serialize_token TOKEN] [--reinit]]
 //!        tflite-bench --compare [--threads N] [--kernels builtin|xnnpack|ref] MODEL...
 //!
 //! `--compare` runs each model with ours and with real TFLite (LiteRT, through
@@ -11,10 +13,22 @@
 //! median and min latency of both, the ratio, our arena bytes and LiteRT's (from
 //! `memory::litert_reference`, shared/design/MEMORY.md; "n/a" where there is none,
 //! `(emulated)` where LiteRT cannot load the model and the figure is plan.py's).
+//!
+//! `--use_gpu` applies the OpenCL GPU delegate (TFLite benchmark_model's flag names):
+//! FAST_SINGLE_ANSWER by default (nothing tuned), `--gpu_inference_for_sustained_speed`
+//! tunes every kernel, `--gpu_inference_balanced` within a time budget; with
+//! `--delegate_serialize_dir/--delegate_serialize_token` tunings persist in a cache file.
+//! It prints how many nodes were delegated, launches after fusion, the device buffer,
+//! and the tuning report (kernels tuned / from the cache, tuning and init time).
+//! `--reinit` builds the interpreter a second time with a fresh delegate, to show what
+//! the cache saves.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use std::ffi::CString;
+use tensorflowlite_c::gpu::delegate::options::TfLiteGpuExperimentalFlags;
+use tensorflowlite_c::gpu::delegate::{GpuDelegate, TfLiteGpuDelegateOptionsV2};
 use tensorflowlite_c::interpreter::{Interpreter, InterpreterConfig};
 use tensorflowlite_c::memory::litert_reference::{Source, litert_arena};
 use tensorflowlite_c::model::Model;
@@ -28,6 +42,15 @@ struct Args {
     warmup: usize,
     threads: i32,
     profile: bool,
+    gpu: Option<GpuArgs>,
+    reinit: bool,
+}
+
+#[derive(Clone, Default)]
+struct GpuArgs {
+    preference: i32,
+    serialize_dir: Option<String>,
+    token: Option<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -40,6 +63,8 @@ fn parse_args() -> Result<Args, String> {
         warmup: 3,
         threads: 1,
         profile: false,
+        gpu: None,
+        reinit: false,
     };
     let mut compare = false;
     while let Some(arg) = it.next() {
@@ -51,6 +76,16 @@ fn parse_args() -> Result<Args, String> {
             "--warmup" => a.warmup = num("--warmup")?,
             "--threads" => a.threads = num("--threads")? as i32,
             "--profile" => a.profile = true,
+            "--use_gpu" => a.gpu = Some(a.gpu.take().unwrap_or_default()),
+            "--gpu_inference_for_sustained_speed" => a.gpu.get_or_insert_with(GpuArgs::default).preference = 1,
+            "--gpu_inference_balanced" => a.gpu.get_or_insert_with(GpuArgs::default).preference = 2,
+            "--delegate_serialize_dir" => {
+                a.gpu.get_or_insert_with(GpuArgs::default).serialize_dir = Some(it.next().ok_or("--delegate_serialize_dir needs a value")?)
+            }
+            "--delegate_serialize_token" => {
+                a.gpu.get_or_insert_with(GpuArgs::default).token = Some(it.next().ok_or("--delegate_serialize_token needs a value")?)
+            }
+            "--reinit" => a.reinit = true,
             "--compare" => compare = true,
             "--kernels" => a.kernels = it.next().ok_or("--kernels needs a value")?,
             "-h" | "--help" => return Err(String::new()),
@@ -171,14 +206,76 @@ fn compare(a: &Args) {
     }
 }
 
-fn run(a: &Args) -> Result<(), String> {
+/// The GPU delegate the flags ask for.
+fn gpu_delegate(g: &GpuArgs) -> Result<Box<GpuDelegate>, String> {
+    let mut o = TfLiteGpuDelegateOptionsV2::default();
+    o.inference_preference = g.preference;
+    let dir = g.serialize_dir.as_deref().map(CString::new).transpose().map_err(|e| e.to_string())?;
+    let token = g.token.as_deref().map(CString::new).transpose().map_err(|e| e.to_string())?;
+    if let (Some(d), Some(t)) = (&dir, &token) {
+        o.experimental_flags |= TfLiteGpuExperimentalFlags::TFLITE_GPU_EXPERIMENTAL_FLAGS_ENABLE_SERIALIZATION as i64;
+        o.serialization_dir = d.as_ptr();
+        o.model_token = t.as_ptr();
+    }
+    // The strings are copied by `create`.
+    tensorflowlite_c::gpu::delegate::create(&o)
+}
+
+/// Builds the interpreter (with the GPU delegate when asked) and allocates its tensors.
+fn init(a: &Args) -> Result<(Interpreter, Option<Box<GpuDelegate>>, Duration), String> {
     let t0 = Instant::now();
     let model = Model::from_file(std::path::Path::new(&a.model)).map_err(|e| e.message)?;
     let resolver = builtin_op_resolver();
     let config = InterpreterConfig { num_threads: a.threads, ..InterpreterConfig::default() };
     let mut interp = Interpreter::new(Arc::new(model), &resolver, config).map_err(|e| e.message)?;
+    let mut delegate = match &a.gpu {
+        Some(g) => Some(gpu_delegate(g).map_err(|e| format!("GPU delegate: {e}"))?),
+        None => None,
+    };
+    if let Some(d) = delegate.as_mut() {
+        // SAFETY: the delegate is returned with the interpreter and dropped after it.
+        unsafe { interp.modify_graph_with_delegate(&mut d.base) }.map_err(|e| e.message)?;
+    }
     interp.allocate_tensors().map_err(|e| e.message)?;
-    let init = t0.elapsed();
+    Ok((interp, delegate, t0.elapsed()))
+}
+
+fn print_gpu(d: &GpuDelegate, init: Duration) {
+    let r = d.report();
+    let t = r.tune;
+    println!("gpu_device: {}", r.device);
+    println!("gpu_nodes_delegated: {} of {} ({} partition(s))", r.nodes_delegated, r.nodes_total, r.partitions);
+    println!("gpu_launches: {} ({} before fusion)", r.launches, r.launches_unfused);
+    println!("gpu_buffer_bytes: {} (unshared: {})", r.arena_bytes, r.unshared_bytes);
+    println!("gpu_program_build_ms: {:.1}", r.program_build_ns as f64 / 1e6);
+    println!(
+        "gpu_tuning: {} kernels: {} tuned, {} from cache, {} untuned (budget), {} not measured; {} timed launches; tuning_ms {:.1}",
+        t.kernels, t.tuned, t.from_cache, t.untuned, t.unmeasured, t.launches, t.tuning_ns as f64 / 1e6
+    );
+    println!("gpu_tuning_cache: {}", r.cache);
+    println!("gpu_init_ms: {:.1} (interpreter init incl. delegate: {:.1})", r.init_ns as f64 / 1e6, ms(init));
+}
+
+fn run(a: &Args) -> Result<(), String> {
+    let (interp, delegate, init) = init(a)?;
+    if let Some(d) = &delegate {
+        print_gpu(d, init);
+    }
+    if a.reinit {
+        drop(interp);
+        drop(delegate);
+        let (i2, d2, init2) = self::init(a)?;
+        println!("-- second initialisation");
+        if let Some(d) = &d2 {
+            print_gpu(d, init2);
+        }
+        println!("init_ms first/second: {:.1} / {:.1}", ms(init), ms(init2));
+        return finish_run(a, i2, d2, init2);
+    }
+    finish_run(a, interp, delegate, init)
+}
+
+fn finish_run(a: &Args, mut interp: Interpreter, delegate: Option<Box<GpuDelegate>>, init: Duration) -> Result<(), String> {
     fill_inputs(&mut interp);
     for _ in 0..a.warmup {
         interp.invoke().map_err(|e| e.message)?;
@@ -217,6 +314,8 @@ fn run(a: &Args) -> Result<(), String> {
             println!("  node {ni:4} {name:24} {:10.4} ms", ms(per_node[step]) / a.runs as f64);
         }
     }
+    drop(interp);
+    drop(delegate);
     Ok(())
 }
 
@@ -227,6 +326,8 @@ fn main() -> ExitCode {
                 eprintln!("tflite-bench: {e}");
             }
             eprintln!("usage: tflite-bench MODEL.tflite [--runs N] [--warmup N] [--threads N] [--profile]");
+            eprintln!("         [--use_gpu [--gpu_inference_for_sustained_speed | --gpu_inference_balanced]");
+            eprintln!("          [--delegate_serialize_dir DIR --delegate_serialize_token TOKEN] [--reinit]]");
             eprintln!("       tflite-bench --compare [--threads N] [--kernels builtin|xnnpack|ref] MODEL...");
             ExitCode::from(2)
         }
