@@ -130,3 +130,83 @@ fn hand_landmark_lite_on_gpu_matches_cpu() {
 fn selfie_segmentation_on_gpu_matches_cpu() {
     check_model("selfie_segmentation");
 }
+
+/// Runs an ops-corpus model (zeros in, outputs ignored) with `d` applied.
+fn run_ops_model(file: &str, d: *mut c_void) {
+    let path = CString::new(corpus().join("ops/models").join(file).to_string_lossy().as_bytes()).unwrap();
+    // SAFETY: plain C API calls with valid arguments; everything is deleted below.
+    unsafe {
+        let model = TfLiteModelCreateFromFile(path.as_ptr());
+        assert!(!model.is_null(), "{file}: model failed to load");
+        let opts = TfLiteInterpreterOptionsCreate();
+        TfLiteInterpreterOptionsAddDelegate(opts, d);
+        let interp = TfLiteInterpreterCreate(model, opts);
+        assert!(!interp.is_null(), "{file}: interpreter creation failed");
+        assert_eq!(TfLiteInterpreterAllocateTensors(interp), OK);
+        assert_eq!(TfLiteInterpreterInvoke(interp), OK);
+        TfLiteInterpreterDelete(interp);
+        TfLiteInterpreterOptionsDelete(opts);
+        TfLiteModelDelete(model);
+    }
+}
+
+/// SUSTAINED_SPEED tunes every kernel and, with serialization on, writes the cache; a
+/// second delegate (a second initialisation) takes every work group from the cache and
+/// measures nothing.
+#[test]
+fn tuning_cache_makes_the_second_init_tune_nothing() {
+    let dir = std::env::temp_dir().join(format!("tflite-rs-wgcache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let cdir = CString::new(dir.to_string_lossy().as_bytes()).unwrap();
+    // SAFETY: returns a value.
+    let mut opts = unsafe { TfLiteGpuDelegateOptionsV2Default() };
+    opts.inference_preference = 1; // SUSTAINED_SPEED
+    opts.experimental_flags |= 8; // ENABLE_SERIALIZATION
+    opts.serialization_dir = cdir.as_ptr();
+    opts.model_token = c"cache_test".as_ptr();
+    let models = ["conv_2d_relu6_f32.tflite", "depthwise_conv_2d_m2_f32.tflite", "average_pool_2d_3x3_s2_same_f32.tflite"];
+    let mut reports = Vec::new();
+    for round in 0..2 {
+        let Some(d) = gpu(&opts, "tuning_cache_makes_the_second_init_tune_nothing") else { return };
+        for m in models {
+            run_ops_model(m, d);
+        }
+        let r = report(d);
+        eprintln!("init {}: {:?}, cache {}", round + 1, r.tune, r.cache);
+        reports.push(r.tune);
+        // SAFETY: made above; no interpreter uses it any more.
+        unsafe { TfLiteGpuDelegateV2Delete(d) };
+    }
+    assert!(reports[0].kernels >= 3 && reports[0].tuned >= 1, "first init measured nothing: {:?}", reports[0]);
+    assert_eq!(reports[0].tuned + reports[0].unmeasured, reports[0].kernels);
+    assert_eq!(reports[1].kernels, reports[0].kernels);
+    assert_eq!(reports[1].tuned, 0, "second init re-tuned: {:?}", reports[1]);
+    assert_eq!(reports[1].launches, 0, "second init launched timing runs");
+    assert_eq!(reports[1].from_cache, reports[0].tuned);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A corrupt cache file is ignored (the delegate still works and rewrites it).
+#[test]
+fn corrupt_tuning_cache_is_ignored() {
+    let dir = std::env::temp_dir().join(format!("tflite-rs-wgcorrupt-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("bad.wgtune"), b"\x00garbage\xff not a cache").unwrap();
+    let cdir = CString::new(dir.to_string_lossy().as_bytes()).unwrap();
+    // SAFETY: returns a value.
+    let mut opts = unsafe { TfLiteGpuDelegateOptionsV2Default() };
+    opts.inference_preference = 2; // BALANCED
+    opts.experimental_flags |= 8;
+    opts.serialization_dir = cdir.as_ptr();
+    opts.model_token = c"bad".as_ptr();
+    let Some(d) = gpu(&opts, "corrupt_tuning_cache_is_ignored") else { return };
+    run_ops_model("conv_2d_relu6_f32.tflite", d);
+    let r = report(d);
+    assert!(r.cache.contains("Ignored"), "cache status: {}", r.cache);
+    assert!(r.tune.tuned >= 1);
+    // SAFETY: made above; no interpreter uses it any more.
+    unsafe { TfLiteGpuDelegateV2Delete(d) };
+    let _ = std::fs::remove_dir_all(&dir);
+}

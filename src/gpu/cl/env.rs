@@ -52,6 +52,10 @@ impl ClEnv {
     /// Opens the first GPU of any platform, else the first device of any type (PoCL's CPU
     /// device in CI), and compiles the kernels.
     pub fn open() -> Result<ClEnv, String> {
+        // ICD loaders and drivers are not all safe against concurrent first use (PoCL
+        // reported "no device" to one of two threads opening at once): open one at a time.
+        static OPENING: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+        let _guard = OPENING.lock();
         let platforms = opencl3::platform::get_platforms()
             .map_err(|e| format!("no OpenCL platform is available ({e}); is an OpenCL ICD installed?"))?;
         if platforms.is_empty() {
