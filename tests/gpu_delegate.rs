@@ -37,9 +37,12 @@ fn f32s(b: &[u8]) -> Vec<f32> {
     b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
-/// Runs `model` once on the golden input, with `delegate` if given; returns the outputs.
-fn run(name: &str, delegate: Option<*mut c_void>) -> Vec<Vec<f32>> {
-    let base = corpus();
+/// Runs a golden case of `corpus()/<suite>/golden/<name>` once on its input, with
+/// `delegate` if given; returns each output's type and bytes, or None when the
+/// interpreter cannot be created with the delegate (as TFLite, a delegate without dynamic
+/// tensor support is refused on a graph with dynamic tensors).
+fn try_run_case(suite: &str, name: &str, delegate: Option<*mut c_void>) -> Option<Vec<(i32, Vec<u8>)>> {
+    let base = if suite.is_empty() { corpus() } else { corpus().join(suite) };
     let dir = base.join("golden").join(name);
     let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
     let path = CString::new(base.join(meta["model"].as_str().unwrap()).to_string_lossy().as_bytes()).unwrap();
@@ -52,7 +55,19 @@ fn run(name: &str, delegate: Option<*mut c_void>) -> Vec<Vec<f32>> {
             TfLiteInterpreterOptionsAddDelegate(opts, d);
         }
         let interp = TfLiteInterpreterCreate(model, opts);
+        if interp.is_null() && delegate.is_some() {
+            TfLiteInterpreterOptionsDelete(opts);
+            TfLiteModelDelete(model);
+            return None;
+        }
         assert!(!interp.is_null(), "{name}: interpreter creation failed");
+        if let Some(resize) = meta["resize_inputs"].as_object() {
+            for (k, v) in resize {
+                let idx: i32 = k.parse().unwrap();
+                let dims: Vec<i32> = v.as_array().unwrap().iter().map(|d| d.as_i64().unwrap() as i32).collect();
+                assert_eq!(TfLiteInterpreterResizeInputTensor(interp, idx, dims.as_ptr(), dims.len() as i32), OK);
+            }
+        }
         assert_eq!(TfLiteInterpreterAllocateTensors(interp), OK, "{name}: AllocateTensors");
         for (pos, inp) in meta["inputs"].as_array().unwrap().iter().enumerate() {
             let data = std::fs::read(dir.join(inp["file"].as_str().unwrap())).unwrap();
@@ -65,13 +80,22 @@ fn run(name: &str, delegate: Option<*mut c_void>) -> Vec<Vec<f32>> {
             let t = TfLiteInterpreterGetOutputTensor(interp, pos);
             let mut b = vec![0u8; TfLiteTensorByteSize(t)];
             assert_eq!(TfLiteTensorCopyToBuffer(t, b.as_mut_ptr().cast(), b.len()), OK);
-            outs.push(f32s(&b));
+            outs.push((TfLiteTensorType(t), b));
         }
         TfLiteInterpreterDelete(interp);
         TfLiteInterpreterOptionsDelete(opts);
         TfLiteModelDelete(model);
-        outs
+        Some(outs)
     }
+}
+
+fn run_case(suite: &str, name: &str, delegate: Option<*mut c_void>) -> Vec<(i32, Vec<u8>)> {
+    try_run_case(suite, name, delegate).unwrap_or_else(|| panic!("{name}: interpreter creation failed"))
+}
+
+/// Float outputs of a model-level golden case.
+fn run(name: &str, delegate: Option<*mut c_void>) -> Vec<Vec<f32>> {
+    run_case("", name, delegate).into_iter().map(|(_, b)| f32s(&b)).collect()
 }
 
 fn report(d: *mut c_void) -> GpuReport {
@@ -209,4 +233,43 @@ fn corrupt_tuning_cache_is_ignored() {
     // SAFETY: made above; no interpreter uses it any more.
     unsafe { TfLiteGpuDelegateV2Delete(d) };
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every single-op case of `../shared/corpus/ops`: wherever the delegate takes the op,
+/// the outputs match the CPU kernels (float within 1e-4 of the range, others exactly).
+#[test]
+fn ops_corpus_on_gpu_matches_cpu() {
+    // SAFETY: returns a value.
+    let opts = unsafe { TfLiteGpuDelegateOptionsV2Default() };
+    let Some(d) = gpu(&opts, "ops_corpus_on_gpu_matches_cpu") else { return };
+    let mut cases: Vec<String> = std::fs::read_dir(corpus().join("ops/golden"))
+        .expect("corpus/ops/golden")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    cases.sort();
+    let (mut delegated, mut failures, mut refused) = (Vec::new(), Vec::new(), Vec::new());
+    for name in &cases {
+        let before = report(d).nodes_delegated;
+        let Some(got) = try_run_case("ops", name, Some(d)) else {
+            refused.push(name.clone());
+            continue;
+        };
+        if report(d).nodes_delegated == before {
+            continue;
+        }
+        delegated.push(name.clone());
+        let cpu = run_case("ops", name, None);
+        for (i, ((tc, c), (tg, g))) in cpu.iter().zip(&got).enumerate() {
+            let ok = tc == tg && c.len() == g.len() && if *tc == 1 { relative_error(&f32s(c), &f32s(g)) <= 1e-4 } else { c == g };
+            if !ok {
+                failures.push(format!("{name} output {i}"));
+            }
+        }
+    }
+    eprintln!("ops corpus: {} of {} cases ran on the GPU: {}", delegated.len(), cases.len(), delegated.join(" "));
+    eprintln!("refused (dynamic tensors): {}", refused.join(" "));
+    assert!(delegated.len() >= 40, "only {} ops cases were delegated", delegated.len());
+    assert!(failures.is_empty(), "GPU differs from CPU: {failures:?}");
+    // SAFETY: made above; no interpreter uses it any more.
+    unsafe { TfLiteGpuDelegateV2Delete(d) };
 }
