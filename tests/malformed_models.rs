@@ -33,6 +33,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 unsafe extern "C" {
+    fn TfLiteInterpreterOptionsAddDelegate(o: *mut Opaque, d: *mut c_void);
     fn TfLiteInterpreterOptionsEnableCancellation(o: *mut Opaque, enable: bool) -> Status;
     fn TfLiteInterpreterCancel(i: *const Opaque) -> Status;
     fn TfLiteInterpreterGetTensor(i: *const Opaque, index: c_int) -> *mut Opaque;
@@ -708,6 +709,11 @@ unsafe fn fill_inputs(interp: *mut Opaque, rng: &mut Rng) {
     }
 }
 
+thread_local! {
+    /// The GPU delegate to apply in `exercise` (NULL: none).
+    static GPU: std::cell::Cell<*mut c_void> = const { std::cell::Cell::new(std::ptr::null_mut()) };
+}
+
 /// create → allocate → invoke (twice for small models); returns (created, reached Invoke).
 /// Invoke is skipped when the tensors total more than `tensor_limit` bytes. Returns the
 /// tensors' total when the model was allocated.
@@ -727,6 +733,10 @@ fn exercise(bytes: &[u8], rng: &mut Rng, tally: &mut Tally, invokes: usize, tens
         let opts = TfLiteInterpreterOptionsCreate();
         TfLiteInterpreterOptionsSetErrorReporter(opts, Some(reporter), user);
         assert_eq!(TfLiteInterpreterOptionsEnableCancellation(opts, true), OK);
+        let gpu = GPU.with(|g| g.get());
+        if !gpu.is_null() {
+            TfLiteInterpreterOptionsAddDelegate(opts, gpu);
+        }
         let interp = TfLiteInterpreterCreate(model, opts);
         TfLiteInterpreterOptionsDelete(opts);
         let mut failed = interp.is_null();
@@ -926,6 +936,69 @@ fn mutated_models_of_the_whole_corpus_never_crash() {
         let e = per_kind.entry(kind).or_default();
         e.0 += 1;
         e.1 += secs;
+    }
+    // The GPU delegate reads the same kind of mutated graphs through its own lowering:
+    // it must refuse (or run) them just as safely. A sample, as PoCL invokes are slow.
+    match tensorflowlite_c::gpu::delegate::create(&Default::default()) {
+        Err(why) if std::env::var("TFLITE_REQUIRE_OPENCL").as_deref() == Ok("1") => {
+            panic!("OpenCL is required (TFLITE_REQUIRE_OPENCL=1) but unavailable: {why}")
+        }
+        Err(why) => println!("SKIPPED the GPU-delegate mutation pass: no usable OpenCL platform ({why})"),
+        Ok(mut d) if only.is_none() && only_case.is_none() => {
+            let gpu_start = Instant::now();
+            GPU.with(|g| g.set((&raw mut d.base).cast()));
+            let mut gpu_tally = Tally::default();
+            let mut gpu_models: Vec<(std::path::PathBuf, usize)> = ["face_detection_short_range.tflite", "selfie_segmentation.tflite"]
+                .iter()
+                .map(|m| (corpus.join("models").join(m), 25))
+                .collect();
+            for (path, single_op) in &files {
+                let n = path.file_name().unwrap().to_string_lossy();
+                let gpu_op = ["conv_2d", "depthwise", "pool", "concatenation", "pad", "resize_bilinear", "mean", "softmax", "fully_connected", "transpose_conv", "prelu", "add_bcast"];
+                if *single_op && n.ends_with("_f32.tflite") && gpu_op.iter().any(|o| n.starts_with(o)) {
+                    gpu_models.push((path.clone(), 20));
+                }
+            }
+            for (path, count) in &gpu_models {
+                let name = path.file_name().unwrap().to_string_lossy().to_string();
+                let base = std::fs::read(path).expect("read model");
+                let map = structure(&base);
+                let mut rng = Rng(seed_for(&name) ^ 0x6770_7500);
+                watch(|w| w.cancel_after = CANCEL_AFTER);
+                for k in 0..((*count as f64 * scale) as usize) {
+                    let (m, label) = mutate(&mut rng, &map, &base);
+                    let case = format!("GPU {name} #{k} ({label})");
+                    watch(|w| {
+                        w.case = case.clone();
+                        w.case_start = Instant::now();
+                    });
+                    let mut input_rng = Rng(seed_for(&name) ^ (k as u64 + 7));
+                    exercise(&m, &mut input_rng, &mut gpu_tally, 1, MIN_INVOKE_TENSOR_LIMIT);
+                    let el = watch(|w| {
+                        w.case.clear();
+                        w.case_start.elapsed()
+                    });
+                    assert!(el < Duration::from_secs(60), "case {case} took {el:?}");
+                }
+            }
+            GPU.with(|g| g.set(std::ptr::null_mut()));
+            let r = d.report();
+            drop(d);
+            let t = &gpu_tally;
+            println!(
+                "GPU delegate pass: {} models, {} mutated cases: {} rejected at load, {} later, {} ran ({} nodes delegated in {} partitions); {:.1} s",
+                gpu_models.len(),
+                t.cases,
+                t.rejected_at_create,
+                t.rejected_later,
+                t.ran,
+                r.nodes_delegated,
+                r.partitions,
+                gpu_start.elapsed().as_secs_f64()
+            );
+            assert!(r.partitions > 0, "the GPU delegate took no partition in the mutation pass");
+        }
+        Ok(_) => {}
     }
     let panics = PANICS.lock().unwrap().clone();
     for (label, [n, load, later, ran]) in &by_label {
