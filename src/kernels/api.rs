@@ -115,6 +115,13 @@ impl<'a> TensorView<'a> {
         matches!(t.allocation(), Some(TfLiteAllocationType::kTfLiteDynamic))
     }
 
+    /// True for tensors in the persistent arena (`kTfLiteArenaRwPersistent`).
+    pub fn is_persistent(&self) -> bool {
+        // SAFETY: as in `bytes`.
+        let t = unsafe { &*self.tensor };
+        matches!(t.allocation(), Some(TfLiteAllocationType::kTfLiteArenaRwPersistent))
+    }
+
     /// True for variable tensors (`is_variable`: state kept across invokes).
     pub fn is_variable(&self) -> bool {
         // SAFETY: as in `bytes`.

@@ -9,13 +9,13 @@
 //! with TFLite's rescaling (7 bits of headroom). POW: float32 (`powf`) and int32 (through
 //! `double`, as C++ `std::pow(int, int)`; negative exponents are an error, as in TFLite).
 
-use super::binary::{BinaryOperands, binary_operands, with_op};
+use super::binary::{BinaryOperands, binary_operands, binary_operands_in_place, run_binary, with_op};
 use super::broadcast::broadcast_binary;
 use super::fixed_point::{get_reciprocal, multiply_smaller_than_one_exp_x86};
 use super::shape_util::{check_out_shape, in_op, op_error};
 use crate::abi::builtin_op_data::{TfLiteDivParams, TfLiteFusedActivation};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
-use crate::abi::types::{TfLiteRegistration, TfLiteType};
+use crate::abi::types::{TfLiteRegistration, TfLiteType, kTfLiteInplaceOpInput0Shared, kTfLiteInplaceOpInput1Shared};
 use crate::error::{Error, Result};
 use crate::kernels::activation::{
     activation_range_f32, activation_range_i32, activation_range_quantized, clamp_min_max,
@@ -78,9 +78,18 @@ macro_rules! registrations {
 registrations! {
     maximum_registration, maximum_prepare, maximum_eval, Maximum, kTfLiteBuiltinMaximum;
     minimum_registration, minimum_prepare, minimum_eval, Minimum, kTfLiteBuiltinMinimum;
-    div_registration, div_prepare, div_eval, Div, kTfLiteBuiltinDiv;
+    div_registration_base, div_prepare, div_eval, Div, kTfLiteBuiltinDiv;
     squared_difference_registration, sd_prepare, sd_eval, SquaredDifference, kTfLiteBuiltinSquaredDifference;
     pow_registration, pow_prepare, pow_eval, Pow, kTfLiteBuiltinPow;
+}
+
+/// The DIV registration: div.cc lets the output take either input's memory (LiteRT's
+/// in-place DIV).
+pub fn div_registration() -> TfLiteRegistration {
+    TfLiteRegistration {
+        inplace_operator: kTfLiteInplaceOpInput0Shared | kTfLiteInplaceOpInput1Shared,
+        ..div_registration_base()
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -212,7 +221,7 @@ fn div_activation(ctx: &OpCtx<'_>) -> TfLiteFusedActivation {
 
 fn operands<'a>(ctx: &OpCtx<'a>, kind: Arith) -> Result<BinaryOperands<'a>> {
     let op = kind.name();
-    let ops = binary_operands(ctx, op)?;
+    let ops = if kind == Arith::Div { binary_operands_in_place(ctx, op)? } else { binary_operands(ctx, op)? };
     if !kind.supports(ops.a.dtype) {
         return Err(op_error(op, format!("type {} is not supported", ops.a.dtype.name())));
     }
@@ -243,7 +252,7 @@ fn eval(ctx: &OpCtx<'_>, kind: Arith) -> Result<()> {
     if ops.out.dtype != ops.a.dtype {
         return Err(op_error(op, "output type differs from the input type"));
     }
-    let osh = core::mem::take(&mut ops.out_shape);
+    let osh = ops.out_shape.clone();
     let (a, b) = (ops.a, ops.b);
     let out = &mut ops.out;
     macro_rules! bin {
@@ -276,17 +285,21 @@ fn eval(ctx: &OpCtx<'_>, kind: Arith) -> Result<()> {
                 _ => mm!(i64),
             }
         }
+        // In place (the output may hold an input's bytes): divisors are checked before
+        // the output is written, and `run_binary` computes tile by tile.
         Arith::Div => match a.dtype {
             kTfLiteFloat32 => {
                 let (lo, hi) = activation_range_f32(div_activation(ctx));
-                bin!(f32, |x: f32, y: f32| clamp_min_max(x / y, lo, hi))
+                let f = |x: f32, y: f32| clamp_min_max(x / y, lo, hi);
+                run_binary::<f32>(&mut ops, |x, xs, y, ys, o, os| broadcast_binary(x, xs, y, ys, o, os, f))
             }
             kTfLiteInt32 => {
                 if b.data::<i32>()?.contains(&0) {
                     return Err(op_error(op, "integer division by zero"));
                 }
                 let (lo, hi) = activation_range_i32(div_activation(ctx));
-                bin!(i32, |x: i32, y: i32| clamp_min_max(x.wrapping_div(y), lo, hi))
+                let f = |x: i32, y: i32| clamp_min_max(x.wrapping_div(y), lo, hi);
+                run_binary::<i32>(&mut ops, |x, xs, y, ys, o, os| broadcast_binary(x, xs, y, ys, o, os, f))
             }
             _ => {
                 let p = DivParams::new(a.quant(), b.quant(), out.quant(), div_activation(ctx))?;
@@ -294,7 +307,8 @@ fn eval(ctx: &OpCtx<'_>, kind: Arith) -> Result<()> {
                 if zero {
                     return Err(op_error(op, "division by zero"));
                 }
-                bin!(u8, |x: u8, y: u8| p.div(i32::from(x), i32::from(y)).unwrap_or(0) as u8)
+                let f = |x: u8, y: u8| p.div(i32::from(x), i32::from(y)).unwrap_or(0) as u8;
+                run_binary::<u8>(&mut ops, |x, xs, y, ys, o, os| broadcast_binary(x, xs, y, ys, o, os, f))
             }
         },
         Arith::SquaredDifference => match a.dtype {

@@ -374,6 +374,17 @@ where
 
 const TILE_P: usize = 4;
 
+/// What the pixel loops read: `input` holds the convolution's input from element
+/// `origin` on (the im2col rows of a few pixels, or the whole input with `origin` 0);
+/// `packed` is the packed filter; the output slice starts at flattened pixel `q0`.
+#[derive(Clone, Copy)]
+struct Src<'x, E> {
+    input: &'x [E],
+    origin: usize,
+    packed: &'x [E],
+    q0: usize,
+}
+
 /// Accumulates one tap for a full tile: `acc[p][j] += x_p[ic] * w[ic][j]`.
 #[inline(always)]
 fn tap_full<E: ConvElem, const N: usize>(xs: &[&[E]; TILE_P], wtap: &[E], acc: &mut [[E::Acc; N]; TILE_P]) {
@@ -408,12 +419,11 @@ fn tap_one<E: ConvElem, const N: usize>(x: &[E], wtap: &[E], acc: &mut [E::Acc; 
 #[inline(always)]
 fn conv_pixels<E: ConvElem, O, const N: usize>(
     g: &ConvGeom,
-    input: &[E],
-    packed: &[E],
-    q0: usize,
+    src: Src<'_, E>,
     out: &mut [O],
     finish: &(impl Fn(&[E::Acc], usize, usize, &mut [O]) + Sync),
 ) {
+    let Src { input, origin, packed, q0 } = src;
     let (in_c, out_c) = (g.in_c, g.out_c);
     let taps = g.f_h * g.f_w;
     let k = taps * in_c;
@@ -440,7 +450,7 @@ fn conv_pixels<E: ConvElem, O, const N: usize>(
                     for p in 0..pc {
                         let (b, oy, ox) = coords[p];
                         if let (Some(iy), Some(ix)) = (g.in_y(oy, ky), g.in_x(ox, kx)) {
-                            let base = ((b * g.in_h + iy) * g.in_w + ix) * in_c;
+                            let base = ((b * g.in_h + iy) * g.in_w + ix) * in_c - origin;
                             xs[p] = &input[base..base + in_c];
                             valid[p] = true;
                         }
@@ -471,13 +481,50 @@ fn conv_pixels<E: ConvElem, O, const N: usize>(
 #[target_feature(enable = "avx2")]
 unsafe fn conv_pixels_avx2<E: ConvElem, O>(
     g: &ConvGeom,
-    input: &[E],
-    packed: &[E],
-    q0: usize,
+    src: Src<'_, E>,
     out: &mut [O],
     finish: &(impl Fn(&[E::Acc], usize, usize, &mut [O]) + Sync),
 ) {
-    conv_pixels::<E, O, 16>(g, input, packed, q0, out, finish)
+    conv_pixels::<E, O, 16>(g, src, out, finish)
+}
+
+/// [`conv_pixels`] with the block width of [`block_channels`] (the AVX2 build when the
+/// CPU has it).
+#[inline(always)]
+fn conv_pixels_any<E: ConvElem, O>(
+    g: &ConvGeom,
+    src: Src<'_, E>,
+    out: &mut [O],
+    finish: &(impl Fn(&[E::Acc], usize, usize, &mut [O]) + Sync),
+) {
+    if block_channels() == 16 {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `block_channels` returns 16 only when the CPU has AVX2.
+        unsafe {
+            conv_pixels_avx2(g, src, out, finish)
+        };
+    } else {
+        conv_pixels::<E, O, 8>(g, src, out, finish);
+    }
+}
+
+/// Checks the operands of an optimized convolution; `Ok(false)` when there is nothing to
+/// compute.
+fn check_optimized(g: &ConvGeom, input: usize, packed: usize, packed_want: Option<usize>, out: usize) -> Result<bool> {
+    check_len("input", input, g.input_len())?;
+    check_len("packed filter", packed, packed_want)?;
+    check_len("output", out, g.output_len())?;
+    if g.in_c != g.f_c {
+        return Err(Error::new("the optimized convolution needs groups = 1"));
+    }
+    Ok(out > 0 && g.out_c > 0)
+}
+
+/// Threads for `out.len()` outputs of `g`, in tiles of [`TILE_P`] pixels.
+fn conv_threads(g: &ConvGeom, out: usize, threads: usize) -> usize {
+    let pixels = out / g.out_c.max(1);
+    let work = out.saturating_mul(g.f_h * g.f_w * g.in_c);
+    threads_for(threads, work, pixels.div_ceil(TILE_P))
 }
 
 /// Runs [`conv_pixels`] over every output pixel, split across `threads`, with the AVX2
@@ -491,28 +538,101 @@ fn conv_rows<E: ConvElem, O: Send>(
     finish: &(impl Fn(&[E::Acc], usize, usize, &mut [O]) + Sync),
 ) -> Result<()> {
     let nb = block_channels();
-    check_len("input", input.len(), g.input_len())?;
-    check_len("packed filter", packed.len(), g.out_c.div_ceil(nb).checked_mul(nb * g.f_h * g.f_w * g.in_c))?;
-    check_len("output", out.len(), g.output_len())?;
-    if g.in_c != g.f_c {
-        return Err(Error::new("the optimized convolution needs groups = 1"));
-    }
-    if out.is_empty() {
+    let want = g.out_c.div_ceil(nb).checked_mul(nb * g.f_h * g.f_w * g.in_c);
+    if !check_optimized(g, input.len(), packed.len(), want, out.len())? {
         return Ok(());
     }
-    let pixels = out.len() / g.out_c;
-    let work = out.len().saturating_mul(g.f_h * g.f_w * g.in_c);
-    let threads = threads_for(threads, work, pixels.div_ceil(TILE_P));
+    let threads = conv_threads(g, out.len(), threads);
     parallel_rows(threads, out, g.out_c * TILE_P, &|first, chunk: &mut [O]| {
+        conv_pixels_any(g, Src { input, origin: 0, packed, q0: first * TILE_P }, chunk, finish);
+        Ok(())
+    })
+}
+
+/// Bytes of im2col rows each thread gathers at a time: the rows of a few pixels stay in
+/// cache, and no buffer of the whole im2col matrix is needed.
+const IM2COL_BYTES: usize = 128 << 10;
+
+/// Output pixels gathered at a time for rows of `row_bytes`: a multiple of [`TILE_P`],
+/// between 4 and 256.
+fn im2col_pixels(row_bytes: usize) -> usize {
+    (IM2COL_BYTES / row_bytes.max(1)).clamp(TILE_P, 256) / TILE_P * TILE_P
+}
+
+/// Writes the im2col rows of output pixels `q..q + rows.len() / k` (flattened over
+/// batch, rows and columns): each pixel's window, taps in filter order, `cv(x, batch)`
+/// of each input value, zeros outside the image.
+fn im2col_into<S: Copy, E: Copy + Default>(g: &ConvGeom, input: &[S], q: usize, rows: &mut [E], cv: &impl Fn(S, usize) -> E) {
+    let k = g.f_h * g.f_w * g.in_c;
+    let plane = g.out_h * g.out_w;
+    if g.f_h == 1 && g.f_w == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 && g.pad_w == 0
+        && g.in_h == g.out_h && g.in_w == g.out_w
+    {
+        // Pointwise: the rows are the input pixels themselves, contiguous within a batch.
+        let mut i = 0;
+        while i < rows.len() {
+            let gq = q + i / k;
+            let b = gq / plane;
+            let n = ((b + 1) * plane - gq).min((rows.len() - i) / k) * k;
+            for (d, &x) in rows[i..i + n].iter_mut().zip(&input[gq * k..gq * k + n]) {
+                *d = cv(x, b);
+            }
+            i += n;
+        }
+        return;
+    }
+    rows.fill(E::default());
+    for (i, row) in rows.chunks_exact_mut(k).enumerate() {
+        let gq = q + i;
+        let (b, r) = (gq / plane, gq % plane);
+        let (oy, ox) = (r / g.out_w, r % g.out_w);
+        for ky in 0..g.f_h {
+            let Some(iy) = g.in_y(oy, ky) else { continue };
+            for kx in 0..g.f_w {
+                let Some(ix) = g.in_x(ox, kx) else { continue };
+                let src = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
+                let dst = (ky * g.f_w + kx) * g.in_c;
+                for (d, &s) in row[dst..dst + g.in_c].iter_mut().zip(&input[src..src + g.in_c]) {
+                    *d = cv(s, b);
+                }
+            }
+        }
+    }
+}
+
+/// The im2col convolution: each thread gathers a few output pixels' windows (converted by
+/// `cv`; [`im2col_pixels`]) into a small buffer of its own, then `kernel(pg, rows,
+/// origin, q0, out)` computes them as the 1x1 convolution `pg` ([`rows_geom`]), the rows
+/// holding that convolution's input from element `origin` on.
+#[allow(clippy::too_many_arguments)]
+fn conv_rows_im2col<S: Copy + Sync, E: ConvElem, O: Send>(
+    g: &ConvGeom,
+    input: &[S],
+    cv: &(impl Fn(S, usize) -> E + Sync),
+    packed_len: usize,
+    packed_want: Option<usize>,
+    out: &mut [O],
+    threads: usize,
+    kernel: &(impl Fn(&ConvGeom, &[E], usize, usize, &mut [O]) + Sync),
+) -> Result<()> {
+    if !check_optimized(g, input.len(), packed_len, packed_want, out.len())? {
+        return Ok(());
+    }
+    let pg = rows_geom(g);
+    let (k, out_c) = (pg.in_c, g.out_c);
+    let threads = conv_threads(g, out.len(), threads);
+    let step = im2col_pixels(k * core::mem::size_of::<E>());
+    parallel_rows(threads, out, out_c * TILE_P, &|first, chunk: &mut [O]| {
         let q0 = first * TILE_P;
-        if nb == 16 {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `block_channels` returns 16 only when the CPU has AVX2.
-            unsafe {
-                conv_pixels_avx2(g, input, packed, q0, chunk, finish)
-            };
-        } else {
-            conv_pixels::<E, O, 8>(g, input, packed, q0, chunk, finish);
+        let npix = chunk.len() / out_c;
+        let mut rows = vec![E::default(); step.min(npix) * k];
+        let mut s = 0;
+        while s < npix {
+            let n = step.min(npix - s);
+            let r = &mut rows[..n * k];
+            im2col_into(g, input, q0 + s, r, cv);
+            kernel(&pg, r, (q0 + s) * k, q0 + s, &mut chunk[s * out_c..(s + n) * out_c]);
+            s += n;
         }
         Ok(())
     })
@@ -542,6 +662,15 @@ pub fn pack_filter_i16<S: Copy>(g: &ConvGeom, filter: &[S], f: impl Fn(S) -> i16
     Ok(packed)
 }
 
+/// The packed length [`pack_filter_i16`] gives for `g`.
+fn packed_i16_len(g: &ConvGeom) -> Option<usize> {
+    if have_avx2() {
+        g.out_c.div_ceil(16).checked_mul(g.f_h * g.f_w * g.in_c.div_ceil(2) * 32)
+    } else {
+        g.out_c.div_ceil(8).checked_mul(8 * g.f_h * g.f_w * g.in_c)
+    }
+}
+
 /// The AVX2 integer convolution: like [`conv_pixels`] for `i16` operands, with pairs of
 /// input channels multiplied and summed by `vpmaddwd` (exact: operands are within
 /// `[-255, 255]`, so no pair sum overflows).
@@ -549,13 +678,12 @@ pub fn pack_filter_i16<S: Copy>(g: &ConvGeom, filter: &[S], f: impl Fn(S) -> i16
 #[target_feature(enable = "avx2")]
 unsafe fn conv_pixels_i16_avx2<O>(
     g: &ConvGeom,
-    input: &[i16],
-    packed: &[i16],
-    q0: usize,
+    src: Src<'_, i16>,
     out: &mut [O],
     finish: &(impl Fn(&[i32], usize, usize, &mut [O]) + Sync),
 ) {
     use std::arch::x86_64::*;
+    let Src { input, origin, packed, q0 } = src;
     let (in_c, out_c) = (g.in_c, g.out_c);
     let taps = g.f_h * g.f_w;
     let pairs = in_c.div_ceil(2);
@@ -598,7 +726,7 @@ unsafe fn conv_pixels_i16_avx2<O>(
                         for p in 0..pc {
                             let (b, oy, ox) = coords[p];
                             if let (Some(iy), Some(ix)) = (g.in_y(oy, ky), g.in_x(ox, kx)) {
-                                let base = ((b * g.in_h + iy) * g.in_w + ix) * in_c;
+                                let base = ((b * g.in_h + iy) * g.in_w + ix) * in_c - origin;
                                 xs[p] = &input[base..base + in_c];
                                 valid[p] = true;
                             }
@@ -641,55 +769,71 @@ unsafe fn conv_pixels_i16_avx2<O>(
     }
 }
 
-/// [`conv_rows`] for `i16` operands with a filter from [`pack_filter_i16`].
-fn conv_rows_i16<O: Send>(
+/// The integer convolution on operands `x + offsets[b]` (per batch `b`; `offsets` has one
+/// entry per batch) and a filter from [`pack_filter_i16`] for [`packing_geom_i16`]: with
+/// AVX2 (or for [`use_im2col`]) each thread gathers a few pixels' widened windows at a
+/// time into rows (no widened copy of the whole input). Otherwise (no AVX2) the input is
+/// widened into a copy first.
+fn conv_rows_i16<S: QuantInt, O: Send>(
     g: &ConvGeom,
-    input: &[i16],
+    input: &[S],
+    offsets: &[i32],
     packed: &[i16],
     out: &mut [O],
     threads: usize,
     finish: &(impl Fn(&[i32], usize, usize, &mut [O]) + Sync),
 ) -> Result<()> {
-    if !have_avx2() {
-        return conv_rows(g, input, packed, out, threads, finish);
+    check_len("input offsets", offsets.len(), Some(g.batches))?;
+    if use_im2col(g) || have_avx2() {
+        let cv = |x: S, b: usize| x.to_i32().wrapping_add(offsets[b]) as i16;
+        let pg = rows_geom(g);
+        return conv_rows_im2col(g, input, &cv, packed.len(), packed_i16_len(&pg), out, threads, &|pg, rows, origin, q0, o| {
+            if have_avx2() {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `have_avx2()` was checked just above.
+                unsafe {
+                    conv_pixels_i16_avx2(pg, Src { input: rows, origin, packed, q0 }, o, finish)
+                };
+            } else {
+                conv_pixels::<i16, O, 8>(pg, Src { input: rows, origin, packed, q0 }, o, finish);
+            }
+        });
     }
-    check_len("input", input.len(), g.input_len())?;
-    check_len("packed filter", packed.len(), g.out_c.div_ceil(16).checked_mul(g.f_h * g.f_w * g.in_c.div_ceil(2) * 32))?;
-    check_len("output", out.len(), g.output_len())?;
-    if g.in_c != g.f_c {
-        return Err(Error::new("the optimized convolution needs groups = 1"));
-    }
-    if out.is_empty() {
-        return Ok(());
-    }
-    let pixels = out.len() / g.out_c;
-    let work = out.len().saturating_mul(g.f_h * g.f_w * g.in_c);
-    let threads = threads_for(threads, work, pixels.div_ceil(TILE_P));
-    parallel_rows(threads, out, g.out_c * TILE_P, &|first, chunk: &mut [O]| {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `have_avx2()` was checked above.
-        unsafe {
-            conv_pixels_i16_avx2(g, input, packed, first * TILE_P, chunk, finish)
-        };
-        Ok(())
-    })
+    let per_batch = (g.in_h * g.in_w * g.in_c).max(1);
+    let wide: Vec<i16> =
+        input.iter().enumerate().map(|(i, x)| x.to_i32().wrapping_add(offsets[i / per_batch]) as i16).collect();
+    conv_rows(g, &wide, packed, out, threads, finish)
 }
 
 /// Whether the optimized path first gathers each output pixel's window into a row
 /// (im2col): for shallow inputs (fewer than 8 channels, as a network's first layer), where
-/// per-tap overhead would dominate. Padding becomes zeros, which add nothing.
+/// per-tap overhead would dominate. Padding becomes zeros, which add nothing. The rows
+/// are gathered a few pixels at a time ([`IM2COL_PIXELS`]), never for the whole image.
 fn use_im2col(g: &ConvGeom) -> bool {
     let k = g.f_h * g.f_w * g.in_c;
     let pixels = g.batches * g.out_h * g.out_w;
     g.in_c < 8 && g.f_h * g.f_w > 1 && g.in_c == g.f_c && pixels.checked_mul(k).is_some_and(|n| n <= 1 << 26)
 }
 
-/// The geometry the optimized path computes (and whose filter packing it expects): `g`,
-/// or with im2col a 1x1 convolution over rows of `kh * kw * in_c` values.
+/// The geometry the optimized float path computes (and whose filter packing it expects):
+/// `g`, or with im2col a 1x1 convolution over rows of `kh * kw * in_c` values.
 pub fn packing_geom(g: &ConvGeom) -> ConvGeom {
     if !use_im2col(g) {
         return *g;
     }
+    rows_geom(g)
+}
+
+/// [`packing_geom`] for the integer path, which with AVX2 always computes on gathered rows.
+pub fn packing_geom_i16(g: &ConvGeom) -> ConvGeom {
+    if use_im2col(g) || (have_avx2() && g.in_c == g.f_c) {
+        return rows_geom(g);
+    }
+    *g
+}
+
+/// The 1x1 convolution over im2col rows of `kh * kw * in_c` values that computes `g`.
+fn rows_geom(g: &ConvGeom) -> ConvGeom {
     let k = g.f_h * g.f_w * g.in_c;
     ConvGeom {
         batches: g.batches,
@@ -711,34 +855,6 @@ pub fn packing_geom(g: &ConvGeom) -> ConvGeom {
     }
 }
 
-/// The im2col rows of [`packing_geom`]: each output pixel's window, taps in filter order,
-/// zeros outside the image.
-fn im2col<E: Copy + Default>(g: &ConvGeom, input: &[E]) -> Result<Vec<E>> {
-    check_len("input", input.len(), g.input_len())?;
-    let k = g.f_h * g.f_w * g.in_c;
-    let pixels = g.batches * g.out_h * g.out_w;
-    let mut rows = vec![E::default(); pixels * k];
-    let mut q = 0;
-    for b in 0..g.batches {
-        for oy in 0..g.out_h {
-            for ox in 0..g.out_w {
-                let row = &mut rows[q * k..(q + 1) * k];
-                for ky in 0..g.f_h {
-                    let Some(iy) = g.in_y(oy, ky) else { continue };
-                    for kx in 0..g.f_w {
-                        let Some(ix) = g.in_x(ox, kx) else { continue };
-                        let src = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
-                        let dst = (ky * g.f_w + kx) * g.in_c;
-                        row[dst..dst + g.in_c].copy_from_slice(&input[src..src + g.in_c]);
-                    }
-                }
-                q += 1;
-            }
-        }
-    }
-    Ok(rows)
-}
-
 /// Float convolution on a filter packed by [`pack_filter`] (blocks of
 /// [`block_channels`]); bit-identical to [`conv_f32_reference`].
 pub fn conv_f32_optimized(
@@ -753,18 +869,20 @@ pub fn conv_f32_optimized(
     if let Some(b) = bias {
         check_len("bias", b.len(), Some(g.out_c))?;
     }
-    let rows;
-    let (g, input) = if use_im2col(g) {
-        rows = im2col(g, input)?;
-        (&packing_geom(g), &rows[..])
-    } else {
-        (g, input)
-    };
-    conv_rows(g, input, packed, out, threads, &|acc: &[f32], _b, oc0, out: &mut [f32]| {
+    let finish = |acc: &[f32], _b, oc0: usize, out: &mut [f32]| {
         for (j, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
             *o = clamp_min_max(a + bias.map_or(0.0, |bb| bb[oc0 + j]), act.0, act.1);
         }
-    })
+    };
+    if use_im2col(g) {
+        let nb = block_channels();
+        let pg = packing_geom(g);
+        let want = g.out_c.div_ceil(nb).checked_mul(nb * pg.in_c);
+        return conv_rows_im2col(g, input, &|x: f32, _b| x, packed.len(), want, out, threads, &|pg, rows, origin, q0, o| {
+            conv_pixels_any(pg, Src { input: rows, origin, packed, q0 }, o, &finish)
+        });
+    }
+    conv_rows(g, input, packed, out, threads, &finish)
 }
 
 /// Widens 8-bit values with an offset into `i16` (`x + offset`, in `[-255, 255]` for
@@ -773,11 +891,11 @@ pub fn widen<T: QuantInt>(values: &[T], offset: i32) -> Vec<i16> {
     values.iter().map(|v| v.to_i32().wrapping_add(offset) as i16).collect()
 }
 
-/// 8-bit convolution on a widened input (`x + input_offset`) and a packed widened filter
-/// (`w + filter_offset`); identical to [`conv_q8_reference`].
+/// 8-bit convolution on the input `x + input_offset` (widened while it is read) and a
+/// packed widened filter (`w + filter_offset`); identical to [`conv_q8_reference`].
 pub fn conv_q8_optimized<T: QuantInt>(
     g: &ConvGeom,
-    input_wide: &[i16],
+    input: &[T],
     packed: &[i16],
     bias: Option<&[i32]>,
     p: &Quant8Params,
@@ -789,18 +907,12 @@ pub fn conv_q8_optimized<T: QuantInt>(
     }
     check_len("multipliers", p.mults.len(), Some(g.out_c))?;
     let rq = Requant::new(&p.mults, bias, p.output_offset, p.act_min, p.act_max);
-    let rows;
-    let (g, input_wide) = if use_im2col(g) {
-        rows = im2col(g, input_wide)?;
-        (&packing_geom(g), &rows[..])
-    } else {
-        (g, input_wide)
-    };
-    conv_rows_i16(g, input_wide, packed, out, threads, &|acc: &[i32], _b, oc0, out: &mut [T]| rq.apply(oc0, acc, out))
+    let offsets = vec![p.input_offset; g.batches];
+    conv_rows_i16(g, input, &offsets, packed, out, threads, &|acc: &[i32], _b, oc0, out: &mut [T]| rq.apply(oc0, acc, out))
 }
 
-/// Hybrid convolution on `x - offset[b]` widened to `i16` and a packed `i16` filter;
-/// identical to [`conv_hybrid_reference`].
+/// Hybrid convolution on `x - offset[b]` (widened to `i16` while it is read) and a packed
+/// `i16` filter; identical to [`conv_hybrid_reference`].
 #[allow(clippy::too_many_arguments)]
 pub fn conv_hybrid_optimized(
     g: &ConvGeom,
@@ -821,15 +933,8 @@ pub fn conv_hybrid_optimized(
     if let Some(b) = bias {
         check_len("bias", b.len(), Some(g.out_c))?;
     }
-    let per_batch = g.in_h * g.in_w * g.in_c;
-    let wide: Vec<i16> = q
-        .data
-        .iter()
-        .enumerate()
-        .map(|(i, &x)| (x as i32 - q.offsets.get(i / per_batch.max(1)).copied().unwrap_or(0)) as i16)
-        .collect();
-    let (g, wide) = if use_im2col(g) { (&packing_geom(g), im2col(g, &wide)?) } else { (g, wide) };
-    conv_rows_i16(g, &wide, packed, out, threads, &|acc: &[i32], b, oc0, out: &mut [f32]| {
+    let offsets: Vec<i32> = q.offsets.iter().map(|&o| o.wrapping_neg()).collect();
+    conv_rows_i16(g, &q.data, &offsets, packed, out, threads, &|acc: &[i32], b, oc0, out: &mut [f32]| {
         for (j, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
             *o = hybrid_finish(a, channel_scales, oc0 + j, q.scales[b], bias, act);
         }
@@ -1167,7 +1272,7 @@ fn run(
                     i16_cache,
                     &plan.filter,
                     2 | (block_channels() << 4),
-                    || pack_filter_i16(&packing_geom(g), filter, |v| v as i16),
+                    || pack_filter_i16(&packing_geom_i16(g), filter, |v| v as i16),
                     |packed| conv_hybrid_optimized(g, &q, packed, channel_scales, bias, *act, out, threads),
                 ),
             }
@@ -1223,14 +1328,13 @@ fn q8<T: QuantInt>(
     match variant {
         Variant::Reference => conv_q8_reference(g, input, filter, bias, p, out),
         Variant::Optimized => {
-            let wide = widen(input, p.input_offset);
             let tag = 3 | (block_channels() << 4) | ((p.filter_offset as u32 as usize) << 16);
             with_packed(
                 cache,
                 filter_view,
                 tag,
-                || pack_filter_i16(&packing_geom(g), filter, |v| v.to_i32().wrapping_add(p.filter_offset) as i16),
-                |packed| conv_q8_optimized(g, &wide, packed, bias, p, out, threads),
+                || pack_filter_i16(&packing_geom_i16(g), filter, |v| v.to_i32().wrapping_add(p.filter_offset) as i16),
+                |packed| conv_q8_optimized(g, input, packed, bias, p, out, threads),
             )
         }
     }
@@ -1348,8 +1452,8 @@ mod tests {
             let filter: Vec<i8> = (0..n_f).map(|_| r.int(-127, 127) as i8).collect();
             let (mut a, mut b) = (vec![0i8; n], vec![0i8; n]);
             conv_q8_reference(&g, &input, &filter, Some(&bias), &p, &mut a).unwrap();
-            let packed = pack_filter_i16(&packing_geom(&g), &filter, |v| v as i16).unwrap();
-            conv_q8_optimized(&g, &widen(&input, p.input_offset), &packed, Some(&bias), &p, &mut b, 2).unwrap();
+            let packed = pack_filter_i16(&packing_geom_i16(&g), &filter, |v| v as i16).unwrap();
+            conv_q8_optimized(&g, &input, &packed, Some(&bias), &p, &mut b, 2).unwrap();
             assert_eq!(a, b, "{g:?}");
             // uint8 per tensor with a filter zero point.
             let p = Quant8Params { input_offset: -120, filter_offset: -131, output_offset: 128, mults: vec![mults[0]; g.out_c], act_min: 10, act_max: 250 };
@@ -1357,8 +1461,8 @@ mod tests {
             let filter: Vec<u8> = (0..n_f).map(|_| r.int(0, 255) as u8).collect();
             let (mut a, mut b) = (vec![0u8; n], vec![0u8; n]);
             conv_q8_reference(&g, &input, &filter, Some(&bias), &p, &mut a).unwrap();
-            let packed = pack_filter_i16(&packing_geom(&g), &filter, |v| (v as i32 + p.filter_offset) as i16).unwrap();
-            conv_q8_optimized(&g, &widen(&input, p.input_offset), &packed, None.or(Some(&bias[..])), &p, &mut b, 1).unwrap();
+            let packed = pack_filter_i16(&packing_geom_i16(&g), &filter, |v| (v as i32 + p.filter_offset) as i16).unwrap();
+            conv_q8_optimized(&g, &input, &packed, None.or(Some(&bias[..])), &p, &mut b, 1).unwrap();
             assert_eq!(a, b);
             assert!(a.iter().any(|&v| v != 10 && v != 250), "requantization saturates everything");
         }
@@ -1373,7 +1477,7 @@ mod tests {
             let bias: Vec<f32> = (0..g.out_c).map(|_| r.f32()).collect();
             let scales: Vec<f32> = (0..g.out_c).map(|c| 0.01 + 0.001 * c as f32).collect();
             let n = g.output_len().unwrap();
-            let packed = pack_filter_i16(&packing_geom(&g), &filter, |v| v as i16).unwrap();
+            let packed = pack_filter_i16(&packing_geom_i16(&g), &filter, |v| v as i16).unwrap();
             for per_channel in [true, false] {
                 let q = quantize_hybrid_input(&input, g.in_h * g.in_w * g.in_c, per_channel, 0.02);
                 let cs = if per_channel { scales.clone() } else { vec![1.0] };

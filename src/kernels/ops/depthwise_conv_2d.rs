@@ -212,10 +212,12 @@ pub fn dw_hybrid_reference(
 /// reference order, then `finish(accumulators, b, 0, output pixel)`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn dw_row<E: ConvElem, O>(
+fn dw_row<S: Copy, E: ConvElem, O>(
     g: &ConvGeom,
     mult: usize,
-    input: &[E],
+    input: &[S],
+    cv: &impl Fn(S, i32) -> E,
+    off: i32,
     filter: &[E],
     b: usize,
     oy: usize,
@@ -238,10 +240,11 @@ fn dw_row<E: ConvElem, O>(
                 let w = &filter[t * out_c..(t + 1) * out_c];
                 if mult == 1 {
                     for ((a, &xv), &wv) in acc.iter_mut().zip(x).zip(w) {
-                        *a = E::mac(*a, xv, wv);
+                        *a = E::mac(*a, cv(xv, off), wv);
                     }
                 } else {
                     for ((a, ws), &xv) in acc.chunks_exact_mut(mult).zip(w.chunks_exact(mult)).zip(x) {
+                        let xv = cv(xv, off);
                         for (aj, &wv) in a.iter_mut().zip(ws) {
                             *aj = E::mac(*aj, xv, wv);
                         }
@@ -254,15 +257,22 @@ fn dw_row<E: ConvElem, O>(
     }
 }
 
-fn dw_rows<E: ConvElem, O: Send>(
+/// The optimized depthwise loop over every output row, split across `threads`. The input
+/// is converted while it is read: operand `cv(x, offsets[b])` for a value `x` of batch `b`
+/// (`offsets` has one entry per batch), so no converted copy of the input is needed.
+#[allow(clippy::too_many_arguments)]
+fn dw_rows<S: Copy + Sync, E: ConvElem, O: Send>(
     g: &ConvGeom,
-    input: &[E],
+    input: &[S],
+    cv: &(impl Fn(S, i32) -> E + Sync),
+    offsets: &[i32],
     filter: &[E],
     out: &mut [O],
     threads: usize,
     finish: &(impl Fn(&[E::Acc], usize, usize, &mut [O]) + Sync),
 ) -> Result<()> {
     let mult = check_sizes(g, input.len(), filter.len(), None, out.len())?;
+    check_len("input offsets", offsets.len(), Some(g.batches))?;
     let row_len = g.out_w * g.out_c;
     let rows = g.batches * g.out_h;
     let work = out.len().saturating_mul(g.f_h * g.f_w);
@@ -272,12 +282,12 @@ fn dw_rows<E: ConvElem, O: Send>(
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the CPU has AVX2 (checked above).
             unsafe {
-                dw_chunk_avx2(g, mult, input, filter, first, chunk, finish)
+                dw_chunk_avx2(g, mult, input, cv, offsets, filter, first, chunk, finish)
             };
             #[cfg(not(target_arch = "x86_64"))]
-            dw_chunk(g, mult, input, filter, first, chunk, finish);
+            dw_chunk(g, mult, input, cv, offsets, filter, first, chunk, finish);
         } else {
-            dw_chunk(g, mult, input, filter, first, chunk, finish);
+            dw_chunk(g, mult, input, cv, offsets, filter, first, chunk, finish);
         }
         Ok(())
     })
@@ -285,10 +295,13 @@ fn dw_rows<E: ConvElem, O: Send>(
 
 /// Output rows `first..` filling `chunk`.
 #[inline(always)]
-fn dw_chunk<E: ConvElem, O>(
+#[allow(clippy::too_many_arguments)]
+fn dw_chunk<S: Copy, E: ConvElem, O>(
     g: &ConvGeom,
     mult: usize,
-    input: &[E],
+    input: &[S],
+    cv: &impl Fn(S, i32) -> E,
+    offsets: &[i32],
     filter: &[E],
     first: usize,
     chunk: &mut [O],
@@ -298,22 +311,26 @@ fn dw_chunk<E: ConvElem, O>(
     let mut acc = Vec::new();
     for (i, row) in chunk.chunks_mut(row_len).enumerate() {
         let r = first + i;
-        dw_row(g, mult, input, filter, r / g.out_h, r % g.out_h, row, &mut acc, finish);
+        let b = r / g.out_h;
+        dw_row(g, mult, input, cv, offsets[b], filter, b, r % g.out_h, row, &mut acc, finish);
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn dw_chunk_avx2<E: ConvElem, O>(
+#[allow(clippy::too_many_arguments)]
+unsafe fn dw_chunk_avx2<S: Copy, E: ConvElem, O>(
     g: &ConvGeom,
     mult: usize,
-    input: &[E],
+    input: &[S],
+    cv: &impl Fn(S, i32) -> E,
+    offsets: &[i32],
     filter: &[E],
     first: usize,
     chunk: &mut [O],
     finish: &(impl Fn(&[E::Acc], usize, usize, &mut [O]) + Sync),
 ) {
-    dw_chunk(g, mult, input, filter, first, chunk, finish)
+    dw_chunk(g, mult, input, cv, offsets, filter, first, chunk, finish)
 }
 
 /// Float depthwise convolution, bit-identical to [`dw_f32_reference`].
@@ -329,7 +346,8 @@ pub fn dw_f32_optimized(
     if let Some(b) = bias {
         check_len("bias", b.len(), Some(g.out_c))?;
     }
-    dw_rows(g, input, filter, out, threads, &|acc: &[f32], _b, _c0, out: &mut [f32]| match bias {
+    let zeros = vec![0i32; g.batches];
+    dw_rows(g, input, &|x: f32, _| x, &zeros, filter, out, threads, &|acc: &[f32], _b, _c0, out: &mut [f32]| match bias {
         Some(bb) => {
             for ((o, &a), &bv) in out.iter_mut().zip(acc).zip(bb) {
                 *o = clamp_min_max(a + bv, act.0, act.1);
@@ -343,11 +361,12 @@ pub fn dw_f32_optimized(
     })
 }
 
-/// 8-bit depthwise convolution on widened operands (`x + input_offset`,
-/// `w + filter_offset` as `i16`); identical to [`dw_q8_reference`].
+/// 8-bit depthwise convolution on the operands `x + input_offset` (widened while the
+/// input is read) and `w + filter_offset` (`filter_wide`, as `i16`); identical to
+/// [`dw_q8_reference`].
 pub fn dw_q8_optimized<T: QuantInt>(
     g: &ConvGeom,
-    input_wide: &[i16],
+    input: &[T],
     filter_wide: &[i16],
     bias: Option<&[i32]>,
     p: &Quant8Params,
@@ -359,21 +378,40 @@ pub fn dw_q8_optimized<T: QuantInt>(
     }
     check_len("multipliers", p.mults.len(), Some(g.out_c))?;
     let rq = Requant::new(&p.mults, bias, p.output_offset, p.act_min, p.act_max);
-    if exact_in_f32(g, input_wide, filter_wide) {
-        let (xf, wf) = (to_f32(input_wide), to_f32(filter_wide));
-        return dw_rows(g, &xf, &wf, out, threads, &|acc: &[f32], _b, c0, out: &mut [T]| rq.apply(c0, acc, out));
+    let offsets = vec![p.input_offset; g.batches];
+    if exact_in_f32(g, max_abs_wide(g, input, &offsets), filter_wide) {
+        let wf = to_f32(filter_wide);
+        let cv = |x: T, off: i32| wide(x, off) as f32;
+        return dw_rows(g, input, &cv, &offsets, &wf, out, threads, &|acc: &[f32], _b, c0, out: &mut [T]| rq.apply(c0, acc, out));
     }
-    dw_rows(g, input_wide, filter_wide, out, threads, &|acc: &[i32], _b, c0, out: &mut [T]| rq.apply(c0, acc, out))
+    dw_rows(g, input, &wide::<T>, &offsets, filter_wide, out, threads, &|acc: &[i32], _b, c0, out: &mut [T]| rq.apply(c0, acc, out))
+}
+
+/// An 8-bit value widened with an offset (`x + off` as `i16`).
+#[inline(always)]
+fn wide<T: QuantInt>(x: T, off: i32) -> i16 {
+    x.to_i32().wrapping_add(off) as i16
+}
+
+/// The largest `|x + offsets[b]|` (widened as [`wide`]) over the input's values.
+fn max_abs_wide<T: QuantInt>(g: &ConvGeom, input: &[T], offsets: &[i32]) -> u64 {
+    let per_batch = (g.in_h * g.in_w * g.in_c).max(1);
+    input
+        .chunks(per_batch)
+        .zip(offsets)
+        .map(|(xs, &off)| xs.iter().map(|&x| (wide(x, off) as i32).unsigned_abs() as u64).max().unwrap_or(0))
+        .max()
+        .unwrap_or(0)
 }
 
 /// True when a depthwise window sum of these integer operands is computed exactly in
 /// `f32`: every product and partial sum is an integer below 2^24 in magnitude (the window
 /// has at most `2^24 / max|x| / max|w|` taps). The optimized integer kernels then use the
 /// (faster) float loop and convert the exact sums back.
-fn exact_in_f32(g: &ConvGeom, input: &[i16], filter: &[i16]) -> bool {
+fn exact_in_f32(g: &ConvGeom, input_max_abs: u64, filter: &[i16]) -> bool {
     let max_abs = |v: &[i16]| v.iter().map(|&x| (x as i32).unsigned_abs() as u64).max().unwrap_or(0);
     let taps = (g.f_h * g.f_w) as u64;
-    taps.saturating_mul(max_abs(input)).saturating_mul(max_abs(filter)) < 1 << 24
+    taps.saturating_mul(input_max_abs).saturating_mul(max_abs(filter)) < 1 << 24
 }
 
 fn to_f32(v: &[i16]) -> Vec<f32> {
@@ -401,19 +439,18 @@ pub fn dw_hybrid_optimized(
     if let Some(b) = bias {
         check_len("bias", b.len(), Some(g.out_c))?;
     }
-    let per_batch = (g.in_h * g.in_w * g.in_c).max(1);
-    let wide: Vec<i16> =
-        q.data.iter().enumerate().map(|(i, &x)| (x as i32 - q.offsets[i / per_batch]) as i16).collect();
+    let offsets: Vec<i32> = q.offsets.iter().map(|&o| o.wrapping_neg()).collect();
     let fw: Vec<i16> = filter.iter().map(|&w| w as i16).collect();
-    if exact_in_f32(g, &wide, &fw) {
-        let (xf, wf) = (to_f32(&wide), to_f32(&fw));
-        return dw_rows(g, &xf, &wf, out, threads, &|acc: &[f32], b, c0, out: &mut [f32]| {
+    if exact_in_f32(g, max_abs_wide(g, &q.data, &offsets), &fw) {
+        let wf = to_f32(&fw);
+        let cv = |x: i8, off: i32| wide(x, off) as f32;
+        return dw_rows(g, &q.data, &cv, &offsets, &wf, out, threads, &|acc: &[f32], b, c0, out: &mut [f32]| {
             for (j, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
                 *o = hybrid_finish(a as i32, channel_scales, c0 + j, q.scales[b], bias, act);
             }
         });
     }
-    dw_rows(g, &wide, &fw, out, threads, &|acc: &[i32], b, c0, out: &mut [f32]| {
+    dw_rows(g, &q.data, &wide::<i8>, &offsets, &fw, out, threads, &|acc: &[i32], b, c0, out: &mut [f32]| {
         for (j, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
             *o = hybrid_finish(a, channel_scales, c0 + j, q.scales[b], bias, act);
         }
@@ -704,8 +741,8 @@ fn q8<T: QuantInt>(
     match variant {
         Variant::Reference => dw_q8_reference(g, input, filter, bias, p, out),
         Variant::Optimized => {
-            let (iw, fw) = (widen(input, p.input_offset), widen(filter, p.filter_offset));
-            dw_q8_optimized(g, &iw, &fw, bias, p, out, threads)
+            let fw = widen(filter, p.filter_offset);
+            dw_q8_optimized(g, input, &fw, bias, p, out, threads)
         }
     }
 }

@@ -6,11 +6,13 @@
 //! `scale1 * scale2 / scale_out`; int16 needs zero points of 0). All with numpy
 //! broadcasting. Not supported: int16 inputs with an 8-bit output, uint32, complex64.
 
-use super::binary::{BinaryOperands, binary_operands, check_output, is_quantized, with_op};
+use super::binary::{
+    BinaryOperands, binary_operands, binary_operands_in_place, check_output, is_quantized, run_binary, with_op,
+};
 use super::broadcast::broadcast_binary;
 use crate::abi::builtin_op_data::{TfLiteFusedActivation, TfLiteMulParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
-use crate::abi::types::{TfLiteRegistration, TfLiteType};
+use crate::abi::types::{TfLiteRegistration, TfLiteType, kTfLiteInplaceOpInput0Shared, kTfLiteInplaceOpInput1Shared};
 use crate::error::{Error, Result};
 use crate::kernels::activation::{
     activation_range_f32, activation_range_i16, activation_range_i32, activation_range_i64, activation_range_quantized,
@@ -23,7 +25,11 @@ const OP: &str = "MUL";
 
 /// The MUL registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinMul, prepare = prepare, eval = eval)
+    TfLiteRegistration {
+        // mul.cc: the output may take either input's memory (LiteRT's in-place MUL).
+        inplace_operator: kTfLiteInplaceOpInput0Shared | kTfLiteInplaceOpInput1Shared,
+        ..crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinMul, prepare = prepare, eval = eval)
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -185,24 +191,19 @@ fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
 }
 
 fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let mut ops = binary_operands(ctx, OP)?;
+    let mut ops = binary_operands_in_place(ctx, OP)?;
     check_output(OP, &ops, ops.a.dtype)?;
     let p = params(ctx)?;
-    let (ash, bsh) = (ops.a.shape, ops.b.shape);
-    let osh = core::mem::take(&mut ops.out_shape);
+    let act = p.activation;
     match plan(&ops, &p)? {
-        Plan::F32 => mul_f32(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, p.activation),
-        Plan::I32 => mul_i32(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, p.activation),
-        Plan::I64 => mul_i64(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, p.activation),
-        Plan::I16 => mul_i16(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, p.activation),
+        Plan::F32 => run_binary::<f32>(&mut ops, |a, ash, b, bsh, o, osh| mul_f32(a, ash, b, bsh, o, osh, act)),
+        Plan::I32 => run_binary::<i32>(&mut ops, |a, ash, b, bsh, o, osh| mul_i32(a, ash, b, bsh, o, osh, act)),
+        Plan::I64 => run_binary::<i64>(&mut ops, |a, ash, b, bsh, o, osh| mul_i64(a, ash, b, bsh, o, osh, act)),
+        Plan::I16 => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| mul_i16(a, ash, b, bsh, o, osh, act)),
         Plan::Quant(q) => match ops.a.dtype {
-            TfLiteType::kTfLiteUInt8 => {
-                mul_quantized::<u8>(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, &q)
-            }
-            TfLiteType::kTfLiteInt8 => {
-                mul_quantized::<i8>(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, &q)
-            }
-            _ => mul_quantized::<i16>(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, &q),
+            TfLiteType::kTfLiteUInt8 => run_binary::<u8>(&mut ops, |a, ash, b, bsh, o, osh| mul_quantized(a, ash, b, bsh, o, osh, &q)),
+            TfLiteType::kTfLiteInt8 => run_binary::<i8>(&mut ops, |a, ash, b, bsh, o, osh| mul_quantized(a, ash, b, bsh, o, osh, &q)),
+            _ => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| mul_quantized(a, ash, b, bsh, o, osh, &q)),
         },
     }
     .map_err(with_op(OP))

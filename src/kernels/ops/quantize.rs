@@ -30,11 +30,56 @@ pub fn registration() -> TfLiteRegistration {
 
 /// The DEQUANTIZE registration.
 pub fn dequantize_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinDequantize,
-        prepare = dequantize_prepare,
-        eval = dequantize_eval
-    )
+    TfLiteRegistration {
+        init: Some(dequantize_init),
+        free: Some(dequantize_free),
+        ..crate::kernel_registration!(
+            TfLiteBuiltinOperator::kTfLiteBuiltinDequantize,
+            prepare = dequantize_prepare,
+            eval = dequantize_eval
+        )
+    }
+}
+
+/// Per-node state of DEQUANTIZE: for a constant input (whose output lives in the
+/// persistent arena), what the output was last computed from (input data, output data,
+/// output bytes), so Invoke computes it once, as dequantize.cc does. Prepare clears it.
+#[derive(Default)]
+struct DequantizeState {
+    computed: parking_lot::Mutex<Option<(usize, usize, usize)>>,
+}
+
+/// `init` of DEQUANTIZE.
+///
+/// # Safety
+/// Called by the runtime as a `TfLiteRegistration::init`.
+unsafe extern "C" fn dequantize_init(
+    _context: *mut crate::abi::types::TfLiteContext,
+    _buffer: *const core::ffi::c_char,
+    _length: usize,
+) -> *mut core::ffi::c_void {
+    std::panic::catch_unwind(|| Box::into_raw(Box::<DequantizeState>::default()).cast())
+        .unwrap_or(core::ptr::null_mut())
+}
+
+/// `free` of DEQUANTIZE.
+///
+/// # Safety
+/// `buffer` must be NULL or what [`dequantize_init`] returned, not yet freed.
+unsafe extern "C" fn dequantize_free(_context: *mut crate::abi::types::TfLiteContext, buffer: *mut core::ffi::c_void) {
+    if !buffer.is_null() {
+        // SAFETY: per the contract, `buffer` came from `Box::into_raw` in `dequantize_init`.
+        drop(unsafe { Box::from_raw(buffer.cast::<DequantizeState>()) });
+    }
+}
+
+/// The node's [`DequantizeState`] (`None` when `init` did not run, as in unit tests).
+fn dequantize_state<'a>(ctx: &OpCtx<'a>) -> Option<&'a DequantizeState> {
+    let p = ctx.user_data() as *const DequantizeState;
+    // SAFETY: only the DEQUANTIZE registration, whose `init` stored a live
+    // `DequantizeState` in `user_data` (alive until `free`, after the last kernel call),
+    // calls this; NULL gives `None`.
+    unsafe { p.as_ref() }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -301,6 +346,9 @@ fn dequantize_input<'a>(ctx: &OpCtx<'a>) -> Result<TensorView<'a>> {
 }
 
 fn dequantize_prepare(ctx: &OpCtx<'_>) -> Result<()> {
+    if let Some(s) = dequantize_state(ctx) {
+        *s.computed.lock() = None;
+    }
     let input = dequantize_input(ctx)?;
     if input.is_constant() {
         // dequantize.cc: dequantized constant weights live in the persistent arena, not
@@ -316,6 +364,13 @@ fn dequantize_eval(ctx: &OpCtx<'_>) -> Result<()> {
     let mut out = ctx.output(0).map_err(in_op(DEQUANTIZE))?;
     check_out_shape(DEQUANTIZE, out.shape, input.shape)?;
     let o = out.data_mut::<f32>().map_err(in_op(DEQUANTIZE))?;
+    // A constant input's output (in the persistent arena) is computed once.
+    let state = if input.is_constant() && out.is_persistent() { dequantize_state(ctx) } else { None };
+    let key = (input.raw()?.as_ptr() as usize, o.as_ptr() as usize, core::mem::size_of_val(o));
+    let mut computed = state.map(|s| s.computed.lock());
+    if computed.as_deref() == Some(&Some(key)) {
+        return Ok(());
+    }
     use TfLiteType::*;
     let r = match (input.dtype, per_channel(&input)?) {
         (kTfLiteFloat16, _) => {
@@ -332,6 +387,9 @@ fn dequantize_eval(ctx: &OpCtx<'_>) -> Result<()> {
         (kTfLiteInt8, None) => dequantize::<i8>(input.data()?, input.quant(), o),
         _ => dequantize::<i16>(input.data()?, input.quant(), o),
     };
+    if let Some(c) = computed.as_deref_mut() {
+        *c = r.is_ok().then_some(key);
+    }
     r.map_err(in_op(DEQUANTIZE))
 }
 

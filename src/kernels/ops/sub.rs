@@ -6,11 +6,13 @@
 //! `pot_scale_int16` is set and every scale is a power of two). All with numpy
 //! broadcasting.
 
-use super::binary::{BinaryOperands, Pot16Params, QuantArithParams, binary_operands, check_output, with_op};
+use super::binary::{
+    BinaryOperands, Pot16Params, QuantArithParams, binary_operands, binary_operands_in_place, check_output, run_binary, with_op,
+};
 use super::broadcast::broadcast_binary;
 use crate::abi::builtin_op_data::{TfLiteFusedActivation, TfLiteSubParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
-use crate::abi::types::{TfLiteRegistration, TfLiteType};
+use crate::abi::types::{TfLiteRegistration, TfLiteType, kTfLiteInplaceOpInput0Shared, kTfLiteInplaceOpInput1Shared};
 use crate::error::{Error, Result};
 use crate::kernels::activation::{
     activation_range_f32, activation_range_i32, activation_range_i64, activation_range_quantized, clamp_min_max,
@@ -22,7 +24,11 @@ const OP: &str = "SUB";
 
 /// The SUB registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinSub, prepare = prepare, eval = eval)
+    TfLiteRegistration {
+        // sub.cc: the output may take either input's memory (LiteRT's in-place SUB).
+        inplace_operator: kTfLiteInplaceOpInput0Shared | kTfLiteInplaceOpInput1Shared,
+        ..crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinSub, prepare = prepare, eval = eval)
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -173,26 +179,21 @@ fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
 }
 
 fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let mut ops = binary_operands(ctx, OP)?;
+    let mut ops = binary_operands_in_place(ctx, OP)?;
     check_output(OP, &ops, ops.a.dtype)?;
     let p = params(ctx)?;
-    let (ash, bsh) = (ops.a.shape, ops.b.shape);
-    let osh = core::mem::take(&mut ops.out_shape);
+    let act = p.activation;
     match plan(&ops, &p)? {
-        Plan::F32 => sub_f32(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, p.activation),
-        Plan::I32 => sub_i32(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, p.activation),
-        Plan::I64 => sub_i64(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, p.activation),
+        Plan::F32 => run_binary::<f32>(&mut ops, |a, ash, b, bsh, o, osh| sub_f32(a, ash, b, bsh, o, osh, act)),
+        Plan::I32 => run_binary::<i32>(&mut ops, |a, ash, b, bsh, o, osh| sub_i32(a, ash, b, bsh, o, osh, act)),
+        Plan::I64 => run_binary::<i64>(&mut ops, |a, ash, b, bsh, o, osh| sub_i64(a, ash, b, bsh, o, osh, act)),
         Plan::Quant(QuantSub::General(q)) => match ops.a.dtype {
-            TfLiteType::kTfLiteUInt8 => {
-                sub_quantized::<u8>(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, &q)
-            }
-            TfLiteType::kTfLiteInt8 => {
-                sub_quantized::<i8>(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, &q)
-            }
-            _ => sub_quantized::<i16>(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, &q),
+            TfLiteType::kTfLiteUInt8 => run_binary::<u8>(&mut ops, |a, ash, b, bsh, o, osh| sub_quantized(a, ash, b, bsh, o, osh, &q)),
+            TfLiteType::kTfLiteInt8 => run_binary::<i8>(&mut ops, |a, ash, b, bsh, o, osh| sub_quantized(a, ash, b, bsh, o, osh, &q)),
+            _ => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| sub_quantized(a, ash, b, bsh, o, osh, &q)),
         },
         Plan::Quant(QuantSub::Pot16(q)) => {
-            sub_i16_pot(ops.a.data()?, ash, ops.b.data()?, bsh, ops.out.data_mut()?, &osh, &q)
+            run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| sub_i16_pot(a, ash, b, bsh, o, osh, &q))
         }
     }
     .map_err(with_op(OP))
