@@ -42,6 +42,8 @@ pub struct ClEnv {
     pub has_fp16: bool,
     /// Wall time of clBuildProgram for the delegate's kernels.
     pub build_ns: u64,
+    /// CL_DEVICE_MAX_MEM_ALLOC_SIZE (for error messages).
+    pub max_alloc: u64,
 }
 
 fn cl<T>(what: &str, r: Result<T, opencl3::error_codes::ClError>) -> Result<T, String> {
@@ -96,6 +98,7 @@ impl ClEnv {
             .with_vendor(GpuVendor::detect(&vendor, &name));
         let version = device.version().unwrap_or_default();
         let driver = device.driver_version().unwrap_or_default();
+        let max_alloc = device.max_mem_alloc_size().unwrap_or(0);
         let has_fp16 = device.extensions().map(|e| e.contains("cl_khr_fp16")).unwrap_or(false);
         Ok(ClEnv {
             device_id: format!("{vendor} / {name} / {version}"),
@@ -107,6 +110,7 @@ impl ClEnv {
             driver,
             has_fp16,
             build_ns,
+            max_alloc,
         })
     }
 }

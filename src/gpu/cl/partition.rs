@@ -61,9 +61,10 @@ fn read_only_buffer<T: Copy + Default>(env: &ClEnv, v: &[T]) -> Result<Buffer<T>
     if data.is_empty() {
         data.push(T::default());
     }
+    let what = format!("clCreateBuffer({} bytes of constants; device max allocation {} bytes)", std::mem::size_of_val(data.as_slice()), env.max_alloc);
     // SAFETY: COPY_HOST_PTR reads `data.len()` elements of T from a live Vec during the
     // call only.
-    cl("clCreateBuffer", unsafe {
+    cl(&what, unsafe {
         Buffer::<T>::create(&env.context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, data.len(), data.as_mut_ptr().cast())
     })
 }
@@ -131,8 +132,9 @@ impl Partition {
         outputs: &[TensorId],
     ) -> Result<Partition, String> {
         let total = plan.total.max(16);
+        let what = format!("clCreateBuffer({} bytes of tensors; device max allocation {} bytes)", total * 4, env.max_alloc);
         // SAFETY: no host pointer is passed; the size is non-zero.
-        let mut arena = cl("clCreateBuffer", unsafe {
+        let mut arena = cl(&what, unsafe {
             Buffer::<u8>::create(&env.context, CL_MEM_READ_WRITE, total * 4, ptr::null_mut())
         })?;
         for &c in &plan.constants {
