@@ -273,3 +273,66 @@ fn ops_corpus_on_gpu_matches_cpu() {
     // SAFETY: made above; no interpreter uses it any more.
     unsafe { TfLiteGpuDelegateV2Delete(d) };
 }
+
+/// Every model-level golden case: whatever the delegate takes (with 1 partition, and with
+/// up to 8), the outputs match the CPU kernels.
+#[test]
+fn all_golden_models_on_gpu_match_cpu() {
+    let mut cases: Vec<String> = std::fs::read_dir(corpus().join("golden"))
+        .expect("corpus/golden")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    cases.sort();
+    for partitions in [1, 8] {
+        // SAFETY: returns a value.
+        let mut opts = unsafe { TfLiteGpuDelegateOptionsV2Default() };
+        opts.max_delegated_partitions = partitions;
+        let Some(d) = gpu(&opts, "all_golden_models_on_gpu_match_cpu") else { return };
+        let mut failures = Vec::new();
+        for name in &cases {
+            let before = report(d);
+            let Some(got) = try_run_case("", name, Some(d)) else {
+                eprintln!("{name}: refused (dynamic tensors)");
+                continue;
+            };
+            let after = report(d);
+            let cpu = run_case("", name, None);
+            eprintln!(
+                "max {partitions} partition(s): {name}: {} of {} nodes in {} partition(s)",
+                after.nodes_delegated - before.nodes_delegated,
+                after.nodes_total,
+                after.partitions - before.partitions
+            );
+            for (i, ((tc, c), (tg, g))) in cpu.iter().zip(&got).enumerate() {
+                let err = if *tc == 1 && tc == tg && c.len() == g.len() { relative_error(&f32s(c), &f32s(g)) } else { 0.0 };
+                // 1e-4 of the range, or what TFLite's own kernel families disagree by on
+                // this output (the corpus rule: 2x their spread), whichever is larger.
+                let allowed = 1e-4f64.max(2.0 * family_spread(name, i) / range_of(&f32s(c)));
+                let ok = tc == tg && c.len() == g.len() && if *tc == 1 { err <= allowed } else { c == g };
+                if !ok {
+                    failures.push(format!("{name} output {i} (error {err:e} of the range)"));
+                }
+            }
+        }
+        assert!(failures.is_empty(), "GPU differs from CPU: {failures:?}");
+        // SAFETY: made above; no interpreter uses it any more.
+        unsafe { TfLiteGpuDelegateV2Delete(d) };
+    }
+}
+
+/// The largest disagreement between TFLite's kernel families on output `i` of a golden
+/// case (`tflite_family_spread` in its meta.json; 0 if absent).
+fn family_spread(name: &str, i: usize) -> f64 {
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(corpus().join("golden").join(name).join("meta.json")).unwrap()).unwrap();
+    meta["outputs"][i]["tflite_family_spread"]
+        .as_object()
+        .map(|m| m.values().filter_map(|v| v.as_f64()).fold(0.0, f64::max))
+        .unwrap_or(0.0)
+}
+
+/// The range `relative_error` divides by.
+fn range_of(v: &[f32]) -> f64 {
+    let (lo, hi) = v.iter().fold((f32::MAX, f32::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+    if hi > lo { (hi - lo) as f64 } else { (hi.abs() as f64).max(1e-6) }
+}
