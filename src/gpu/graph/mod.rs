@@ -205,6 +205,14 @@ impl OpKind {
         }
     }
 
+    /// Output pixels along x one work item computes (`XBLOCK_1X1` in `kernels/conv2d.cl`).
+    pub fn width_block(&self) -> usize {
+        match self {
+            OpKind::Conv1x1 { .. } => 4,
+            _ => 1,
+        }
+    }
+
     /// Convolutions take TFLite's conv work-group rules; everything else the generic ones.
     pub fn is_conv_class(&self) -> bool {
         matches!(
@@ -256,11 +264,11 @@ impl Op {
         r
     }
 
-    /// The launch grid: (channel blocks, width, batch * height) of the region; softmax
+    /// The launch grid: (channel blocks, width blocks, batch * height) of the region; softmax
     /// has one work item per row.
     pub fn grid(&self) -> [usize; 3] {
         let r = self.region;
-        [r[3].div_ceil(self.kind.channel_block()).max(1), r[2].max(1), (r[0] * r[1]).max(1)]
+        [r[3].div_ceil(self.kind.channel_block()).max(1), r[2].div_ceil(self.kind.width_block()).max(1), (r[0] * r[1]).max(1)]
     }
 }
 
