@@ -89,3 +89,31 @@ inline void out_store(__global float* mem, __global const int* ep, int out_off, 
 #define STORE(v)                                                                        \
   out_store(mem, ep, out_off, out_h, out_w, out_c, b + org_b, y + org_y, x + org_x,     \
             c + org_c, (v))
+
+// Blocked variant for the heavy kernels: each work item computes CBLOCK (4) neighbouring
+// output channels, c .. c + nc - 1 (nc < 4 only on the last block of a channel count not
+// divisible by 4). Their weights and biases are uploaded with the output-channel
+// dimension padded with zeros to a multiple of 4 (`wst` floats), so a block always loads
+// a whole float4; only the stores are guarded.
+#define CBLOCK 4
+#define OUT_COORDS4                                                                     \
+  const int c = get_global_id(0) * CBLOCK;                                              \
+  const int x = get_global_id(1);                                                       \
+  const int z = get_global_id(2);                                                       \
+  if (c >= reg_c || x >= reg_w || z >= reg_b * reg_h) return;                           \
+  const int y = z % reg_h;                                                              \
+  const int b = z / reg_h;                                                              \
+  const int wst = (reg_c + CBLOCK - 1) / CBLOCK * CBLOCK;
+
+// Runs the epilogue and stores each in-range channel of the block.
+inline void out_store4(__global float* mem, __global const int* ep, int out_off, int out_h,
+                       int out_w, int out_c, int b, int y, int x, int c, int nc, float4 v) {
+  out_store(mem, ep, out_off, out_h, out_w, out_c, b, y, x, c, v.s0);
+  if (nc > 1) out_store(mem, ep, out_off, out_h, out_w, out_c, b, y, x, c + 1, v.s1);
+  if (nc > 2) out_store(mem, ep, out_off, out_h, out_w, out_c, b, y, x, c + 2, v.s2);
+  if (nc > 3) out_store(mem, ep, out_off, out_h, out_w, out_c, b, y, x, c + 3, v.s3);
+}
+
+#define STORE4(v)                                                                       \
+  out_store4(mem, ep, out_off, out_h, out_w, out_c, b + org_b, y + org_y, x + org_x,    \
+             c + org_c, reg_c - c, (v))

@@ -229,7 +229,7 @@ fn corrupt_tuning_cache_is_ignored() {
     run_ops_model("conv_2d_relu6_f32.tflite", d);
     let r = report(d);
     assert!(r.cache.contains("Ignored"), "cache status: {}", r.cache);
-    assert!(r.tune.tuned >= 1);
+    assert!(r.tune.tuned >= 1, "{:?}", r.tune);
     // SAFETY: made above; no interpreter uses it any more.
     unsafe { TfLiteGpuDelegateV2Delete(d) };
     let _ = std::fs::remove_dir_all(&dir);

@@ -10,7 +10,7 @@ use opencl3::types::{CL_BLOCKING, cl_mem};
 
 use super::env::{BUILD_OPTIONS, ClEnv, PROGRAM_SOURCE};
 use crate::gpu::graph::plan::MemoryPlan;
-use crate::gpu::graph::{GTensor, Op, OpKind, TensorId};
+use crate::gpu::graph::{GTensor, Op, OpKind, TensorId, pad_channels};
 use crate::gpu::tuner::{
     ChoiceSource, KernelInfo, KernelToTune, OpClass, Profiler, SystemClock, Tuner, WorkGroup, kernel_hash,
 };
@@ -192,6 +192,9 @@ impl Partition {
             epilogues.push(ep_buf);
             let ints = |v: &[usize]| -> Result<Vec<Arg>, String> { v.iter().map(|&x| int(x).map(Arg::I)).collect() };
             let src = Arg::I(off(op.kind.src())?);
+            // The blocked kernels' weights and bias: output channels (innermost) padded.
+            let oc = r[3];
+            let mut upload_padded = |v: &[f32]| upload(&pad_channels(v, oc));
             match &op.kind {
                 OpKind::CopyBroadcast { strides, .. } => {
                     args.push(src);
@@ -199,23 +202,23 @@ impl Partition {
                 }
                 OpKind::CopyLinear { .. } => args.push(src),
                 OpKind::Conv2d { input, window: w, weights: wt, bias, .. } => {
-                    args.extend([Arg::Mem(upload(wt)?), Arg::Mem(upload(bias)?), src]);
+                    args.extend([Arg::Mem(upload_padded(wt)?), Arg::Mem(upload_padded(bias)?), src]);
                     args.extend(ints(&[input[1], input[2], input[3], w.kh, w.kw, w.sh, w.sw, w.dh, w.dw, w.pad_t, w.pad_l])?);
                 }
                 OpKind::Conv1x1 { in_c, weights: wt, bias, .. } => {
-                    args.extend([Arg::Mem(upload(wt)?), Arg::Mem(upload(bias)?), src, Arg::I(int(*in_c)?)]);
+                    args.extend([Arg::Mem(upload_padded(wt)?), Arg::Mem(upload_padded(bias)?), src, Arg::I(int(*in_c)?)]);
                 }
                 OpKind::Depthwise { input, window: w, multiplier, weights: wt, bias, .. } => {
-                    args.extend([Arg::Mem(upload(wt)?), Arg::Mem(upload(bias)?), src]);
+                    args.extend([Arg::Mem(upload_padded(wt)?), Arg::Mem(upload_padded(bias)?), src]);
                     args.extend(ints(&[
                         input[1], input[2], input[3], w.kh, w.kw, w.sh, w.sw, w.dh, w.dw, w.pad_t, w.pad_l, *multiplier,
                     ])?);
                 }
                 OpKind::FullyConnected { in_features, weights: wt, bias, .. } => {
-                    args.extend([Arg::Mem(upload(wt)?), Arg::Mem(upload(bias)?), src, Arg::I(int(*in_features)?)]);
+                    args.extend([Arg::Mem(upload_padded(wt)?), Arg::Mem(upload_padded(bias)?), src, Arg::I(int(*in_features)?)]);
                 }
                 OpKind::TransposeConv { input, window: w, weights: wt, bias, .. } => {
-                    args.extend([Arg::Mem(upload(wt)?), Arg::Mem(upload(bias)?), src]);
+                    args.extend([Arg::Mem(upload_padded(wt)?), Arg::Mem(upload_padded(bias)?), src]);
                     args.extend(ints(&[input[1], input[2], input[3], w.kh, w.kw, w.sh, w.sw, w.pad_t, w.pad_l])?);
                 }
                 OpKind::Pool { input, window: w, is_max, .. } => {

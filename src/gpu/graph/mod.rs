@@ -191,6 +191,28 @@ impl OpKind {
         }
     }
 
+    /// Output channels one work item computes (`CBLOCK` in `kernels/common.cl`): the
+    /// weighted kernels compute 4, and take their weights and bias with the output-channel
+    /// (innermost) dimension zero-padded to a multiple of 4 ([`pad_channels`]).
+    pub fn channel_block(&self) -> usize {
+        match self {
+            OpKind::Conv2d { .. }
+            | OpKind::Conv1x1 { .. }
+            | OpKind::Depthwise { .. }
+            | OpKind::FullyConnected { .. }
+            | OpKind::TransposeConv { .. } => CHANNEL_BLOCK,
+            _ => 1,
+        }
+    }
+
+    /// Output pixels along x one work item computes (`XBLOCK_1X1` in `kernels/conv2d.cl`).
+    pub fn width_block(&self) -> usize {
+        match self {
+            OpKind::Conv1x1 { .. } => 4,
+            _ => 1,
+        }
+    }
+
     /// Convolutions take TFLite's conv work-group rules; everything else the generic ones.
     pub fn is_conv_class(&self) -> bool {
         matches!(
@@ -198,6 +220,24 @@ impl OpKind {
             OpKind::Conv2d { .. } | OpKind::Conv1x1 { .. } | OpKind::FullyConnected { .. } | OpKind::TransposeConv { .. }
         )
     }
+}
+
+/// Output channels per work item of the blocked kernels.
+pub const CHANNEL_BLOCK: usize = 4;
+
+/// `v` seen as rows of `channels` floats, each row zero-padded to a multiple of
+/// [`CHANNEL_BLOCK`] (the upload layout of the blocked kernels' weights and biases).
+pub fn pad_channels(v: &[f32], channels: usize) -> Vec<f32> {
+    let padded = channels.div_ceil(CHANNEL_BLOCK) * CHANNEL_BLOCK;
+    if channels == 0 || padded == channels {
+        return v.to_vec();
+    }
+    let mut out = Vec::with_capacity(v.len() / channels * padded);
+    for row in v.chunks(channels) {
+        out.extend_from_slice(row);
+        out.resize(out.len() + padded - row.len(), 0.0);
+    }
+    out
 }
 
 /// One kernel launch.
@@ -224,11 +264,11 @@ impl Op {
         r
     }
 
-    /// The launch grid: (channels, width, batch * height) of the region; softmax has one
-    /// work item per row.
+    /// The launch grid: (channel blocks, width blocks, batch * height) of the region; softmax
+    /// has one work item per row.
     pub fn grid(&self) -> [usize; 3] {
         let r = self.region;
-        [r[3].max(1), r[2].max(1), (r[0] * r[1]).max(1)]
+        [r[3].div_ceil(self.kind.channel_block()).max(1), r[2].div_ceil(self.kind.width_block()).max(1), (r[0] * r[1]).max(1)]
     }
 }
 
@@ -250,5 +290,17 @@ impl Op {
             OpKind::Pad { input, before, .. } => format!("pad {input:?} {before:?}"),
             OpKind::ResizeBilinear { input, .. } => format!("resize {input:?}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod pad_tests {
+    use super::*;
+
+    #[test]
+    fn pad_channels_pads_rows_to_the_block() {
+        assert_eq!(pad_channels(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 3), vec![1.0, 2.0, 3.0, 0.0, 4.0, 5.0, 6.0, 0.0]);
+        assert_eq!(pad_channels(&[1.0, 2.0, 3.0, 4.0], 4), vec![1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(pad_channels(&[7.0], 1), vec![7.0, 0.0, 0.0, 0.0]);
     }
 }
