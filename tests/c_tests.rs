@@ -401,6 +401,8 @@ fn example_version_aware_delegate() {
 }
 
 /// The GPU delegate's C API exists only in our library (TFLite ships it separately).
+/// Each test compiles its own copy: tests run in parallel, and executing a file another
+/// test is rewriting fails with ETXTBSY.
 fn gpu_example_or_skip(test: &str) -> Option<PathBuf> {
     if env::var_os("TFLITE_C_LIB_DIR").is_some_and(|d| !d.is_empty()) {
         println!("SKIPPED {test}: TFLITE_C_LIB_DIR names another library; TFLite's C library has no GPU delegate");
@@ -408,7 +410,7 @@ fn gpu_example_or_skip(test: &str) -> Option<PathBuf> {
     }
     let _ = lib_dir();
     let source = repo_root().join("examples_c").join("gpu_delegate.c");
-    Some(compile(&source, "example_gpu_delegate", Std::C99))
+    Some(compile(&source, test, Std::C99))
 }
 
 /// examples_c/gpu_delegate on a corpus model: CPU and GPU agree. Exit status 3 means
