@@ -231,7 +231,7 @@ pub enum Phase {
 }
 
 /// The most temporaries one node may have (one bit each in the hand-out mask).
-pub const MAX_TEMPORARIES: usize = 64;
+pub(crate) const MAX_TEMPORARIES: usize = 64;
 
 /// One kernel call: the context and the node, behind checked accessors.
 ///
