@@ -21,6 +21,7 @@
 use crate::abi::arrays::{int_array_from_slice, int_array_slice};
 use crate::abi::types::*;
 use crate::error::{Error, Result};
+use core::cell::{Cell, RefCell};
 use core::ffi::c_void;
 use core::marker::PhantomData;
 
@@ -222,10 +223,35 @@ impl<'a> TensorViewMut<'a> {
     }
 }
 
+/// Which kernel callback an [`OpCtx`] serves.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Phase {
+    Prepare,
+    Invoke,
+}
+
+/// The most temporaries one node may have (one bit each in the hand-out mask).
+pub(crate) const MAX_TEMPORARIES: usize = 64;
+
 /// One kernel call: the context and the node, behind checked accessors.
+///
+/// Temporaries (TFLite's `node->temporaries`, e.g. im2col buffers): a kernel asks for
+/// them in Prepare with [`OpCtx::request_temporaries`] (byte sizes); the request is
+/// applied when Prepare returns OK — the node's existing temporaries are reused, or
+/// tensors are added (`context->AddTensors`, uint8, `kTfLiteArenaRw`) — so the memory
+/// planner, which runs after every Prepare, places them with lifetime [node, node]
+/// (sharing bytes with activations dead at that node). Applying after Prepare returns
+/// means no tensor view of the call can outlive the tensor table moving under
+/// `AddTensors`. In Invoke, [`OpCtx::temporary_mut`] hands out each temporary's bytes
+/// (once per call).
 pub struct OpCtx<'a> {
     context: *mut TfLiteContext,
     node: *mut TfLiteNode,
+    phase: Phase,
+    /// Byte sizes requested in this Prepare, applied by `run_step` once it returns OK.
+    requested: RefCell<Option<Vec<usize>>>,
+    /// Temporaries handed out in this call (bit `i` for temporary `i`).
+    temps_taken: Cell<u64>,
     _life: PhantomData<&'a mut TfLiteContext>,
 }
 
@@ -238,7 +264,101 @@ impl<'a> OpCtx<'a> {
         if context.is_null() || node.is_null() {
             return Err(Error::new("kernel called with a NULL context or node"));
         }
-        Ok(OpCtx { context, node, _life: PhantomData })
+        Ok(OpCtx::with_phase(context, node, Phase::Invoke))
+    }
+
+    fn with_phase(context: *mut TfLiteContext, node: *mut TfLiteNode, phase: Phase) -> OpCtx<'a> {
+        OpCtx { context, node, phase, requested: RefCell::new(None), temps_taken: Cell::new(0), _life: PhantomData }
+    }
+
+    /// The callback this context serves.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// Prepare only: asks for one node temporary per entry of `bytes` (their byte sizes),
+    /// replacing any earlier request of this call. Applied when Prepare returns OK (see
+    /// the type's doc); a kernel that uses temporaries in some configurations should
+    /// request `&[]` in the others so the node drops them. Errors in Invoke, for more
+    /// than [`MAX_TEMPORARIES`], or for a size over `i32::MAX`.
+    pub fn request_temporaries(&self, bytes: &[usize]) -> Result<()> {
+        if self.phase != Phase::Prepare {
+            return Err(Error::new("node temporaries can only be requested in Prepare"));
+        }
+        if bytes.len() > MAX_TEMPORARIES {
+            return Err(Error::new(format!("{} temporaries requested; at most {MAX_TEMPORARIES}", bytes.len())));
+        }
+        if let Some(b) = bytes.iter().find(|&&b| b > i32::MAX as usize) {
+            return Err(Error::new(format!("a temporary of {b} bytes is too large")));
+        }
+        *self.requested.borrow_mut() = Some(bytes.to_vec());
+        Ok(())
+    }
+
+    /// Tensor indices of the node's temporaries (a copy: Prepare may replace the array).
+    pub fn temporary_indices(&self) -> Vec<i32> {
+        // SAFETY: the node's temporaries array is owned by the runtime; a NULL array reads
+        // as empty; the slice is copied before anything can replace it.
+        unsafe { int_array_slice(self.node().temporaries) }.to_vec()
+    }
+
+    /// Invoke only: temporary `i`'s bytes as a mutable `T` slice (`bytes / size_of::<T>()`
+    /// elements, contents unspecified: the arena shares them with other tensors outside
+    /// this node). Each temporary is handed out at most once per call; errors if it was
+    /// already, if `i` is out of range, or if its data is missing, misaligned for `T`, or
+    /// overlaps an input, output or other temporary of the node.
+    pub fn temporary_mut<T: Element>(&self, i: usize) -> Result<&'a mut [T]> {
+        if self.phase != Phase::Invoke {
+            return Err(Error::new("node temporaries are only available in Invoke"));
+        }
+        let temps = self.temporary_indices();
+        let idx = *temps.get(i).ok_or_else(|| Error::new(format!("node has no temporary {i}")))?;
+        if i >= MAX_TEMPORARIES {
+            return Err(Error::new(format!("temporary {i} is past the {MAX_TEMPORARIES} supported")));
+        }
+        let bit = 1u64 << i;
+        if self.temps_taken.get() & bit != 0 {
+            return Err(Error::new(format!("temporary {i} was already handed out in this call")));
+        }
+        let (p, n) = data_range(self.context, idx);
+        if idx < 0 || (p, n) == (0, 0) && !self.tensor_in_range(idx) {
+            return Err(Error::new(format!("temporary {i} names invalid tensor {idx}")));
+        }
+        let size = core::mem::size_of::<T>();
+        let len = n / size;
+        if len == 0 {
+            self.temps_taken.set(self.temps_taken.get() | bit);
+            return Ok(&mut []);
+        }
+        if p == 0 {
+            return Err(Error::new(format!("temporary {i} (tensor {idx}) has no data")));
+        }
+        if p % core::mem::align_of::<T>() != 0 {
+            return Err(Error::new(format!("temporary {i} (tensor {idx}) is misaligned")));
+        }
+        let others = self.input_indices().iter().chain(self.output_indices()).chain(temps.iter().filter(|&&t| t != idx));
+        for &o in others {
+            if o < 0 {
+                continue;
+            }
+            let (q, m) = data_range(self.context, o);
+            if q != 0 && m > 0 && q < p + n && p < q + m {
+                return Err(Error::new(format!("temporary {i} (tensor {idx}) shares memory with tensor {o} of the node")));
+            }
+        }
+        self.temps_taken.set(self.temps_taken.get() | bit);
+        // SAFETY: `[p, p+n)` are tensor `idx`'s bytes, live for the call (arena or dynamic
+        // memory the runtime owns); `T: Element` is valid for any bit pattern; the pointer
+        // is aligned for `T` and `len * size <= n`; the bytes overlap no input, output or
+        // other temporary of the node (checked above) and each temporary is handed out once
+        // per call (bitmask), so this is the only reference to them during the call.
+        Ok(unsafe { core::slice::from_raw_parts_mut(p as *mut T, len) })
+    }
+
+    fn tensor_in_range(&self, idx: i32) -> bool {
+        // SAFETY: `context` is live for the call.
+        let ctx = unsafe { &*self.context };
+        usize::try_from(idx).is_ok_and(|i| i < ctx.tensors_size && !ctx.tensors.is_null())
     }
 
     /// The raw context (for reporting).
@@ -473,6 +593,96 @@ impl<'a> OpCtx<'a> {
     }
 }
 
+/// Makes the node's temporaries `bytes.len()` uint8 tensors of `bytes[i]` bytes each:
+/// reuses its existing uint8 arena (or dynamic) temporaries in order, adds tensors through
+/// `context->AddTensors` for the rest (as TFLite kernels do), resizes them through
+/// `context->ResizeTensor`, shrinks the ones no longer listed to zero bytes, and rewrites
+/// `node->temporaries`.
+///
+/// # Safety
+/// `context` and `node` must be live, and no reference into the tensor table alive.
+unsafe fn apply_temporaries(context: *mut TfLiteContext, node: *mut TfLiteNode, bytes: &[usize]) -> Result<()> {
+    // SAFETY: `node` is live (contract); the array is copied before it is replaced.
+    let existing = unsafe { int_array_slice((*node).temporaries) }.to_vec();
+    let reusable = |idx: i32| -> bool {
+        // SAFETY: `context` is live; the index is checked against the table.
+        let ctx = unsafe { &*context };
+        match usize::try_from(idx) {
+            Ok(i) if i < ctx.tensors_size && !ctx.tensors.is_null() => {
+                // SAFETY: index checked against the live tensor table.
+                let t = unsafe { &*ctx.tensors.add(i) };
+                t.data_type() == Some(TfLiteType::kTfLiteUInt8)
+                    && matches!(
+                        t.allocation(),
+                        Some(TfLiteAllocationType::kTfLiteArenaRw) | Some(TfLiteAllocationType::kTfLiteDynamic)
+                    )
+            }
+            _ => false,
+        }
+    };
+    let mut indices: Vec<i32> = existing.iter().copied().take(bytes.len()).filter(|&t| reusable(t)).collect();
+    let missing = bytes.len() - indices.len();
+    if missing > 0 {
+        // SAFETY: `context` is live.
+        let add = unsafe { (*context).AddTensors }.ok_or_else(|| Error::new("the context cannot add tensors"))?;
+        let mut first: core::ffi::c_int = -1;
+        let n = core::ffi::c_int::try_from(missing).map_err(|_| Error::new("too many temporaries"))?;
+        // SAFETY: `context` is live; no reference into the tensor table is held (contract).
+        if unsafe { add(context, n, &mut first) } != TfLiteStatus::kTfLiteOk || first < 0 {
+            return Err(Error::new("could not add temporary tensors"));
+        }
+        // SAFETY: AddTensors re-pointed `context->tensors`; read afresh.
+        let ctx = unsafe { &*context };
+        for k in 0..n {
+            let idx = first.checked_add(k).ok_or_else(|| Error::new("tensor index overflow"))?;
+            let i = idx as usize;
+            if i >= ctx.tensors_size || ctx.tensors.is_null() {
+                return Err(Error::new("AddTensors returned an index out of range"));
+            }
+            // SAFETY: a tensor just added to the live table, which nothing else references.
+            let t = unsafe { &mut *ctx.tensors.add(i) };
+            t.r#type = TfLiteType::kTfLiteUInt8;
+            t.allocation_type = TfLiteAllocationType::kTfLiteArenaRw;
+            indices.push(idx);
+        }
+    }
+    let dropped = existing.iter().copied().filter(|t| !indices.contains(t) && reusable(*t));
+    let sizes = indices.iter().copied().zip(bytes.iter().copied()).chain(dropped.map(|t| (t, 0)));
+    for (idx, size) in sizes {
+        // `request_temporaries` checked every size fits an i32.
+        let dims = int_array_from_slice(&[size as i32]);
+        if dims.is_null() {
+            return Err(Error::new("out of memory allocating a shape"));
+        }
+        // SAFETY: `context` is live; `idx` is in range (added above or checked by
+        // `reusable`); ResizeTensor takes ownership of `dims`.
+        let status = unsafe {
+            let ctx = &*context;
+            let t = ctx.tensors.add(idx as usize);
+            match ctx.ResizeTensor {
+                Some(f) => f(context, t, dims),
+                None => {
+                    crate::abi::arrays::int_array_free(dims);
+                    TfLiteStatus::kTfLiteError
+                }
+            }
+        };
+        if status != TfLiteStatus::kTfLiteOk {
+            return Err(Error::new(format!("could not resize temporary tensor {idx}")));
+        }
+    }
+    let arr = int_array_from_slice(&indices);
+    if arr.is_null() {
+        return Err(Error::new("out of memory allocating the temporaries array"));
+    }
+    // SAFETY: the node owns its malloc'ed temporaries array (or NULL), replaced here.
+    unsafe {
+        crate::abi::arrays::int_array_free((*node).temporaries);
+        (*node).temporaries = arr;
+    }
+    Ok(())
+}
+
 /// The data address and byte size of tensor `idx` (`(0, 0)` when out of range).
 fn data_range(context: *mut TfLiteContext, idx: i32) -> (usize, usize) {
     // SAFETY: `context` is the live context of the current kernel call (OpCtx contract).
@@ -515,10 +725,46 @@ pub unsafe fn run_step(
     node: *mut TfLiteNode,
     step: fn(&OpCtx<'_>) -> Result<()>,
 ) -> TfLiteStatus {
+    // SAFETY: per the function contract.
+    unsafe { run_step_in(context, node, step, Phase::Invoke) }
+}
+
+/// [`run_step`] for a kernel's Prepare: also applies the temporaries it requested.
+///
+/// # Safety
+/// As [`run_step`].
+pub unsafe fn run_prepare_step(
+    context: *mut TfLiteContext,
+    node: *mut TfLiteNode,
+    step: fn(&OpCtx<'_>) -> Result<()>,
+) -> TfLiteStatus {
+    // SAFETY: per the function contract.
+    unsafe { run_step_in(context, node, step, Phase::Prepare) }
+}
+
+/// # Safety
+/// As [`run_step`].
+unsafe fn run_step_in(
+    context: *mut TfLiteContext,
+    node: *mut TfLiteNode,
+    step: fn(&OpCtx<'_>) -> Result<()>,
+    phase: Phase,
+) -> TfLiteStatus {
     let result = std::panic::catch_unwind(|| {
-        // SAFETY: the runtime passes live context and node pointers to kernel callbacks.
-        let ctx = unsafe { OpCtx::new(context, node) }?;
-        step(&ctx)
+        if context.is_null() || node.is_null() {
+            return Err(Error::new("kernel called with a NULL context or node"));
+        }
+        let requested = {
+            let ctx = OpCtx::with_phase(context, node, phase);
+            step(&ctx)?;
+            ctx.requested.into_inner()
+        };
+        // Every view the step took borrowed `ctx`, which is gone: the tensor table may move.
+        match requested {
+            // SAFETY: live context and node (function contract); no view of this call is alive.
+            Some(bytes) => unsafe { apply_temporaries(context, node, &bytes) },
+            None => Ok(()),
+        }
     });
     match result {
         Ok(Ok(())) => TfLiteStatus::kTfLiteOk,
@@ -548,7 +794,7 @@ macro_rules! kernel_registration {
             node: *mut $crate::abi::types::TfLiteNode,
         ) -> $crate::abi::types::TfLiteStatus {
             // SAFETY: the runtime calls prepare with live context and node pointers.
-            unsafe { $crate::kernels::api::run_step(context, node, $prepare) }
+            unsafe { $crate::kernels::api::run_prepare_step(context, node, $prepare) }
         }
         unsafe extern "C" fn eval_tramp(
             context: *mut $crate::abi::types::TfLiteContext,

@@ -7,3 +7,5 @@ pub mod api;
 pub mod quant;
 pub mod activation;
 pub mod ops;
+#[cfg(test)]
+mod temporaries_tests;

@@ -230,23 +230,87 @@ pub fn conv_i16_reference(
 }
 
 /// The per-batch quantization of a hybrid convolution's input.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HybridInput {
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HybridInput<'a> {
     /// The input quantized to int8, same layout as the float input.
-    pub data: Vec<i8>,
+    pub data: &'a [i8],
     /// One scaling factor per batch (per-tensor path: already times the filter scale).
-    pub scales: Vec<f32>,
+    pub scales: &'a [f32],
     /// One zero point per batch (all 0 for the symmetric per-tensor path).
+    pub offsets: &'a [i32],
+}
+
+/// Where a hybrid kernel quantizes its input: in Invoke, the node's temporaries (see
+/// [`hybrid_temporary_bytes`]); in tests, owned vectors.
+pub struct HybridBuffers<'a> {
+    pub data: &'a mut [i8],
+    pub scales: &'a mut [f32],
+    pub offsets: &'a mut [i32],
+}
+
+/// The byte sizes of the three node temporaries a hybrid kernel requests in Prepare for
+/// an input of `input_len` values in `batches` batches: the int8 input, the per-batch
+/// scales and the per-batch zero points (TFLite's `input_quantized`, `scaling_factors`
+/// and `input_offsets` temporaries).
+pub fn hybrid_temporary_bytes(input_len: usize, batches: usize) -> Result<[usize; 3]> {
+    let b4 = batches.checked_mul(4).ok_or_else(|| Error::new("hybrid scratch size overflow"))?;
+    Ok([input_len, b4, b4])
+}
+
+/// The node's hybrid temporaries `first..first + 3` (as requested with
+/// [`hybrid_temporary_bytes`]), cut to `input_len` values and `batches` batches.
+pub fn hybrid_temporaries<'a>(ctx: &OpCtx<'a>, first: usize, input_len: usize, batches: usize) -> Result<HybridBuffers<'a>> {
+    let data = ctx.temporary_mut::<i8>(first)?;
+    let scales = ctx.temporary_mut::<f32>(first + 1)?;
+    let offsets = ctx.temporary_mut::<i32>(first + 2)?;
+    if data.len() < input_len || scales.len() < batches || offsets.len() < batches {
+        return Err(Error::new("hybrid temporaries are smaller than the input needs"));
+    }
+    Ok(HybridBuffers { data: &mut data[..input_len], scales: &mut scales[..batches], offsets: &mut offsets[..batches] })
+}
+
+/// Owned hybrid buffers (tests and reference paths).
+pub struct OwnedHybridInput {
+    pub data: Vec<i8>,
+    pub scales: Vec<f32>,
     pub offsets: Vec<i32>,
 }
 
-/// Quantizes each batch of `input` (`batch_len` values each): asymmetrically for the
-/// per-channel path, symmetrically (scale times `filter_scale`) for the per-tensor one.
-pub fn quantize_hybrid_input(input: &[f32], batch_len: usize, per_channel: bool, filter_scale: f32) -> HybridInput {
+impl OwnedHybridInput {
+    pub fn view(&self) -> HybridInput<'_> {
+        HybridInput { data: &self.data, scales: &self.scales, offsets: &self.offsets }
+    }
+}
+
+/// [`quantize_hybrid_input_into`] into fresh vectors.
+pub fn quantize_hybrid_input(input: &[f32], batch_len: usize, per_channel: bool, filter_scale: f32) -> OwnedHybridInput {
     let batches = input.len().checked_div(batch_len).unwrap_or(0);
-    let mut data = vec![0i8; input.len()];
-    let mut scales = vec![1.0f32; batches];
-    let mut offsets = vec![0i32; batches];
+    let mut o = OwnedHybridInput { data: vec![0i8; input.len()], scales: vec![1.0f32; batches], offsets: vec![0i32; batches] };
+    let bufs = HybridBuffers { data: &mut o.data, scales: &mut o.scales, offsets: &mut o.offsets };
+    // The buffers have exactly the sizes the function checks.
+    let _ = quantize_hybrid_input_into(input, batch_len, per_channel, filter_scale, bufs);
+    o
+}
+
+/// Quantizes each batch of `input` (`batch_len` values each) into `bufs` (every element
+/// written: values past the last whole batch become 0, scales 1 and offsets 0):
+/// asymmetrically for the per-channel path, symmetrically (scale times `filter_scale`)
+/// for the per-tensor one.
+pub fn quantize_hybrid_input_into<'a>(
+    input: &[f32],
+    batch_len: usize,
+    per_channel: bool,
+    filter_scale: f32,
+    bufs: HybridBuffers<'a>,
+) -> Result<HybridInput<'a>> {
+    let batches = input.len().checked_div(batch_len).unwrap_or(0);
+    let HybridBuffers { data, scales, offsets } = bufs;
+    check_len("quantized input", data.len(), Some(input.len()))?;
+    check_len("batch scales", scales.len(), Some(batches))?;
+    check_len("batch offsets", offsets.len(), Some(batches))?;
+    data.fill(0);
+    scales.fill(1.0);
+    offsets.fill(0);
     for b in 0..batches {
         let r = b * batch_len..(b + 1) * batch_len;
         if per_channel {
@@ -257,7 +321,7 @@ pub fn quantize_hybrid_input(input: &[f32], batch_len: usize, per_channel: bool,
             scales[b] = super::conv_common::symmetric_quantize(&input[r.clone()], &mut data[r]) * filter_scale;
         }
     }
-    HybridInput { data, scales, offsets }
+    Ok(HybridInput { data, scales, offsets })
 }
 
 /// Hybrid convolution, TFLite's `reference_ops::HybridConvPerChannel` (per-channel
@@ -266,7 +330,7 @@ pub fn quantize_hybrid_input(input: &[f32], batch_len: usize, per_channel: bool,
 /// `w * (x - offset[b])`, then `acc * channel_scale * batch_scale + bias`, clamped.
 pub fn conv_hybrid_reference(
     g: &ConvGeom,
-    q: &HybridInput,
+    q: &HybridInput<'_>,
     filter: &[i8],
     channel_scales: &[f32],
     bias: Option<&[f32]>,
@@ -916,7 +980,7 @@ pub fn conv_q8_optimized<T: QuantInt>(
 #[allow(clippy::too_many_arguments)]
 pub fn conv_hybrid_optimized(
     g: &ConvGeom,
-    q: &HybridInput,
+    q: &HybridInput<'_>,
     packed: &[i16],
     channel_scales: &[f32],
     bias: Option<&[f32]>,
@@ -934,7 +998,7 @@ pub fn conv_hybrid_optimized(
         check_len("bias", b.len(), Some(g.out_c))?;
     }
     let offsets: Vec<i32> = q.offsets.iter().map(|&o| o.wrapping_neg()).collect();
-    conv_rows_i16(g, &q.data, &offsets, packed, out, threads, &|acc: &[i32], b, oc0, out: &mut [f32]| {
+    conv_rows_i16(g, q.data, &offsets, packed, out, threads, &|acc: &[i32], b, oc0, out: &mut [f32]| {
         for (j, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
             *o = hybrid_finish(a, channel_scales, oc0 + j, q.scales[b], bias, act);
         }
@@ -1201,6 +1265,12 @@ fn output_shape(g: &ConvGeom) -> Result<[i32; 4]> {
 
 fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
     let plan = plan(ctx)?;
+    // Hybrid: the quantized input and its per-batch parameters are node temporaries.
+    let temps = match plan.kind {
+        Kind::Hybrid { .. } => hybrid_temporary_bytes(plan.geom.input_len().unwrap_or(0), plan.geom.batches)?.to_vec(),
+        _ => Vec::new(),
+    };
+    ctx.request_temporaries(&temps)?;
     ctx.resize_output(0, &output_shape(&plan.geom)?).map_err(err)
 }
 
@@ -1216,7 +1286,13 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
     }
     let threads = recommended_threads(ctx);
     let state = node_state(ctx);
-    run(&plan, &mut out, threads, state, Variant::Optimized).map_err(err)
+    let scratch = match plan.kind {
+        Kind::Hybrid { .. } => {
+            Some(hybrid_temporaries(ctx, 0, plan.geom.input_len().unwrap_or(0), plan.geom.batches)?)
+        }
+        _ => None,
+    };
+    run(&plan, &mut out, threads, state, Variant::Optimized, scratch).map_err(err)
 }
 
 fn run(
@@ -1225,6 +1301,7 @@ fn run(
     threads: usize,
     state: Option<&super::conv_common::NodeState>,
     variant: Variant,
+    scratch: Option<HybridBuffers<'_>>,
 ) -> Result<()> {
     let g = &plan.geom;
     let grouped = g.f_c != g.in_c;
@@ -1265,7 +1342,14 @@ fn run(
             let bias = bias_c.as_deref();
             let out = out.data_mut::<f32>()?;
             let batch_len = g.in_h * g.in_w * g.in_c;
-            let q = quantize_hybrid_input(input, batch_len, *per_channel, *filter_scale);
+            let owned;
+            let q = match scratch {
+                Some(bufs) => quantize_hybrid_input_into(input, batch_len, *per_channel, *filter_scale, bufs)?,
+                None => {
+                    owned = quantize_hybrid_input(input, batch_len, *per_channel, *filter_scale);
+                    owned.view()
+                }
+            };
             match variant {
                 Variant::Reference => conv_hybrid_reference(g, &q, filter, channel_scales, bias, *act, out),
                 Variant::Optimized => with_packed(
@@ -1480,6 +1564,7 @@ mod tests {
             let packed = pack_filter_i16(&packing_geom_i16(&g), &filter, |v| v as i16).unwrap();
             for per_channel in [true, false] {
                 let q = quantize_hybrid_input(&input, g.in_h * g.in_w * g.in_c, per_channel, 0.02);
+                let q = q.view();
                 let cs = if per_channel { scales.clone() } else { vec![1.0] };
                 let (mut a, mut b) = (vec![0.0f32; n], vec![0.0f32; n]);
                 conv_hybrid_reference(&g, &q, &filter, &cs, Some(&bias), (f32::MIN, f32::MAX), &mut a).unwrap();

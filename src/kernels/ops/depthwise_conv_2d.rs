@@ -14,7 +14,10 @@
 //! channel vectors per filter tap in the same order (bit-identical floats, exact
 //! integers), split over threads by output rows. 16x8 always uses the reference loop.
 
-use super::conv_2d::{ConvElem, HybridInput, Quant8Params, quantize_hybrid_input, widen};
+use super::conv_2d::{
+    ConvElem, HybridBuffers, HybridInput, Quant8Params, hybrid_temporaries, hybrid_temporary_bytes, quantize_hybrid_input,
+    quantize_hybrid_input_into, widen,
+};
 use super::conv_common::{opt_data_cow, Requant, 
     ConvGeom, QuantMul, affine, check_len, checked_product, compute_padding_height_width, dim, legacy_quant_mul,
     parallel_rows, per_channel_multipliers, positive_param, recommended_threads, threads_for, to_dim,
@@ -181,7 +184,7 @@ fn hybrid_finish(acc: i32, channel_scales: &[f32], oc: usize, batch_scale: f32, 
 /// `acc = sum w * (x - offset[b])`, then `acc * (channel_scale * batch_scale) + bias`.
 pub fn dw_hybrid_reference(
     g: &ConvGeom,
-    q: &HybridInput,
+    q: &HybridInput<'_>,
     filter: &[i8],
     channel_scales: &[f32],
     bias: Option<&[f32]>,
@@ -422,7 +425,7 @@ fn to_f32(v: &[i16]) -> Vec<f32> {
 #[allow(clippy::too_many_arguments)]
 pub fn dw_hybrid_optimized(
     g: &ConvGeom,
-    q: &HybridInput,
+    q: &HybridInput<'_>,
     filter: &[i8],
     channel_scales: &[f32],
     bias: Option<&[f32]>,
@@ -664,6 +667,12 @@ fn output_shape(g: &ConvGeom) -> Result<[i32; 4]> {
 
 fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
     let plan = plan(ctx)?;
+    // Hybrid: the quantized input and its per-batch parameters are node temporaries.
+    let temps = match plan.kind {
+        Kind::Hybrid { .. } => hybrid_temporary_bytes(plan.geom.input_len().unwrap_or(0), plan.geom.batches)?.to_vec(),
+        _ => Vec::new(),
+    };
+    ctx.request_temporaries(&temps)?;
     ctx.resize_output(0, &output_shape(&plan.geom)?).map_err(err)
 }
 
@@ -677,10 +686,22 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
     if plan.geom.output_len() == Some(0) {
         return Ok(());
     }
-    run(&plan, &mut out, recommended_threads(ctx), Variant::Optimized).map_err(err)
+    let scratch = match plan.kind {
+        Kind::Hybrid { .. } => {
+            Some(hybrid_temporaries(ctx, 0, plan.geom.input_len().unwrap_or(0), plan.geom.batches)?)
+        }
+        _ => None,
+    };
+    run(&plan, &mut out, recommended_threads(ctx), Variant::Optimized, scratch).map_err(err)
 }
 
-fn run(plan: &Plan<'_>, out: &mut TensorViewMut<'_>, threads: usize, variant: Variant) -> Result<()> {
+fn run(
+    plan: &Plan<'_>,
+    out: &mut TensorViewMut<'_>,
+    threads: usize,
+    variant: Variant,
+    scratch: Option<HybridBuffers<'_>>,
+) -> Result<()> {
     let g = &plan.geom;
     match &plan.kind {
         Kind::F32 { act } => {
@@ -698,7 +719,15 @@ fn run(plan: &Plan<'_>, out: &mut TensorViewMut<'_>, threads: usize, variant: Va
             let bias_c = opt_data_cow::<f32>(plan.bias.as_ref())?;
             let bias = bias_c.as_deref();
             let out = out.data_mut::<f32>()?;
-            let q = quantize_hybrid_input(input, g.in_h * g.in_w * g.in_c, true, 1.0);
+            let batch_len = g.in_h * g.in_w * g.in_c;
+            let owned;
+            let q = match scratch {
+                Some(bufs) => quantize_hybrid_input_into(input, batch_len, true, 1.0, bufs)?,
+                None => {
+                    owned = quantize_hybrid_input(input, batch_len, true, 1.0);
+                    owned.view()
+                }
+            };
             match variant {
                 Variant::Reference => dw_hybrid_reference(g, &q, filter, channel_scales, bias, *act, out),
                 Variant::Optimized => dw_hybrid_optimized(g, &q, filter, channel_scales, bias, *act, out, threads),
@@ -850,6 +879,7 @@ mod tests {
             assert_eq!(a, b);
             // hybrid
             let q = quantize_hybrid_input(&input, g.in_h * g.in_w * g.in_c, true, 1.0);
+            let q = q.view();
             let (mut a, mut b) = (vec![0.0f32; n], vec![0.0f32; n]);
             dw_hybrid_reference(&g, &q, &qf, &scales, Some(&bias), (f32::MIN, f32::MAX), &mut a).unwrap();
             dw_hybrid_optimized(&g, &q, &qf, &scales, Some(&bias), (f32::MIN, f32::MAX), &mut b, 2).unwrap();

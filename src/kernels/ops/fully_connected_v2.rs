@@ -211,24 +211,66 @@ fn operand_product(p: &QuantFcParams, x: i32, w: i32) -> i32 {
 }
 
 /// The per-row quantization of a hybrid layer's input.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HybridRows {
-    pub data: Vec<i8>,
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HybridRows<'a> {
+    pub data: &'a [i8],
     /// Per batch row; for per-tensor weights already times the weight scale.
+    pub scales: &'a [f32],
+    pub offsets: &'a [i32],
+}
+
+/// Owned [`HybridRows`] (tests).
+pub struct OwnedHybridRows {
+    pub data: Vec<i8>,
     pub scales: Vec<f32>,
     pub offsets: Vec<i32>,
 }
 
+impl OwnedHybridRows {
+    pub fn view(&self) -> HybridRows<'_> {
+        HybridRows { data: &self.data, scales: &self.scales, offsets: &self.offsets }
+    }
+}
+
+/// [`quantize_rows_into`] fresh vectors.
+pub fn quantize_rows(input: &[f32], d: FcDims, asymmetric: bool, weight_scale: Option<f32>) -> Result<OwnedHybridRows> {
+    let n = d.batches.checked_mul(d.depth).ok_or_else(|| Error::new("size overflow"))?;
+    let mut o = OwnedHybridRows { data: vec![0i8; n], scales: vec![0.0f32; d.batches], offsets: vec![0i32; d.batches] };
+    quantize_rows_into(input, d, asymmetric, weight_scale, &mut o.data, &mut o.scales, &mut o.offsets)?;
+    Ok(o)
+}
+
+/// The node temporaries a hybrid layer requests in Prepare (byte sizes): the int8 input
+/// rows, their scales and zero points (TFLite's `input_quantized`, `scaling_factors`,
+/// `input_offsets`), the rows widened to int16 and the weight row sums (`row_sums`).
+fn hybrid_temporary_bytes(d: FcDims) -> Result<[usize; 5]> {
+    let of = || Error::new(format!("{OP}: scratch size overflow"));
+    let n = d.batches.checked_mul(d.depth).ok_or_else(of)?;
+    let b4 = d.batches.checked_mul(4).ok_or_else(of)?;
+    Ok([n, b4, b4, n.checked_mul(2).ok_or_else(of)?, d.units.checked_mul(4).ok_or_else(of)?])
+}
+
 /// `BatchQuantizeFloats`: each of the `d.batches` rows symmetrically (zero point 0) or
-/// asymmetrically; per-tensor weights fold `weight_scale` into the row scales.
-pub fn quantize_rows(input: &[f32], d: FcDims, asymmetric: bool, weight_scale: Option<f32>) -> Result<HybridRows> {
+/// asymmetrically into `data`/`scales`/`offsets` (every element written); per-tensor
+/// weights fold `weight_scale` into the row scales.
+pub fn quantize_rows_into<'a>(
+    input: &[f32],
+    d: FcDims,
+    asymmetric: bool,
+    weight_scale: Option<f32>,
+    data: &'a mut [i8],
+    scales: &'a mut [f32],
+    offsets: &'a mut [i32],
+) -> Result<HybridRows<'a>> {
     let n = d.batches.checked_mul(d.depth).ok_or_else(|| Error::new("size overflow"))?;
     if input.len() < n {
         return Err(Error::new(format!("input holds {} values, needs {n}", input.len())));
     }
-    let mut data = vec![0i8; n];
-    let mut scales = vec![0.0f32; d.batches];
-    let mut offsets = vec![0i32; d.batches];
+    if data.len() != n || scales.len() != d.batches || offsets.len() != d.batches {
+        return Err(Error::new("hybrid buffers do not match the input"));
+    }
+    scales.fill(0.0);
+    offsets.fill(0);
     for b in 0..d.batches {
         let r = b * d.depth..(b + 1) * d.depth;
         if asymmetric {
@@ -258,7 +300,7 @@ fn hybrid_finish(dot: i32, row_sum: i32, offset: i32, batch_scale: f32, channel_
 /// Hybrid layer, TFLite's `EvalHybridDense` with `MatrixBatchVectorMultiplyAccumulate`.
 /// `channel_scales` is `None` for per-tensor weights (whose scale is in `q.scales`).
 pub fn fc_hybrid_reference(
-    q: &HybridRows,
+    q: &HybridRows<'_>,
     weights: &[i8],
     channel_scales: Option<&[f32]>,
     bias: Option<&[f32]>,
@@ -484,7 +526,7 @@ pub fn fc_quant_optimized<O: QuantInt>(
 /// Hybrid layer on packed `i16` weights; identical to [`fc_hybrid_reference`].
 #[allow(clippy::too_many_arguments)]
 pub fn fc_hybrid_optimized(
-    q: &HybridRows,
+    q: &HybridRows<'_>,
     packed: &[i16],
     row_sums: &[i32],
     channel_scales: Option<&[f32]>,
@@ -493,6 +535,7 @@ pub fn fc_hybrid_optimized(
     act: TfLiteFusedActivation,
     out: &mut [f32],
     threads: usize,
+    wide: &mut [i16],
 ) -> Result<()> {
     if row_sums.len() != d.units || bias.is_some_and(|b| b.len() != d.units) || channel_scales.is_some_and(|c| c.len() != d.units) {
         return Err(Error::new("row sums, bias or channel scales do not match the units"));
@@ -500,8 +543,13 @@ pub fn fc_hybrid_optimized(
     if q.scales.len() != d.batches || q.offsets.len() != d.batches {
         return Err(Error::new("row scales do not match the batches"));
     }
-    let wide: Vec<i16> = q.data.iter().map(|&v| v as i16).collect();
-    fc_optimized(&wide, packed, d, out, threads, &|dot: i32, b, u| {
+    if wide.len() != q.data.len() {
+        return Err(Error::new("the widened input buffer does not match the input"));
+    }
+    for (w, &v) in wide.iter_mut().zip(q.data) {
+        *w = v as i16;
+    }
+    fc_optimized(wide, packed, d, out, threads, &|dot: i32, b, u| {
         hybrid_finish(dot, row_sums[u], q.offsets[b], q.scales[b], channel_scales.map(|c| c[u]), bias.map_or(0.0, |bb| bb[u]), act)
     })
 }
@@ -758,6 +806,11 @@ fn quant_kind(
 fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
     let p = params(ctx)?;
     let plan = plan(ctx, &p)?;
+    let temps = match plan.kind {
+        Kind::Hybrid { .. } => hybrid_temporary_bytes(plan.dims)?.to_vec(),
+        _ => Vec::new(),
+    };
+    ctx.request_temporaries(&temps)?;
     ctx.resize_output(0, &plan.out_shape).map_err(err)
 }
 
@@ -768,7 +821,35 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
     if out.shape != plan.out_shape.as_slice() {
         return Err(Error::new(format!("{OP}: output shape {:?} does not match the expected {:?}", out.shape, plan.out_shape)));
     }
-    run(&plan, &p, &mut out, recommended_threads(ctx), node_state(ctx), Variant::Optimized).map_err(err)
+    let d = plan.dims;
+    let scratch = match plan.kind {
+        Kind::Hybrid { .. } if d.batches * d.units * d.depth != 0 => {
+            let n = d.batches * d.depth;
+            let (data, scales, offsets) = (ctx.temporary_mut::<i8>(0)?, ctx.temporary_mut::<f32>(1)?, ctx.temporary_mut::<i32>(2)?);
+            let (wide, row_sums) = (ctx.temporary_mut::<i16>(3)?, ctx.temporary_mut::<i32>(4)?);
+            if data.len() < n || scales.len() < d.batches || offsets.len() < d.batches || wide.len() < n || row_sums.len() < d.units {
+                return Err(Error::new(format!("{OP}: hybrid temporaries are smaller than the input needs")));
+            }
+            Some(HybridScratch {
+                data: &mut data[..n],
+                scales: &mut scales[..d.batches],
+                offsets: &mut offsets[..d.batches],
+                wide: &mut wide[..n],
+                row_sums: &mut row_sums[..d.units],
+            })
+        }
+        _ => None,
+    };
+    run(&plan, &p, &mut out, recommended_threads(ctx), node_state(ctx), Variant::Optimized, scratch).map_err(err)
+}
+
+/// A hybrid layer's per-invoke buffers (the node's temporaries).
+struct HybridScratch<'a> {
+    data: &'a mut [i8],
+    scales: &'a mut [f32],
+    offsets: &'a mut [i32],
+    wide: &'a mut [i16],
+    row_sums: &'a mut [i32],
 }
 
 fn run(
@@ -778,6 +859,7 @@ fn run(
     threads: usize,
     state: Option<&super::conv_common::NodeState>,
     variant: Variant,
+    scratch: Option<HybridScratch<'_>>,
 ) -> Result<()> {
     let d = plan.dims;
     if d.batches * d.units == 0 {
@@ -828,19 +910,30 @@ fn run(
             let bias_c = opt_data_cow::<f32>(plan.bias.as_ref())?;
             let bias = bias_c.as_deref();
             let out = out.data_mut::<f32>()?;
-            let q = quantize_rows(input, d, p.asymmetric_quantize_inputs, *weight_scale)?;
+            let n = input_n;
+            let mut owned = None;
+            let HybridScratch { data, scales, offsets, wide, row_sums } = match scratch {
+                Some(s) => s,
+                None => {
+                    let o = owned.insert((vec![0i8; n], vec![0f32; d.batches], vec![0i32; d.batches], vec![0i16; n], vec![0i32; d.units]));
+                    HybridScratch { data: &mut o.0, scales: &mut o.1, offsets: &mut o.2, wide: &mut o.3, row_sums: &mut o.4 }
+                }
+            };
+            let q = quantize_rows_into(input, d, p.asymmetric_quantize_inputs, *weight_scale, data, scales, offsets)?;
             let cs = channel_scales.as_deref();
             match variant {
                 Variant::Reference => fc_hybrid_reference(&q, weights, cs, bias, d, p.activation, out),
                 Variant::Optimized => {
-                    let row_sums: Vec<i32> =
-                        weights.chunks_exact(d.depth).map(|w| w.iter().fold(0i32, |a, &v| a.wrapping_add(v as i32))).collect();
+                    for (r, w) in row_sums.iter_mut().zip(weights.chunks_exact(d.depth)) {
+                        *r = w.iter().fold(0i32, |a, &v| a.wrapping_add(v as i32));
+                    }
+                    let row_sums = &*row_sums;
                     with_packed(
                         i16_cache,
                         &plan.weights,
                         2,
                         || pack_weights(weights, d, |v| v as i16),
-                        |packed| fc_hybrid_optimized(&q, packed, &row_sums, cs, bias, d, p.activation, out, threads),
+                        |packed| fc_hybrid_optimized(&q, packed, row_sums, cs, bias, d, p.activation, out, threads, wide),
                     )
                 }
             }
@@ -977,11 +1070,13 @@ mod tests {
             for asym in [false, true] {
                 let scales: Vec<f32> = (0..units).map(|u| 0.01 + 0.001 * u as f32).collect();
                 let q = quantize_rows(&x, d, asym, None).unwrap();
+                let q = q.view();
                 let (mut a, mut b) = (vec![0.0f32; batches * units], vec![0.0f32; batches * units]);
                 fc_hybrid_reference(&q, &qw, Some(&scales), Some(&bias), d, kTfLiteActTanh, &mut a).unwrap();
                 let rs: Vec<i32> = qw.chunks_exact(depth).map(|w| w.iter().map(|&v| v as i32).sum()).collect();
                 let packed = pack_weights(&qw, d, |v| v as i16).unwrap();
-                fc_hybrid_optimized(&q, &packed, &rs, Some(&scales), Some(&bias), d, kTfLiteActTanh, &mut b, 2).unwrap();
+                fc_hybrid_optimized(&q, &packed, &rs, Some(&scales), Some(&bias), d, kTfLiteActTanh, &mut b, 2, &mut vec![0; q.data.len()])
+                    .unwrap();
                 assert_eq!(a, b);
             }
         }
@@ -1013,6 +1108,7 @@ mod tests {
         fc_f32_reference(&x, &fw, None, d, &mut want, (f32::MIN, f32::MAX)).unwrap();
         for asym in [false, true] {
             let q = quantize_rows(&x, d, asym, Some(0.01)).unwrap();
+            let q = q.view();
             let mut got = vec![0.0f32; 14];
             fc_hybrid_reference(&q, &qw, None, None, d, kTfLiteActNone, &mut got).unwrap();
             for (g, w) in got.iter().zip(&want) {

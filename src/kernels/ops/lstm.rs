@@ -381,8 +381,14 @@ fn prepare(ctx: &OpCtx<'_>, kind: Kind) -> Result<()> {
     }
     if mode == Mode::Integer {
         super::lstm_integer::IntegerParams::new(ctx, &p, d).map_err(in_op(kind))?;
+        ctx.request_temporaries(&[])?;
     } else {
         ctx.set_output_type(0, TfLiteType::kTfLiteFloat32).map_err(in_op(kind))?;
+        // The gates' values: one node temporary (TFLite's `scratch_buffer`).
+        let bytes = gate_buffer_len(&p, d)
+            .and_then(|n| n.checked_mul(4))
+            .ok_or_else(|| op_error(kind.name(), "gate buffer size overflow"))?;
+        ctx.request_temporaries(&[bytes])?;
     }
     ctx.resize_output(0, &shape).map_err(in_op(kind))
 }
@@ -438,8 +444,16 @@ fn eval(ctx: &OpCtx<'_>, kind: Kind) -> Result<()> {
     if output.len() != want_out {
         return Err(op_error(kind.name(), format!("the output holds {} values, expected {want_out}", output.len())));
     }
-    run(&w, &p, d, hybrid, input, hs.data_mut::<f32>()?, cs.data_mut::<f32>()?, output);
+    let gate_buf = ctx.temporary_mut::<f32>(0)?;
+    run(&w, &p, d, hybrid, input, hs.data_mut::<f32>()?, cs.data_mut::<f32>()?, output, Some(gate_buf));
     Ok(())
+}
+
+/// Floats of the gate buffer [`run`] uses: four gates of `n_cell` values for each row
+/// stepped at once (all batch rows when time-major, one otherwise).
+pub fn gate_buffer_len(p: &Params, d: Dims) -> Option<usize> {
+    let rows = if p.time_major { d.n_batch } else { 1 };
+    rows.checked_mul(d.n_cell)?.checked_mul(4)
 }
 
 fn sequence_prepare(ctx: &OpCtx<'_>) -> Result<()> {
@@ -627,8 +641,8 @@ fn mean_stddev_normalize(v: &mut [f32]) {
 }
 
 /// Scratch memory for the steps.
-struct Scratch {
-    gates: [Vec<f32>; 4],
+struct Scratch<'a> {
+    gates: [&'a mut [f32]; 4],
     xq: Quantized,
     hq: Quantized,
     pq: Quantized,
@@ -638,7 +652,7 @@ struct Scratch {
 
 /// One LSTM step over `nb` batch rows (TFLite's `LstmStepFloat` / `LstmStepHybrid`).
 #[allow(clippy::too_many_arguments, reason = "one step, as lstm_eval's LstmStep*")]
-fn step(w: &Weights<'_>, p: &Params, d: Dims, hybrid: bool, nb: usize, x: &[f32], h: &mut [f32], c: &mut [f32], out: &mut [f32], sc: &mut Scratch) {
+fn step(w: &Weights<'_>, p: &Params, d: Dims, hybrid: bool, nb: usize, x: &[f32], h: &mut [f32], c: &mut [f32], out: &mut [f32], sc: &mut Scratch<'_>) {
     let (nc, no) = (d.n_cell, d.n_output);
     let x_zero = is_zero(x);
     let h_zero = is_zero(h);
@@ -717,10 +731,37 @@ fn step(w: &Weights<'_>, p: &Params, d: Dims, hybrid: bool, nb: usize, x: &[f32]
 /// Runs the whole sequence (TFLite's `EvalFloat` / `EvalHybrid` with forward order):
 /// time-major inputs step all batch rows at once, batch-major ones one row at a time.
 /// `input`, `output` and the states must have the sizes `d` gives (checked by the caller).
+/// `gate_buf` holds the four gates' values ([`gate_buffer_len`] floats: the node's
+/// temporary, TFLite's `scratch_buffer`); `None` allocates it.
 #[allow(clippy::too_many_arguments, reason = "the whole op on slices")]
-pub fn run(w: &Weights<'_>, p: &Params, d: Dims, hybrid: bool, input: &[f32], h: &mut [f32], c: &mut [f32], output: &mut [f32]) {
+pub fn run(
+    w: &Weights<'_>,
+    p: &Params,
+    d: Dims,
+    hybrid: bool,
+    input: &[f32],
+    h: &mut [f32],
+    c: &mut [f32],
+    output: &mut [f32],
+    gate_buf: Option<&mut [f32]>,
+) {
     let (nb, nc, ni, no, t_max) = (d.n_batch, d.n_cell, d.n_input, d.n_output, d.max_time);
     let rows = if p.time_major { nb } else { 1 };
+    let n = rows * nc;
+    let mut owned = Vec::new();
+    let buf = match gate_buf {
+        Some(b) if b.len() >= 4 * n => &mut b[..4 * n],
+        _ => {
+            owned.resize(4 * n, 0.0f32);
+            &mut owned[..]
+        }
+    };
+    // Every gate value is written before it is read (the gate kernels set their rows; a
+    // gate the layer lacks is never read), but start from zeros as the heap buffer did.
+    buf.fill(0.0);
+    let (g0, rest) = buf.split_at_mut(n);
+    let (g1, rest) = rest.split_at_mut(n);
+    let (g2, g3) = rest.split_at_mut(n);
     let mut sums: GateSums = Default::default();
     let mut proj_sums = None;
     if hybrid && p.asymmetric_quantize_inputs {
@@ -738,7 +779,7 @@ pub fn run(w: &Weights<'_>, p: &Params, d: Dims, hybrid: bool, input: &[f32], h:
         }
     }
     let mut sc = Scratch {
-        gates: [vec![0.0; rows * nc], vec![0.0; rows * nc], vec![0.0; rows * nc], vec![0.0; rows * nc]],
+        gates: [g0, g1, g2, g3],
         xq: Quantized::new(rows, ni),
         hq: Quantized::new(rows, no),
         pq: Quantized::new(rows, nc),

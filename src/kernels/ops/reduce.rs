@@ -188,15 +188,46 @@ pub fn reduce_generic<T: Copy>(
     Ok(())
 }
 
-/// Sums into a wider accumulator, in row-major input order.
-fn sum_into<T: Copy, U: Copy + Default>(input: &[T], input_shape: &[i32], p: &Plan, add: impl Fn(U, T) -> U) -> Vec<U> {
-    let mut acc = vec![U::default(); out_len(p)];
-    visit(input_shape, &p.reduced, |i, o, _| acc[o] = add(acc[o], input[i]));
-    acc
+/// Sums into a wider accumulator, in row-major input order: `buf` (the node's
+/// temporary) when it is given and large enough, else a fresh vector.
+fn sum_into<'b, T: Copy, U: Copy + Default>(
+    input: &[T],
+    input_shape: &[i32],
+    p: &Plan,
+    add: impl Fn(U, T) -> U,
+    buf: Option<&'b mut [U]>,
+) -> std::borrow::Cow<'b, [U]> {
+    let n = out_len(p);
+    match buf.filter(|b| b.len() >= n) {
+        Some(b) => {
+            let acc = &mut b[..n];
+            acc.fill(U::default());
+            visit(input_shape, &p.reduced, |i, o, _| acc[o] = add(acc[o], input[i]));
+            std::borrow::Cow::Borrowed(&*acc)
+        }
+        None => {
+            let mut acc = vec![U::default(); n];
+            visit(input_shape, &p.reduced, |i, o, _| acc[o] = add(acc[o], input[i]));
+            std::borrow::Cow::Owned(acc)
+        }
+    }
 }
 
+/// The accumulator temporary MEAN/SUM request in Prepare ([`ACC_BYTES`] per output
+/// value), as `n` values of `U`; `None` when the node has none or it is too small (the
+/// axis was not known at Prepare): the sums then go to the heap.
+fn accumulator<'a, U: crate::kernels::api::Element>(ctx: &OpCtx<'a>, n: usize) -> Option<&'a mut [U]> {
+    if ctx.temporary_indices().is_empty() {
+        return None;
+    }
+    ctx.temporary_mut::<U>(0).ok().filter(|b| b.len() >= n)
+}
+
+/// Bytes per output value of the MEAN/SUM accumulator (the widest is i64).
+const ACC_BYTES: usize = 8;
+
 /// Float MEAN (`reference_ops::Mean<float, float>`).
-pub fn mean_f32(input: &[f32], input_shape: &[i32], p: &Plan, out: &mut [f32]) -> Result<()> {
+pub fn mean_f32(input: &[f32], input_shape: &[i32], p: &Plan, out: &mut [f32], acc: Option<&mut [f32]>) -> Result<()> {
     if out.len() != out_len(p) {
         crate::bail!("output holds {} elements, expected {}", out.len(), out_len(p));
     }
@@ -204,8 +235,8 @@ pub fn mean_f32(input: &[f32], input_shape: &[i32], p: &Plan, out: &mut [f32]) -
         out.fill(f32::NAN);
         return Ok(());
     }
-    let sums = sum_into::<f32, f32>(input, input_shape, p, |a, x| a + x);
-    for (o, s) in out.iter_mut().zip(sums) {
+    let sums = sum_into::<f32, f32>(input, input_shape, p, |a, x| a + x, acc);
+    for (o, &s) in out.iter_mut().zip(sums.iter()) {
         *o = s / p.count as f32;
     }
     Ok(())
@@ -223,6 +254,7 @@ pub fn quantized_mean_or_sum<T: QuantInt>(
     output_zero_point: i32,
     compute_sum: bool,
     out: &mut [T],
+    acc: Option<&mut [i32]>,
 ) -> Result<()> {
     if out.len() != out_len(p) {
         crate::bail!("output holds {} elements, expected {}", out.len(), out_len(p));
@@ -231,7 +263,7 @@ pub fn quantized_mean_or_sum<T: QuantInt>(
     if input.is_empty() || p.count == 0 {
         return Ok(());
     }
-    let sums = sum_into::<T, i32>(input, input_shape, p, |a, x| a.wrapping_add(x.to_i32()));
+    let sums = sum_into::<T, i32>(input, input_shape, p, |a, x| a.wrapping_add(x.to_i32()), acc);
     let n = p.count as i64;
     let (mut m, mut s) = (multiplier, shift);
     if !compute_sum {
@@ -240,7 +272,7 @@ pub fn quantized_mean_or_sum<T: QuantInt>(
         m = ((i64::from(m) << sh.max(0)) / n) as i32;
         s -= sh;
     }
-    for (o, sum) in out.iter_mut().zip(sums) {
+    for (o, &sum) in out.iter_mut().zip(sums.iter()) {
         let shifted = (i64::from(sum) - i64::from(input_zero_point) * n) as i32;
         let v = multiply_by_quantized_multiplier(shifted, m, s).wrapping_add(output_zero_point);
         *o = T::from_i32(v.clamp(T::MIN, T::MAX));
@@ -260,6 +292,7 @@ pub fn int8_sum_builtin(
     output_scale: f32,
     output_zero_point: i32,
     out: &mut [i8],
+    acc: Option<&mut [i32]>,
 ) -> Result<()> {
     if out.len() != out_len(p) {
         crate::bail!("output holds {} elements, expected {}", out.len(), out_len(p));
@@ -267,10 +300,10 @@ pub fn int8_sum_builtin(
     if input.is_empty() || p.count == 0 {
         return Ok(());
     }
-    let sums = sum_into::<i8, i32>(input, input_shape, p, |a, x| a.wrapping_add(i32::from(x)));
+    let sums = sum_into::<i8, i32>(input, input_shape, p, |a, x| a.wrapping_add(i32::from(x)), acc);
     let scale = input_scale / output_scale;
     let bias = (-input_zero_point) as f32 * scale * p.count as f32;
-    for (o, sum) in out.iter_mut().zip(sums) {
+    for (o, &sum) in out.iter_mut().zip(sums.iter()) {
         let v = super::float_conv::cvtt_f32_i32((sum as f32 * scale + bias).round()).wrapping_add(output_zero_point);
         *o = v.clamp(-128, 127) as i8;
     }
@@ -381,9 +414,23 @@ fn plan_of(kind: Reducer, ctx: &OpCtx<'_>, input: &TensorView<'_>, axis: &Tensor
 fn prepare(ctx: &OpCtx<'_>, kind: Reducer) -> Result<()> {
     let (input, axis) = operands(ctx, kind)?;
     if !known_at_prepare(&axis) {
+        ctx.request_temporaries(&[])?;
         return plan_declared_output(ctx, kind.name(), 0);
     }
     let p = plan_of(kind, ctx, &input, &axis)?;
+    // MEAN and quantized SUM accumulate output-sized sums: a node temporary (TFLite's
+    // `temp_sum`), when the axis is known now.
+    let sums = match kind {
+        Reducer::Mean => true,
+        Reducer::Sum => matches!(input.dtype, TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8),
+        _ => false,
+    };
+    let temps = if sums {
+        vec![out_len(&p).checked_mul(ACC_BYTES).ok_or_else(|| Error::new(format!("{}: accumulator size overflow", kind.name())))?]
+    } else {
+        Vec::new()
+    };
+    ctx.request_temporaries(&temps)?;
     ctx.resize_output(0, &p.out_shape).map_err(in_op(kind.name()))
 }
 
@@ -401,15 +448,17 @@ fn eval(ctx: &OpCtx<'_>, kind: Reducer) -> Result<()> {
     let (qi, qo) = (input.quant(), out.quant());
     use TfLiteType::*;
     let r = match (kind, input.dtype) {
-        (Reducer::Mean, kTfLiteFloat32) => mean_f32(input.data()?, sh, &p, out.data_mut()?),
+        (Reducer::Mean, kTfLiteFloat32) => mean_f32(input.data()?, sh, &p, out.data_mut()?, accumulator(ctx, out_len(&p))),
         (Reducer::Mean, kTfLiteInt32) => {
             let o = out.data_mut::<i32>()?;
-            let sums = sum_into::<i32, i64>(input.data()?, sh, &p, |a, x| a.wrapping_add(i64::from(x)));
+            let acc = accumulator(ctx, out_len(&p));
+            let sums = sum_into::<i32, i64>(input.data()?, sh, &p, |a, x| a.wrapping_add(i64::from(x)), acc);
             int_mean(o, &sums, p.count, |v| v as i32)
         }
         (Reducer::Mean, kTfLiteInt64) => {
             let o = out.data_mut::<i64>()?;
-            let sums = sum_into::<i64, i64>(input.data()?, sh, &p, i64::wrapping_add);
+            let acc = accumulator(ctx, out_len(&p));
+            let sums = sum_into::<i64, i64>(input.data()?, sh, &p, i64::wrapping_add, acc);
             int_mean(o, &sums, p.count, |v| v)
         }
         (Reducer::Mean, _) | (Reducer::Sum, kTfLiteUInt8) => {
@@ -426,6 +475,7 @@ fn eval(ctx: &OpCtx<'_>, kind: Reducer) -> Result<()> {
                     qo.zero_point,
                     sum,
                     out.data_mut()?,
+                    accumulator(ctx, out_len(&p)),
                 ),
                 kTfLiteInt8 => quantized_mean_or_sum::<i8>(
                     input.data()?,
@@ -437,6 +487,7 @@ fn eval(ctx: &OpCtx<'_>, kind: Reducer) -> Result<()> {
                     qo.zero_point,
                     sum,
                     out.data_mut()?,
+                    accumulator(ctx, out_len(&p)),
                 ),
                 _ => quantized_mean_or_sum::<i16>(
                     input.data()?,
@@ -448,11 +499,13 @@ fn eval(ctx: &OpCtx<'_>, kind: Reducer) -> Result<()> {
                     qo.zero_point,
                     sum,
                     out.data_mut()?,
+                    accumulator(ctx, out_len(&p)),
                 ),
             }
         }
         (Reducer::Sum, kTfLiteInt8) => {
-            int8_sum_builtin(input.data()?, sh, &p, qi.scale, qi.zero_point, qo.scale, qo.zero_point, out.data_mut()?)
+            let acc = accumulator(ctx, out_len(&p));
+            int8_sum_builtin(input.data()?, sh, &p, qi.scale, qi.zero_point, qo.scale, qo.zero_point, out.data_mut()?, acc)
         }
         (Reducer::Prod, kTfLiteInt8 | kTfLiteInt16) => {
             let (n_in, n_out) = (input.num_elements(), out.num_elements());
@@ -554,7 +607,7 @@ mod tests {
         let mut out = vec![0.0f32; 8];
         reduce_generic(&x, &[2, 3, 4], &p, 0.0, |c, v| v + c, &mut out).unwrap();
         assert_eq!(&out[..4], &[12.0, 15.0, 18.0, 21.0]);
-        mean_f32(&x, &[2, 3, 4], &p, &mut out).unwrap();
+        mean_f32(&x, &[2, 3, 4], &p, &mut out, None).unwrap();
         assert_eq!(&out[..4], &[4.0, 5.0, 6.0, 7.0]);
         let pa = plan(&[2, 3, 4], &[0, 1, 2], false).unwrap();
         let mut one = [0.0f32];
@@ -568,12 +621,12 @@ mod tests {
         let p = plan(&[1, 4], &[1], false).unwrap();
         let (m, s) = crate::kernels::quant::quantize_multiplier(1.0);
         let mut out = [0i8];
-        quantized_mean_or_sum::<i8>(&[10, 10, 10, 10], &[1, 4], &p, 2, m, s, 0, false, &mut out).unwrap();
+        quantized_mean_or_sum::<i8>(&[10, 10, 10, 10], &[1, 4], &p, 2, m, s, 0, false, &mut out, None).unwrap();
         assert_eq!(out, [8]);
-        quantized_mean_or_sum::<i8>(&[10, 10, 11, 11], &[1, 4], &p, 0, m, s, 0, false, &mut out).unwrap();
+        quantized_mean_or_sum::<i8>(&[10, 10, 11, 11], &[1, 4], &p, 0, m, s, 0, false, &mut out, None).unwrap();
         assert_eq!(out, [11]); // 10.5 rounds up
         let mut u = [0u8];
-        quantized_mean_or_sum::<u8>(&[1, 2, 3, 4], &[1, 4], &p, 0, m, s, 0, true, &mut u).unwrap();
+        quantized_mean_or_sum::<u8>(&[1, 2, 3, 4], &[1, 4], &p, 0, m, s, 0, true, &mut u, None).unwrap();
         assert_eq!(u, [10]);
     }
 

@@ -28,6 +28,26 @@ unsafe extern "C" fn resize(_ctx: *mut TfLiteContext, t: *mut TfLiteTensor, dims
     TfLiteStatus::kTfLiteOk
 }
 
+unsafe extern "C" fn add_tensors(ctx: *mut TfLiteContext, n: core::ffi::c_int, first: *mut core::ffi::c_int) -> TfLiteStatus {
+    // SAFETY: `impl_` is the harness's tensor table (set in `Graph::run`), which nothing
+    // else references while the kernel runs; the context is re-pointed at it after growth.
+    unsafe {
+        let Ok(n) = usize::try_from(n) else { return TfLiteStatus::kTfLiteError };
+        let table = &mut *((*ctx).impl_ as *mut Vec<TfLiteTensor>);
+        if !first.is_null() {
+            *first = table.len() as core::ffi::c_int;
+        }
+        for _ in 0..n {
+            let mut t = TfLiteTensor::empty();
+            t.dims = int_array_from_slice(&[]);
+            table.push(t);
+        }
+        (*ctx).tensors = table.as_mut_ptr();
+        (*ctx).tensors_size = table.len();
+    }
+    TfLiteStatus::kTfLiteOk
+}
+
 /// Tensors (a C-layout table, as kernels see it) plus what keeps builtin params alive.
 #[derive(Default)]
 pub struct Graph {
@@ -130,6 +150,8 @@ impl Graph {
         ctx.tensors_size = self.tensors.len();
         ctx.tensors = self.tensors.as_mut_ptr();
         ctx.ResizeTensor = Some(resize);
+        ctx.AddTensors = Some(add_tensors);
+        ctx.impl_ = &mut self.tensors as *mut Vec<TfLiteTensor> as *mut c_void;
         let mut status = TfLiteStatus::kTfLiteOk;
         for f in [reg.prepare, reg.invoke].into_iter().flatten() {
             // SAFETY: the context and node are live for the call, as the runtime's are.
@@ -142,6 +164,7 @@ impl Graph {
         unsafe {
             int_array_free(ins);
             int_array_free(outs);
+            int_array_free(node.temporaries);
         }
         status
     }

@@ -775,6 +775,16 @@ fn geometry(plan: &Plan<'_>, out: [i32; 4]) -> Result<TransposeGeom> {
 
 fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
     let plan = plan(ctx)?;
+    // Hybrid: the quantized input and its per-batch parameters are node temporaries
+    // (sized by the input, known even when the output shape is not).
+    let temps = match plan.kind {
+        Kind::Hybrid { .. } => {
+            let batches = plan.input.shape.first().map_or(0, |&d| d.max(0) as usize);
+            super::conv_2d::hybrid_temporary_bytes(plan.input.num_elements(), batches)?.to_vec()
+        }
+        _ => Vec::new(),
+    };
+    ctx.request_temporaries(&temps)?;
     if !known_at_prepare(&plan.output_shape) {
         return plan_declared_output(ctx, OP, 0);
     }
@@ -821,9 +831,11 @@ fn run_node(ctx: &OpCtx<'_>, variant: Variant, threads: usize) -> Result<()> {
                 return Ok(());
             }
             let per = x.len() / g.batches;
-            let mut q = vec![0i8; x.len()];
-            let mut scales = vec![1.0f32; g.batches];
-            let mut offsets = vec![0i32; g.batches];
+            let super::conv_2d::HybridBuffers { data: q, scales, offsets } =
+                super::conv_2d::hybrid_temporaries(ctx, 0, x.len(), g.batches)?;
+            q.fill(0);
+            scales.fill(1.0);
+            offsets.fill(0);
             if per > 0 {
                 for (bi, (xs, qs)) in x.chunks(per).zip(q.chunks_mut(per)).enumerate() {
                     let (s, z) = asymmetric_quantize(xs, qs);
@@ -833,13 +845,13 @@ fn run_node(ctx: &OpCtx<'_>, variant: Variant, threads: usize) -> Result<()> {
             }
             let b = opt_data_cow::<f32>(bias)?;
             let ops = HybridOps {
-                batch_scales: &scales,
-                batch_offsets: &offsets,
+                batch_scales: scales,
+                batch_offsets: offsets,
                 channel_scales,
                 bias: b.as_deref(),
                 act: *act,
             };
-            run(variant, &g, &ops, &q, weights.data::<i8>()?, out.data_mut::<f32>()?, threads)
+            run(variant, &g, &ops, q, weights.data::<i8>()?, out.data_mut::<f32>()?, threads)
         }
         Kind::Quant8 { input_offset, filter_offset, output_offset, mults, act } => {
             let b = opt_data_cow::<i32>(bias)?;
