@@ -223,7 +223,7 @@ impl OpKind {
 }
 
 /// Output channels per work item of the blocked kernels.
-pub const CHANNEL_BLOCK: usize = 4;
+pub(crate) const CHANNEL_BLOCK: usize = 4;
 
 /// `v` seen as rows of `channels` floats, each row zero-padded to a multiple of
 /// [`CHANNEL_BLOCK`] (the upload layout of the blocked kernels' weights and biases).
