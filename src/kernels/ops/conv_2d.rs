@@ -19,7 +19,7 @@
 
 use super::conv_common::{opt_data_cow, Requant, 
     ConvGeom, QuantMul, affine, check_len, checked_product, compute_padding_height_width, dim, legacy_quant_mul,
-    node_state, parallel_rows, per_channel_multipliers, positive_param, recommended_threads, threads_for, to_dim,
+    node_state, parallel_rows, per_channel_multipliers, positive_param, recommended_threads, threads_for,
     with_node_state, with_packed,
 };
 use crate::abi::builtin_op_data::{TfLiteConvParams, TfLiteFusedActivation};
@@ -143,6 +143,16 @@ pub struct Quant8Params {
 }
 
 impl Quant8Params {
+    /// The parameters of an 8-bit conv-like op, with the zero points checked to be 8-bit
+    /// offsets (the accumulation's overflow bounds assume it).
+    pub fn checked(op: &str, input_zero_point: i32, filter_offset: i32, output_zero_point: i32, mults: Vec<QuantMul>, (act_min, act_max): (i32, i32)) -> Result<Self> {
+        let offsets_ok = |v: i32| (-255..=255).contains(&v);
+        if !offsets_ok(input_zero_point) || !offsets_ok(filter_offset) {
+            return Err(Error::new(format!("{op}: zero points out of the 8-bit range")));
+        }
+        Ok(Quant8Params { input_offset: -input_zero_point, filter_offset, output_offset: output_zero_point, mults, act_min, act_max })
+    }
+
     #[inline]
     fn finish(&self, acc: i32, bias: Option<&[i32]>, oc: usize) -> i32 {
         let acc = acc.wrapping_add(bias.map_or(0, |b| b[oc]));
@@ -1245,22 +1255,7 @@ fn quant8_params(
     };
     let (act_min, act_max) = activation_range_quantized(act, input.dtype, out_q.scale, out_q.zero_point).map_err(err)?;
     let filter_offset = if input.dtype == TfLiteType::kTfLiteUInt8 { -filter.quant().zero_point } else { 0 };
-    let offsets_ok = |v: i32| (-255..=255).contains(&v);
-    if !offsets_ok(in_q.zero_point) || !offsets_ok(filter_offset) {
-        return Err(Error::new(format!("{OP}: zero points out of the 8-bit range")));
-    }
-    Ok(Quant8Params {
-        input_offset: -in_q.zero_point,
-        filter_offset,
-        output_offset: out_q.zero_point,
-        mults,
-        act_min,
-        act_max,
-    })
-}
-
-fn output_shape(g: &ConvGeom) -> Result<[i32; 4]> {
-    Ok([to_dim(OP, g.batches)?, to_dim(OP, g.out_h)?, to_dim(OP, g.out_w)?, to_dim(OP, g.out_c)?])
+    Quant8Params::checked(OP, in_q.zero_point, filter_offset, out_q.zero_point, mults, (act_min, act_max))
 }
 
 fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
@@ -1271,13 +1266,13 @@ fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
         _ => Vec::new(),
     };
     ctx.request_temporaries(&temps)?;
-    ctx.resize_output(0, &output_shape(&plan.geom)?).map_err(err)
+    ctx.resize_output(0, &plan.geom.output_shape(OP)?).map_err(err)
 }
 
 fn eval(ctx: &OpCtx<'_>) -> Result<()> {
     let plan = plan(ctx)?;
     let mut out = ctx.output(0).map_err(err)?;
-    let want = output_shape(&plan.geom)?;
+    let want = plan.geom.output_shape(OP)?;
     if out.shape != want {
         return Err(Error::new(format!("{OP}: output shape {:?} does not match the expected {want:?}", out.shape)));
     }

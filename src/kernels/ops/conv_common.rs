@@ -159,6 +159,11 @@ impl ConvGeom {
         self.batches.checked_mul(self.out_h)?.checked_mul(self.out_w)?.checked_mul(self.out_c)
     }
 
+    /// The NHWC output shape as TFLite dims.
+    pub fn output_shape(&self, op: &str) -> Result<[i32; 4]> {
+        Ok([to_dim(op, self.batches)?, to_dim(op, self.out_h)?, to_dim(op, self.out_w)?, to_dim(op, self.out_c)?])
+    }
+
     /// Input row `iy` for output row `oy` and filter row `ky`, if inside the image.
     #[inline]
     pub fn in_y(&self, oy: usize, ky: usize) -> Option<usize> {

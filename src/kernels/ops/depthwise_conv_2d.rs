@@ -20,7 +20,7 @@ use super::conv_2d::{
 };
 use super::conv_common::{opt_data_cow, Requant, 
     ConvGeom, QuantMul, affine, check_len, checked_product, compute_padding_height_width, dim, legacy_quant_mul,
-    parallel_rows, per_channel_multipliers, positive_param, recommended_threads, threads_for, to_dim,
+    parallel_rows, per_channel_multipliers, positive_param, recommended_threads, threads_for,
 };
 use crate::abi::builtin_op_data::{TfLiteDepthwiseConvParams, TfLiteFusedActivation};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
@@ -646,23 +646,9 @@ fn quant_kind(
                 per_channel_multipliers(OP, in_q.scale, scales, out_q.scale, out_c)?
             };
             let filter_offset = if dt == TfLiteType::kTfLiteUInt8 { -filter.quant().zero_point } else { 0 };
-            if !(-255..=255).contains(&in_q.zero_point) || !(-255..=255).contains(&filter_offset) {
-                return Err(Error::new(format!("{OP}: zero points out of the 8-bit range")));
-            }
-            Ok(Kind::Quant8(Quant8Params {
-                input_offset: -in_q.zero_point,
-                filter_offset,
-                output_offset: out_q.zero_point,
-                mults,
-                act_min,
-                act_max,
-            }))
+            Ok(Kind::Quant8(Quant8Params::checked(OP, in_q.zero_point, filter_offset, out_q.zero_point, mults, (act_min, act_max))?))
         }
     }
-}
-
-fn output_shape(g: &ConvGeom) -> Result<[i32; 4]> {
-    Ok([to_dim(OP, g.batches)?, to_dim(OP, g.out_h)?, to_dim(OP, g.out_w)?, to_dim(OP, g.out_c)?])
 }
 
 fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
@@ -673,13 +659,13 @@ fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
         _ => Vec::new(),
     };
     ctx.request_temporaries(&temps)?;
-    ctx.resize_output(0, &output_shape(&plan.geom)?).map_err(err)
+    ctx.resize_output(0, &plan.geom.output_shape(OP)?).map_err(err)
 }
 
 fn eval(ctx: &OpCtx<'_>) -> Result<()> {
     let plan = plan(ctx)?;
     let mut out = ctx.output(0).map_err(err)?;
-    let want = output_shape(&plan.geom)?;
+    let want = plan.geom.output_shape(OP)?;
     if out.shape != want {
         return Err(Error::new(format!("{OP}: output shape {:?} does not match the expected {want:?}", out.shape)));
     }

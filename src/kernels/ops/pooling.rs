@@ -13,7 +13,7 @@
 
 use super::conv_common::{
     ConvGeom, check_len, checked_product, compute_padding_height_width, dim, parallel_rows, positive_param,
-    recommended_threads, threads_for, to_dim,
+    recommended_threads, threads_for,
 };
 use crate::abi::builtin_op_data::TfLitePoolParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
@@ -388,10 +388,6 @@ fn geometry(ctx: &OpCtx<'_>, kind: PoolKind) -> Result<(ConvGeom, TfLiteType, Tf
     Ok((g, input.dtype, p))
 }
 
-fn output_shape(op: &str, g: &ConvGeom) -> Result<[i32; 4]> {
-    Ok([to_dim(op, g.batches)?, to_dim(op, g.out_h)?, to_dim(op, g.out_w)?, to_dim(op, g.out_c)?])
-}
-
 fn quant_range(ctx: &OpCtx<'_>, op: &str, p: &TfLitePoolParams, dtype: TfLiteType) -> Result<(i32, i32)> {
     let oq = ctx.output(0)?.quant();
     activation_range_quantized(p.activation, dtype, oq.scale, oq.zero_point).map_err(|e| Error::new(format!("{op}: {e}")))
@@ -403,7 +399,7 @@ fn prepare(ctx: &OpCtx<'_>, kind: PoolKind) -> Result<()> {
     if dtype != TfLiteType::kTfLiteFloat32 {
         quant_range(ctx, op, &p, dtype)?;
     }
-    ctx.resize_output(0, &output_shape(op, &g)?).map_err(|e| Error::new(format!("{op}: {e}")))
+    ctx.resize_output(0, &g.output_shape(op)?).map_err(|e| Error::new(format!("{op}: {e}")))
 }
 
 fn eval(ctx: &OpCtx<'_>, kind: PoolKind) -> Result<()> {
@@ -411,7 +407,7 @@ fn eval(ctx: &OpCtx<'_>, kind: PoolKind) -> Result<()> {
     let (g, dtype, p) = geometry(ctx, kind)?;
     let input = ctx.input(0)?;
     let mut out = ctx.output(0)?;
-    let want = output_shape(op, &g)?;
+    let want = g.output_shape(op)?;
     if out.shape != want {
         return Err(Error::new(format!("{op}: output shape {:?} does not match the expected {want:?}", out.shape)));
     }
