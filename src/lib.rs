@@ -6,6 +6,7 @@
 //! - `resolver`: op resolver with version ranges.
 //! - `memory`: the arena planner.
 //! - `delegate`: graph partitioning for delegates.
+//! - `microkernels`: the innermost loops, one table per instruction set (scalar, AVX2+FMA).
 //! - `kernels`: builtin CPU kernels.
 //! - `interpreter`: subgraphs, tensors, nodes, execution.
 //! - `gpu`: the OpenCL GPU delegate's work-group tuner (candidates, selection, cache).
@@ -17,6 +18,7 @@ pub mod model;
 pub mod resolver;
 pub mod memory;
 pub mod delegate;
+pub mod microkernels;
 pub mod kernels;
 pub mod interpreter;
 pub mod gpu;

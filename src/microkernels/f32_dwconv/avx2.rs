@@ -1,0 +1,1 @@
+pub const KERNELS: super::DwKernels = super::DwKernels { channel_tile: 8 };

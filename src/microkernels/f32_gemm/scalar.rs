@@ -1,0 +1,1 @@
+pub const KERNELS: super::GemmKernels = super::GemmKernels { mr: 1, nr: 1 };

@@ -1,0 +1,106 @@
+//! Microkernels: the innermost loops of the CPU kernels, one table per instruction set.
+//!
+//! Ops never name an instruction set. They ask [`table()`] for the kernels of the best
+//! one this CPU has (chosen once, from the CPU's features) and call them through the
+//! safe drivers of each family (`f32_gemm`, `f32_dwconv`). Every table has a portable
+//! scalar twin ([`Isa::Scalar`]): it is what non-x86 targets build, the oracle every
+//! SIMD kernel is tested against, and what runs when `TFLITE_RS_NO_SIMD=1` is set in the
+//! environment (read once, at the first kernel call).
+//!
+//! Adding an instruction set (e.g. NEON on aarch64) means one more [`Isa`] variant, its
+//! kernels in each family's module, and one arm in [`Table::for_isa`].
+//!
+//! Unsafe code in this module is limited to the SIMD kernels themselves; the drivers
+//! that call them check every slice length first.
+
+pub mod f32_dwconv;
+pub mod f32_gemm;
+
+use std::sync::OnceLock;
+
+/// An instruction set with its own kernel table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    /// Portable Rust, no SIMD intrinsics: the oracle.
+    Scalar,
+    /// x86-64 with AVX2 and FMA3 (256-bit vectors).
+    Avx2Fma,
+}
+
+impl Isa {
+    /// A short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Scalar => "scalar",
+            Isa::Avx2Fma => "avx2+fma",
+        }
+    }
+
+    /// True if this CPU can run the kernels of `self`.
+    pub fn is_available(self) -> bool {
+        match self {
+            Isa::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2Fma => std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma"),
+            #[cfg(not(target_arch = "x86_64"))]
+            Isa::Avx2Fma => false,
+        }
+    }
+
+    /// Every instruction set this build knows, most capable last.
+    pub const ALL: [Isa; 2] = [Isa::Scalar, Isa::Avx2Fma];
+}
+
+/// The kernels of one instruction set.
+pub struct Table {
+    pub isa: Isa,
+    pub f32_gemm: f32_gemm::GemmKernels,
+    pub f32_dwconv: f32_dwconv::DwKernels,
+}
+
+impl Table {
+    /// The table of `isa`, or `None` when this CPU (or this build's target) lacks it.
+    pub fn for_isa(isa: Isa) -> Option<&'static Table> {
+        static SCALAR: Table =
+            Table { isa: Isa::Scalar, f32_gemm: f32_gemm::scalar::KERNELS, f32_dwconv: f32_dwconv::scalar::KERNELS };
+        #[cfg(target_arch = "x86_64")]
+        static AVX2: Table =
+            Table { isa: Isa::Avx2Fma, f32_gemm: f32_gemm::avx2::KERNELS, f32_dwconv: f32_dwconv::avx2::KERNELS };
+        if !isa.is_available() {
+            return None;
+        }
+        match isa {
+            Isa::Scalar => Some(&SCALAR),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2Fma => Some(&AVX2),
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => None,
+        }
+    }
+}
+
+/// True when `TFLITE_RS_NO_SIMD` is set to anything but empty or `0`.
+fn simd_disabled_by_env() -> bool {
+    std::env::var_os("TFLITE_RS_NO_SIMD").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The table every kernel uses: the most capable instruction set this CPU has, or the
+/// scalar one when `TFLITE_RS_NO_SIMD` is set. Chosen once per process.
+pub fn table() -> &'static Table {
+    static CHOSEN: OnceLock<&'static Table> = OnceLock::new();
+    CHOSEN.get_or_init(|| {
+        if simd_disabled_by_env() {
+            return Table::for_isa(Isa::Scalar).expect("the scalar table always exists");
+        }
+        Isa::ALL
+            .iter()
+            .rev()
+            .find_map(|&isa| Table::for_isa(isa))
+            .expect("the scalar table always exists")
+    })
+}
+
+/// The tables this CPU can run (scalar first): what the twin tests iterate over.
+pub fn available_tables() -> Vec<&'static Table> {
+    Isa::ALL.iter().filter_map(|&isa| Table::for_isa(isa)).collect()
+}
