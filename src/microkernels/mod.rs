@@ -15,6 +15,7 @@
 
 pub mod f32_dwconv;
 pub mod f32_gemm;
+pub mod packed;
 
 use std::sync::OnceLock;
 
