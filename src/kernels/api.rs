@@ -136,6 +136,14 @@ impl<'a> TensorView<'a> {
         matches!(t.allocation(), Some(TfLiteAllocationType::kTfLiteMmapRo))
     }
 
+    /// True for data that stays the same from one Invoke to the next once written: model
+    /// constants, and non-variable tensors of the persistent arena (DEQUANTIZE of constant
+    /// weights; TFLite calls these stable across runs). Kernels may cache what they derive
+    /// from such data (packed weights), keyed by its location.
+    pub fn is_stable_across_runs(&self) -> bool {
+        self.is_constant() || (self.is_persistent() && !self.is_variable())
+    }
+
     /// The raw bytes of the data. Errors if the tensor has no data.
     pub fn raw(&self) -> Result<&'a [u8]> {
         // SAFETY: as in `bytes`.

@@ -1266,6 +1266,9 @@ fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
         _ => Vec::new(),
     };
     ctx.request_temporaries(&temps)?;
+    if matches!(plan.kind, Kind::F32 { .. }) && plan.geom.f_c == plan.geom.in_c {
+        super::conv_f32_gemm::prepare(node_state(ctx), &plan.geom, &plan.filter, plan.bias.as_ref()).map_err(err)?;
+    }
     ctx.resize_output(0, &plan.geom.output_shape(OP)?).map_err(err)
 }
 
@@ -1301,7 +1304,6 @@ fn run(
     let g = &plan.geom;
     let grouped = g.f_c != g.in_c;
     let variant = if grouped { Variant::Reference } else { variant };
-    let f32_cache = state.map(|s| &s.f32s);
     let i16_cache = state.map(|s| &s.i16s);
     match &plan.kind {
         Kind::F32 { act } => {
@@ -1312,13 +1314,9 @@ fn run(
             let out = out.data_mut::<f32>()?;
             match variant {
                 Variant::Reference => conv_f32_reference(g, input, filter, bias, out, *act),
-                Variant::Optimized => with_packed(
-                    f32_cache,
-                    &plan.filter,
-                    1 | (block_channels() << 4),
-                    || pack_filter(&packing_geom(g), filter, block_channels(), |v| v),
-                    |packed| conv_f32_optimized(g, input, packed, bias, out, *act, threads),
-                ),
+                Variant::Optimized => {
+                    super::conv_f32_gemm::run(state, g, input, &plan.filter, plan.bias.as_ref(), out, *act, threads)
+                }
             }
         }
         Kind::Hybrid { per_channel, channel_scales, filter_scale, act } => {

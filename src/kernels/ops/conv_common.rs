@@ -931,6 +931,8 @@ pub struct PackCache<T> {
 pub struct NodeState {
     pub f32s: Mutex<PackCache<f32>>,
     pub i16s: Mutex<PackCache<i16>>,
+    /// Float filters packed for the GEMM microkernels.
+    pub gemm: super::conv_f32_gemm::GemmCache,
 }
 
 /// `init` for kernels using [`NodeState`].
@@ -968,8 +970,8 @@ pub fn node_state<'a>(ctx: &OpCtx<'a>) -> Option<&'a NodeState> {
     unsafe { p.as_ref() }
 }
 
-/// Runs `use_packed` on `source` repacked by `pack`; when `cache` is given and `source` is
-/// a constant tensor, the packed copy is kept in the cache and reused while the tensor's
+/// Runs `use_packed` on `source` repacked by `pack`; when `cache` is given and `source`
+/// keeps its values across runs (a constant, or dequantized constant weights), the packed copy is kept in the cache and reused while the tensor's
 /// data pointer, size and `tag` stay the same.
 pub fn with_packed<T: Clone, R>(
     cache: Option<&Mutex<PackCache<T>>>,
@@ -980,7 +982,7 @@ pub fn with_packed<T: Clone, R>(
 ) -> Result<R> {
     let raw = source.raw()?;
     match cache {
-        Some(c) if source.is_constant() => {
+        Some(c) if source.is_stable_across_runs() => {
             let mut g = c.lock();
             let key = (raw.as_ptr() as usize, raw.len(), tag);
             if g.key != Some(key) {

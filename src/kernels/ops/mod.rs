@@ -41,6 +41,7 @@ pub mod softmax;
 pub mod split;
 pub mod transpose;
 pub mod conv_common;
+pub mod conv_f32_gemm;
 pub mod conv_2d;
 pub mod depthwise_conv_2d;
 pub mod fully_connected_v2;

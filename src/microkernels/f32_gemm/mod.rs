@@ -1,10 +1,469 @@
-//! float32 GEMM microkernels (placeholder).
+//! float32 GEMM / indirect GEMM (IGEMM) microkernels and their safe driver.
+//!
+//! One call of a microkernel computes an `mr x nc` block of `C` (`mr <= MR`, `nc <= NR`):
+//!
+//! `C[i][j] = clamp(bias[j] + sum_{t < ks} sum_{k < kc} A_t[i][k] * W[t][k][j], min, max)`
+//!
+//! `A_t[i]` is reached through a pointer per row and tap (the indirection of XNNPACK's
+//! IGEMM): a 1x1 convolution or a fully connected layer has one tap whose pointers are the
+//! input rows themselves; a KxK convolution has K*K taps whose pointers go to the input
+//! pixel under each tap, or to a zero row where the tap falls in the padding. So no
+//! im2col buffer is ever built.
+//!
+//! Weights are packed once per node ([`pack`]) into blocks of `NR` output channels:
+//! `[NR bias][ks][kc][NR weights]`, zero-padded past the last channel, so the kernel reads
+//! one linear stream and never branches on edges.
+
 pub mod scalar;
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
+#[cfg(test)]
+mod tests;
 
-/// The GEMM kernels of one instruction set.
-pub struct GemmKernels {
+use super::Table;
+use super::packed::Packed;
+use crate::error::{Error, Result};
+use core::ops::Range;
+
+/// The arguments of one microkernel call.
+///
+/// The caller guarantees (this is each microkernel's safety contract):
+/// - `a` points to `ks * mr` row pointers, tap-major (`a[t * mr + i]`), each valid for
+///   reading `kc` floats;
+/// - `w` points to one packed block: `NR + ks * kc * NR` floats;
+/// - `c` is valid for writing `nc` floats at `c + i * c_stride` for every `i < mr`;
+/// - `1 <= mr <= MR`, `1 <= nc <= NR`, `kc >= 1`, `ks >= 1`.
+pub struct IgemmArgs {
     pub mr: usize,
+    pub nc: usize,
+    pub kc: usize,
+    pub ks: usize,
+    pub a: *const *const f32,
+    pub w: *const f32,
+    pub c: *mut f32,
+    pub c_stride: usize,
+    pub min: f32,
+    pub max: f32,
+}
+
+/// A microkernel: see [`IgemmArgs`] for its contract.
+pub type IgemmFn = unsafe fn(&IgemmArgs);
+
+/// GEMM kernels of one tile shape.
+pub struct GemmKernel {
+    /// Rows per full tile.
+    pub mr: usize,
+    /// Output channels per packed block (a multiple of the vector width).
     pub nr: usize,
+    /// `by_rows[r - 1]` computes exactly `r` rows, for `r` in `1..=mr`.
+    pub by_rows: &'static [IgemmFn],
+}
+
+/// The GEMM kernels of one instruction set: a wide tile for most layers and a narrow one
+/// for layers with at most `narrow.nr` output channels (which a wide tile would mostly
+/// compute for nothing).
+pub struct GemmKernels {
+    pub wide: GemmKernel,
+    pub narrow: GemmKernel,
+}
+
+impl GemmKernels {
+    /// The tile shape used for `n` output channels.
+    pub fn for_outputs(&self, n: usize) -> &GemmKernel {
+        if n <= self.narrow.nr { &self.narrow } else { &self.wide }
+    }
+}
+
+/// Weights (and bias) packed for one table's GEMM kernels.
+#[derive(Debug)]
+pub struct PackedGemm {
+    data: Packed<f32>,
+    /// Output channels.
+    pub n: usize,
+    /// Taps (kernel positions) per output.
+    pub ks: usize,
+    /// Input values per tap.
+    pub kc: usize,
+    /// The block width it was packed for.
+    pub nr: usize,
+}
+
+impl PackedGemm {
+    /// Bytes of packed weights.
+    pub fn bytes(&self) -> usize {
+        self.data.bytes()
+    }
+
+    fn block_len(&self) -> usize {
+        self.nr + self.ks * self.kc * self.nr
+    }
+
+    fn blocks(&self) -> usize {
+        self.n.div_ceil(self.nr)
+    }
+}
+
+/// Packs `n` output channels of `ks` taps x `kc` inputs for `kernels`:
+/// `weight(o, t, k)` is output channel `o`'s weight for tap `t`, input `k`.
+pub fn pack(
+    kernels: &GemmKernels,
+    n: usize,
+    ks: usize,
+    kc: usize,
+    weight: impl Fn(usize, usize, usize) -> f32,
+    bias: Option<&[f32]>,
+) -> Result<PackedGemm> {
+    if n == 0 || ks == 0 || kc == 0 {
+        return Err(Error::new(format!("GEMM packing needs positive sizes (n {n}, taps {ks}, k {kc})")));
+    }
+    if let Some(b) = bias {
+        if b.len() != n {
+            return Err(Error::new(format!("GEMM packing: {} bias values for {n} outputs", b.len())));
+        }
+    }
+    let nr = kernels.for_outputs(n).nr;
+    let block_len = ks
+        .checked_mul(kc)
+        .and_then(|v| v.checked_add(1))
+        .and_then(|v| v.checked_mul(nr))
+        .ok_or_else(|| Error::new("GEMM packing: weight size overflows"))?;
+    let total = block_len
+        .checked_mul(n.div_ceil(nr))
+        .ok_or_else(|| Error::new("GEMM packing: weight size overflows"))?;
+    let mut data = vec![0f32; total];
+    for (blk, chunk) in data.chunks_exact_mut(block_len).enumerate() {
+        let o0 = blk * nr;
+        let cols = nr.min(n - o0);
+        if let Some(b) = bias {
+            chunk[..cols].copy_from_slice(&b[o0..o0 + cols]);
+        }
+        // Output channel by channel: a filter stored output-major (OHWI) is then read in
+        // order, and each write lands in the same few cache lines of the block.
+        for j in 0..cols {
+            let mut at = nr + j;
+            for t in 0..ks {
+                for k in 0..kc {
+                    chunk[at] = weight(o0 + j, t, k);
+                    at += nr;
+                }
+            }
+        }
+    }
+    Ok(PackedGemm { data: Packed::new(data), n, ks, kc, nr })
+}
+
+/// The offset [`RowTaps::fill`] writes for a tap that falls in the padding (reads zeros).
+pub const PAD: usize = usize::MAX;
+
+/// Where each row's input for each tap starts.
+pub trait RowTaps {
+    /// Taps per row.
+    fn taps_per_row(&self) -> usize;
+    /// Writes, row after row, the `ks` element offsets into the input of rows `rows`
+    /// (`offsets.len() == rows.len() * ks`); [`PAD`] marks a tap in the padding.
+    fn fill(&self, rows: Range<usize>, offsets: &mut [usize]);
+
+    /// Copies the `ks * kc` inputs of each row of `rows` into consecutive rows of `dst`
+    /// (zeros for padding taps). Errors if a tap reads past `input`.
+    fn gather(&self, rows: Range<usize>, input: &[f32], kc: usize, dst: &mut [f32]) -> Result<()> {
+        let ks = self.taps_per_row();
+        let mut offs = vec![0usize; rows.len() * ks];
+        self.fill(rows.clone(), &mut offs);
+        for ((r, d), row_offs) in rows.zip(dst.chunks_exact_mut(ks * kc)).zip(offs.chunks_exact(ks)) {
+            for (t, (&o, d)) in row_offs.iter().zip(d.chunks_exact_mut(kc)).enumerate() {
+                if o == PAD {
+                    d.fill(0.0);
+                } else {
+                    d.copy_from_slice(input.get(o..o.saturating_add(kc)).ok_or_else(|| past_input(r, t, input.len()))?);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Copies a short run (tens of floats) inline, eight at a time: a `memcpy` call per run
+/// would cost more than the copy.
+#[inline]
+fn copy_short(dst: &mut [f32], src: &[f32]) {
+    let mut d = dst.chunks_exact_mut(8);
+    let mut s = src.chunks_exact(8);
+    for (d8, s8) in (&mut d).zip(&mut s) {
+        let v: [f32; 8] = s8.try_into().unwrap_or([0.0; 8]);
+        d8.copy_from_slice(&v);
+    }
+    for (x, &y) in d.into_remainder().iter_mut().zip(s.remainder()) {
+        *x = y;
+    }
+}
+
+fn past_input(r: usize, t: usize, len: usize) -> Error {
+    Error::new(format!("GEMM row {r} tap {t} reads past the input ({len} values)"))
+}
+
+/// Dense rows: row `r` starts at `r * stride` (a fully connected layer, a 1x1 stride-1
+/// convolution without padding).
+pub struct DenseRows {
+    pub stride: usize,
+}
+
+impl RowTaps for DenseRows {
+    fn taps_per_row(&self) -> usize {
+        1
+    }
+    #[inline]
+    fn fill(&self, rows: Range<usize>, offsets: &mut [usize]) {
+        for (o, r) in offsets.iter_mut().zip(rows) {
+            *o = r * self.stride;
+        }
+    }
+}
+
+/// Rows of output pixels of an NHWC convolution (`r` = output pixel in NHWC order).
+#[derive(Clone, Copy, Debug)]
+pub struct ConvRows {
+    pub in_h: usize,
+    pub in_w: usize,
+    pub in_c: usize,
+    pub out_h: usize,
+    pub out_w: usize,
+    pub f_h: usize,
+    pub f_w: usize,
+    pub stride_h: usize,
+    pub stride_w: usize,
+    pub dil_h: usize,
+    pub dil_w: usize,
+    pub pad_h: usize,
+    pub pad_w: usize,
+}
+
+impl RowTaps for ConvRows {
+    fn taps_per_row(&self) -> usize {
+        self.f_h * self.f_w
+    }
+    fn fill(&self, rows: Range<usize>, offsets: &mut [usize]) {
+        if self.out_w == 0 || self.out_h == 0 {
+            return;
+        }
+        let ks = self.f_h * self.f_w;
+        let r = rows.start;
+        // Position of the first row; the next rows are reached by counting, not dividing.
+        let (mut ox, mut oy, mut b) = (r % self.out_w, (r / self.out_w) % self.out_h, r / (self.out_w * self.out_h));
+        for row in offsets.chunks_exact_mut(ks).take(rows.len()) {
+            let y0 = (oy * self.stride_h) as isize - self.pad_h as isize;
+            let x0 = (ox * self.stride_w) as isize - self.pad_w as isize;
+            for (ky, taps) in row.chunks_exact_mut(self.f_w).enumerate() {
+                let iy = y0 + (ky * self.dil_h) as isize;
+                if iy < 0 || iy as usize >= self.in_h {
+                    taps.fill(PAD);
+                    continue;
+                }
+                let line = (b * self.in_h + iy as usize) * self.in_w;
+                for (kx, t) in taps.iter_mut().enumerate() {
+                    let ix = x0 + (kx * self.dil_w) as isize;
+                    *t = if ix >= 0 && (ix as usize) < self.in_w { (line + ix as usize) * self.in_c } else { PAD };
+                }
+            }
+            ox += 1;
+            if ox == self.out_w {
+                ox = 0;
+                oy += 1;
+                if oy == self.out_h {
+                    oy = 0;
+                    b += 1;
+                }
+            }
+        }
+    }
+
+    /// Undilated columns: the taps of one filter row are one contiguous run of the
+    /// input (clipped at the image's edges), copied at once.
+    fn gather(&self, rows: Range<usize>, input: &[f32], kc: usize, dst: &mut [f32]) -> Result<()> {
+        if self.dil_w != 1 || kc != self.in_c || self.out_w == 0 || self.out_h == 0 {
+            let ks = self.taps_per_row();
+            let mut offs = vec![0usize; rows.len() * ks];
+            self.fill(rows.clone(), &mut offs);
+            for ((r, d), row_offs) in rows.zip(dst.chunks_exact_mut(ks * kc)).zip(offs.chunks_exact(ks)) {
+                for (t, (&o, d)) in row_offs.iter().zip(d.chunks_exact_mut(kc)).enumerate() {
+                    if o == PAD {
+                        d.fill(0.0);
+                    } else {
+                        d.copy_from_slice(input.get(o..o.saturating_add(kc)).ok_or_else(|| past_input(r, t, input.len()))?);
+                    }
+                }
+            }
+            return Ok(());
+        }
+        let line_len = self.f_w * kc;
+        let r = rows.start;
+        let (mut ox, mut oy, mut b) = (r % self.out_w, (r / self.out_w) % self.out_h, r / (self.out_w * self.out_h));
+        for (i, row) in dst.chunks_exact_mut(self.f_h * line_len).take(rows.len()).enumerate() {
+            let y0 = (oy * self.stride_h) as isize - self.pad_h as isize;
+            let x0 = (ox * self.stride_w) as isize - self.pad_w as isize;
+            // Filter columns inside the image: kx in lo..hi.
+            let lo = (-x0).clamp(0, self.f_w as isize) as usize;
+            let hi = (self.in_w as isize - x0).clamp(lo as isize, self.f_w as isize) as usize;
+            for (ky, line) in row.chunks_exact_mut(line_len).enumerate() {
+                let iy = y0 + (ky * self.dil_h) as isize;
+                if iy < 0 || iy as usize >= self.in_h || lo == hi {
+                    line.fill(0.0);
+                    continue;
+                }
+                let start = ((b * self.in_h + iy as usize) * self.in_w + (x0 + lo as isize) as usize) * kc;
+                let src = input.get(start..start + (hi - lo) * kc).ok_or_else(|| past_input(r + i, ky * self.f_w, input.len()))?;
+                if lo > 0 {
+                    line[..lo * kc].fill(0.0);
+                }
+                copy_short(&mut line[lo * kc..hi * kc], src);
+                if hi < self.f_w {
+                    line[hi * kc..].fill(0.0);
+                }
+            }
+            ox += 1;
+            if ox == self.out_w {
+                ox = 0;
+                oy += 1;
+                if oy == self.out_h {
+                    oy = 0;
+                    b += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Input channels per tap below which rows are gathered (see [`igemm`]).
+const GATHER_BELOW_KC: usize = 16;
+
+fn rows_per_chunk(mr: usize, ks: usize, kc: usize) -> usize {
+    let row_bytes = ks * kc * 4;
+    let rows = (96 * 1024 / row_bytes.max(1)).clamp(mr, 32 * mr);
+    rows / mr * mr
+}
+
+/// Computes output rows `rows` and output channels `cols` (rounded to whole packed
+/// blocks: `cols.start` must be a multiple of `nr`) of `C = A * W` with `table`'s
+/// kernels. Row `r`'s inputs are found through `taps`; `out[(r - rows.start) * out_stride
+/// + (j - cols.start)]` receives output channel `j` of row `r`.
+#[allow(clippy::too_many_arguments)]
+pub fn igemm(
+    table: &Table,
+    packed: &PackedGemm,
+    input: &[f32],
+    taps: &impl RowTaps,
+    rows: Range<usize>,
+    cols: Range<usize>,
+    out: &mut [f32],
+    out_stride: usize,
+    (min, max): (f32, f32),
+) -> Result<()> {
+    let k = table.f32_gemm.for_outputs(packed.n);
+    if packed.nr != k.nr {
+        return Err(Error::new(format!("GEMM weights packed for blocks of {}, kernels use {}", packed.nr, k.nr)));
+    }
+    if cols.start % k.nr != 0 || cols.end > packed.n || cols.start >= cols.end {
+        return Err(Error::new(format!("GEMM columns {cols:?} do not fit {} outputs in blocks of {}", packed.n, k.nr)));
+    }
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let ncols = cols.len();
+    let need = (rows.len() - 1)
+        .checked_mul(out_stride)
+        .and_then(|v| v.checked_add(ncols))
+        .ok_or_else(|| Error::new("GEMM output size overflows"))?;
+    if out.len() < need || (rows.len() > 1 && out_stride < ncols) {
+        return Err(Error::new(format!("GEMM output of {} values cannot hold {} rows of {ncols}", out.len(), rows.len())));
+    }
+    let (ks, kc) = (packed.ks, packed.kc);
+    if taps.taps_per_row() != ks {
+        return Err(Error::new(format!("GEMM rows have {} taps, the weights {ks}", taps.taps_per_row())));
+    }
+    // With few input channels per tap (an RGB first layer), walking taps costs more than
+    // the multiply-adds they feed: gather each row's taps into one contiguous row instead
+    // (a per-chunk im2col of a few KB) and run it as a single tap of `ks * kc` values;
+    // the packed weights are laid out identically either way.
+    // The same holds for layers with few output channels, where per-tap pointers are made
+    // for a single narrow block.
+    let gather = ks > 1 && (kc < GATHER_BELOW_KC || packed.n <= k.nr);
+    let (call_ks, call_kc) = if gather { (1, ks * kc) } else { (ks, kc) };
+    let zero = vec![0f32; kc];
+    let chunk = rows_per_chunk(k.mr, ks, kc);
+    let mut gathered = if gather { vec![0f32; chunk * ks * kc] } else { Vec::new() };
+    let mut offsets = if gather { Vec::new() } else { vec![0usize; chunk * ks] };
+    // Row pointers of one chunk: per tile of `mr` rows, `call_ks * mr` pointers (tap-major).
+    let mut ptrs: Vec<*const f32> = Vec::with_capacity(chunk * ks);
+    let block_len = packed.block_len();
+    let first_block = cols.start / k.nr;
+    let last_block = cols.end.div_ceil(k.nr).min(packed.blocks());
+    let mut r0 = rows.start;
+    while r0 < rows.end {
+        let r1 = (r0 + chunk).min(rows.end);
+        ptrs.clear();
+        if gather {
+            let row_len = ks * kc;
+            taps.gather(r0..r1, input, kc, &mut gathered[..(r1 - r0) * row_len])?;
+            ptrs.extend(gathered.chunks_exact(row_len).take(r1 - r0).map(|row| row.as_ptr()));
+        } else {
+            // Tile by tile, tap-major within a tile.
+            let offs = &mut offsets[..(r1 - r0) * ks];
+            taps.fill(r0..r1, offs);
+            let mut t0 = r0;
+            while t0 < r1 {
+                let mr = k.mr.min(r1 - t0);
+                let base = ptrs.len();
+                ptrs.resize(base + ks * mr, zero.as_ptr());
+                for i in 0..mr {
+                    let row_offs = &offs[(t0 - r0 + i) * ks..][..ks];
+                    for (t, &o) in row_offs.iter().enumerate() {
+                        if o != PAD {
+                            // Bounds-checked: the kernel reads `kc` floats from here.
+                            let row = input.get(o..o.saturating_add(kc)).ok_or_else(|| past_input(t0 + i, t, input.len()))?;
+                            ptrs[base + t * mr + i] = row.as_ptr();
+                        }
+                    }
+                }
+                t0 += mr;
+            }
+        }
+        for blk in first_block..last_block {
+            let w = &packed.data[blk * block_len..(blk + 1) * block_len];
+            let j0 = blk * k.nr;
+            let nc = k.nr.min(cols.end - j0);
+            let col = j0 - cols.start;
+            let mut t0 = r0;
+            let mut p = 0;
+            while t0 < r1 {
+                let mr = k.mr.min(r1 - t0);
+                let c_start = (t0 - rows.start) * out_stride + col;
+                // The last row of the tile ends at c_start + (mr-1)*out_stride + nc <= need.
+                let c = &mut out[c_start..c_start + (mr - 1) * out_stride + nc];
+                let args = IgemmArgs {
+                    mr,
+                    nc,
+                    kc: call_kc,
+                    ks: call_ks,
+                    a: ptrs[p..p + call_ks * mr].as_ptr(),
+                    w: w.as_ptr(),
+                    c: c.as_mut_ptr(),
+                    c_stride: out_stride,
+                    min,
+                    max,
+                };
+                // SAFETY: the contract of `IgemmArgs` holds: `ptrs[p..p + call_ks*mr]` are
+                // `call_ks * mr` pointers (tap-major), each to `call_kc` readable floats (a
+                // checked sub-slice of `input`, `zero` of length `kc`, or a gathered row of
+                // `ks * kc`), all alive and unmodified during this call;
+                // `w` is one whole packed block (`NR + ks*kc*NR` floats, checked by the
+                // slice above); `c` covers `(mr - 1) * out_stride + nc` floats; `mr <= MR`
+                // and `nc <= NR` by construction, `kc, ks >= 1` by `pack`.
+                unsafe { (k.by_rows[mr - 1])(&args) };
+                p += call_ks * mr;
+                t0 += mr;
+            }
+        }
+        r0 = r1;
+    }
+    Ok(())
 }

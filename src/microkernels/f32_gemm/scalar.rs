@@ -1,1 +1,53 @@
-pub const KERNELS: super::GemmKernels = super::GemmKernels { mr: 1, nr: 1 };
+//! Portable float32 GEMM kernels: the oracle of the SIMD ones, and what targets without a
+//! SIMD table run. Wide `MR x NR` = 4 x 8, narrow 4 x 4.
+
+use super::{GemmKernel, GemmKernels, IgemmArgs, IgemmFn};
+
+/// The scalar GEMM table entry.
+pub const KERNELS: GemmKernels = GemmKernels {
+    wide: GemmKernel { mr: 4, nr: 8, by_rows: WIDE },
+    narrow: GemmKernel { mr: 4, nr: 4, by_rows: NARROW },
+};
+
+const WIDE: &[IgemmFn] = &[igemm::<1, 8>, igemm::<2, 8>, igemm::<3, 8>, igemm::<4, 8>];
+const NARROW: &[IgemmFn] = &[igemm::<1, 4>, igemm::<2, 4>, igemm::<3, 4>, igemm::<4, 4>];
+
+/// # Safety
+/// The contract of [`IgemmArgs`], with `p.mr == M`.
+#[allow(clippy::needless_range_loop)] // the same loop nest as the SIMD kernels
+unsafe fn igemm<const M: usize, const NR: usize>(p: &IgemmArgs) {
+    debug_assert!(p.mr == M && p.nc <= NR);
+    // SAFETY: `w` holds `NR + ks*kc*NR` floats and `a` holds `ks*M` pointers to `kc`
+    // floats each (the contract).
+    let (w, a) = unsafe {
+        (core::slice::from_raw_parts(p.w, NR + p.ks * p.kc * NR), core::slice::from_raw_parts(p.a, p.ks * M))
+    };
+    let mut acc = [[0f32; NR]; M];
+    for row in acc.iter_mut() {
+        row.copy_from_slice(&w[..NR]);
+    }
+    let mut wk = NR;
+    for t in 0..p.ks {
+        let rows: [&[f32]; M] = core::array::from_fn(|i| {
+            // SAFETY: each row pointer is valid for `kc` floats (the contract).
+            unsafe { core::slice::from_raw_parts(a[t * M + i], p.kc) }
+        });
+        for k in 0..p.kc {
+            let wrow = &w[wk..wk + NR];
+            for i in 0..M {
+                let x = rows[i][k];
+                for j in 0..NR {
+                    acc[i][j] += x * wrow[j];
+                }
+            }
+            wk += NR;
+        }
+    }
+    for (i, row) in acc.iter().enumerate() {
+        // SAFETY: row `i < mr` of `c` is valid for `nc` floats (the contract).
+        let c = unsafe { core::slice::from_raw_parts_mut(p.c.add(i * p.c_stride), p.nc) };
+        for (dst, &v) in c.iter_mut().zip(row.iter()) {
+            *dst = v.max(p.min).min(p.max);
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! Every GEMM table against a direct loop, and every SIMD table against the scalar twin,
+//! on random shapes with row and column tails.
+
+use super::*;
+use crate::microkernels::{Isa, Table, available_tables};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn f32(&mut self) -> f32 {
+        (self.next() % 2001) as f32 / 1000.0 - 1.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+fn scalar() -> &'static Table {
+    Table::for_isa(Isa::Scalar).unwrap()
+}
+
+#[allow(clippy::too_many_arguments)]
+/// Direct evaluation of a convolution as `rows x n` through `taps`.
+fn direct(input: &[f32], taps: &impl RowTaps, m: usize, n: usize, ks: usize, kc: usize, w: &[f32], bias: &[f32], act: (f32, f32)) -> Vec<f32> {
+    let mut out = vec![0f32; m * n];
+    let mut offs = vec![0; ks];
+    for r in 0..m {
+        // One row at a time, so the counting in `fill` is checked against fresh starts.
+        taps.fill(r..r + 1, &mut offs);
+        for o in 0..n {
+            let mut acc = bias[o] as f64;
+            for (t, &off) in offs.iter().enumerate() {
+                if off != PAD {
+                    for k in 0..kc {
+                        acc += input[off + k] as f64 * w[(o * ks + t) * kc + k] as f64;
+                    }
+                }
+            }
+            out[r * n + o] = (acc as f32).max(act.0).min(act.1);
+        }
+    }
+    out
+}
+
+fn close(a: &[f32], b: &[f32], terms: usize) -> std::result::Result<(), String> {
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        let tol = 1e-6 * terms as f32 + 1e-5 * x.abs().max(y.abs());
+        if (x - y).abs() > tol {
+            return Err(format!("element {i}: {x} vs {y}"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn dense_gemm_matches_direct_on_every_table() {
+    let mut rng = Rng(0x9e3779b97f4a7c15);
+    for case in 0..60 {
+        let m = 1 + rng.below(40);
+        let n = 1 + rng.below(70);
+        let kc = 1 + rng.below(50);
+        let input: Vec<f32> = (0..m * kc).map(|_| rng.f32()).collect();
+        let w: Vec<f32> = (0..n * kc).map(|_| rng.f32()).collect();
+        let bias: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
+        let act = if case % 3 == 0 { (-0.5, 0.7) } else { (f32::MIN, f32::MAX) };
+        let taps = DenseRows { stride: kc };
+        let want = direct(&input, &taps, m, n, 1, kc, &w, &bias, act);
+        for table in available_tables() {
+            let packed = pack(&table.f32_gemm, n, 1, kc, |o, _, k| w[o * kc + k], Some(&bias)).unwrap();
+            let mut out = vec![f32::NAN; m * n];
+            igemm(table, &packed, &input, &taps, 0..m, 0..n, &mut out, n, act).unwrap();
+            close(&out, &want, kc).unwrap_or_else(|e| panic!("{} case {case} m{m} n{n} k{kc}: {e}", table.isa.name()));
+        }
+    }
+}
+
+#[test]
+fn conv_igemm_matches_direct_and_simd_matches_scalar() {
+    let mut rng = Rng(12345);
+    for case in 0..40 {
+        let (f_h, f_w) = [(1, 1), (3, 3), (5, 5), (3, 1), (2, 3)][case % 5];
+        let stride = 1 + rng.below(2);
+        let dil = 1 + rng.below(2) * usize::from(case % 4 == 0);
+        let in_h = f_h + rng.below(9);
+        let in_w = f_w + rng.below(9);
+        let in_c = [1, 3, 4, 7, 16, 17][rng.below(6)];
+        let n = [1, 3, 5, 8, 9, 16, 17, 33][rng.below(8)];
+        let batches = 1 + rng.below(2);
+        let same = rng.below(2) == 0;
+        let (pad_h, pad_w) = if same { ((f_h - 1) * dil / 2, (f_w - 1) * dil / 2) } else { (0, 0) };
+        let eff_h = (f_h - 1) * dil + 1;
+        let eff_w = (f_w - 1) * dil + 1;
+        if in_h + 2 * pad_h < eff_h || in_w + 2 * pad_w < eff_w {
+            continue;
+        }
+        let out_h = (in_h + 2 * pad_h - eff_h) / stride + 1;
+        let out_w = (in_w + 2 * pad_w - eff_w) / stride + 1;
+        let taps = ConvRows { in_h, in_w, in_c, out_h, out_w, f_h, f_w, stride_h: stride, stride_w: stride, dil_h: dil, dil_w: dil, pad_h, pad_w };
+        let ks = f_h * f_w;
+        let m = batches * out_h * out_w;
+        let input: Vec<f32> = (0..batches * in_h * in_w * in_c).map(|_| rng.f32()).collect();
+        let w: Vec<f32> = (0..n * ks * in_c).map(|_| rng.f32()).collect();
+        let bias: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
+        let act = (-1.5, 1.5);
+        let want = direct(&input, &taps, m, n, ks, in_c, &w, &bias, act);
+        let run = |table: &Table| {
+            let packed = pack(&table.f32_gemm, n, ks, in_c, |o, t, k| w[(o * ks + t) * in_c + k], Some(&bias)).unwrap();
+            let mut out = vec![f32::NAN; m * n];
+            igemm(table, &packed, &input, &taps, 0..m, 0..n, &mut out, n, act).unwrap();
+            out
+        };
+        let reference = run(scalar());
+        close(&reference, &want, ks * in_c).unwrap_or_else(|e| panic!("scalar case {case}: {e}"));
+        for table in available_tables() {
+            let got = run(table);
+            close(&got, &reference, ks * in_c).unwrap_or_else(|e| panic!("{} vs scalar, case {case}: {e}", table.isa.name()));
+        }
+    }
+}
+
+#[test]
+fn row_and_column_ranges_write_only_their_part() {
+    let mut rng = Rng(7);
+    let (m, n, kc) = (23, 45, 9);
+    let input: Vec<f32> = (0..m * kc).map(|_| rng.f32()).collect();
+    let w: Vec<f32> = (0..n * kc).map(|_| rng.f32()).collect();
+    let taps = DenseRows { stride: kc };
+    let act = (f32::MIN, f32::MAX);
+    let want = direct(&input, &taps, m, n, 1, kc, &w, &vec![0.0; n], act);
+    for table in available_tables() {
+        let nr = table.f32_gemm.for_outputs(n).nr;
+        let packed = pack(&table.f32_gemm, n, 1, kc, |o, _, k| w[o * kc + k], None).unwrap();
+        // A single row split by output-channel blocks, as a batch-1 fully connected layer
+        // is split over threads.
+        let mut row = vec![f32::NAN; n];
+        let (left, right) = row.split_at_mut(nr);
+        igemm(table, &packed, &input, &taps, 5..6, 0..nr, left, n, act).unwrap();
+        igemm(table, &packed, &input, &taps, 5..6, nr..n, right, n, act).unwrap();
+        close(&row, &want[5 * n..6 * n], kc).unwrap();
+        // Rows 3..17 only.
+        let mut out = vec![f32::NAN; 14 * n];
+        igemm(table, &packed, &input, &taps, 3..17, 0..n, &mut out, n, act).unwrap();
+        close(&out, &want[3 * n..17 * n], kc).unwrap();
+    }
+}
+
+#[test]
+fn bad_arguments_are_errors() {
+    let t = scalar();
+    assert!(pack(&t.f32_gemm, 0, 1, 1, |_, _, _| 0.0, None).is_err());
+    assert!(pack(&t.f32_gemm, 4, 1, 1, |_, _, _| 0.0, Some(&[0.0; 3])).is_err());
+    let packed = pack(&t.f32_gemm, 4, 1, 8, |_, _, _| 1.0, None).unwrap();
+    let input = vec![1f32; 16];
+    let mut out = vec![0f32; 12];
+    // Row 2 would read input[16..24]: past the end.
+    let e = igemm(t, &packed, &input, &DenseRows { stride: 8 }, 0..3, 0..4, &mut out, 4, (f32::MIN, f32::MAX));
+    assert!(e.is_err());
+    // Output too small.
+    let e = igemm(t, &packed, &input, &DenseRows { stride: 8 }, 0..2, 0..4, &mut out[..7], 4, (f32::MIN, f32::MAX));
+    assert!(e.is_err());
+    let mut out = vec![0f32; 8];
+    igemm(t, &packed, &input, &DenseRows { stride: 8 }, 0..2, 0..4, &mut out, 4, (f32::MIN, f32::MAX)).unwrap();
+    assert_eq!(out, vec![8.0; 8]);
+}
+
+/// Timing probe (run by hand with `--ignored --nocapture`): prints microseconds per call
+/// for a few layer shapes.
+#[test]
+#[ignore]
+fn timing_probe() {
+    let t = crate::microkernels::table();
+    let shapes = [
+        ("rgb 3x3s2 224", 224usize, 3usize, 32usize, 3usize, 2usize),
+        ("1x1 16->96 112", 112, 16, 96, 1, 1),
+        ("3x3 8->1 256", 256, 8, 1, 3, 1),
+        ("1x1 8->8 256", 256, 8, 8, 1, 1),
+        ("3x3 16->16 128", 128, 16, 16, 3, 1),
+        ("3x3 32->32 64", 64, 32, 32, 3, 1),
+        ("3x3 64->64 32", 32, 64, 64, 3, 1),
+    ];
+    let only = std::env::var("PROBE").ok();
+    for (name, hw, c, n, f, s) in shapes {
+        if only.as_deref().is_some_and(|o| !name.starts_with(o)) {
+            continue;
+        }
+        let pad = f / 2;
+        let out = (hw + 2 * pad - f) / s + 1;
+        let taps = ConvRows { in_h: hw, in_w: hw, in_c: c, out_h: out, out_w: out, f_h: f, f_w: f, stride_h: s, stride_w: s, dil_h: 1, dil_w: 1, pad_h: pad, pad_w: pad };
+        let input = vec![0.5f32; hw * hw * c];
+        let packed = pack(&t.f32_gemm, n, f * f, c, |_, _, _| 0.1, None).unwrap();
+        let m = out * out;
+        let mut o = vec![0f32; m * n];
+        // The fastest of many runs: other processes only ever add time.
+        let mut us = f64::MAX;
+        for _ in 0..200 {
+            let start = std::time::Instant::now();
+            igemm(t, &packed, &input, &taps, 0..m, 0..n, &mut o, n, (f32::MIN, f32::MAX)).unwrap();
+            us = us.min(start.elapsed().as_secs_f64() * 1e6);
+        }
+        let gflops = 2.0 * (m * n * f * f * c) as f64 / us / 1e3;
+        println!("{name}: {us:.1} us, {gflops:.1} GFLOP/s");
+    }
+}
