@@ -933,6 +933,8 @@ pub struct NodeState {
     pub i16s: Mutex<PackCache<i16>>,
     /// Float filters packed for the GEMM microkernels.
     pub gemm: super::conv_f32_gemm::GemmCache,
+    /// Float transposed-convolution phases packed for the GEMM microkernels.
+    pub transpose: super::transpose_conv_f32_gemm::TransposeGemmCache,
 }
 
 /// `init` for kernels using [`NodeState`].

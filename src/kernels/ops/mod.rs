@@ -42,6 +42,7 @@ pub mod split;
 pub mod transpose;
 pub mod conv_common;
 pub mod conv_f32_gemm;
+pub mod transpose_conv_f32_gemm;
 pub mod conv_2d;
 pub mod depthwise_conv_2d;
 pub mod fully_connected_v2;

@@ -25,9 +25,9 @@
 //! and output rows split over `num_threads`.
 
 use super::conv_common::{
-    PackCache, QuantMul, affine, asymmetric_quantize, data_cow, legacy_quant_mul, node_state, opt_data_cow,
+    QuantMul, affine, asymmetric_quantize, data_cow, legacy_quant_mul, node_state, opt_data_cow,
     parallel_rows, per_channel_multipliers, positive_param, recommended_threads, threads_for, with_node_state,
-    with_packed,
+
 };
 use super::shape_util::{int_values, known_at_prepare, plan_declared_output, settle_output_shape};
 use crate::abi::builtin_op_data::{TfLiteFusedActivation, TfLitePadding, TfLiteTransposeConvParams};
@@ -38,7 +38,6 @@ use crate::kernels::activation::{activation_range_f32, activation_range_quantize
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64};
 use core::ffi::{c_char, c_void};
-use parking_lot::Mutex;
 
 const OP: &str = "TRANSPOSE_CONV";
 const CUSTOM_OP: &str = "Convolution2DTransposeBias";
@@ -475,26 +474,6 @@ fn run<P: TransposeOps>(
     }
 }
 
-fn run_f32_cached(
-    g: &TransposeGeom,
-    ops: &FloatOps<'_>,
-    input: &[f32],
-    filter_view: &TensorView<'_>,
-    out: &mut [f32],
-    threads: usize,
-    cache: Option<&Mutex<PackCache<f32>>>,
-) -> Result<()> {
-    let filter = filter_view.data::<f32>()?;
-    let tag = [g.out_c, g.f_h, g.f_w, g.in_c].iter().fold(17usize, |h, &v| h.wrapping_mul(1_000_003).wrapping_add(v));
-    with_packed(
-        cache,
-        filter_view,
-        tag,
-        || pack_weights(g, filter),
-        |packed| transpose_conv_optimized(g, ops, input, packed, out, threads),
-    )
-}
-
 // ---------------------------------------------------------------------------------------
 // TRANSPOSE_CONV glue
 // ---------------------------------------------------------------------------------------
@@ -820,9 +799,16 @@ fn run_node(ctx: &OpCtx<'_>, variant: Variant, threads: usize) -> Result<()> {
             let (x, o) = (input.data::<f32>()?, out.data_mut::<f32>()?);
             match variant {
                 Variant::Reference => transpose_conv_reference(&g, &ops, x, weights.data::<f32>()?, o),
-                Variant::Optimized => {
-                    run_f32_cached(&g, &ops, x, weights, o, threads, node_state(ctx).map(|s| &s.f32s))
-                }
+                Variant::Optimized => super::transpose_conv_f32_gemm::run(
+                    node_state(ctx).map(|s| &s.transpose),
+                    &g,
+                    x,
+                    weights,
+                    bias,
+                    o,
+                    *act,
+                    threads,
+                ),
             }
         }
         Kind::Hybrid { channel_scales, act } => {
@@ -896,7 +882,7 @@ fn run_node(ctx: &OpCtx<'_>, variant: Variant, threads: usize) -> Result<()> {
 struct CustomState {
     /// `(padding, stride_width, stride_height)`, or `None` when the options are too short.
     options: Option<(i32, i32, i32)>,
-    packed: Mutex<PackCache<f32>>,
+    gemm: super::transpose_conv_f32_gemm::TransposeGemmCache,
 }
 
 /// Parses the custom options (MediaPipe casts them to `TfLiteTransposeConvParams` and reads
@@ -914,7 +900,7 @@ unsafe extern "C" fn custom_init(_context: *mut TfLiteContext, buffer: *const c_
         let word = |i: usize| i32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
         Some((word(0), word(1), word(2)))
     };
-    Box::into_raw(Box::new(CustomState { options, packed: Mutex::new(PackCache::default()) })).cast()
+    Box::into_raw(Box::new(CustomState { options, gemm: Default::default() })).cast()
 }
 
 /// # Safety
@@ -1043,7 +1029,16 @@ fn custom_run(ctx: &OpCtx<'_>, variant: Variant, threads: usize) -> Result<()> {
         Variant::Reference => transpose_conv_reference(&g, &ops, x, plan.weights.data::<f32>()?, o),
         Variant::Optimized => {
             let state = custom_state(ctx)?;
-            run_f32_cached(&g, &ops, x, &plan.weights, o, threads, Some(&state.packed))
+            super::transpose_conv_f32_gemm::run(
+                Some(&state.gemm),
+                &g,
+                x,
+                &plan.weights,
+                Some(&plan.bias),
+                o,
+                (f32::MIN, f32::MAX),
+                threads,
+            )
         }
     };
     r.map_err(custom_err)
