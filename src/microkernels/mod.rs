@@ -15,6 +15,7 @@
 
 pub mod f32_dwconv;
 pub mod f32_gemm;
+pub mod f32_vsigmoid;
 pub mod packed;
 
 use std::sync::OnceLock;
@@ -57,16 +58,25 @@ pub struct Table {
     pub isa: Isa,
     pub f32_gemm: f32_gemm::GemmKernels,
     pub f32_dwconv: f32_dwconv::DwKernels,
+    pub f32_vsigmoid: f32_vsigmoid::SigmoidFn,
 }
 
 impl Table {
     /// The table of `isa`, or `None` when this CPU (or this build's target) lacks it.
     pub fn for_isa(isa: Isa) -> Option<&'static Table> {
-        static SCALAR: Table =
-            Table { isa: Isa::Scalar, f32_gemm: f32_gemm::scalar::KERNELS, f32_dwconv: f32_dwconv::scalar::KERNELS };
+        static SCALAR: Table = Table {
+            isa: Isa::Scalar,
+            f32_gemm: f32_gemm::scalar::KERNELS,
+            f32_dwconv: f32_dwconv::scalar::KERNELS,
+            f32_vsigmoid: f32_vsigmoid::scalar::sigmoid,
+        };
         #[cfg(target_arch = "x86_64")]
-        static AVX2: Table =
-            Table { isa: Isa::Avx2Fma, f32_gemm: f32_gemm::avx2::KERNELS, f32_dwconv: f32_dwconv::avx2::KERNELS };
+        static AVX2: Table = Table {
+            isa: Isa::Avx2Fma,
+            f32_gemm: f32_gemm::avx2::KERNELS,
+            f32_dwconv: f32_dwconv::avx2::KERNELS,
+            f32_vsigmoid: f32_vsigmoid::avx2::sigmoid,
+        };
         if !isa.is_available() {
             return None;
         }

@@ -177,14 +177,16 @@ fn eval(ctx: &OpCtx<'_>, kind: Kind) -> Result<()> {
     check_quant(kind, input.dtype, qi, qo)?;
     match input.dtype {
         TfLiteType::kTfLiteFloat32 => {
-            let f = match kind {
-                Kind::Logistic => logistic_f32,
-                Kind::Tanh => f32::tanh,
-            };
-            for (o, &x) in out.data_mut::<f32>()?.iter_mut().zip(input.data::<f32>()?) {
-                *o = f(x);
+            let (x, o) = (input.data::<f32>()?, out.data_mut::<f32>()?);
+            match kind {
+                Kind::Logistic => crate::microkernels::f32_vsigmoid::sigmoid(crate::microkernels::table(), x, o),
+                Kind::Tanh => {
+                    for (o, &x) in o.iter_mut().zip(x) {
+                        *o = x.tanh();
+                    }
+                    Ok(())
+                }
             }
-            Ok(())
         }
         TfLiteType::kTfLiteUInt8 => {
             let lut = lut_populate_8bit(false, qi.scale, qi.zero_point, qo.scale, qo.zero_point, lut_transform(kind));

@@ -206,3 +206,33 @@ fn timing_probe() {
         println!("{name}: {us:.1} us, {gflops:.1} GFLOP/s");
     }
 }
+
+/// Timing probe for two threads splitting one layer's rows (run by hand).
+#[test]
+#[ignore]
+fn timing_probe_two_threads() {
+    let t = crate::microkernels::table();
+    let hw: usize = std::env::var("HW").ok().and_then(|v| v.parse().ok()).unwrap_or(112);
+    let (c, n) = (16usize, 96usize);
+    let input = vec![0.5f32; hw * hw * c];
+    let packed = pack(&t.f32_gemm, n, 1, c, |_, _, _| 0.1, None).unwrap();
+    let m = hw * hw;
+    let mut o = vec![0f32; m * n];
+    let taps = DenseRows { stride: c };
+    for threads in [1usize, 2, 1, 2] {
+        let mut best = f64::MAX;
+        for _ in 0..100 {
+            let start = std::time::Instant::now();
+            let per = m.div_ceil(threads);
+            std::thread::scope(|s| {
+                for (i, chunk) in o.chunks_mut(per * n).enumerate() {
+                    let (input, packed, taps) = (&input, &packed, &taps);
+                    let rows = i * per..(i * per + chunk.len() / n);
+                    s.spawn(move || igemm(t, packed, input, taps, rows, 0..n, chunk, n, (f32::MIN, f32::MAX)).unwrap());
+                }
+            });
+            best = best.min(start.elapsed().as_secs_f64() * 1e6);
+        }
+        println!("threads {threads}: {best:.1} us");
+    }
+}
