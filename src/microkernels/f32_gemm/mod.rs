@@ -59,18 +59,26 @@ pub struct GemmKernel {
     pub by_rows: &'static [IgemmFn],
 }
 
-/// The GEMM kernels of one instruction set: a wide tile for most layers and a narrow one
-/// for layers with at most `narrow.nr` output channels (which a wide tile would mostly
-/// compute for nothing).
+/// The GEMM kernels of one instruction set: a wide tile for most layers, a narrow one for
+/// layers with at most `narrow.nr` output channels (which a wide tile would mostly compute
+/// for nothing), and `single` (`nr == 1`) for one output channel, where the kernel may
+/// vectorise along K instead.
 pub struct GemmKernels {
     pub wide: GemmKernel,
     pub narrow: GemmKernel,
+    pub single: GemmKernel,
 }
 
 impl GemmKernels {
     /// The tile shape used for `n` output channels.
     pub fn for_outputs(&self, n: usize) -> &GemmKernel {
-        if n <= self.narrow.nr { &self.narrow } else { &self.wide }
+        if n == 1 {
+            &self.single
+        } else if n <= self.narrow.nr {
+            &self.narrow
+        } else {
+            &self.wide
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! Portable float32 GEMM kernels: the oracle of the SIMD ones, and what targets without a
-//! SIMD table run. Wide `MR x NR` = 4 x 8, narrow 4 x 4.
+//! SIMD table run. Wide `MR x NR` = 4 x 8, narrow 4 x 4, single 4 x 1.
 
 use super::{GemmKernel, GemmKernels, IgemmArgs, IgemmFn};
 
@@ -7,7 +7,10 @@ use super::{GemmKernel, GemmKernels, IgemmArgs, IgemmFn};
 pub const KERNELS: GemmKernels = GemmKernels {
     wide: GemmKernel { mr: 4, nr: 8, by_rows: WIDE },
     narrow: GemmKernel { mr: 4, nr: 4, by_rows: NARROW },
+    single: GemmKernel { mr: 4, nr: 1, by_rows: SINGLE },
 };
+
+const SINGLE: &[IgemmFn] = &[igemm::<1, 1>, igemm::<2, 1>, igemm::<3, 1>, igemm::<4, 1>];
 
 const WIDE: &[IgemmFn] = &[igemm::<1, 8>, igemm::<2, 8>, igemm::<3, 8>, igemm::<4, 8>];
 const NARROW: &[IgemmFn] = &[igemm::<1, 4>, igemm::<2, 4>, igemm::<3, 4>, igemm::<4, 4>];
