@@ -9,13 +9,15 @@
 //! (`ComputePaddingHeightWidth`), strides, dilations, grouped convolution (filter input
 //! depth dividing the input depth) and an optional bias; fused activations clamp.
 //!
-//! Two paths with identical results: [`Variant::Reference`] is TFLite's direct loop; the
-//! optimized path repacks the filter to `[kh][kw][ic][oc]` (cached per node for constant
-//! filters) and accumulates tiles of 4 output pixels x 8 channels in the same summation
-//! order as the reference (so float results are bit-identical and integer ones exact),
-//! split over `recommended_num_threads` by output rows. Integer inputs and filters are
-//! widened to `i16` with their zero points applied. Grouped and 16x8 convolutions always
-//! use the reference loop.
+//! Two paths. [`Variant::Reference`] is TFLite's direct loop. The optimized path for
+//! ungrouped float32 convolutions is `conv_f32_gemm` (weights packed once per node for the
+//! GEMM microkernels, indirect convolution, results within float rounding of the
+//! reference); for integer and hybrid convolutions it repacks the filter to
+//! `[kh][kw][ic][oc]` (cached per node for constant filters) and accumulates tiles of 4
+//! output pixels x 8 channels in the same summation order as the reference (integer
+//! results exact), split over `recommended_num_threads` by output rows. Integer inputs and
+//! filters are widened to `i16` with their zero points applied. Grouped and 16x8
+//! convolutions always use the reference loop.
 
 use super::conv_common::{opt_data_cow, Requant, 
     ConvGeom, QuantMul, affine, check_len, checked_product, compute_padding_height_width, dim, legacy_quant_mul,
@@ -929,36 +931,6 @@ fn rows_geom(g: &ConvGeom) -> ConvGeom {
     }
 }
 
-/// Float convolution on a filter packed by [`pack_filter`] (blocks of
-/// [`block_channels`]); bit-identical to [`conv_f32_reference`].
-pub fn conv_f32_optimized(
-    g: &ConvGeom,
-    input: &[f32],
-    packed: &[f32],
-    bias: Option<&[f32]>,
-    out: &mut [f32],
-    act: (f32, f32),
-    threads: usize,
-) -> Result<()> {
-    if let Some(b) = bias {
-        check_len("bias", b.len(), Some(g.out_c))?;
-    }
-    let finish = |acc: &[f32], _b, oc0: usize, out: &mut [f32]| {
-        for (j, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
-            *o = clamp_min_max(a + bias.map_or(0.0, |bb| bb[oc0 + j]), act.0, act.1);
-        }
-    };
-    if use_im2col(g) {
-        let nb = block_channels();
-        let pg = packing_geom(g);
-        let want = g.out_c.div_ceil(nb).checked_mul(nb * pg.in_c);
-        return conv_rows_im2col(g, input, &|x: f32, _b| x, packed.len(), want, out, threads, &|pg, rows, origin, q0, o| {
-            conv_pixels_any(pg, Src { input: rows, origin, packed, q0 }, o, &finish)
-        });
-    }
-    conv_rows(g, input, packed, out, threads, &finish)
-}
-
 /// Widens 8-bit values with an offset into `i16` (`x + offset`, in `[-255, 255]` for
 /// TFLite's zero points).
 pub fn widen<T: QuantInt>(values: &[T], offset: i32) -> Vec<i16> {
@@ -1472,10 +1444,6 @@ mod tests {
         let mut out = [0.0f32; 12];
         conv_f32_reference(&g, &input, &filter, Some(&bias), &mut out, (f32::MIN, f32::MAX)).unwrap();
         assert_eq!(out, want);
-        let packed = pack_filter(&packing_geom(&g), &filter, block_channels(), |v| v).unwrap();
-        let mut out2 = [0.0f32; 12];
-        conv_f32_optimized(&g, &input, &packed, Some(&bias), &mut out2, (f32::MIN, f32::MAX), 1).unwrap();
-        assert_eq!(out2, want);
         // RELU6 clamps.
         conv_f32_reference(&g, &input, &filter, Some(&bias), &mut out, (0.0, 6.0)).unwrap();
         assert_eq!(out, [6.0, 2.0, 5.0, 6.0, 2.0, 5.0, 6.0, 4.0, 3.0, 6.0, 4.0, 3.0]);
@@ -1491,27 +1459,6 @@ mod tests {
             geom(1, 7, 7, 2, 8, 5, 5, 2, 2, 1, kTfLitePaddingSame),
             geom(1, 6, 13, 8, 24, 3, 3, 8, 1, 3, kTfLitePaddingSame),
         ]
-    }
-
-    #[test]
-    fn optimized_float_is_bit_identical() {
-        let mut r = Lcg(7);
-        for g in shapes() {
-            let input: Vec<f32> = (0..g.input_len().unwrap()).map(|_| r.f32()).collect();
-            let filter: Vec<f32> = (0..g.out_c * g.f_h * g.f_w * g.f_c).map(|_| r.f32()).collect();
-            let bias: Vec<f32> = (0..g.out_c).map(|_| r.f32()).collect();
-            let n = g.output_len().unwrap();
-            let (mut a, mut b) = (vec![0.0f32; n], vec![0.0f32; n]);
-            conv_f32_reference(&g, &input, &filter, Some(&bias), &mut a, (-0.5, 1.5)).unwrap();
-            let packed = pack_filter(&packing_geom(&g), &filter, block_channels(), |v| v).unwrap();
-            for threads in [1, 3] {
-                conv_f32_optimized(&g, &input, &packed, Some(&bias), &mut b, (-0.5, 1.5), threads).unwrap();
-                assert_eq!(a, b, "{g:?}");
-            }
-            conv_f32_reference(&g, &input, &filter, None, &mut a, (f32::MIN, f32::MAX)).unwrap();
-            conv_f32_optimized(&g, &input, &packed, None, &mut b, (f32::MIN, f32::MAX), 2).unwrap();
-            assert_eq!(a, b);
-        }
     }
 
     #[test]
@@ -1605,7 +1552,6 @@ mod tests {
         assert!(conv_f32_reference(&g, &[0.0; 9], &[0.0; 3], None, &mut out, (0.0, 1.0)).is_err());
         assert!(conv_f32_reference(&g, &[0.0; 9], &[0.0; 4], Some(&[0.0; 2]), &mut out, (0.0, 1.0)).is_err());
         assert!(conv_f32_reference(&g, &[0.0; 9], &[0.0; 4], None, &mut out[..3], (0.0, 1.0)).is_err());
-        assert!(conv_f32_optimized(&g, &[0.0; 9], &[0.0; 3], None, &mut out, (0.0, 1.0), 1).is_err());
     }
 
     #[test]

@@ -94,9 +94,22 @@ pub fn run(
             std::sync::Arc::new(pack(table(), g, filter.data::<f32>()?, b)?)
         }
     };
+    compute(table(), g, input, &packed, out, act, max_threads)
+}
+
+/// The convolution on weights packed for `table`.
+pub fn compute(
+    t: &Table,
+    g: &ConvGeom,
+    input: &[f32],
+    packed: &PackedGemm,
+    out: &mut [f32],
+    act: (f32, f32),
+    max_threads: usize,
+) -> Result<()> {
     let rows = g.batches * g.out_h * g.out_w;
     let n = g.out_c;
-    if out.len() != rows * n {
+    if out.len() != rows * n || packed.n != n {
         return Err(Error::new(format!("output has {} values, the geometry needs {}", out.len(), rows * n)));
     }
     let work = rows.saturating_mul(n).saturating_mul(packed.ks * packed.kc);
@@ -109,7 +122,6 @@ pub fn run(
         && g.pad_w == 0
         && g.in_h == g.out_h
         && g.in_w == g.out_w;
-    let t = table();
     let conv_rows = ConvRows {
         in_h: g.in_h,
         in_w: g.in_w,
@@ -128,9 +140,92 @@ pub fn run(
     parallel_rows(threads, out, n, &|first, chunk: &mut [f32]| {
         let r = first..first + chunk.len() / n;
         if dense {
-            f32_gemm::igemm(t, &packed, input, &DenseRows { stride: g.in_c }, r, 0..n, chunk, n, act)
+            f32_gemm::igemm(t, packed, input, &DenseRows { stride: g.in_c }, r, 0..n, chunk, n, act)
         } else {
-            f32_gemm::igemm(t, &packed, input, &conv_rows, r, 0..n, chunk, n, act)
+            f32_gemm::igemm(t, packed, input, &conv_rows, r, 0..n, chunk, n, act)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::builtin_op_data::TfLitePadding;
+    use crate::kernels::ops::conv_2d::conv_f32_reference;
+    use crate::kernels::ops::conv_common::compute_padding_height_width;
+    use crate::microkernels::available_tables;
+
+    #[allow(clippy::too_many_arguments)]
+    fn geom(b: usize, h: usize, w: usize, c: usize, oc: usize, fh: usize, fw: usize, s: usize, d: usize, pad: TfLitePadding) -> ConvGeom {
+        let (out_h, out_w, p) = compute_padding_height_width(s, s, d, d, h, w, fh, fw, pad).unwrap();
+        ConvGeom {
+            batches: b,
+            in_h: h,
+            in_w: w,
+            in_c: c,
+            out_h,
+            out_w,
+            out_c: oc,
+            f_h: fh,
+            f_w: fw,
+            f_c: c,
+            stride_h: s,
+            stride_w: s,
+            dil_h: d,
+            dil_w: d,
+            pad_h: p.height,
+            pad_w: p.width,
+        }
+    }
+
+    #[test]
+    fn every_table_matches_the_reference_loop() {
+        use TfLitePadding::*;
+        let shapes = [
+            geom(1, 5, 7, 3, 4, 3, 3, 1, 1, kTfLitePaddingSame),
+            geom(2, 9, 6, 5, 11, 3, 2, 2, 1, kTfLitePaddingSame),
+            geom(1, 8, 8, 4, 9, 3, 3, 1, 2, kTfLitePaddingValid),
+            geom(1, 10, 9, 16, 17, 1, 1, 1, 1, kTfLitePaddingValid),
+            geom(1, 7, 7, 2, 8, 5, 5, 2, 1, kTfLitePaddingSame),
+            geom(1, 6, 13, 8, 24, 3, 3, 1, 3, kTfLitePaddingSame),
+            geom(1, 12, 12, 8, 1, 3, 3, 1, 1, kTfLitePaddingSame),
+            geom(2, 6, 6, 32, 40, 1, 1, 2, 1, kTfLitePaddingValid),
+            geom(1, 4, 4, 20, 3, 3, 3, 1, 1, kTfLitePaddingValid),
+        ];
+        let mut seed = 7u64;
+        let mut val = move || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 33) % 2001) as f32 / 1000.0 - 1.0
+        };
+        for g in shapes {
+            let input: Vec<f32> = (0..g.input_len().unwrap()).map(|_| val()).collect();
+            let filter: Vec<f32> = (0..g.out_c * g.f_h * g.f_w * g.in_c).map(|_| val()).collect();
+            let bias: Vec<f32> = (0..g.out_c).map(|_| val()).collect();
+            let mut want = vec![0f32; g.output_len().unwrap()];
+            conv_f32_reference(&g, &input, &filter, Some(&bias), &mut want, (-0.5, 1.5)).unwrap();
+            for t in available_tables() {
+                let packed = pack(t, &g, &filter, Some(&bias)).unwrap();
+                for threads in [1, 2, 3] {
+                    let mut got = vec![f32::NAN; want.len()];
+                    compute(t, &g, &input, &packed, &mut got, (-0.5, 1.5), threads).unwrap();
+                    for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+                        assert!((a - b).abs() <= 1e-5, "{} {g:?}: element {i}: {a} vs {b}", t.isa.name());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn mismatched_sizes_are_errors() {
+        let g = geom(1, 3, 3, 1, 1, 2, 2, 1, 1, TfLitePadding::kTfLitePaddingValid);
+        let t = table();
+        assert!(pack(t, &g, &[0.0; 3], None).is_err());
+        let packed = pack(t, &g, &[0.0; 4], None).unwrap();
+        let mut out = [0.0f32; 3];
+        assert!(compute(t, &g, &[0.0; 9], &packed, &mut out, (0.0, 1.0), 1).is_err());
+        let mut out = [0.0f32; 4];
+        assert!(compute(t, &g, &[0.0; 8], &packed, &mut out, (0.0, 1.0), 1).is_err());
+        compute(t, &g, &[0.0; 9], &packed, &mut out, (0.0, 1.0), 1).unwrap();
+    }
 }
