@@ -83,6 +83,11 @@ fn report(label: &str, (passed, unsupported, failures): &(usize, BTreeMap<String
 
 #[test]
 fn single_op_suite_matches_tflite() {
+    let isa = tensorflowlite_c::microkernels::table().isa;
+    println!("ops: microkernels {}", isa.name());
+    if std::env::var_os("TFLITE_RS_NO_SIMD").is_some_and(|v| !v.is_empty() && v != "0") {
+        assert_eq!(isa, tensorflowlite_c::microkernels::Isa::Scalar, "TFLITE_RS_NO_SIMD must select the scalar table");
+    }
     let r = run_suite(&corpus().join("ops"));
     report("ops", &r);
     assert!(r.0 > 0, "no single-op case ran");

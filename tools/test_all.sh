@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: what CI runs and what the README's test command runs.
 #  1. cargo test (unit tests, header check, layout, C tests + examples against our
-#     library, corpus goldens, the mutated-model test);
+#     library, corpus goldens, the mutated-model test), then the conformance suites again
+#     with the SIMD microkernel tables switched off (TFLITE_RS_NO_SIMD=1: scalar twins);
 #  2. the same C tests against the real TensorFlow Lite C library (proves the tests);
 #  3. valgrind on the C tests and on examples_c/minimal;
 #  4. the tflitec 0.7.0 crate's own test suite linked against our library, without and
@@ -18,6 +19,8 @@ export TFLITE_CORPUS_DIR="$shared/corpus"
 
 echo "== 1. cargo test (release)"
 cargo test --release 2>&1 | tee /tmp/tflite_cargo_test.log
+echo "== 1b. conformance suites on the scalar microkernels (TFLITE_RS_NO_SIMD=1)"
+TFLITE_RS_NO_SIMD=1 cargo test --release --test ops_conformance --test corpus_golden 2>&1 | tee /tmp/tflite_scalar.log
 cargo build --release --lib
 lib="$here/target/release"
 
