@@ -190,18 +190,32 @@ pub trait RowTaps {
     }
 }
 
-/// Copies a short run (tens of floats) inline, eight at a time: a `memcpy` call per run
-/// would cost more than the copy.
+/// Copies a short run (tens of floats) inline, eight at a time with the last eight (or
+/// four) overlapping: a `memcpy` call per run would cost more than the copy.
 #[inline]
 fn copy_short(dst: &mut [f32], src: &[f32]) {
-    let mut d = dst.chunks_exact_mut(8);
-    let mut s = src.chunks_exact(8);
-    for (d8, s8) in (&mut d).zip(&mut s) {
-        let v: [f32; 8] = s8.try_into().unwrap_or([0.0; 8]);
-        d8.copy_from_slice(&v);
-    }
-    for (x, &y) in d.into_remainder().iter_mut().zip(s.remainder()) {
-        *x = y;
+    let n = dst.len().min(src.len());
+    let (dst, src) = (&mut dst[..n], &src[..n]);
+    if n >= 8 {
+        let mut i = 0;
+        while i + 8 <= n {
+            let v: [f32; 8] = src[i..i + 8].try_into().unwrap_or([0.0; 8]);
+            dst[i..i + 8].copy_from_slice(&v);
+            i += 8;
+        }
+        if i < n {
+            let v: [f32; 8] = src[n - 8..].try_into().unwrap_or([0.0; 8]);
+            dst[n - 8..].copy_from_slice(&v);
+        }
+    } else if n >= 4 {
+        let a: [f32; 4] = src[..4].try_into().unwrap_or([0.0; 4]);
+        let b: [f32; 4] = src[n - 4..].try_into().unwrap_or([0.0; 4]);
+        dst[..4].copy_from_slice(&a);
+        dst[n - 4..].copy_from_slice(&b);
+    } else {
+        for k in 0..n {
+            dst[k] = src[k];
+        }
     }
 }
 
@@ -303,22 +317,34 @@ impl RowTaps for ConvRows {
             return Ok(());
         }
         let line_len = self.f_w * kc;
+        let row_len = self.f_h * line_len;
+        let count = rows.len();
+        if dst.len() < count * row_len {
+            return Err(Error::new(format!("GEMM gather of {count} rows into {} values", dst.len())));
+        }
         let r = rows.start;
         let (mut ox, mut oy, mut b) = (r % self.out_w, (r / self.out_w) % self.out_h, r / (self.out_w * self.out_h));
-        for (i, row) in dst.chunks_exact_mut(self.f_h * line_len).take(rows.len()).enumerate() {
+        let (f_w, in_w, in_h) = (self.f_w as isize, self.in_w as isize, self.in_h as isize);
+        for i in 0..count {
+            let row = &mut dst[i * row_len..(i + 1) * row_len];
             let y0 = (oy * self.stride_h) as isize - self.pad_h as isize;
             let x0 = (ox * self.stride_w) as isize - self.pad_w as isize;
             // Filter columns inside the image: kx in lo..hi.
-            let lo = (-x0).clamp(0, self.f_w as isize) as usize;
-            let hi = (self.in_w as isize - x0).clamp(lo as isize, self.f_w as isize) as usize;
-            for (ky, line) in row.chunks_exact_mut(line_len).enumerate() {
+            let lo = (-x0).clamp(0, f_w) as usize;
+            let hi = (in_w - x0).clamp(lo as isize, f_w) as usize;
+            let image_row0 = b * self.in_h;
+            for ky in 0..self.f_h {
+                let line = &mut row[ky * line_len..(ky + 1) * line_len];
                 let iy = y0 + (ky * self.dil_h) as isize;
-                if iy < 0 || iy as usize >= self.in_h || lo == hi {
+                if iy < 0 || iy >= in_h || lo == hi {
                     line.fill(0.0);
                     continue;
                 }
-                let start = ((b * self.in_h + iy as usize) * self.in_w + (x0 + lo as isize) as usize) * kc;
-                let src = input.get(start..start + (hi - lo) * kc).ok_or_else(|| past_input(r + i, ky * self.f_w, input.len()))?;
+                let start = ((image_row0 + iy as usize) * self.in_w + (x0 + lo as isize) as usize) * kc;
+                let len = (hi - lo) * kc;
+                let Some(src) = input.get(start..start + len) else {
+                    return Err(past_input(r + i, ky * self.f_w, input.len()));
+                };
                 if lo > 0 {
                     line[..lo * kc].fill(0.0);
                 }
