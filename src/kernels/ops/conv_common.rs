@@ -931,6 +931,8 @@ pub struct PackCache<T> {
 pub struct NodeState {
     pub f32s: Mutex<PackCache<f32>>,
     pub i16s: Mutex<PackCache<i16>>,
+    /// Float depthwise filter and bias packed for the depthwise microkernels.
+    pub dwconv: super::depthwise_conv_2d::DwCache,
 }
 
 /// `init` for kernels using [`NodeState`].
