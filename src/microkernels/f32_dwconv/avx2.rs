@@ -57,9 +57,8 @@ fn clamp_to(acc: __m256, lo: __m256, hi: __m256) -> __m256 {
     _mm256_min_ps(hi, _mm256_max_ps(lo, acc))
 }
 
-/// The kernel for `T` taps (`T == 0`: any count, given by `taps`). Vector `v` of a block
-/// (`v` in `0..V`, lanes `8v..8v+8`) reads its input at channel offset `c + 8v` through
-/// `load(v, pointer)`, which is a full or masked load as the block needs.
+/// The kernel for `T` taps (`T == 0`: any count, given by `taps`): pixels two at a time
+/// (each weight vector loaded once for both), then a last single pixel.
 ///
 /// # Safety
 /// See [`super::DwRowKernel`]; the CPU has AVX2 and FMA.
@@ -74,42 +73,93 @@ unsafe fn rows<const T: usize>(
     clamp: (f32, f32),
 ) {
     let taps = if T == 0 { taps } else { T };
-    let (lo, hi) = (_mm256_set1_ps(clamp.0), _mm256_set1_ps(clamp.1));
-    let full_end = channels / TILE * TILE;
-    let rem = channels - full_end;
-    // The tail's last vector holds `rem` or `rem - 8` channels.
-    let tail_mask = lane_mask(if rem > LANES { rem - LANES } else { rem });
-    let full = _mm256_set1_epi32(-1);
-    let ind = ind.as_ptr();
-    let w0 = weights.as_ptr();
+    let k = Step {
+        channels,
+        taps,
+        weights: weights.as_ptr(),
+        lo: _mm256_set1_ps(clamp.0),
+        hi: _mm256_set1_ps(clamp.1),
+        // The tail's last vector holds `rem` or `rem - 8` channels.
+        tail_mask: {
+            let rem = channels % TILE;
+            lane_mask(if rem > LANES { rem - LANES } else { rem })
+        },
+    };
     let pixels = out.len() / channels;
-    for p in 0..pixels {
-        // SAFETY (whole loop body): the contract gives `taps` tap pointers per pixel, so
-        // `ind + p * taps + t` is in `ind`; each tap pointer reads `channels` values, and
-        // the loads below cover channels `c..c + 16` with `c + 16 <= full_end <= channels`,
-        // or in the tail `full_end..channels` (full vector only where 8 channels remain,
-        // masked lanes are not read); the weights hold `packed_len` values: `full_end / 16`
-        // blocks of `16 * (taps + 1)`, then one of `width * (taps + 1)` for the tail;
-        // `out + p * channels` is followed by `channels` values of pixel `p`.
+    let (ind, o) = (ind.as_ptr(), out.as_mut_ptr());
+    let mut p = 0;
+    // SAFETY (both calls): the contract gives `taps` tap pointers per pixel and
+    // `channels` outputs per pixel, so pixels `p..p + 2` (`p + 1`) of `ind` and `out`
+    // exist; the rest of `Step::pixels`' contract is the kernel's.
+    while p + 2 <= pixels {
+        unsafe { k.pixels::<T, 2>(ind.add(p * taps), o.add(p * channels)) };
+        p += 2;
+    }
+    if p < pixels {
+        unsafe { k.pixels::<T, 1>(ind.add(p * taps), o.add(p * channels)) };
+    }
+}
+
+/// What a kernel call keeps fixed over its pixels.
+struct Step {
+    channels: usize,
+    taps: usize,
+    weights: *const f32,
+    lo: __m256,
+    hi: __m256,
+    tail_mask: __m256i,
+}
+
+impl Step {
+    /// Computes `PX` consecutive pixels over all channels: tap pointers from `px`
+    /// (`taps` per pixel), outputs from `o` (`channels` per pixel).
+    ///
+    /// # Safety
+    /// `px` holds `PX * taps` pointers, each readable for `channels` values; `o` is
+    /// writable for `PX * channels` values; `weights` holds the packing of `channels` and
+    /// `taps` for [`KERNELS`]; the CPU has AVX2 and FMA.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn pixels<const T: usize, const PX: usize>(&self, px: *const *const f32, o: *mut f32) {
+        // A constant tap count lets the compiler unroll the tap loops.
+        let (channels, taps) = (self.channels, if T == 0 { self.taps } else { T });
+        let full_end = channels / TILE * TILE;
+        let rem = channels - full_end;
+        let full = _mm256_set1_epi32(-1);
+        let store = |o: *mut f32, acc: __m256| {
+            // SAFETY: callers pass output positions of whole vectors inside the pixels.
+            unsafe { _mm256_storeu_ps(o, clamp_to(acc, self.lo, self.hi)) }
+        };
+        // SAFETY (whole body): the loads cover channels `c..c + 16` with
+        // `c + 16 <= full_end <= channels`, or in the tail `full_end..channels` (a full
+        // vector only where 8 channels remain, masked lanes are not read); the weights are
+        // `full_end / 16` blocks of `16 * (taps + 1)`, then one of `width * (taps + 1)`;
+        // output pixel `q` is `channels` values from `o + q * channels`.
         unsafe {
-            let px = ind.add(p * taps);
-            let o = out.as_mut_ptr().add(p * channels);
-            let mut w = w0;
+            let mut w = self.weights;
             let mut c = 0;
             while c < full_end {
-                let (a0, a1) = block2::<false>(px, taps, c, w, full);
-                _mm256_storeu_ps(o.add(c), clamp_to(a0, lo, hi));
-                _mm256_storeu_ps(o.add(c + LANES), clamp_to(a1, lo, hi));
+                let acc = block2::<false, T, PX>(px, taps, c, w, full);
+                for (q, (a0, a1)) in acc.into_iter().enumerate() {
+                    let oq = o.add(q * channels + c);
+                    store(oq, a0);
+                    store(oq.add(LANES), a1);
+                }
                 w = w.add(TILE * (taps + 1));
                 c += TILE;
             }
             if rem > LANES {
-                let (a0, a1) = block2::<true>(px, taps, c, w, tail_mask);
-                _mm256_storeu_ps(o.add(c), clamp_to(a0, lo, hi));
-                _mm256_maskstore_ps(o.add(c + LANES), tail_mask, clamp_to(a1, lo, hi));
+                let acc = block2::<true, T, PX>(px, taps, c, w, self.tail_mask);
+                for (q, (a0, a1)) in acc.into_iter().enumerate() {
+                    let oq = o.add(q * channels + c);
+                    store(oq, a0);
+                    _mm256_maskstore_ps(oq.add(LANES), self.tail_mask, clamp_to(a1, self.lo, self.hi));
+                }
             } else if rem > 0 {
-                let a = block1(px, taps, c, w, tail_mask);
-                _mm256_maskstore_ps(o.add(c), tail_mask, clamp_to(a, lo, hi));
+                let acc = block1::<T, PX>(px, taps, c, w, self.tail_mask);
+                for (q, a) in acc.into_iter().enumerate() {
+                    _mm256_maskstore_ps(o.add(q * channels + c), self.tail_mask, clamp_to(a, self.lo, self.hi));
+                }
             }
         }
     }
@@ -127,78 +177,93 @@ unsafe fn load_hi<const MASKED: bool>(p: *const f32, mask: __m256i) -> __m256 {
     unsafe { if MASKED { _mm256_maskload_ps(p, mask) } else { _mm256_loadu_ps(p) } }
 }
 
-/// Sums one pixel's 16-channel block at channel `c` (weights `w`, width 16): lanes 0..8
-/// loaded in full, lanes 8..16 in full or, if `MASKED`, under `mask2`. Returns the two
-/// unclamped vectors.
+/// Sums the 16-channel block at channel `c` (weights `w`, width 16) of `PX` pixels (tap
+/// pointers `px`, `taps` per pixel, or `T` if not 0): lanes 0..8 loaded in full, lanes 8..16 in full or, if
+/// `MASKED`, under `mask2`. Returns each pixel's two unclamped vectors.
 ///
 /// # Safety
-/// `px` holds `taps` pointers each readable at channels `c..c + 8` and at `c + 8..c + 16`
-/// (the lanes of `mask2` if `MASKED`); `w` holds `16 * (taps + 1)` values; the CPU has
-/// AVX2 and FMA.
+/// `px` holds `PX * taps` pointers each readable at channels `c..c + 8` and at
+/// `c + 8..c + 16` (the lanes of `mask2` if `MASKED`); `w` holds `16 * (taps + 1)` values;
+/// the CPU has AVX2 and FMA.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn block2<const MASKED: bool>(
+unsafe fn block2<const MASKED: bool, const T: usize, const PX: usize>(
     px: *const *const f32,
     taps: usize,
     c: usize,
     w: *const f32,
     mask2: __m256i,
-) -> (__m256, __m256) {
-    // SAFETY: the function's contract; every offset below stays inside the `w` block
-    // (`16 * (t + 2) <= 16 * taps` in the paired loop, `16 * (taps + 1)` in all).
+) -> [(__m256, __m256); PX] {
+    let taps = if T == 0 { taps } else { T };
+    // SAFETY: the function's contract; every weight offset stays inside the `w` block
+    // (`16 * (t + 3) <= 16 * (taps + 1)` in the paired loop).
     unsafe {
-        let mut a0 = _mm256_loadu_ps(w);
-        let mut a1 = _mm256_loadu_ps(w.add(LANES));
-        let mut b0 = _mm256_setzero_ps();
-        let mut b1 = _mm256_setzero_ps();
+        let mut a0 = [_mm256_loadu_ps(w); PX];
+        let mut a1 = [_mm256_loadu_ps(w.add(LANES)); PX];
+        let mut b0 = [_mm256_setzero_ps(); PX];
+        let mut b1 = [_mm256_setzero_ps(); PX];
         let mut wt = w.add(TILE);
         let mut t = 0;
         while t + 2 <= taps {
-            let x = (*px.add(t)).add(c);
-            let y = (*px.add(t + 1)).add(c);
-            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(wt), a0);
-            a1 = _mm256_fmadd_ps(load_hi::<MASKED>(x.add(LANES), mask2), _mm256_loadu_ps(wt.add(LANES)), a1);
-            b0 = _mm256_fmadd_ps(_mm256_loadu_ps(y), _mm256_loadu_ps(wt.add(TILE)), b0);
-            b1 = _mm256_fmadd_ps(load_hi::<MASKED>(y.add(LANES), mask2), _mm256_loadu_ps(wt.add(TILE + LANES)), b1);
+            let (w00, w01) = (_mm256_loadu_ps(wt), _mm256_loadu_ps(wt.add(LANES)));
+            let (w10, w11) = (_mm256_loadu_ps(wt.add(TILE)), _mm256_loadu_ps(wt.add(TILE + LANES)));
+            for q in 0..PX {
+                let x = (*px.add(q * taps + t)).add(c);
+                let y = (*px.add(q * taps + t + 1)).add(c);
+                a0[q] = _mm256_fmadd_ps(_mm256_loadu_ps(x), w00, a0[q]);
+                a1[q] = _mm256_fmadd_ps(load_hi::<MASKED>(x.add(LANES), mask2), w01, a1[q]);
+                b0[q] = _mm256_fmadd_ps(_mm256_loadu_ps(y), w10, b0[q]);
+                b1[q] = _mm256_fmadd_ps(load_hi::<MASKED>(y.add(LANES), mask2), w11, b1[q]);
+            }
             wt = wt.add(2 * TILE);
             t += 2;
         }
         if t < taps {
-            let x = (*px.add(t)).add(c);
-            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(wt), a0);
-            a1 = _mm256_fmadd_ps(load_hi::<MASKED>(x.add(LANES), mask2), _mm256_loadu_ps(wt.add(LANES)), a1);
+            let (w00, w01) = (_mm256_loadu_ps(wt), _mm256_loadu_ps(wt.add(LANES)));
+            for q in 0..PX {
+                let x = (*px.add(q * taps + t)).add(c);
+                a0[q] = _mm256_fmadd_ps(_mm256_loadu_ps(x), w00, a0[q]);
+                a1[q] = _mm256_fmadd_ps(load_hi::<MASKED>(x.add(LANES), mask2), w01, a1[q]);
+            }
         }
-        (_mm256_add_ps(a0, b0), _mm256_add_ps(a1, b1))
+        core::array::from_fn(|q| (_mm256_add_ps(a0[q], b0[q]), _mm256_add_ps(a1[q], b1[q])))
     }
 }
 
-/// Sums one pixel's 8-channel tail block at channel `c` (weights `w`, width 8), input
-/// lanes under `mask`.
+/// Sums the 8-channel tail block at channel `c` (weights `w`, width 8) of `PX` pixels,
+/// input lanes under `mask`.
 ///
 /// # Safety
-/// `px` holds `taps` pointers each readable at the lanes of `mask` from channel `c`; `w`
-/// holds `8 * (taps + 1)` values; the CPU has AVX2 and FMA.
+/// `px` holds `PX * taps` pointers each readable at the lanes of `mask` from channel `c`;
+/// `w` holds `8 * (taps + 1)` values; the CPU has AVX2 and FMA.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn block1(px: *const *const f32, taps: usize, c: usize, w: *const f32, mask: __m256i) -> __m256 {
-    // SAFETY: the function's contract; offsets stay inside the `w` block.
+unsafe fn block1<const T: usize, const PX: usize>(px: *const *const f32, taps: usize, c: usize, w: *const f32, mask: __m256i) -> [__m256; PX] {
+    let taps = if T == 0 { taps } else { T };
+    // SAFETY: the function's contract; weight offsets stay inside the `w` block.
     unsafe {
-        let mut a = _mm256_loadu_ps(w);
-        let mut b = _mm256_setzero_ps();
+        let mut a = [_mm256_loadu_ps(w); PX];
+        let mut b = [_mm256_setzero_ps(); PX];
         let mut wt = w.add(LANES);
         let mut t = 0;
         while t + 2 <= taps {
-            let x = (*px.add(t)).add(c);
-            let y = (*px.add(t + 1)).add(c);
-            a = _mm256_fmadd_ps(_mm256_maskload_ps(x, mask), _mm256_loadu_ps(wt), a);
-            b = _mm256_fmadd_ps(_mm256_maskload_ps(y, mask), _mm256_loadu_ps(wt.add(LANES)), b);
+            let (w0, w1) = (_mm256_loadu_ps(wt), _mm256_loadu_ps(wt.add(LANES)));
+            for q in 0..PX {
+                let x = (*px.add(q * taps + t)).add(c);
+                let y = (*px.add(q * taps + t + 1)).add(c);
+                a[q] = _mm256_fmadd_ps(_mm256_maskload_ps(x, mask), w0, a[q]);
+                b[q] = _mm256_fmadd_ps(_mm256_maskload_ps(y, mask), w1, b[q]);
+            }
             wt = wt.add(2 * LANES);
             t += 2;
         }
         if t < taps {
-            let x = (*px.add(t)).add(c);
-            a = _mm256_fmadd_ps(_mm256_maskload_ps(x, mask), _mm256_loadu_ps(wt), a);
+            let w0 = _mm256_loadu_ps(wt);
+            for q in 0..PX {
+                let x = (*px.add(q * taps + t)).add(c);
+                a[q] = _mm256_fmadd_ps(_mm256_maskload_ps(x, mask), w0, a[q]);
+            }
         }
-        _mm256_add_ps(a, b)
+        core::array::from_fn(|q| _mm256_add_ps(a[q], b[q]))
     }
 }

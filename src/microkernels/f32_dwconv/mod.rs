@@ -219,7 +219,7 @@ impl DwGeom {
 
 /// Output pixels per kernel call: bounds the tap pointer buffer (at most this many pixels
 /// times the taps) so it stays in L1 next to the input rows it points into.
-const PIXELS_PER_CALL: usize = 16;
+const PIXELS_PER_CALL: usize = 64;
 
 /// Computes output rows `first_row..first_row + output.len() / g.row_len()` (rows over all
 /// batches, `batches * out_h` in all) of the depthwise convolution of `input` (NHWC, the
@@ -255,11 +255,13 @@ pub fn run_rows(
     }
     let kernel = kernels.kernel(taps);
     let zeros = vec![0.0f32; c];
+    let zero = zeros.as_ptr();
     let batch_len = g.in_h * g.in_w * c;
     let in_row_len = g.in_w * c;
     // The input row each filter row reads for the current output row (`None`: padding).
     let mut tap_rows: Vec<Option<&[f32]>> = vec![None; g.k_h];
-    let mut indirection: Vec<*const f32> = Vec::with_capacity(PIXELS_PER_CALL.min(g.out_w) * taps);
+    let row_of_nothing: [f32; 0] = [];
+    let mut indirection: Vec<*const f32> = vec![zero; PIXELS_PER_CALL.min(g.out_w) * taps];
     for (i, out_row) in output.chunks_exact_mut(row_len).enumerate() {
         let r = first_row + i;
         let (b, oy) = (r / g.out_h, r % g.out_h);
@@ -269,28 +271,42 @@ pub fn run_rows(
             *slot = iy.filter(|&y| y < g.in_h).map(|y| &image[y * in_row_len..(y + 1) * in_row_len]);
         }
         for (run, out_px) in out_row.chunks_mut(PIXELS_PER_CALL * c).enumerate() {
-            indirection.clear();
+            let pixels = out_px.len() / c;
+            let ind = &mut indirection[..pixels * taps];
             let ox0 = run * PIXELS_PER_CALL;
-            for ox in ox0..ox0 + out_px.len() / c {
-                for row in &tap_rows {
-                    for kx in 0..g.k_w {
-                        let ix = (ox * g.stride_w + kx * g.dil_w).checked_sub(g.pad_left);
-                        let x = match (row, ix) {
-                            (Some(row), Some(ix)) => row.get(ix * c..(ix + 1) * c),
-                            _ => None,
-                        };
-                        indirection.push(x.unwrap_or(&zeros).as_ptr());
+            for (ky, row) in tap_rows.iter().enumerate() {
+                for kx in 0..g.k_w {
+                    let t = ky * g.k_w + kx;
+                    // Pixel `p` of the run reads input column
+                    // `start + p * stride_w - pad_left`: zeros for the first `left` pixels,
+                    // then up to `inside` columns of the row, then zeros again.
+                    let start = ox0 * g.stride_w + kx * g.dil_w;
+                    let left = g.pad_left.saturating_sub(start).div_ceil(g.stride_w).min(pixels);
+                    let first_ix = start + left * g.stride_w - g.pad_left;
+                    let (inside, columns) = match row {
+                        Some(row) if first_ix < g.in_w => ((g.in_w - 1 - first_ix) / g.stride_w + 1, &row[first_ix * c..]),
+                        _ => (0, &row_of_nothing[..]),
+                    };
+                    let mut slots = ind.chunks_exact_mut(taps);
+                    slots.by_ref().take(left).for_each(|px| px[t] = zero);
+                    // Columns first: `zip` polls its first iterator first, so no slot is
+                    // taken (and left unwritten) when the columns run out.
+                    for (x, px) in columns.chunks(g.stride_w * c).take(inside).zip(slots.by_ref()) {
+                        // A column shorter than `c` cannot happen (`inside` counts whole
+                        // columns); reading zeros keeps the pointer valid regardless.
+                        px[t] = x.get(..c).map_or(zero, |x| x.as_ptr());
                     }
+                    slots.for_each(|px| px[t] = zero);
                 }
             }
             // SAFETY: the CPU has the kernels' instruction set (checked above); `c > 0`
-            // (checked by `g.check`); `out_px` holds whole pixels of `c`
-            // values and `indirection` has `taps` pointers per pixel; `kernel` was chosen
-            // for `taps`; each pointer is the start of a `c`-long slice of `input` or of
-            // `zeros`, both borrowed immutably for the whole call, so they are readable
-            // and nothing writes them (`out_px` is a distinct `&mut`); `packed` has
-            // exactly `packed_len(kernels, c, taps)` values (checked above).
-            unsafe { kernel(c, taps, &indirection, packed, out_px, clamp) };
+            // (checked by `g.check`); `out_px` holds whole pixels of `c` values and `ind`
+            // has `taps` pointers per pixel; `kernel` was chosen for `taps`; each pointer
+            // is the start of a `c`-long chunk of `input` or of `zeros`, both borrowed
+            // immutably for the whole call, so they are readable and nothing writes them
+            // (`out_px` is a distinct `&mut`); `packed` has exactly
+            // `packed_len(kernels, c, taps)` values (checked above).
+            unsafe { kernel(c, taps, ind, packed, out_px, clamp) };
         }
     }
     Ok(())
