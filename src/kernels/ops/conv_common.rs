@@ -935,6 +935,8 @@ pub struct NodeState {
     pub gemm: super::conv_f32_gemm::GemmCache,
     /// Float transposed-convolution phases packed for the GEMM microkernels.
     pub transpose: super::transpose_conv_f32_gemm::TransposeGemmCache,
+    /// Float depthwise filter and bias packed for the depthwise microkernels.
+    pub dwconv: super::depthwise_conv_2d::DwCache,
 }
 
 /// `init` for kernels using [`NodeState`].

@@ -22,6 +22,7 @@ use super::conv_common::{opt_data_cow, Requant,
     ConvGeom, QuantMul, affine, check_len, checked_product, compute_padding_height_width, dim, legacy_quant_mul,
     parallel_rows, per_channel_multipliers, positive_param, recommended_threads, threads_for,
 };
+use super::conv_common::{NodeState, node_state, with_node_state};
 use crate::abi::builtin_op_data::{TfLiteDepthwiseConvParams, TfLiteFusedActivation};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
@@ -29,12 +30,21 @@ use crate::error::{Error, Result};
 use crate::kernels::activation::{activation_range_f32, activation_range_quantized, clamp_min_max};
 use crate::kernels::api::{OpCtx, TensorView, TensorViewMut};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64};
+use crate::microkernels::f32_dwconv::{self, DwGeom};
+use crate::microkernels::packed::Packed;
+use crate::microkernels::table;
+use parking_lot::Mutex;
+use std::sync::Arc;
 
 const OP: &str = "DEPTHWISE_CONV_2D";
 
 /// The DEPTHWISE_CONV_2D registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinDepthwiseConv2d, prepare = prepare, eval = eval)
+    with_node_state(crate::kernel_registration!(
+        TfLiteBuiltinOperator::kTfLiteBuiltinDepthwiseConv2d,
+        prepare = prepare,
+        eval = eval
+    ))
 }
 
 /// Which implementation computes a depthwise convolution.
@@ -364,6 +374,115 @@ pub fn dw_f32_optimized(
     })
 }
 
+/// The microkernels' geometry of a depthwise convolution with depth multiplier 1.
+fn dw_geom(g: &ConvGeom) -> Result<DwGeom> {
+    if g.in_c != g.out_c {
+        return Err(Error::new(format!("the depthwise microkernels need depth multiplier 1, not {} to {} channels", g.in_c, g.out_c)));
+    }
+    Ok(DwGeom {
+        batches: g.batches,
+        in_h: g.in_h,
+        in_w: g.in_w,
+        channels: g.in_c,
+        out_h: g.out_h,
+        out_w: g.out_w,
+        k_h: g.f_h,
+        k_w: g.f_w,
+        stride_h: g.stride_h,
+        stride_w: g.stride_w,
+        dil_h: g.dil_h,
+        dil_w: g.dil_w,
+        pad_top: g.pad_h,
+        pad_left: g.pad_w,
+    })
+}
+
+/// Packs a float filter `[1, f_h, f_w, channels]` and bias for the depthwise
+/// microkernels of this CPU (depth multiplier 1).
+pub fn pack_f32(g: &ConvGeom, filter: &[f32], bias: Option<&[f32]>) -> Result<Packed<f32>> {
+    let dg = dw_geom(g)?;
+    let (c, taps) = (dg.channels, dg.taps());
+    check_len("filter", filter.len(), taps.checked_mul(c))?;
+    f32_dwconv::pack(&table().f32_dwconv, c, taps, |t, ch| filter[t * c + ch], bias)
+}
+
+/// Float depthwise convolution with depth multiplier 1 on the microkernels, `packed` made
+/// by [`pack_f32`]; output rows split across `threads`. Sums in a different order than
+/// [`dw_f32_reference`] (bias first, two partial sums, fused multiply-adds where the CPU
+/// has them), so results agree up to float rounding.
+pub fn dw_f32_microkernel(
+    g: &ConvGeom,
+    input: &[f32],
+    packed: &[f32],
+    out: &mut [f32],
+    act: (f32, f32),
+    threads: usize,
+) -> Result<()> {
+    let dg = dw_geom(g)?;
+    check_len("input", input.len(), g.input_len())?;
+    check_len("output", out.len(), g.output_len())?;
+    let kernels = &table().f32_dwconv;
+    let work = out.len().saturating_mul(dg.taps());
+    let threads = threads_for(threads, work, dg.rows());
+    parallel_rows(threads, out, dg.row_len(), &|first, chunk: &mut [f32]| {
+        f32_dwconv::run_rows(kernels, &dg, input, packed, first, chunk, act)
+    })
+}
+
+/// A node's float filter and bias packed for the depthwise microkernels, with what they
+/// were packed from.
+#[derive(Default)]
+pub struct DwCache {
+    slot: Mutex<Option<(PackKey, Arc<Packed<f32>>)>>,
+}
+
+/// Identifies the constant data a packing was made from: filter and bias location and
+/// size, channels and taps.
+type PackKey = (usize, usize, usize, usize, usize, usize);
+
+/// True if filter and bias are model constants (their packing can be kept, and made at
+/// Prepare).
+fn constant_weights(plan: &Plan<'_>) -> bool {
+    plan.filter.is_constant() && plan.bias.as_ref().is_none_or(|b| b.is_constant())
+}
+
+/// Packs the plan's float filter and bias.
+fn pack_plan(plan: &Plan<'_>) -> Result<Packed<f32>> {
+    let bias = opt_data_cow::<f32>(plan.bias.as_ref())?;
+    pack_f32(&plan.geom, plan.filter.data::<f32>()?, bias.as_deref())
+}
+
+/// The plan's packed float weights: from the node's cache when they are constants
+/// (packed on first use, normally at Prepare), otherwise packed for this call.
+fn packed_f32(state: Option<&NodeState>, plan: &Plan<'_>) -> Result<Arc<Packed<f32>>> {
+    let Some(state) = state.filter(|_| constant_weights(plan)) else {
+        return Ok(Arc::new(pack_plan(plan)?));
+    };
+    let f = plan.filter.raw()?;
+    let (b_ptr, b_len) = match &plan.bias {
+        Some(b) => {
+            let raw = b.raw()?;
+            (raw.as_ptr() as usize, raw.len())
+        }
+        None => (0, 0),
+    };
+    let key = (f.as_ptr() as usize, f.len(), b_ptr, b_len, plan.geom.out_c, plan.geom.f_h * plan.geom.f_w);
+    let mut slot = state.dwconv.slot.lock();
+    if let Some((have, p)) = slot.as_ref() {
+        if *have == key {
+            return Ok(p.clone());
+        }
+    }
+    let p = Arc::new(pack_plan(plan)?);
+    *slot = Some((key, p.clone()));
+    Ok(p)
+}
+
+/// True when the plan's float convolution runs on the depthwise microkernels.
+fn uses_microkernels(plan: &Plan<'_>) -> bool {
+    matches!(plan.kind, Kind::F32 { .. }) && plan.geom.in_c == plan.geom.out_c
+}
+
 /// 8-bit depthwise convolution on the operands `x + input_offset` (widened while the
 /// input is read) and `w + filter_offset` (`filter_wide`, as `i16`); identical to
 /// [`dw_q8_reference`].
@@ -659,6 +778,12 @@ fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
         _ => Vec::new(),
     };
     ctx.request_temporaries(&temps)?;
+    // Constant float weights are packed here, so the first Invoke does not pay for it.
+    if uses_microkernels(&plan) && constant_weights(&plan) {
+        if let Some(state) = node_state(ctx) {
+            packed_f32(Some(state), &plan).map_err(err)?;
+        }
+    }
     ctx.resize_output(0, &plan.geom.output_shape(OP)?).map_err(err)
 }
 
@@ -678,7 +803,7 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
         }
         _ => None,
     };
-    run(&plan, &mut out, recommended_threads(ctx), Variant::Optimized, scratch).map_err(err)
+    run(&plan, &mut out, recommended_threads(ctx), Variant::Optimized, scratch, node_state(ctx)).map_err(err)
 }
 
 fn run(
@@ -687,9 +812,14 @@ fn run(
     threads: usize,
     variant: Variant,
     scratch: Option<HybridBuffers<'_>>,
+    state: Option<&NodeState>,
 ) -> Result<()> {
     let g = &plan.geom;
     match &plan.kind {
+        Kind::F32 { act } if variant == Variant::Optimized && uses_microkernels(plan) => {
+            let packed = packed_f32(state, plan)?;
+            dw_f32_microkernel(g, plan.input.data::<f32>()?, &packed, out.data_mut::<f32>()?, *act, threads)
+        }
         Kind::F32 { act } => {
             let (input, filter) = (plan.input.data::<f32>()?, plan.filter.data::<f32>()?);
             let bias_c = opt_data_cow::<f32>(plan.bias.as_ref())?;
@@ -873,6 +1003,66 @@ mod tests {
         }
     }
 
+    /// The microkernel path against the reference loop, within `1e-5` of each output's
+    /// magnitude (the reference run on absolute values, unclamped).
+    #[test]
+    fn microkernel_matches_reference() {
+        use TfLitePadding::*;
+        let mut r = Lcg(9);
+        let mut cases = 0;
+        for c in [1usize, 3, 7, 8, 9, 15, 16, 17, 24, 33, 144] {
+            for (fh, fw) in [(3, 3), (5, 5), (3, 5), (1, 1), (7, 7)] {
+                for (s, d, pad) in [(1, 1, kTfLitePaddingSame), (2, 1, kTfLitePaddingValid), (2, 2, kTfLitePaddingSame), (1, 2, kTfLitePaddingValid)] {
+                    let b = 1 + (r.next() % 2) as usize;
+                    let (h, w) = (7 + (r.next() % 6) as usize, 7 + (r.next() % 7) as usize);
+                    if compute_padding_height_width(s, s, d, d, h, w, fh, fw, pad).is_err() {
+                        continue;
+                    }
+                    let g = geom(b, h, w, c, 1, fh, fw, s, d, pad);
+                    if g.out_h == 0 || g.out_w == 0 {
+                        continue;
+                    }
+                    let act = [(f32::MIN, f32::MAX), (0.0, 6.0), (-0.25, 0.25)][(r.next() % 3) as usize];
+                    let input: Vec<f32> = (0..g.input_len().unwrap()).map(|_| r.f32()).collect();
+                    let filter: Vec<f32> = (0..fh * fw * c).map(|_| r.f32()).collect();
+                    let bias: Vec<f32> = (0..c).map(|_| r.f32()).collect();
+                    let n = g.output_len().unwrap();
+                    let (mut want, mut got, mut mag) = (vec![0.0f32; n], vec![0.0f32; n], vec![0.0f32; n]);
+                    dw_f32_reference(&g, &input, &filter, Some(&bias), &mut want, act).unwrap();
+                    let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<f32>>();
+                    dw_f32_reference(&g, &abs(&input), &abs(&filter), Some(&abs(&bias)), &mut mag, (f32::MIN, f32::MAX)).unwrap();
+                    let packed = pack_f32(&g, &filter, Some(&bias)).unwrap();
+                    dw_f32_microkernel(&g, &input, &packed, &mut got, act, 1 + (r.next() % 3) as usize).unwrap();
+                    for i in 0..n {
+                        let tol = 1e-5 * mag[i].max(1e-3);
+                        assert!((got[i] - want[i]).abs() <= tol, "{g:?} output {i}: {} vs {}", got[i], want[i]);
+                    }
+                    cases += 1;
+                }
+            }
+        }
+        assert!(cases > 150, "{cases} cases");
+    }
+
+    #[test]
+    fn microkernel_rejects_bad_arguments() {
+        let g = geom(1, 5, 5, 4, 1, 3, 3, 1, 1, TfLitePadding::kTfLitePaddingSame);
+        let filter = vec![0.5f32; 36];
+        let packed = pack_f32(&g, &filter, None).unwrap();
+        let (input, mut out) = (vec![1.0f32; 100], vec![0.0f32; 100]);
+        assert!(pack_f32(&g, &filter[1..], None).is_err());
+        assert!(pack_f32(&g, &filter, Some(&[0.0; 3])).is_err());
+        assert!(dw_f32_microkernel(&g, &input[1..], &packed, &mut out, (0.0, 6.0), 1).is_err());
+        assert!(dw_f32_microkernel(&g, &input, &packed, &mut out[1..], (0.0, 6.0), 1).is_err());
+        assert!(dw_f32_microkernel(&g, &input, &packed[1..], &mut out, (0.0, 6.0), 1).is_err());
+        let g2 = geom(1, 5, 5, 2, 2, 3, 3, 1, 1, TfLitePadding::kTfLitePaddingSame);
+        assert!(pack_f32(&g2, &filter, None).is_err());
+        assert!(dw_f32_microkernel(&g, &input, &packed, &mut out, (0.0, 6.0), 2).is_ok());
+        // Centre pixel: 9 taps of 0.5; corner: 4 taps.
+        assert_eq!(out[(2 * 5 + 2) * 4], 4.5);
+        assert_eq!(out[0], 2.0);
+    }
+
     #[test]
     fn int16_reference() {
         let g = geom(1, 1, 2, 1, 2, 1, 2, 1, 1, TfLitePadding::kTfLitePaddingValid);
@@ -913,6 +1103,20 @@ mod tests {
         assert_eq!(g.run(&reg, &[x, w, b], &[o], params(1, 1)), TfLiteStatus::kTfLiteOk);
         assert_eq!(g.shape(o), vec![1, 2, 1, 4]);
         assert_eq!(g.data::<f32>(o), vec![71.0, -34.0, 99.0, -20.0, 91.0, -26.0, 127.0, -4.0]);
+        // Depth multiplier 1 (the microkernel path): 2 channels, 2x2 filter, VALID.
+        let mut p1 = params(1, 1);
+        if let Some(p) = p1.as_mut() {
+            p.depth_multiplier = 1;
+            p.activation = TfLiteFusedActivation::kTfLiteActRelu;
+        }
+        let w1 = g.tensor(kTfLiteFloat32, &[1, 2, 2, 2], &[1.0f32, -1.0, 2.0, -2.0, 3.0, -3.0, 4.0, 4.0], None, true);
+        let b1 = g.tensor(kTfLiteFloat32, &[2], &[0.5f32, -0.5], None, true);
+        let o1 = g.output(kTfLiteFloat32, None);
+        assert_eq!(g.run(&reg, &[x, w1, b1], &[o1], p1), TfLiteStatus::kTfLiteOk);
+        assert_eq!(g.shape(o1), vec![1, 2, 1, 2]);
+        // Row 0: ch0 = 1*1 + 7*2 + 3*3 + 9*4 + 0.5 = 60.5; ch1 = -2 - 16 - 12 + 40 - 0.5 = 9.5.
+        // Row 1: ch0 = 3 + 18 + 15 + 44 + 0.5 = 80.5; ch1 = -4 - 20 - 18 + 48 - 0.5 = 5.5.
+        assert_eq!(g.data::<f32>(o1), vec![60.5, 9.5, 80.5, 5.5]);
         // Errors: stride 0, dilation 0, bias of the wrong size, filter batch != 1.
         let o = g.output(kTfLiteFloat32, None);
         assert_eq!(g.run(&reg, &[x, w, b], &[o], params(0, 1)), TfLiteStatus::kTfLiteError);

@@ -1,10 +1,316 @@
-//! float32 depthwise convolution microkernels (placeholder: filled in by the depthwise work).
+//! float32 depthwise convolution microkernels (depth multiplier 1, NHWC).
+//!
+//! The filter and bias are packed once per node ([`pack`]) into blocks of channels:
+//! `[bias; width][tap 0 weights; width]...[tap T-1 weights; width]`, one block per channel
+//! tile of the table's kernels; the last block holds the remaining channels, zero-padded to
+//! a multiple of the kernel's vector width, so a kernel never reads past a block.
+//!
+//! A row kernel computes a run of output pixels. For each pixel it gets one pointer per
+//! filter tap, each to the `channels` input values that tap reads; taps that fall into
+//! the padding point at a buffer of zeros, so the inner loops have no branches. Per
+//! channel: `acc = bias + sum(x_tap * w_tap)`, summed in two interleaved partial sums (even
+//! taps onto the bias, odd taps from zero, added at the end: two independent dependency
+//! chains per vector), then clamped to `[min, max]` (NaN passes through, as TFLite's
+//! `std::min(std::max(x, lo), hi)`). The scalar kernels use this order with separate
+//! multiply and add; the SIMD ones fuse them, so results differ by rounding only.
+//!
+//! [`run_rows`] is the safe driver: it checks every length against the geometry, builds
+//! the tap pointers for a few pixels at a time from bounds-checked slices of the input,
+//! and picks the kernel specialised for the tap count (3x3 and 5x5 filters) or the
+//! general one.
+
 pub mod scalar;
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
 
-/// The depthwise kernels of one instruction set.
+use super::Isa;
+use super::packed::Packed;
+use crate::error::{Error, Result};
+
+/// A row kernel.
+///
+/// `kernel(channels, taps, indirection, weights, output, (min, max))` computes
+/// `pixels = output.len() / channels` output pixels, pixel `p` reading its tap `t` from
+/// `indirection[p * taps + t]` and writing `output[p * channels..(p + 1) * channels]`.
+///
+/// # Safety
+/// - `channels > 0`, `output.len()` is a multiple of `channels` and
+///   `indirection.len() == output.len() / channels * taps`;
+/// - `taps` is the tap count the kernel was made for (any count `> 0` for the general
+///   kernel);
+/// - every pointer in `indirection` is valid for reading `channels` consecutive `f32`s,
+///   which nothing writes during the call;
+/// - `weights.len() >= packed_len(kernels, channels, taps)` for the kernel's table, in
+///   that table's layout;
+/// - the CPU has the table's instruction set.
+pub type DwRowKernel = unsafe fn(usize, usize, &[*const f32], &[f32], &mut [f32], (f32, f32));
+
+/// The depthwise kernels of one instruction set. Only this module makes them (the
+/// fields are private), and [`run_rows`] checks that the CPU has `isa` before it calls
+/// one, so no safe code can run a kernel the CPU lacks.
 pub struct DwKernels {
-    /// Channels per vector step (the packing's channel tile).
-    pub channel_tile: usize,
+    /// The instruction set the kernels need.
+    isa: Isa,
+    /// Channels per packed block (what one step of a kernel's channel loop covers).
+    channel_tile: usize,
+    /// The last block's width is the remaining channel count rounded up to a multiple
+    /// of this (the vector width).
+    channel_subtile: usize,
+    /// Kernel for 9 taps (3x3 filters).
+    taps9: DwRowKernel,
+    /// Kernel for 25 taps (5x5 filters).
+    taps25: DwRowKernel,
+    /// Kernel for any tap count.
+    any: DwRowKernel,
 }
+
+impl DwKernels {
+    /// The kernel for `taps` filter taps.
+    fn kernel(&self, taps: usize) -> DwRowKernel {
+        match taps {
+            9 => self.taps9,
+            25 => self.taps25,
+            _ => self.any,
+        }
+    }
+
+    /// The packed blocks for `channels`: `(first channel, channels, width)` each.
+    fn blocks(&self, channels: usize) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+        let tile = self.channel_tile.max(1);
+        let sub = self.channel_subtile.max(1);
+        (0..channels.div_ceil(tile)).map(move |i| {
+            let c0 = i * tile;
+            let n = (channels - c0).min(tile);
+            (c0, n, n.div_ceil(sub) * sub)
+        })
+    }
+}
+
+/// Length of the packed weights for `channels` channels and `taps` taps, or `None` if it
+/// overflows.
+pub fn packed_len(kernels: &DwKernels, channels: usize, taps: usize) -> Option<usize> {
+    let per_channel = taps.checked_add(1)?;
+    kernels.blocks(channels).try_fold(0usize, |acc, (_, _, width)| acc.checked_add(width.checked_mul(per_channel)?))
+}
+
+/// Packs depthwise weights for `kernels`: `weights(tap, channel)` for taps in row-major
+/// filter order, `bias` (zero when absent) with one value per channel.
+pub fn pack(
+    kernels: &DwKernels,
+    channels: usize,
+    taps: usize,
+    weights: impl Fn(usize, usize) -> f32,
+    bias: Option<&[f32]>,
+) -> Result<Packed<f32>> {
+    if channels == 0 || taps == 0 {
+        return Err(Error::new(format!("depthwise weights need channels and taps, got {channels} channels and {taps} taps")));
+    }
+    if let Some(b) = bias {
+        if b.len() != channels {
+            return Err(Error::new(format!("bias has {} values for {channels} channels", b.len())));
+        }
+    }
+    let len = packed_len(kernels, channels, taps)
+        .ok_or_else(|| Error::new(format!("packed depthwise weights for {channels} channels and {taps} taps overflow")))?;
+    let mut data = Vec::new();
+    data.try_reserve_exact(len)
+        .map_err(|_| Error::new(format!("cannot allocate {len} packed depthwise weights")))?;
+    for (c0, n, width) in kernels.blocks(channels) {
+        for j in 0..width {
+            data.push(if j < n { bias.map_or(0.0, |b| b[c0 + j]) } else { 0.0 });
+        }
+        for t in 0..taps {
+            for j in 0..width {
+                data.push(if j < n { weights(t, c0 + j) } else { 0.0 });
+            }
+        }
+    }
+    debug_assert_eq!(data.len(), len);
+    Ok(Packed::new(data))
+}
+
+/// The geometry of an NHWC depthwise convolution with depth multiplier 1.
+///
+/// Input pixel `(iy, ix)` of output pixel `(oy, ox)` and tap `(ky, kx)` is
+/// `iy = oy * stride_h + ky * dil_h - pad_top` (likewise `ix`); outside the image it reads
+/// zeros.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DwGeom {
+    pub batches: usize,
+    pub in_h: usize,
+    pub in_w: usize,
+    pub channels: usize,
+    pub out_h: usize,
+    pub out_w: usize,
+    pub k_h: usize,
+    pub k_w: usize,
+    pub stride_h: usize,
+    pub stride_w: usize,
+    pub dil_h: usize,
+    pub dil_w: usize,
+    pub pad_top: usize,
+    pub pad_left: usize,
+}
+
+impl DwGeom {
+    /// Filter taps (`k_h * k_w`).
+    pub fn taps(&self) -> usize {
+        self.k_h.saturating_mul(self.k_w)
+    }
+
+    /// Output rows over all batches (`batches * out_h`).
+    pub fn rows(&self) -> usize {
+        self.batches.saturating_mul(self.out_h)
+    }
+
+    /// Values per output row (`out_w * channels`).
+    pub fn row_len(&self) -> usize {
+        self.out_w.saturating_mul(self.channels)
+    }
+
+    /// Checks that the sizes are positive and that every length and coordinate the driver
+    /// forms fits in `isize`.
+    fn check(&self) -> Result<()> {
+        let dims = [
+            self.batches,
+            self.in_h,
+            self.in_w,
+            self.channels,
+            self.out_h,
+            self.out_w,
+            self.k_h,
+            self.k_w,
+            self.stride_h,
+            self.stride_w,
+            self.dil_h,
+            self.dil_w,
+        ];
+        if dims.contains(&0) {
+            return Err(Error::new(format!("depthwise geometry has a zero size or step: {self:?}")));
+        }
+        let limit = isize::MAX as usize / 2;
+        let far = |out: usize, stride: usize, k: usize, dil: usize, pad: usize| {
+            (out - 1).checked_mul(stride)?.checked_add((k - 1).checked_mul(dil)?)?.checked_add(pad)
+        };
+        let lens = [
+            self.input_len(),
+            self.output_len(),
+            self.rows().checked_mul(self.k_h),
+            far(self.out_h, self.stride_h, self.k_h, self.dil_h, self.pad_top),
+            far(self.out_w, self.stride_w, self.k_w, self.dil_w, self.pad_left),
+            self.k_h.checked_mul(self.k_w),
+        ];
+        if lens.iter().any(|l| l.is_none_or(|v| v > limit)) {
+            return Err(Error::new(format!("depthwise geometry overflows: {self:?}")));
+        }
+        Ok(())
+    }
+
+    /// Input values (`batches * in_h * in_w * channels`).
+    pub fn input_len(&self) -> Option<usize> {
+        self.batches.checked_mul(self.in_h)?.checked_mul(self.in_w)?.checked_mul(self.channels)
+    }
+
+    /// Output values (`batches * out_h * out_w * channels`).
+    pub fn output_len(&self) -> Option<usize> {
+        self.batches.checked_mul(self.out_h)?.checked_mul(self.out_w)?.checked_mul(self.channels)
+    }
+}
+
+/// Output pixels per kernel call: bounds the tap pointer buffer (at most this many pixels
+/// times the taps) so it stays in L1 next to the input rows it points into.
+const PIXELS_PER_CALL: usize = 64;
+
+/// Computes output rows `first_row..first_row + output.len() / g.row_len()` (rows over all
+/// batches, `batches * out_h` in all) of the depthwise convolution of `input` (NHWC, the
+/// whole tensor) with `packed` (made by [`pack`] for `kernels`, `g.channels` and
+/// `g.taps()`), clamping to `clamp = (min, max)`.
+pub fn run_rows(
+    kernels: &DwKernels,
+    g: &DwGeom,
+    input: &[f32],
+    packed: &[f32],
+    first_row: usize,
+    output: &mut [f32],
+    clamp: (f32, f32),
+) -> Result<()> {
+    if !kernels.isa.is_available() {
+        return Err(Error::new(format!("this CPU cannot run the {} depthwise kernels", kernels.isa.name())));
+    }
+    g.check()?;
+    let (c, taps, row_len) = (g.channels, g.taps(), g.row_len());
+    if Some(input.len()) != g.input_len() {
+        return Err(Error::new(format!("depthwise input has {} values, the geometry needs {:?}", input.len(), g.input_len())));
+    }
+    let want_packed = packed_len(kernels, c, taps);
+    if Some(packed.len()) != want_packed {
+        return Err(Error::new(format!("packed depthwise weights have {} values, need {want_packed:?}", packed.len())));
+    }
+    if output.len() % row_len != 0 {
+        return Err(Error::new(format!("depthwise output of {} values is not whole rows of {row_len}", output.len())));
+    }
+    let rows = output.len() / row_len;
+    if first_row.checked_add(rows).is_none_or(|end| end > g.rows()) {
+        return Err(Error::new(format!("depthwise rows {first_row}+{rows} exceed the {} output rows", g.rows())));
+    }
+    let kernel = kernels.kernel(taps);
+    let zeros = vec![0.0f32; c];
+    let zero = zeros.as_ptr();
+    let batch_len = g.in_h * g.in_w * c;
+    let in_row_len = g.in_w * c;
+    // The input row each filter row reads for the current output row (`None`: padding).
+    let mut tap_rows: Vec<Option<&[f32]>> = vec![None; g.k_h];
+    let row_of_nothing: [f32; 0] = [];
+    let mut indirection: Vec<*const f32> = vec![zero; PIXELS_PER_CALL.min(g.out_w) * taps];
+    for (i, out_row) in output.chunks_exact_mut(row_len).enumerate() {
+        let r = first_row + i;
+        let (b, oy) = (r / g.out_h, r % g.out_h);
+        let image = &input[b * batch_len..(b + 1) * batch_len];
+        for (ky, slot) in tap_rows.iter_mut().enumerate() {
+            let iy = (oy * g.stride_h + ky * g.dil_h).checked_sub(g.pad_top);
+            *slot = iy.filter(|&y| y < g.in_h).map(|y| &image[y * in_row_len..(y + 1) * in_row_len]);
+        }
+        for (run, out_px) in out_row.chunks_mut(PIXELS_PER_CALL * c).enumerate() {
+            let pixels = out_px.len() / c;
+            let ind = &mut indirection[..pixels * taps];
+            let ox0 = run * PIXELS_PER_CALL;
+            for (ky, row) in tap_rows.iter().enumerate() {
+                for kx in 0..g.k_w {
+                    let t = ky * g.k_w + kx;
+                    // Pixel `p` of the run reads input column
+                    // `start + p * stride_w - pad_left`: zeros for the first `left` pixels,
+                    // then up to `inside` columns of the row, then zeros again.
+                    let start = ox0 * g.stride_w + kx * g.dil_w;
+                    let left = g.pad_left.saturating_sub(start).div_ceil(g.stride_w).min(pixels);
+                    let first_ix = start + left * g.stride_w - g.pad_left;
+                    let (inside, columns) = match row {
+                        Some(row) if first_ix < g.in_w => ((g.in_w - 1 - first_ix) / g.stride_w + 1, &row[first_ix * c..]),
+                        _ => (0, &row_of_nothing[..]),
+                    };
+                    let mut slots = ind.chunks_exact_mut(taps);
+                    slots.by_ref().take(left).for_each(|px| px[t] = zero);
+                    // Columns first: `zip` polls its first iterator first, so no slot is
+                    // taken (and left unwritten) when the columns run out.
+                    for (x, px) in columns.chunks(g.stride_w * c).take(inside).zip(slots.by_ref()) {
+                        // A column shorter than `c` cannot happen (`inside` counts whole
+                        // columns); reading zeros keeps the pointer valid regardless.
+                        px[t] = x.get(..c).map_or(zero, |x| x.as_ptr());
+                    }
+                    slots.for_each(|px| px[t] = zero);
+                }
+            }
+            // SAFETY: the CPU has the kernels' instruction set (checked above); `c > 0`
+            // (checked by `g.check`); `out_px` holds whole pixels of `c` values and `ind`
+            // has `taps` pointers per pixel; `kernel` was chosen for `taps`; each pointer
+            // is the start of a `c`-long chunk of `input` or of `zeros`, both borrowed
+            // immutably for the whole call, so they are readable and nothing writes them
+            // (`out_px` is a distinct `&mut`); `packed` has exactly
+            // `packed_len(kernels, c, taps)` values (checked above).
+            unsafe { kernel(c, taps, ind, packed, out_px, clamp) };
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
