@@ -1,18 +1,27 @@
 //! tflite-bench: load a model, run it N times, print init time, latency (median, min),
-//! arena / persistent bytes beside the planner's lower bound, and (with --profile) a
-//! per-op profile. In the spirit of TFLite's benchmark_model.
+//! arena / persistent bytes beside the planner's lower bound, the packed-weight bytes
+//! kept beside the arena, and (with --profile) a per-op profile. In the spirit of
+//! TFLite's benchmark_model.
 //!
 //! usage: tflite-bench MODEL.tflite [--runs N] [--warmup N] [--threads N] [--profile]
 //!                     [--use_gpu [--gpu_inference_for_sustained_speed | --gpu_inference_balanced]
 //!                      [--delegate_serialize_dir DIR --delegate_serialize_token TOKEN] [--reinit]]
-//!        tflite-bench --compare [--threads N] [--kernels builtin|xnnpack|ref] MODEL...
+//!        tflite-bench --compare [--runs N] [--threads N] [--kernels builtin|xnnpack|ref] MODEL...
 //!
 //! `--compare` runs each model with ours and with real TFLite (LiteRT, through
 //! `../shared/tools/litert/ref.py bench`, run by `$TFLITE_REF_PYTHON`, default
-//! `../shared/.litert/bin/python`) in the same run and prints one table row per model:
-//! median and min latency of both, the ratio, our arena bytes and LiteRT's (from
-//! `memory::litert_reference`, shared/design/MEMORY.md; "n/a" where there is none,
-//! `(emulated)` where LiteRT cannot load the model and the figure is plan.py's).
+//! `../shared/.litert/bin/python`), both on `--threads` threads, one right after the
+//! other (which goes first alternates from model to model, so a drift in the machine's
+//! load does not always favour the same side). `--kernels` picks TFLite's kernel family:
+//! `builtin` (its optimized kernels without XNNPACK, the default), `xnnpack` (LiteRT's
+//! default resolver, which applies the XNNPACK delegate) or `ref` (reference kernels).
+//! One table row per model: median and min Invoke latency of both and the ratio of the
+//! medians; init time of both (ours: model load + interpreter + AllocateTensors;
+//! TFLite: ref.py's `load_alloc_ms`, the same steps); our packed-weight bytes (weights
+//! repacked for the kernels, alive after init and a first Invoke); our arena bytes and
+//! LiteRT's (from `memory::litert_reference`, shared/design/MEMORY.md, measured with its
+//! builtin kernels; "n/a" where there is none, `(emulated)` where LiteRT cannot load
+//! the model and the figure is plan.py's).
 //!
 //! `--use_gpu` applies the OpenCL GPU delegate (TFLite benchmark_model's flag names):
 //! FAST_SINGLE_ANSWER by default (nothing tuned), `--gpu_inference_for_sustained_speed`
@@ -31,8 +40,12 @@ use tensorflowlite_c::gpu::delegate::options::TfLiteGpuExperimentalFlags;
 use tensorflowlite_c::gpu::delegate::{GpuDelegate, TfLiteGpuDelegateOptionsV2};
 use tensorflowlite_c::interpreter::{Interpreter, InterpreterConfig};
 use tensorflowlite_c::memory::litert_reference::{Source, litert_arena};
+use tensorflowlite_c::microkernels::packed::live_packed_bytes;
 use tensorflowlite_c::model::Model;
 use tensorflowlite_c::resolver::builtin::builtin_op_resolver;
+
+/// TFLite's kernel families as ref.py names them.
+const KERNEL_FAMILIES: [&str; 3] = ["builtin", "xnnpack", "ref"];
 
 struct Args {
     model: String,
@@ -87,7 +100,12 @@ fn parse_args() -> Result<Args, String> {
             }
             "--reinit" => a.reinit = true,
             "--compare" => compare = true,
-            "--kernels" => a.kernels = it.next().ok_or("--kernels needs a value")?,
+            "--kernels" => {
+                a.kernels = it.next().ok_or("--kernels needs a value")?;
+                if !KERNEL_FAMILIES.contains(&a.kernels.as_str()) {
+                    return Err(format!("--kernels must be one of {}", KERNEL_FAMILIES.join(", ")));
+                }
+            }
             "-h" | "--help" => return Err(String::new()),
             s if s.starts_with('-') => return Err(format!("unknown flag {s}")),
             s if compare => a.compare.push(s.to_string()),
@@ -128,15 +146,34 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Our median and min latency (ms) and arena bytes for one model.
-fn measure(path: &str, threads: i32, runs: usize) -> Result<(f64, f64, usize), String> {
+/// One side's figures for one model.
+struct Figures {
+    median_ms: f64,
+    min_ms: f64,
+    init_ms: f64,
+}
+
+/// Our figures for one model, with our arena and packed-weight bytes.
+struct Ours {
+    time: Figures,
+    arena_bytes: usize,
+    packed_bytes: usize,
+}
+
+/// Our latency, init time and memory for one model, on `threads` threads.
+fn measure(path: &str, threads: i32, runs: usize) -> Result<Ours, String> {
+    let packed_before = live_packed_bytes();
+    let t0 = Instant::now();
     let model = Model::from_file(std::path::Path::new(path)).map_err(|e| e.message)?;
     let resolver = builtin_op_resolver();
     let config = InterpreterConfig { num_threads: threads, reporter: Arc::new(|_: &str| {}), ..InterpreterConfig::default() };
     let mut interp = Interpreter::new(Arc::new(model), &resolver, config).map_err(|e| e.message)?;
     interp.allocate_tensors().map_err(|e| e.message)?;
+    let init = t0.elapsed();
     fill_inputs(&mut interp);
+    // Also the warm-up: some kernels pack their weights at the first Invoke.
     interp.invoke().map_err(|e| e.message)?;
+    let packed_bytes = live_packed_bytes().saturating_sub(packed_before);
     let mut times: Vec<Duration> = (0..runs)
         .map(|_| {
             let s = Instant::now();
@@ -147,11 +184,15 @@ fn measure(path: &str, threads: i32, runs: usize) -> Result<(f64, f64, usize), S
         .collect::<Result<_, _>>()
         .map_err(|e| e.message)?;
     times.sort();
-    Ok((ms(times[times.len() / 2]), ms(times[0]), interp.primary().memory_stats().arena_bytes))
+    Ok(Ours {
+        time: Figures { median_ms: ms(times[times.len() / 2]), min_ms: ms(times[0]), init_ms: ms(init) },
+        arena_bytes: interp.primary().memory_stats().arena_bytes,
+        packed_bytes,
+    })
 }
 
-/// Real TFLite's median and min latency (ms), from ref.py's JSON line.
-fn measure_tflite(path: &str, threads: i32, kernels: &str) -> Result<(f64, f64), String> {
+/// Real TFLite's latency and init time, from ref.py's JSON line.
+fn measure_tflite(path: &str, threads: i32, kernels: &str) -> Result<Figures, String> {
     let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
     let python = std::env::var("TFLITE_REF_PYTHON")
         .unwrap_or_else(|_| shared.join(".litert/bin/python").to_string_lossy().into_owned());
@@ -164,13 +205,15 @@ fn measure_tflite(path: &str, threads: i32, kernels: &str) -> Result<(f64, f64),
         let err = String::from_utf8_lossy(&out.stderr);
         return Err(format!("ref.py failed: {}", err.lines().last().unwrap_or("")));
     }
-    let line = String::from_utf8_lossy(&out.stdout);
+    // The JSON is the last line: the XNNPACK delegate may log before it.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().rev().find(|l| l.trim_start().starts_with('{')).ok_or("no JSON in ref.py output")?;
     let field = |name: &str| -> Result<f64, String> {
         let key = format!("\"{name}\": ");
         let start = line.find(&key).ok_or(format!("no {name} in ref.py output"))? + key.len();
         line[start..].split([',', '}']).next().and_then(|v| v.trim().parse().ok()).ok_or(format!("bad {name}"))
     };
-    Ok((field("median_ms")?, field("min_ms")?))
+    Ok(Figures { median_ms: field("median_ms")?, min_ms: field("min_ms")?, init_ms: field("load_alloc_ms")? })
 }
 
 /// LiteRT's arena bytes for the model at `path`, as the table cell shows them.
@@ -183,33 +226,51 @@ fn litert_arena_cell(name: &str) -> String {
 }
 
 fn compare(a: &Args) {
+    let threads = a.threads.max(1);
     println!(
-        "| model | ours median ms | ours min ms | TFLite ({}) median ms | TFLite min ms | ours/TFLite | our arena bytes | LiteRT arena bytes |",
+        "TFLite: {} kernels (ref.py --kernels {}), {threads} thread(s), runs for 1 s; ours: builtin kernels, {threads} thread(s), {} runs",
+        a.kernels, a.kernels, a.runs
+    );
+    println!(
+        "| model | ours median ms | ours min ms | TFLite ({}) median ms | TFLite min ms | ours/TFLite | ours init ms | TFLite init ms | our packed bytes | our arena bytes | LiteRT arena bytes (builtin) |",
         a.kernels
     );
-    println!("|---|---|---|---|---|---|---|---|");
-    for path in &a.compare {
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    for (i, path) in a.compare.iter().enumerate() {
         let name = std::path::Path::new(path).file_stem().map_or(path.clone(), |s| s.to_string_lossy().into_owned());
         let lite = litert_arena_cell(&name);
-        let ours = measure(path, a.threads, a.runs);
-        let theirs = measure_tflite(path, a.threads, &a.kernels);
-        match (ours, theirs) {
-            (Ok((om, omin, arena)), Ok((tm, tmin))) => {
-                println!("| {name} | {om:.3} | {omin:.3} | {tm:.3} | {tmin:.3} | {:.2} | {arena} | {lite} |", om / tm)
-            }
-            (Err(e), Ok((tm, tmin))) => {
-                println!("| {name} | unsupported: {} | | {tm:.3} | {tmin:.3} | | | {lite} |", e.trim())
-            }
-            (Ok((om, omin, arena)), Err(e)) => println!("| {name} | {om:.3} | {omin:.3} | {e} | | | {arena} | {lite} |"),
-            (Err(e), Err(t)) => println!("| {name} | unsupported: {} | | {t} | | | | {lite} |", e.trim()),
-        }
+        let (ours, theirs) = if i % 2 == 0 {
+            let o = measure(path, threads, a.runs);
+            (o, measure_tflite(path, threads, &a.kernels))
+        } else {
+            let t = measure_tflite(path, threads, &a.kernels);
+            (measure(path, threads, a.runs), t)
+        };
+        let (om, omin, oinit, packed, arena) = match &ours {
+            Ok(o) => (
+                format!("{:.3}", o.time.median_ms),
+                format!("{:.3}", o.time.min_ms),
+                format!("{:.1}", o.time.init_ms),
+                o.packed_bytes.to_string(),
+                o.arena_bytes.to_string(),
+            ),
+            Err(e) => (format!("unsupported: {}", e.trim()), String::new(), String::new(), String::new(), String::new()),
+        };
+        let (tm, tmin, tinit) = match &theirs {
+            Ok(t) => (format!("{:.3}", t.median_ms), format!("{:.3}", t.min_ms), format!("{:.1}", t.init_ms)),
+            Err(e) => (e.clone(), String::new(), String::new()),
+        };
+        let ratio = match (&ours, &theirs) {
+            (Ok(o), Ok(t)) if t.median_ms > 0.0 => format!("{:.2}", o.time.median_ms / t.median_ms),
+            _ => String::new(),
+        };
+        println!("| {name} | {om} | {omin} | {tm} | {tmin} | {ratio} | {oinit} | {tinit} | {packed} | {arena} | {lite} |");
     }
 }
 
 /// The GPU delegate the flags ask for.
 fn gpu_delegate(g: &GpuArgs) -> Result<Box<GpuDelegate>, String> {
-    let mut o = TfLiteGpuDelegateOptionsV2::default();
-    o.inference_preference = g.preference;
+    let mut o = TfLiteGpuDelegateOptionsV2 { inference_preference: g.preference, ..Default::default() };
     let dir = g.serialize_dir.as_deref().map(CString::new).transpose().map_err(|e| e.to_string())?;
     let token = g.token.as_deref().map(CString::new).transpose().map_err(|e| e.to_string())?;
     if let (Some(d), Some(t)) = (&dir, &token) {
@@ -221,8 +282,19 @@ fn gpu_delegate(g: &GpuArgs) -> Result<Box<GpuDelegate>, String> {
     tensorflowlite_c::gpu::delegate::create(&o)
 }
 
+/// An interpreter ready to run, with what [`init`] measured. The fields drop in order:
+/// the interpreter before the delegate it uses.
+struct Ready {
+    interp: Interpreter,
+    delegate: Option<Box<GpuDelegate>>,
+    init: Duration,
+    /// [`live_packed_bytes`] before the interpreter was created.
+    packed_before: usize,
+}
+
 /// Builds the interpreter (with the GPU delegate when asked) and allocates its tensors.
-fn init(a: &Args) -> Result<(Interpreter, Option<Box<GpuDelegate>>, Duration), String> {
+fn init(a: &Args) -> Result<Ready, String> {
+    let packed_before = live_packed_bytes();
     let t0 = Instant::now();
     let model = Model::from_file(std::path::Path::new(&a.model)).map_err(|e| e.message)?;
     let resolver = builtin_op_resolver();
@@ -237,7 +309,7 @@ fn init(a: &Args) -> Result<(Interpreter, Option<Box<GpuDelegate>>, Duration), S
         unsafe { interp.modify_graph_with_delegate(&mut d.base) }.map_err(|e| e.message)?;
     }
     interp.allocate_tensors().map_err(|e| e.message)?;
-    Ok((interp, delegate, t0.elapsed()))
+    Ok(Ready { interp, delegate, init: t0.elapsed(), packed_before })
 }
 
 fn print_gpu(d: &GpuDelegate, init: Duration) {
@@ -257,25 +329,26 @@ fn print_gpu(d: &GpuDelegate, init: Duration) {
 }
 
 fn run(a: &Args) -> Result<(), String> {
-    let (interp, delegate, init) = init(a)?;
-    if let Some(d) = &delegate {
-        print_gpu(d, init);
+    let first = init(a)?;
+    if let Some(d) = &first.delegate {
+        print_gpu(d, first.init);
     }
     if a.reinit {
-        drop(interp);
-        drop(delegate);
-        let (i2, d2, init2) = self::init(a)?;
+        let init1 = first.init;
+        drop(first);
+        let second = init(a)?;
         println!("-- second initialisation");
-        if let Some(d) = &d2 {
-            print_gpu(d, init2);
+        if let Some(d) = &second.delegate {
+            print_gpu(d, second.init);
         }
-        println!("init_ms first/second: {:.1} / {:.1}", ms(init), ms(init2));
-        return finish_run(a, i2, d2, init2);
+        println!("init_ms first/second: {:.1} / {:.1}", ms(init1), ms(second.init));
+        return finish_run(a, second);
     }
-    finish_run(a, interp, delegate, init)
+    finish_run(a, first)
 }
 
-fn finish_run(a: &Args, mut interp: Interpreter, delegate: Option<Box<GpuDelegate>>, init: Duration) -> Result<(), String> {
+fn finish_run(a: &Args, ready: Ready) -> Result<(), String> {
+    let Ready { mut interp, delegate, init, packed_before } = ready;
     fill_inputs(&mut interp);
     for _ in 0..a.warmup {
         interp.invoke().map_err(|e| e.message)?;
@@ -306,6 +379,8 @@ fn finish_run(a: &Args, mut interp: Interpreter, delegate: Option<Box<GpuDelegat
     println!("litert_arena_bytes: {}", litert_arena_cell(&stem));
     println!("persistent_bytes: {}", stats.persistent_bytes);
     println!("arena_lower_bound_bytes: {}", stats.lower_bound_bytes);
+    // After the runs: some kernels pack their weights at the first Invoke.
+    println!("packed_bytes: {}", live_packed_bytes().saturating_sub(packed_before));
     if a.profile {
         println!("per-op profile (average over {} runs):", a.runs);
         let sg = interp.primary();
@@ -328,7 +403,7 @@ fn main() -> ExitCode {
             eprintln!("usage: tflite-bench MODEL.tflite [--runs N] [--warmup N] [--threads N] [--profile]");
             eprintln!("         [--use_gpu [--gpu_inference_for_sustained_speed | --gpu_inference_balanced]");
             eprintln!("          [--delegate_serialize_dir DIR --delegate_serialize_token TOKEN] [--reinit]]");
-            eprintln!("       tflite-bench --compare [--threads N] [--kernels builtin|xnnpack|ref] MODEL...");
+            eprintln!("       tflite-bench --compare [--runs N] [--threads N] [--kernels builtin|xnnpack|ref] MODEL...");
             ExitCode::from(2)
         }
         Ok(a) if !a.compare.is_empty() => {

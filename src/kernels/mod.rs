@@ -1,11 +1,13 @@
 //! Builtin CPU kernels. Each op lives in `ops/<op>.rs` and exposes
 //! `pub fn registration() -> TfLiteRegistration`; the resolver's table
 //! (`crate::resolver::builtin`) lists them with their version ranges.
-//! Shared maths (quantization, activations) lives beside `api.rs`.
+//! Shared maths (quantization, activations) and the kernels' thread pool live beside
+//! `api.rs`.
 
 pub mod api;
 pub mod quant;
 pub mod activation;
 pub mod ops;
+pub mod threadpool;
 #[cfg(test)]
 mod temporaries_tests;

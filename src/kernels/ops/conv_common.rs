@@ -3,8 +3,7 @@
 //! (`kernel_util.cc` `PopulateConvolutionQuantizationParams` /
 //! `GetQuantizedConvolutionMultipler`), the on-the-fly input quantization of the hybrid
 //! kernels (`portable_tensor_utils.cc` `SymmetricQuantizeFloats` /
-//! `AsymmetricQuantizeFloats`), the thread split of the heavy kernels, and a per-node
-//! cache for repacked constant weights.
+//! `AsymmetricQuantizeFloats`), and a per-node cache for repacked constant weights.
 
 use crate::abi::builtin_op_data::TfLitePadding;
 use crate::abi::types::{TfLiteContext, TfLiteType};
@@ -13,7 +12,11 @@ use crate::kernels::api::{Element, OpCtx, TensorView};
 use std::borrow::Cow;
 use crate::kernels::quant::try_quantize_multiplier;
 use core::ffi::{c_char, c_void};
+use crate::microkernels::packed::Packed;
 use parking_lot::Mutex;
+
+// The kernels' thread pool lives in `crate::kernels::threadpool`; the ops import it from here.
+pub use crate::kernels::threadpool::{parallel_rows, recommended_threads, threads_for};
 
 // ---------------------------------------------------------------------------------------
 // Shapes and windows
@@ -680,250 +683,15 @@ pub fn asymmetric_quantize(values: &[f32], out: &mut [i8]) -> (f32, i32) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Threads
-// ---------------------------------------------------------------------------------------
-
-/// The context's `recommended_num_threads` (`-1` and other non-positive values mean 1, as
-/// TFLite's CPU backend defaults to one thread), capped by the machine's parallelism.
-pub fn recommended_threads(ctx: &OpCtx<'_>) -> usize {
-    let p: *mut TfLiteContext = ctx.context();
-    // SAFETY: `OpCtx` holds the live, non-NULL context pointer of this kernel call.
-    let n = unsafe { (*p).recommended_num_threads };
-    if n <= 1 {
-        return 1;
-    }
-    let cap = std::thread::available_parallelism().map_or(1, |c| c.get());
-    (n as usize).min(cap).max(1)
-}
-
-/// Work (multiply-adds) below which a kernel stays on the calling thread.
-const MIN_WORK_PER_THREAD: usize = 1 << 18;
-
-/// How many threads to use for `work` multiply-adds split over `rows` independent rows.
-pub fn threads_for(max_threads: usize, work: usize, rows: usize) -> usize {
-    let by_work = (work / MIN_WORK_PER_THREAD).max(1);
-    max_threads.min(by_work).min(rows).max(1)
-}
-
-/// Splits `out` (made of `rows` rows of `row_len` elements) into `threads` contiguous
-/// runs of whole rows and calls `f(first_row, run)` on each, in parallel on the kernel
-/// thread pool (the first run on the calling thread). Errors from any run are returned
-/// (the first one).
-pub fn parallel_rows<T: Send>(
-    threads: usize,
-    out: &mut [T],
-    row_len: usize,
-    f: &(dyn Fn(usize, &mut [T]) -> Result<()> + Sync),
-) -> Result<()> {
-    if row_len == 0 || out.is_empty() {
-        return Ok(());
-    }
-    let rows = out.len() / row_len;
-    let threads = threads.clamp(1, rows.max(1));
-    if threads == 1 {
-        return f(0, out);
-    }
-    let per = rows.div_ceil(threads);
-    let chunks: Vec<Mutex<Option<&mut [T]>>> = out.chunks_mut(per * row_len).map(|c| Mutex::new(Some(c))).collect();
-    let first_error: Mutex<Option<Error>> = Mutex::new(None);
-    let task = |i: usize| {
-        if let Some(chunk) = chunks.get(i).and_then(|c| c.lock().take()) {
-            if let Err(e) = f(i * per, chunk) {
-                first_error.lock().get_or_insert(e);
-            }
-        }
-    };
-    pool::run(chunks.len(), &task)?;
-    match first_error.into_inner() {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
-}
-
-/// The kernels' persistent worker threads, as TFLite's CPU backend keeps a thread pool:
-/// workers start on first use (up to the most tasks asked for at once), spin briefly,
-/// then sleep between jobs. A job runs while its submitter waits, so the tasks may borrow
-/// from the submitter's stack.
-mod pool {
-    use super::{Error, Result};
-    use parking_lot::{Condvar, Mutex};
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-
-    /// Workers never exceed this (more threads than this run tasks on fewer workers).
-    const MAX_WORKERS: usize = 63;
-    /// How long a worker or a waiting submitter spins before it sleeps.
-    const SPIN: std::time::Duration = std::time::Duration::from_micros(100);
-
-    /// Spins until `done()` or [`SPIN`] has passed; returns `done()`.
-    fn spin_until(done: impl Fn() -> bool) -> bool {
-        let start = std::time::Instant::now();
-        loop {
-            for _ in 0..64 {
-                if done() {
-                    return true;
-                }
-                std::hint::spin_loop();
-            }
-            if start.elapsed() >= SPIN {
-                return done();
-            }
-        }
-    }
-
-    struct Job {
-        /// The submitter's task function, lifetime-erased: it is only called for task
-        /// indices below `tasks`, and the submitter returns (ending the borrow) only after
-        /// every such call has finished (`pending` reached 0).
-        f: *const (dyn Fn(usize) + Sync + 'static),
-        tasks: usize,
-        next: AtomicUsize,
-        pending: AtomicUsize,
-        panicked: AtomicBool,
-        done: Mutex<bool>,
-        done_cv: Condvar,
-    }
-
-    // SAFETY: `f` points to a `Sync` closure (calling it from several threads is allowed),
-    // and it is only dereferenced while the submitter keeps it alive (see `Job::f`).
-    unsafe impl Send for Job {}
-    // SAFETY: as above; every other field is thread-safe.
-    unsafe impl Sync for Job {}
-
-    impl Job {
-        fn run_tasks(&self) {
-            loop {
-                let i = self.next.fetch_add(1, Ordering::AcqRel);
-                if i >= self.tasks {
-                    return;
-                }
-                // SAFETY: `i < tasks`, so the submitter is still waiting for this task and
-                // the closure behind `f` is alive (see `Job::f`).
-                let f = unsafe { &*self.f };
-                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i))).is_err() {
-                    self.panicked.store(true, Ordering::Release);
-                }
-                if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-                    *self.done.lock() = true;
-                    self.done_cv.notify_all();
-                }
-            }
-        }
-    }
-
-    struct Pool {
-        job: Mutex<Option<Arc<Job>>>,
-        wake: Condvar,
-        epoch: AtomicU64,
-        workers: Mutex<usize>,
-        submit: Mutex<()>,
-    }
-
-    fn pool() -> &'static Arc<Pool> {
-        static POOL: std::sync::OnceLock<Arc<Pool>> = std::sync::OnceLock::new();
-        POOL.get_or_init(|| {
-            Arc::new(Pool {
-                job: Mutex::new(None),
-                wake: Condvar::new(),
-                epoch: AtomicU64::new(0),
-                workers: Mutex::new(0),
-                submit: Mutex::new(()),
-            })
-        })
-    }
-
-    fn worker(pool: Arc<Pool>) {
-        let mut seen = pool.epoch.load(Ordering::Acquire);
-        loop {
-            spin_until(|| pool.epoch.load(Ordering::Acquire) != seen);
-            let job = {
-                let mut g = pool.job.lock();
-                while pool.epoch.load(Ordering::Acquire) == seen {
-                    pool.wake.wait(&mut g);
-                }
-                seen = pool.epoch.load(Ordering::Acquire);
-                g.clone()
-            };
-            if let Some(job) = job {
-                job.run_tasks();
-            }
-        }
-    }
-
-    /// Makes sure `n` workers exist; returns how many do.
-    fn ensure_workers(p: &Arc<Pool>, n: usize) -> usize {
-        let mut w = p.workers.lock();
-        while *w < n.min(MAX_WORKERS) {
-            let pc = Arc::clone(p);
-            let spawned = std::thread::Builder::new().name("tflite-rs-kernel".into()).spawn(move || worker(pc));
-            if spawned.is_err() {
-                break;
-            }
-            *w += 1;
-        }
-        *w
-    }
-
-    /// Calls `f(0)`, ..., `f(tasks - 1)`, spread over the calling thread and the workers,
-    /// and returns when all have finished. Runs everything on the calling thread when the
-    /// pool is busy with another submitter (never blocks on it) or has no workers.
-    pub fn run(tasks: usize, f: &(dyn Fn(usize) + Sync)) -> Result<()> {
-        if tasks == 0 {
-            return Ok(());
-        }
-        let p = pool();
-        let guard = if tasks > 1 { p.submit.try_lock() } else { None };
-        let Some(_guard) = guard.filter(|_| ensure_workers(p, tasks - 1) > 0) else {
-            let mut panicked = false;
-            for i in 0..tasks {
-                panicked |= std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i))).is_err();
-            }
-            return if panicked { Err(Error::new("internal error: a kernel task panicked")) } else { Ok(()) };
-        };
-        // SAFETY: only the lifetime is erased (same fat-pointer layout); `run` waits below
-        // until every task has finished before returning, so `f` outlives its uses.
-        let f_static: *const (dyn Fn(usize) + Sync + 'static) =
-            unsafe { core::mem::transmute::<*const (dyn Fn(usize) + Sync + '_), _>(f as *const _) };
-        let job = Arc::new(Job {
-            f: f_static,
-            tasks,
-            next: AtomicUsize::new(0),
-            pending: AtomicUsize::new(tasks),
-            panicked: AtomicBool::new(false),
-            done: Mutex::new(false),
-            done_cv: Condvar::new(),
-        });
-        {
-            let mut g = p.job.lock();
-            *g = Some(Arc::clone(&job));
-            p.epoch.fetch_add(1, Ordering::AcqRel);
-            p.wake.notify_all();
-        }
-        job.run_tasks();
-        spin_until(|| job.pending.load(Ordering::Acquire) == 0);
-        {
-            let mut done = job.done.lock();
-            while job.pending.load(Ordering::Acquire) != 0 && !*done {
-                job.done_cv.wait(&mut done);
-            }
-        }
-        *p.job.lock() = None;
-        if job.panicked.load(Ordering::Acquire) {
-            return Err(Error::new("internal error: a kernel task panicked"));
-        }
-        Ok(())
-    }
-}
-
-// ---------------------------------------------------------------------------------------
 // Per-node state: repacked constant weights
 // ---------------------------------------------------------------------------------------
 
-/// Weights repacked once for a node, keyed by where the constant data lives.
+/// Weights repacked once for a node, keyed by where the constant data lives. The copy
+/// counts in `microkernels::packed::live_packed_bytes`, the memory it adds beside the arena.
 #[derive(Default)]
 pub struct PackCache<T> {
     key: Option<(usize, usize, usize)>,
-    data: Vec<T>,
+    data: Packed<T>,
 }
 
 /// Per-node state of the conv / FC kernels (`init` creates it, `free` drops it).
@@ -990,7 +758,7 @@ pub fn with_packed<T: Clone, R>(
             let mut g = c.lock();
             let key = (raw.as_ptr() as usize, raw.len(), tag);
             if g.key != Some(key) {
-                g.data = pack()?;
+                g.data = Packed::new(pack()?);
                 g.key = Some(key);
             }
             use_packed(&g.data)
@@ -1109,52 +877,5 @@ mod tests {
                 assert_eq!(out[c] as i32, want, "acc {} bias {} mult {:?}", acc[c], bias[c], m);
             }
         }
-    }
-
-    #[test]
-    fn pool_runs_every_task_once() {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        std::thread::scope(|s| {
-            for _ in 0..3 {
-                s.spawn(|| {
-                    for _ in 0..20 {
-                        for n in [1usize, 2, 3, 7, 16] {
-                            let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
-                            pool::run(n, &|i| {
-                                hits[i].fetch_add(1, Ordering::Relaxed);
-                            })
-                            .unwrap();
-                            assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
-                        }
-                    }
-                });
-            }
-        });
-        let r = pool::run(3, &|i| {
-            if i == 1 {
-                panic!("a task panics");
-            }
-        });
-        assert!(r.is_err());
-        pool::run(3, &|_| {}).unwrap();
-    }
-
-    #[test]
-    fn parallel_rows_covers_everything() {
-        let mut v = vec![0usize; 10 * 3];
-        parallel_rows(4, &mut v, 3, &|first, chunk: &mut [usize]| {
-            for (i, row) in chunk.chunks_mut(3).enumerate() {
-                row.iter_mut().for_each(|x| *x = first + i);
-            }
-            Ok(())
-        })
-        .unwrap();
-        for r in 0..10 {
-            assert_eq!(&v[r * 3..r * 3 + 3], &[r, r, r]);
-        }
-        let e = parallel_rows(3, &mut v, 3, &|first, _c: &mut [usize]| {
-            if first > 0 { Err(Error::new("boom")) } else { Ok(()) }
-        });
-        assert!(e.is_err());
     }
 }
