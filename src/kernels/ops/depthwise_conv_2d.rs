@@ -446,16 +446,29 @@ fn constant_weights(plan: &Plan<'_>) -> bool {
     plan.filter.is_constant() && plan.bias.as_ref().is_none_or(|b| b.is_constant())
 }
 
+/// True if `t` keeps its values from one Invoke to the next: a model constant, or a
+/// non-variable tensor of the persistent arena (what DEQUANTIZE of constant fp16 / int8
+/// weights writes, once). Packing derived from it can be kept, keyed by its location.
+fn stable(t: &TensorView<'_>) -> bool {
+    t.is_constant() || (t.is_persistent() && !t.is_variable())
+}
+
+/// True if filter and bias keep their values across Invokes (their packing is cached).
+fn stable_weights(plan: &Plan<'_>) -> bool {
+    stable(&plan.filter) && plan.bias.as_ref().is_none_or(stable)
+}
+
 /// Packs the plan's float filter and bias.
 fn pack_plan(plan: &Plan<'_>) -> Result<Packed<f32>> {
     let bias = opt_data_cow::<f32>(plan.bias.as_ref())?;
     pack_f32(&plan.geom, plan.filter.data::<f32>()?, bias.as_deref())
 }
 
-/// The plan's packed float weights: from the node's cache when they are constants
-/// (packed on first use, normally at Prepare), otherwise packed for this call.
+/// The plan's packed float weights: from the node's cache when they keep their values
+/// across Invokes (packed on first use: at Prepare for model constants, at the first
+/// Invoke for dequantized weights), otherwise packed for this call.
 fn packed_f32(state: Option<&NodeState>, plan: &Plan<'_>) -> Result<Arc<Packed<f32>>> {
-    let Some(state) = state.filter(|_| constant_weights(plan)) else {
+    let Some(state) = state.filter(|_| stable_weights(plan)) else {
         return Ok(Arc::new(pack_plan(plan)?));
     };
     let f = plan.filter.raw()?;

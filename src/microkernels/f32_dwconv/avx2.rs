@@ -88,14 +88,15 @@ unsafe fn rows<const T: usize>(
     let pixels = out.len() / channels;
     let (ind, o) = (ind.as_ptr(), out.as_mut_ptr());
     let mut p = 0;
-    // SAFETY (both calls): the contract gives `taps` tap pointers per pixel and
-    // `channels` outputs per pixel, so pixels `p..p + 2` (`p + 1`) of `ind` and `out`
-    // exist; the rest of `Step::pixels`' contract is the kernel's.
     while p + 2 <= pixels {
+        // SAFETY: the contract gives `taps` tap pointers and `channels` outputs per pixel,
+        // so pixels `p..p + 2` of `ind` and `out` exist; the rest of `Step::pixels`'
+        // contract is the kernel's.
         unsafe { k.pixels::<T, 2>(ind.add(p * taps), o.add(p * channels)) };
         p += 2;
     }
     if p < pixels {
+        // SAFETY: as above, for pixel `p`.
         unsafe { k.pixels::<T, 1>(ind.add(p * taps), o.add(p * channels)) };
     }
 }
@@ -126,11 +127,8 @@ impl Step {
         let full_end = channels / TILE * TILE;
         let rem = channels - full_end;
         let full = _mm256_set1_epi32(-1);
-        let store = |o: *mut f32, acc: __m256| {
-            // SAFETY: callers pass output positions of whole vectors inside the pixels.
-            unsafe { _mm256_storeu_ps(o, clamp_to(acc, self.lo, self.hi)) }
-        };
-        // SAFETY (whole body): the loads cover channels `c..c + 16` with
+        let (lo, hi) = (self.lo, self.hi);
+        // SAFETY: (whole body) the loads cover channels `c..c + 16` with
         // `c + 16 <= full_end <= channels`, or in the tail `full_end..channels` (a full
         // vector only where 8 channels remain, masked lanes are not read); the weights are
         // `full_end / 16` blocks of `16 * (taps + 1)`, then one of `width * (taps + 1)`;
@@ -142,8 +140,8 @@ impl Step {
                 let acc = block2::<false, T, PX>(px, taps, c, w, full);
                 for (q, (a0, a1)) in acc.into_iter().enumerate() {
                     let oq = o.add(q * channels + c);
-                    store(oq, a0);
-                    store(oq.add(LANES), a1);
+                    _mm256_storeu_ps(oq, clamp_to(a0, lo, hi));
+                    _mm256_storeu_ps(oq.add(LANES), clamp_to(a1, lo, hi));
                 }
                 w = w.add(TILE * (taps + 1));
                 c += TILE;
@@ -152,13 +150,13 @@ impl Step {
                 let acc = block2::<true, T, PX>(px, taps, c, w, self.tail_mask);
                 for (q, (a0, a1)) in acc.into_iter().enumerate() {
                     let oq = o.add(q * channels + c);
-                    store(oq, a0);
-                    _mm256_maskstore_ps(oq.add(LANES), self.tail_mask, clamp_to(a1, self.lo, self.hi));
+                    _mm256_storeu_ps(oq, clamp_to(a0, lo, hi));
+                    _mm256_maskstore_ps(oq.add(LANES), self.tail_mask, clamp_to(a1, lo, hi));
                 }
             } else if rem > 0 {
                 let acc = block1::<T, PX>(px, taps, c, w, self.tail_mask);
                 for (q, a) in acc.into_iter().enumerate() {
-                    _mm256_maskstore_ps(o.add(q * channels + c), self.tail_mask, clamp_to(a, self.lo, self.hi));
+                    _mm256_maskstore_ps(o.add(q * channels + c), self.tail_mask, clamp_to(a, lo, hi));
                 }
             }
         }
@@ -259,9 +257,9 @@ unsafe fn block1<const T: usize, const PX: usize>(px: *const *const f32, taps: u
         }
         if t < taps {
             let w0 = _mm256_loadu_ps(wt);
-            for q in 0..PX {
+            for (q, aq) in a.iter_mut().enumerate() {
                 let x = (*px.add(q * taps + t)).add(c);
-                a[q] = _mm256_fmadd_ps(_mm256_maskload_ps(x, mask), w0, a[q]);
+                *aq = _mm256_fmadd_ps(_mm256_maskload_ps(x, mask), w0, *aq);
             }
         }
         core::array::from_fn(|q| _mm256_add_ps(a[q], b[q]))

@@ -48,20 +48,22 @@ fn block<'a>(x: impl Fn(usize) -> &'a [f32], taps: usize, width: usize, w: &[f32
     let mut a = [0.0f32; TILE];
     let mut b = [0.0f32; TILE];
     a[..n].copy_from_slice(&w[..n]);
+    // Separate multiply and add (Rust never fuses `a += x * w`): the SIMD kernels' FMA
+    // differs from this by one rounding per tap.
     let mut t = 0;
     while t + 2 <= taps {
         let (x0, x1) = (&x(t)[..n], &x(t + 1)[..n]);
         let (w0, w1) = (&w[width * (t + 1)..][..n], &w[width * (t + 2)..][..n]);
         for j in 0..n {
-            a[j] = a[j] + x0[j] * w0[j];
-            b[j] = b[j] + x1[j] * w1[j];
+            a[j] += x0[j] * w0[j];
+            b[j] += x1[j] * w1[j];
         }
         t += 2;
     }
     if t < taps {
         let (x0, w0) = (&x(t)[..n], &w[width * (t + 1)..][..n]);
         for j in 0..n {
-            a[j] = a[j] + x0[j] * w0[j];
+            a[j] += x0[j] * w0[j];
         }
     }
     for j in 0..n {
