@@ -446,16 +446,9 @@ fn constant_weights(plan: &Plan<'_>) -> bool {
     plan.filter.is_constant() && plan.bias.as_ref().is_none_or(|b| b.is_constant())
 }
 
-/// True if `t` keeps its values from one Invoke to the next: a model constant, or a
-/// non-variable tensor of the persistent arena (what DEQUANTIZE of constant fp16 / int8
-/// weights writes, once). Packing derived from it can be kept, keyed by its location.
-fn stable(t: &TensorView<'_>) -> bool {
-    t.is_constant() || (t.is_persistent() && !t.is_variable())
-}
-
 /// True if filter and bias keep their values across Invokes (their packing is cached).
 fn stable_weights(plan: &Plan<'_>) -> bool {
-    stable(&plan.filter) && plan.bias.as_ref().is_none_or(stable)
+    plan.filter.is_stable_across_runs() && plan.bias.as_ref().is_none_or(|b| b.is_stable_across_runs())
 }
 
 /// Packs the plan's float filter and bias.
