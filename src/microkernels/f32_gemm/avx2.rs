@@ -28,7 +28,7 @@ unsafe fn dot<const M: usize>(p: &IgemmArgs) {
 unsafe fn dot_impl<const M: usize>(p: &IgemmArgs) {
     debug_assert!(p.mr == M && p.nc == 1);
     // SAFETY: the packed block is `1 + ks*kc` floats (`NR = 1`): the bias, then each tap's
-    // `kc` weights; `a[t*M + i]` are `kc` readable floats each; the masked loads read
+    // `kc` weights; `a[i*ks + t]` are `kc` readable floats each; the masked loads read
     // only lanes below `kc`; `c` rows `i < M` get one float each: the contract.
     unsafe {
         let tail = p.kc % 8;
@@ -37,7 +37,7 @@ unsafe fn dot_impl<const M: usize>(p: &IgemmArgs) {
         let mut acc = [_mm256_setzero_ps(); M];
         let mut w = p.w.add(1);
         for t in 0..p.ks {
-            let rows: [*const f32; M] = core::array::from_fn(|i| *p.a.add(t * M + i));
+            let rows: [*const f32; M] = core::array::from_fn(|i| *p.a.add(i * p.ks + t));
             let mut k = 0;
             while k + 8 <= p.kc {
                 let wv = _mm256_loadu_ps(w.add(k));
@@ -91,7 +91,7 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &IgemmArgs) {
     debug_assert!(p.mr == M && p.nc <= 8 * V);
     let mut w = p.w;
     // SAFETY: `w` is read strictly in order over exactly `NR + ks*kc*NR`
-    // floats; `a[t*M + i]` for `t < ks`, `i < M` are the caller's row pointers, each read
+    // floats; `a[i*ks + t]` for `t < ks`, `i < M` are the caller's row pointers, each read
     // at `k < kc`; `c` rows `i < M` are written at `nc` floats (all `NR` only when
     // `nc == NR`): all within the contract of `IgemmArgs`.
     unsafe {
@@ -99,7 +99,7 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &IgemmArgs) {
         w = w.add(8 * V);
         let mut acc = [bias; M];
         for t in 0..p.ks {
-            let rows: [*const f32; M] = core::array::from_fn(|i| *p.a.add(t * M + i));
+            let rows: [*const f32; M] = core::array::from_fn(|i| *p.a.add(i * p.ks + t));
             let mut k = 0;
             while k < p.kc {
                 let wv: [__m256; V] = core::array::from_fn(|v| _mm256_loadu_ps(w.add(8 * v)));

@@ -28,7 +28,7 @@ use core::ops::Range;
 /// The arguments of one microkernel call.
 ///
 /// The caller guarantees (this is each microkernel's safety contract):
-/// - `a` points to `ks * mr` row pointers, tap-major (`a[t * mr + i]`), each valid for
+/// - `a` points to `mr * ks` row pointers, row-major (`a[i * ks + t]`), each valid for
 ///   reading `kc` floats;
 /// - `w` points to one packed block: `NR + ks * kc * NR` floats;
 /// - `c` is valid for writing `nc` floats at `c + i * c_stride` for every `i < mr`;
@@ -171,6 +171,14 @@ pub trait RowTaps {
     /// (`offsets.len() == rows.len() * ks`); [`PAD`] marks a tap in the padding.
     fn fill(&self, rows: Range<usize>, offsets: &mut [usize]);
 
+    /// Rows from `r` on whose tap offsets all advance by one fixed step: writes row `r`'s
+    /// offsets (as [`fill`](Self::fill)) and returns `(count, step)` with `1 <= count <=
+    /// limit`, so that row `r + j` reads tap `t` at `offsets[t] + j * step` (padding taps
+    /// stay padding). `None` when row `r` starts no such run.
+    fn linear_run(&self, _r: usize, _limit: usize, _offsets: &mut [usize]) -> Option<(usize, usize)> {
+        None
+    }
+
     /// Copies the `ks * kc` inputs of each row of `rows` into consecutive rows of `dst`
     /// (zeros for padding taps). Errors if a tap reads past `input`.
     fn gather(&self, rows: Range<usize>, input: &[f32], kc: usize, dst: &mut [f32]) -> Result<()> {
@@ -233,6 +241,11 @@ impl RowTaps for DenseRows {
     fn taps_per_row(&self) -> usize {
         1
     }
+
+    fn linear_run(&self, r: usize, limit: usize, offsets: &mut [usize]) -> Option<(usize, usize)> {
+        offsets[0] = r * self.stride;
+        Some((limit, self.stride))
+    }
     #[inline]
     fn fill(&self, rows: Range<usize>, offsets: &mut [usize]) {
         for (o, r) in offsets.iter_mut().zip(rows) {
@@ -262,6 +275,26 @@ pub struct ConvRows {
 impl RowTaps for ConvRows {
     fn taps_per_row(&self) -> usize {
         self.f_h * self.f_w
+    }
+
+    /// Interior pixels of an output row (every filter column inside the image) form a run:
+    /// each step right moves every tap by `stride_w * in_c`.
+    fn linear_run(&self, r: usize, limit: usize, offsets: &mut [usize]) -> Option<(usize, usize)> {
+        if self.out_w == 0 || limit == 0 {
+            return None;
+        }
+        let ox = r % self.out_w;
+        // First interior column: ox * stride_w >= pad_w.
+        let first = self.pad_w.div_ceil(self.stride_w);
+        // Last interior column: ox * stride_w - pad_w + (f_w - 1) * dil_w <= in_w - 1.
+        let reach = (self.f_w - 1) * self.dil_w;
+        let last = (self.in_w + self.pad_w).checked_sub(reach + 1)? / self.stride_w;
+        if ox < first || ox > last {
+            return None;
+        }
+        let count = limit.min(last + 1 - ox).min(self.out_w - ox);
+        self.fill(r..r + 1, offsets);
+        Some((count, self.stride_w * self.in_c))
     }
     fn fill(&self, rows: Range<usize>, offsets: &mut [usize]) {
         if self.out_w == 0 || self.out_h == 0 {
@@ -368,7 +401,7 @@ impl RowTaps for ConvRows {
 }
 
 /// Input channels per tap below which rows are gathered (see [`igemm`]).
-const GATHER_BELOW_KC: usize = 16;
+const GATHER_BELOW_KC: usize = 8;
 
 fn rows_per_chunk(mr: usize, ks: usize, kc: usize) -> usize {
     let row_bytes = ks * kc * 4;
@@ -418,15 +451,16 @@ pub fn igemm(
     // the multiply-adds they feed: gather each row's taps into one contiguous row instead
     // (a per-chunk im2col of a few KB) and run it as a single tap of `ks * kc` values;
     // the packed weights are laid out identically either way.
-    // The same holds for layers with few output channels, where per-tap pointers are made
-    // for a single narrow block.
-    let gather = ks > 1 && (kc < GATHER_BELOW_KC || packed.n <= k.nr);
+    let gather = ks > 1 && kc < GATHER_BELOW_KC;
     let (call_ks, call_kc) = if gather { (1, ks * kc) } else { (ks, kc) };
     let zero = vec![0f32; kc];
     let chunk = rows_per_chunk(k.mr, ks, kc);
     let mut gathered = if gather { vec![0f32; chunk * ks * kc] } else { Vec::new() };
-    let mut offsets = if gather { Vec::new() } else { vec![0usize; chunk * ks] };
-    // Row pointers of one chunk: per tile of `mr` rows, `call_ks * mr` pointers (tap-major).
+    let mut offsets = if gather { Vec::new() } else { vec![0usize; ks] };
+    // Per tap of a run: its first pointer and its step (0 for padding).
+    let mut bases: Vec<(*const f32, usize)> = vec![(core::ptr::null(), 0); ks];
+    // Row pointers of one chunk: `call_ks` per row, row after row (a tile of `mr` rows is
+    // `mr * call_ks` consecutive pointers).
     let mut ptrs: Vec<*const f32> = Vec::with_capacity(chunk * ks);
     let block_len = packed.block_len();
     let first_block = cols.start / k.nr;
@@ -440,25 +474,35 @@ pub fn igemm(
             taps.gather(r0..r1, input, kc, &mut gathered[..(r1 - r0) * row_len])?;
             ptrs.extend(gathered.chunks_exact(row_len).take(r1 - r0).map(|row| row.as_ptr()));
         } else {
-            // Tile by tile, tap-major within a tile.
-            let offs = &mut offsets[..(r1 - r0) * ks];
-            taps.fill(r0..r1, offs);
-            let mut t0 = r0;
-            while t0 < r1 {
-                let mr = k.mr.min(r1 - t0);
-                let base = ptrs.len();
-                ptrs.resize(base + ks * mr, zero.as_ptr());
-                for i in 0..mr {
-                    let row_offs = &offs[(t0 - r0 + i) * ks..][..ks];
-                    for (t, &o) in row_offs.iter().enumerate() {
-                        if o != PAD {
-                            // Bounds-checked: the kernel reads `kc` floats from here.
-                            let row = input.get(o..o.saturating_add(kc)).ok_or_else(|| past_input(t0 + i, t, input.len()))?;
-                            ptrs[base + t * mr + i] = row.as_ptr();
-                        }
+            // A run of rows whose taps advance by one fixed step (the interior of an output
+            // row) is placed by stepping from each tap's first pointer, after checking the
+            // run's last read once; other rows are placed one at a time.
+            let chunk_rows = r1 - r0;
+            let row_offs = &mut offsets[..ks];
+            let mut q = 0;
+            while q < chunk_rows {
+                let r = r0 + q;
+                let (count, step) = match taps.linear_run(r, chunk_rows - q, row_offs) {
+                    Some((count, step)) if count >= 1 && count <= chunk_rows - q => (count, step),
+                    _ => {
+                        taps.fill(r..r + 1, row_offs);
+                        (1, 0)
                     }
+                };
+                for (t, &o) in row_offs.iter().enumerate() {
+                    if o == PAD {
+                        bases[t] = (zero.as_ptr(), 0);
+                        continue;
+                    }
+                    // Every read of this tap in the run lies in `span`.
+                    let end = (count - 1).checked_mul(step).and_then(|v| v.checked_add(o)).and_then(|v| v.checked_add(kc));
+                    let span = end.and_then(|e| input.get(o..e)).ok_or_else(|| past_input(r + count - 1, t, input.len()))?;
+                    bases[t] = (span.as_ptr(), step);
                 }
-                t0 += mr;
+                for j in 0..count {
+                    ptrs.extend(bases.iter().map(|&(base, step)| base.wrapping_add(j * step)));
+                }
+                q += count;
             }
         }
         for blk in first_block..last_block {
@@ -486,9 +530,11 @@ pub fn igemm(
                     max,
                 };
                 // SAFETY: the contract of `IgemmArgs` holds: `ptrs[p..p + call_ks*mr]` are
-                // `call_ks * mr` pointers (tap-major), each to `call_kc` readable floats (a
-                // checked sub-slice of `input`, `zero` of length `kc`, or a gathered row of
-                // `ks * kc`), all alive and unmodified during this call;
+                // `mr * call_ks` pointers (row-major), each to `call_kc` readable floats:
+                // inside a checked span of `input` (a run's pointer `j` is `j * step` past
+                // the span's start, and the span reaches the run's last read), `zero` of
+                // length `kc`, or a gathered row of `ks * kc`; all alive and unmodified
+                // during this call;
                 // `w` is one whole packed block (`NR + ks*kc*NR` floats, checked by the
                 // slice above); `c` covers `(mr - 1) * out_stride + nc` floats; `mr <= MR`
                 // and `nc <= NR` by construction, `kc, ks >= 1` by `pack`.

@@ -33,7 +33,7 @@ unsafe fn igemm<const M: usize, const NR: usize>(p: &IgemmArgs) {
     for t in 0..p.ks {
         let rows: [&[f32]; M] = core::array::from_fn(|i| {
             // SAFETY: each row pointer is valid for `kc` floats (the contract).
-            unsafe { core::slice::from_raw_parts(a[t * M + i], p.kc) }
+            unsafe { core::slice::from_raw_parts(a[i * p.ks + t], p.kc) }
         });
         for k in 0..p.kc {
             let wrow = &w[wk..wk + NR];
