@@ -179,6 +179,14 @@ pub trait RowTaps {
         None
     }
 
+    /// `Some(w)` when, for rows of `kc` values per tap, the taps come in lines of `w`
+    /// (`t = line * w + x`) whose inputs are
+    /// contiguous wherever a line lies inside the input: tap `line * w + x` then reads at
+    /// the line's first offset plus `x * kc`.
+    fn contiguous_line(&self, _kc: usize) -> Option<usize> {
+        None
+    }
+
     /// Copies the `ks * kc` inputs of each row of `rows` into consecutive rows of `dst`
     /// (zeros for padding taps). Errors if a tap reads past `input`.
     fn gather(&self, rows: Range<usize>, input: &[f32], kc: usize, dst: &mut [f32]) -> Result<()> {
@@ -275,6 +283,10 @@ pub struct ConvRows {
 impl RowTaps for ConvRows {
     fn taps_per_row(&self) -> usize {
         self.f_h * self.f_w
+    }
+
+    fn contiguous_line(&self, kc: usize) -> Option<usize> {
+        (self.dil_w == 1 && kc == self.in_c).then_some(self.f_w)
     }
 
     /// Interior pixels of an output row (every filter column inside the image) form a run:
@@ -452,13 +464,26 @@ pub fn igemm(
     // (a per-chunk im2col of a few KB) and run it as a single tap of `ks * kc` values;
     // the packed weights are laid out identically either way.
     let gather = ks > 1 && kc < GATHER_BELOW_KC;
-    let (call_ks, call_kc) = if gather { (1, ks * kc) } else { (ks, kc) };
-    let zero = vec![0f32; kc];
+    // Better still, when each filter row's taps read one contiguous run of the input
+    // (undilated columns), a filter row is one tap of `line * kc` values: rows inside the
+    // image then point straight into the input, and only rows at the left and right edges
+    // (with padding columns) are gathered.
+    let line = taps.contiguous_line(kc).filter(|&w| gather && w > 1 && ks % w == 0);
+    let (call_ks, call_kc) = match line {
+        Some(w) => (ks / w, w * kc),
+        None if gather => (1, ks * kc),
+        None => (ks, kc),
+    };
+    let zero = vec![0f32; call_kc];
     let chunk = rows_per_chunk(k.mr, ks, kc);
     let mut gathered = if gather { vec![0f32; chunk * ks * kc] } else { Vec::new() };
-    let mut offsets = if gather { Vec::new() } else { vec![0usize; ks] };
+    let mut offsets = vec![0usize; ks];
     // Per tap of a run: its first pointer and its step (0 for padding).
     let mut bases: Vec<(*const f32, usize)> = vec![(core::ptr::null(), 0); ks];
+    // Line mode: per chunk, the runs found (first row, rows, where their bases start in
+    // `run_bases`), or rows gathered (`usize::MAX` for the bases).
+    let mut segments: Vec<(usize, usize, usize)> = Vec::new();
+    let mut run_bases: Vec<(*const f32, usize)> = Vec::new();
     // Row pointers of one chunk: `call_ks` per row, row after row (a tile of `mr` rows is
     // `mr * call_ks` consecutive pointers).
     let mut ptrs: Vec<*const f32> = Vec::with_capacity(chunk * ks);
@@ -469,7 +494,51 @@ pub fn igemm(
     while r0 < rows.end {
         let r1 = (r0 + chunk).min(rows.end);
         ptrs.clear();
-        if gather {
+        if let Some(w) = line {
+            let chunk_rows = r1 - r0;
+            let row_len = ks * kc;
+            segments.clear();
+            run_bases.clear();
+            // Pass 1: find the runs (checking each line's last read) and gather the rest.
+            let mut q = 0;
+            while q < chunk_rows {
+                let r = r0 + q;
+                match taps.linear_run(r, chunk_rows - q, &mut offsets) {
+                    Some((count, step)) if count >= 1 && count <= chunk_rows - q => {
+                        segments.push((q, count, run_bases.len()));
+                        for l in 0..call_ks {
+                            let o = offsets[l * w];
+                            if o == PAD {
+                                run_bases.push((zero.as_ptr(), 0));
+                                continue;
+                            }
+                            let end = (count - 1).checked_mul(step).and_then(|v| v.checked_add(o)).and_then(|v| v.checked_add(call_kc));
+                            let span = end.and_then(|e| input.get(o..e)).ok_or_else(|| past_input(r + count - 1, l * w, input.len()))?;
+                            run_bases.push((span.as_ptr(), step));
+                        }
+                        q += count;
+                    }
+                    _ => {
+                        taps.gather(r..r + 1, input, kc, &mut gathered[q * row_len..(q + 1) * row_len])?;
+                        segments.push((q, 1, usize::MAX));
+                        q += 1;
+                    }
+                }
+            }
+            // Pass 2: the pointers (the gathered rows are final now).
+            let gathered = &gathered[..];
+            for &(q, count, at) in &segments {
+                if at == usize::MAX {
+                    let row = &gathered[q * row_len..(q + 1) * row_len];
+                    ptrs.extend(row.chunks_exact(call_kc).map(|l| l.as_ptr()));
+                } else {
+                    let b = &run_bases[at..at + call_ks];
+                    for j in 0..count {
+                        ptrs.extend(b.iter().map(|&(base, step)| base.wrapping_add(j * step)));
+                    }
+                }
+            }
+        } else if gather {
             let row_len = ks * kc;
             taps.gather(r0..r1, input, kc, &mut gathered[..(r1 - r0) * row_len])?;
             ptrs.extend(gathered.chunks_exact(row_len).take(r1 - r0).map(|row| row.as_ptr()));
@@ -478,7 +547,7 @@ pub fn igemm(
             // row) is placed by stepping from each tap's first pointer, after checking the
             // run's last read once; other rows are placed one at a time.
             let chunk_rows = r1 - r0;
-            let row_offs = &mut offsets[..ks];
+            let row_offs = &mut offsets[..];
             let mut q = 0;
             while q < chunk_rows {
                 let r = r0 + q;
@@ -532,9 +601,9 @@ pub fn igemm(
                 // SAFETY: the contract of `IgemmArgs` holds: `ptrs[p..p + call_ks*mr]` are
                 // `mr * call_ks` pointers (row-major), each to `call_kc` readable floats:
                 // inside a checked span of `input` (a run's pointer `j` is `j * step` past
-                // the span's start, and the span reaches the run's last read), `zero` of
-                // length `kc`, or a gathered row of `ks * kc`; all alive and unmodified
-                // during this call;
+                // the span's start, and the span reaches the run's last read of `call_kc`),
+                // `zero` of length `call_kc`, or a gathered row (or a `call_kc` line of
+                // one); all alive and unmodified during this call;
                 // `w` is one whole packed block (`NR + ks*kc*NR` floats, checked by the
                 // slice above); `c` covers `(mr - 1) * out_stride + nc` floats; `mr <= MR`
                 // and `nc <= NR` by construction, `kc, ks >= 1` by `pack`.
