@@ -569,16 +569,16 @@ pub fn dw_hybrid_optimized(
     }
     let offsets: Vec<i32> = q.offsets.iter().map(|&o| o.wrapping_neg()).collect();
     let fw: Vec<i16> = filter.iter().map(|&w| w as i16).collect();
-    if exact_in_f32(g, max_abs_wide(g, &q.data, &offsets), &fw) {
+    if exact_in_f32(g, max_abs_wide(g, q.data, &offsets), &fw) {
         let wf = to_f32(&fw);
         let cv = |x: i8, off: i32| wide(x, off) as f32;
-        return dw_rows(g, &q.data, &cv, &offsets, &wf, out, threads, &|acc: &[f32], b, c0, out: &mut [f32]| {
+        return dw_rows(g, q.data, &cv, &offsets, &wf, out, threads, &|acc: &[f32], b, c0, out: &mut [f32]| {
             for (j, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
                 *o = hybrid_finish(a as i32, channel_scales, c0 + j, q.scales[b], bias, act);
             }
         });
     }
-    dw_rows(g, &q.data, &wide::<i8>, &offsets, &fw, out, threads, &|acc: &[i32], b, c0, out: &mut [f32]| {
+    dw_rows(g, q.data, &wide::<i8>, &offsets, &fw, out, threads, &|acc: &[i32], b, c0, out: &mut [f32]| {
         for (j, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
             *o = hybrid_finish(a, channel_scales, c0 + j, q.scales[b], bias, act);
         }

@@ -190,20 +190,25 @@ pub trait RowTaps {
     /// Copies the `ks * kc` inputs of each row of `rows` into consecutive rows of `dst`
     /// (zeros for padding taps). Errors if a tap reads past `input`.
     fn gather(&self, rows: Range<usize>, input: &[f32], kc: usize, dst: &mut [f32]) -> Result<()> {
-        let ks = self.taps_per_row();
-        let mut offs = vec![0usize; rows.len() * ks];
-        self.fill(rows.clone(), &mut offs);
-        for ((r, d), row_offs) in rows.zip(dst.chunks_exact_mut(ks * kc)).zip(offs.chunks_exact(ks)) {
-            for (t, (&o, d)) in row_offs.iter().zip(d.chunks_exact_mut(kc)).enumerate() {
-                if o == PAD {
-                    d.fill(0.0);
-                } else {
-                    d.copy_from_slice(input.get(o..o.saturating_add(kc)).ok_or_else(|| past_input(r, t, input.len()))?);
-                }
+        gather_by_offsets(self, rows, input, kc, dst)
+    }
+}
+
+/// [`RowTaps::gather`] through [`RowTaps::fill`]: tap by tap.
+fn gather_by_offsets<T: RowTaps + ?Sized>(taps: &T, rows: Range<usize>, input: &[f32], kc: usize, dst: &mut [f32]) -> Result<()> {
+    let ks = taps.taps_per_row();
+    let mut offs = vec![0usize; rows.len() * ks];
+    taps.fill(rows.clone(), &mut offs);
+    for ((r, d), row_offs) in rows.zip(dst.chunks_exact_mut(ks * kc)).zip(offs.chunks_exact(ks)) {
+        for (t, (&o, d)) in row_offs.iter().zip(d.chunks_exact_mut(kc)).enumerate() {
+            if o == PAD {
+                d.fill(0.0);
+            } else {
+                d.copy_from_slice(input.get(o..o.saturating_add(kc)).ok_or_else(|| past_input(r, t, input.len()))?);
             }
         }
-        Ok(())
     }
+    Ok(())
 }
 
 /// Copies a short run (tens of floats) inline, eight at a time with the last eight (or
@@ -229,8 +234,15 @@ fn copy_short(dst: &mut [f32], src: &[f32]) {
         dst[..4].copy_from_slice(&a);
         dst[n - 4..].copy_from_slice(&b);
     } else {
-        for k in 0..n {
-            dst[k] = src[k];
+        // At most three values, written one by one.
+        if n > 0 {
+            dst[0] = src[0];
+        }
+        if n > 1 {
+            dst[1] = src[1];
+        }
+        if n > 2 {
+            dst[2] = src[2];
         }
     }
 }
@@ -278,6 +290,20 @@ pub struct ConvRows {
     pub dil_w: usize,
     pub pad_h: usize,
     pub pad_w: usize,
+}
+
+impl ConvRows {
+    /// The output pixel after `(ox, oy, b)` in NHWC order: counting, not dividing.
+    #[inline]
+    fn next_pixel(&self, ox: usize, oy: usize, b: usize) -> (usize, usize, usize) {
+        if ox + 1 < self.out_w {
+            (ox + 1, oy, b)
+        } else if oy + 1 < self.out_h {
+            (0, oy + 1, b)
+        } else {
+            (0, 0, b + 1)
+        }
+    }
 }
 
 impl RowTaps for ConvRows {
@@ -331,15 +357,7 @@ impl RowTaps for ConvRows {
                     *t = if ix >= 0 && (ix as usize) < self.in_w { (line + ix as usize) * self.in_c } else { PAD };
                 }
             }
-            ox += 1;
-            if ox == self.out_w {
-                ox = 0;
-                oy += 1;
-                if oy == self.out_h {
-                    oy = 0;
-                    b += 1;
-                }
-            }
+            (ox, oy, b) = self.next_pixel(ox, oy, b);
         }
     }
 
@@ -347,19 +365,7 @@ impl RowTaps for ConvRows {
     /// input (clipped at the image's edges), copied at once.
     fn gather(&self, rows: Range<usize>, input: &[f32], kc: usize, dst: &mut [f32]) -> Result<()> {
         if self.dil_w != 1 || kc != self.in_c || self.out_w == 0 || self.out_h == 0 {
-            let ks = self.taps_per_row();
-            let mut offs = vec![0usize; rows.len() * ks];
-            self.fill(rows.clone(), &mut offs);
-            for ((r, d), row_offs) in rows.zip(dst.chunks_exact_mut(ks * kc)).zip(offs.chunks_exact(ks)) {
-                for (t, (&o, d)) in row_offs.iter().zip(d.chunks_exact_mut(kc)).enumerate() {
-                    if o == PAD {
-                        d.fill(0.0);
-                    } else {
-                        d.copy_from_slice(input.get(o..o.saturating_add(kc)).ok_or_else(|| past_input(r, t, input.len()))?);
-                    }
-                }
-            }
-            return Ok(());
+            return gather_by_offsets(self, rows, input, kc, dst);
         }
         let line_len = self.f_w * kc;
         let row_len = self.f_h * line_len;
@@ -398,15 +404,7 @@ impl RowTaps for ConvRows {
                     line[hi * kc..].fill(0.0);
                 }
             }
-            ox += 1;
-            if ox == self.out_w {
-                ox = 0;
-                oy += 1;
-                if oy == self.out_h {
-                    oy = 0;
-                    b += 1;
-                }
-            }
+            (ox, oy, b) = self.next_pixel(ox, oy, b);
         }
         Ok(())
     }

@@ -15,17 +15,17 @@ pub type SigmoidFn = fn(input: &[f32], out: &mut [f32]);
 
 /// Constants shared by every table.
 pub(crate) mod consts {
-    pub const LOG2E: f32 = std::f32::consts::LOG2_E;
+    pub(in crate::microkernels::f32_vsigmoid) const LOG2E: f32 = std::f32::consts::LOG2_E;
     /// ln 2 split in two so that `n * LN2_HI` is exact for the `n` that occur.
-    pub const LN2_HI: f32 = 0.693_145_75;
-    pub const LN2_LO: f32 = 1.428_606_8e-6;
+    pub(in crate::microkernels::f32_vsigmoid) const LN2_HI: f32 = 0.693_145_75;
+    pub(in crate::microkernels::f32_vsigmoid) const LN2_LO: f32 = 1.428_606_8e-6;
     /// Below this, `exp` underflows to (near) zero; the kernels return 0 there.
-    pub const CUTOFF: f32 = -87.336_55;
-    pub const C2: f32 = 0.5;
-    pub const C3: f32 = 1.0 / 6.0;
-    pub const C4: f32 = 1.0 / 24.0;
-    pub const C5: f32 = 1.0 / 120.0;
-    pub const C6: f32 = 1.0 / 720.0;
+    pub(in crate::microkernels::f32_vsigmoid) const CUTOFF: f32 = -87.336_55;
+    pub(in crate::microkernels::f32_vsigmoid) const C2: f32 = 0.5;
+    pub(in crate::microkernels::f32_vsigmoid) const C3: f32 = 1.0 / 6.0;
+    pub(in crate::microkernels::f32_vsigmoid) const C4: f32 = 1.0 / 24.0;
+    pub(in crate::microkernels::f32_vsigmoid) const C5: f32 = 1.0 / 120.0;
+    pub(in crate::microkernels::f32_vsigmoid) const C6: f32 = 1.0 / 720.0;
 }
 
 /// Computes `sigmoid` of `input` into `out` with `table`'s kernel. Errors (nothing

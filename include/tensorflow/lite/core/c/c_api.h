@@ -208,6 +208,8 @@ struct TfLiteEvalTensor;
 
 
 
+
+
 /*
  Largest rank TFLite 2.19's broadcasting kernels accept (`BroadcastAdd6DSlow` & co.).
  */
@@ -3368,6 +3370,10 @@ typedef struct TfLiteStablehloCaseParams {
 #define Model_VT_METADATA 16
 
 #define Model_VT_SIGNATURE_DEFS 18
+
+
+
+
 
 #ifdef __cplusplus
 extern "C" {
