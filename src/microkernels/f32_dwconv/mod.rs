@@ -289,12 +289,26 @@ pub fn run_rows(
                     };
                     let mut slots = ind.chunks_exact_mut(taps);
                     slots.by_ref().take(left).for_each(|px| px[t] = zero);
-                    // Columns first: `zip` polls its first iterator first, so no slot is
-                    // taken (and left unwritten) when the columns run out.
-                    for (x, px) in columns.chunks(g.stride_w * c).take(inside).zip(slots.by_ref()) {
-                        // A column shorter than `c` cannot happen (`inside` counts whole
-                        // columns); reading zeros keeps the pointer valid regardless.
-                        px[t] = x.get(..c).map_or(zero, |x| x.as_ptr());
+                    // The pixels that read real columns: their pointers step by one input
+                    // stride from the first, and the last one's `c` values lie inside
+                    // `span` (checked once), so every pointer reads inside `columns`.
+                    let step = g.stride_w * c;
+                    let real = inside.min(pixels - left);
+                    let span = real.checked_sub(1).and_then(|n| columns.get(..n * step + c));
+                    match span {
+                        Some(span) => {
+                            let first = span.as_ptr();
+                            for (p, px) in slots.by_ref().take(real).enumerate() {
+                                px[t] = first.wrapping_add(p * step);
+                            }
+                        }
+                        None => {
+                            // Columns first: `zip` polls its first iterator first, so no
+                            // slot is taken (and left unwritten) when the columns run out.
+                            for (x, px) in columns.chunks(step).take(inside).zip(slots.by_ref()) {
+                                px[t] = x.get(..c).map_or(zero, |x| x.as_ptr());
+                            }
+                        }
                     }
                     slots.for_each(|px| px[t] = zero);
                 }
@@ -302,7 +316,8 @@ pub fn run_rows(
             // SAFETY: the CPU has the kernels' instruction set (checked above); `c > 0`
             // (checked by `g.check`); `out_px` holds whole pixels of `c` values and `ind`
             // has `taps` pointers per pixel; `kernel` was chosen for `taps`; each pointer
-            // is the start of a `c`-long chunk of `input` or of `zeros`, both borrowed
+            // is the start of a `c`-long chunk of `input` (inside a checked span when
+            // stepped) or of `zeros`, both borrowed
             // immutably for the whole call, so they are readable and nothing writes them
             // (`out_px` is a distinct `&mut`); `packed` has exactly
             // `packed_len(kernels, c, taps)` values (checked above).
