@@ -38,7 +38,8 @@ fn pack(table: &Table, g: &ConvGeom, filter: &[f32], bias: Option<&[f32]>) -> Re
     if want != Some(filter.len()) {
         return Err(Error::new(format!("filter has {} values, the geometry needs {want:?}", filter.len())));
     }
-    f32_gemm::pack(&table.f32_gemm, g.out_c, ks, kc, |o, t, k| filter[(o * ks + t) * kc + k], bias)
+    let per_output = ks * kc;
+    f32_gemm::pack(&table.f32_gemm, g.out_c, ks, kc, |o, t, k| filter[o * per_output + t * kc + k], bias)
 }
 
 /// True if filter and bias keep their values from one Invoke to the next (so the packing

@@ -147,12 +147,12 @@ pub fn pack(
         }
         // Output channel by channel: a filter stored output-major (OHWI) is then read in
         // order, and each write lands in the same few cache lines of the block.
+        let body = &mut chunk[nr..];
         for j in 0..cols {
-            let mut at = nr + j;
+            let mut slots = body.iter_mut().skip(j).step_by(nr);
             for t in 0..ks {
-                for k in 0..kc {
-                    chunk[at] = weight(o0 + j, t, k);
-                    at += nr;
+                for (k, slot) in (0..kc).zip(&mut slots) {
+                    *slot = weight(o0 + j, t, k);
                 }
             }
         }
