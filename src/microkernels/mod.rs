@@ -17,6 +17,8 @@ pub mod f32_dwconv;
 pub mod f32_gemm;
 pub mod f32_vsigmoid;
 pub mod packed;
+#[cfg(test)]
+pub(crate) mod test_rng;
 
 use std::sync::OnceLock;
 

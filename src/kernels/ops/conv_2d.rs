@@ -891,16 +891,9 @@ fn use_im2col(g: &ConvGeom) -> bool {
     g.in_c < 8 && g.f_h * g.f_w > 1 && g.in_c == g.f_c && pixels.checked_mul(k).is_some_and(|n| n <= 1 << 26)
 }
 
-/// The geometry the optimized float path computes (and whose filter packing it expects):
-/// `g`, or with im2col a 1x1 convolution over rows of `kh * kw * in_c` values.
-pub fn packing_geom(g: &ConvGeom) -> ConvGeom {
-    if !use_im2col(g) {
-        return *g;
-    }
-    rows_geom(g)
-}
-
-/// [`packing_geom`] for the integer path, which with AVX2 always computes on gathered rows.
+/// The geometry the integer path computes (and whose filter packing it expects): `g`, or
+/// a 1x1 convolution over gathered rows of `kh * kw * in_c` values with im2col, and always
+/// with AVX2.
 pub fn packing_geom_i16(g: &ConvGeom) -> ConvGeom {
     if use_im2col(g) || (have_avx2() && g.in_c == g.f_c) {
         return rows_geom(g);
@@ -1409,28 +1402,7 @@ mod tests {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn geom(b: usize, h: usize, w: usize, c: usize, oc: usize, fh: usize, fw: usize, fc: usize, s: usize, d: usize, pad: TfLitePadding) -> ConvGeom {
-        let (oh, ow, p) = compute_padding_height_width(s, s, d, d, h, w, fh, fw, pad).unwrap();
-        ConvGeom {
-            batches: b,
-            in_h: h,
-            in_w: w,
-            in_c: c,
-            out_h: oh,
-            out_w: ow,
-            out_c: oc,
-            f_h: fh,
-            f_w: fw,
-            f_c: fc,
-            stride_h: s,
-            stride_w: s,
-            dil_h: d,
-            dil_w: d,
-            pad_h: p.height,
-            pad_w: p.width,
-        }
-    }
+    use crate::kernels::ops::conv_common::test_conv_geom as geom;
 
     #[test]
     fn tflite_simple_float() {

@@ -742,6 +742,43 @@ pub fn node_state<'a>(ctx: &OpCtx<'a>) -> Option<&'a NodeState> {
     unsafe { p.as_ref() }
 }
 
+/// A convolution geometry for tests: square stride `s` and dilation `d`, padding as
+/// TFLite computes it.
+#[cfg(test)]
+#[allow(clippy::too_many_arguments)]
+pub fn test_conv_geom(b: usize, h: usize, w: usize, c: usize, oc: usize, fh: usize, fw: usize, fc: usize, s: usize, d: usize, pad: TfLitePadding) -> ConvGeom {
+    let (out_h, out_w, p) = compute_padding_height_width(s, s, d, d, h, w, fh, fw, pad).expect("a valid test geometry");
+    ConvGeom {
+        batches: b,
+        in_h: h,
+        in_w: w,
+        in_c: c,
+        out_h,
+        out_w,
+        out_c: oc,
+        f_h: fh,
+        f_w: fw,
+        f_c: fc,
+        stride_h: s,
+        stride_w: s,
+        dil_h: d,
+        dil_w: d,
+        pad_h: p.height,
+        pad_w: p.width,
+    }
+}
+
+/// True if filter and (optional) bias keep their values from one Invoke to the next, so
+/// what is packed from them can be kept (see [`TensorView::is_stable_across_runs`]).
+pub fn weights_stable(filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> bool {
+    filter.is_stable_across_runs() && bias.is_none_or(|b| b.is_stable_across_runs())
+}
+
+/// True if filter and (optional) bias are model constants, whose data is there at Prepare.
+pub fn weights_constant(filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> bool {
+    filter.is_constant() && bias.is_none_or(|b| b.is_constant())
+}
+
 /// Runs `use_packed` on `source` repacked by `pack`; when `cache` is given and `source`
 /// keeps its values across runs (a constant, or dequantized constant weights), the packed copy is kept in the cache and reused while the tensor's
 /// data pointer, size and `tag` stay the same.

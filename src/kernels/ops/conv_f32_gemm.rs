@@ -4,7 +4,7 @@
 //! Used by CONV_2D for ungrouped float convolutions; the fused activation is the
 //! microkernels' clamp.
 
-use super::conv_common::{ConvGeom, NodeState, threads_for, parallel_rows};
+use super::conv_common::{ConvGeom, NodeState, parallel_rows, threads_for, weights_constant, weights_stable};
 use crate::error::{Error, Result};
 use crate::kernels::api::TensorView;
 use crate::microkernels::f32_gemm::{self, ConvRows, DenseRows, PackedGemm};
@@ -42,21 +42,10 @@ fn pack(table: &Table, g: &ConvGeom, filter: &[f32], bias: Option<&[f32]>) -> Re
     f32_gemm::pack(&table.f32_gemm, g.out_c, ks, kc, |o, t, k| filter[o * per_output + t * kc + k], bias)
 }
 
-/// True if filter and bias keep their values from one Invoke to the next (so the packing
-/// can be kept; for model constants it is made at Prepare).
-fn stable_weights(filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> bool {
-    filter.is_stable_across_runs() && bias.is_none_or(|b| b.is_stable_across_runs())
-}
-
-/// True if filter and bias are model constants, whose data is there at Prepare.
-fn constant_weights(filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> bool {
-    filter.is_constant() && bias.is_none_or(|b| b.is_constant())
-}
-
 /// Packs a constant filter ahead of the first Invoke (called from Prepare).
 pub fn prepare(state: Option<&NodeState>, g: &ConvGeom, filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> Result<()> {
     let Some(state) = state else { return Ok(()) };
-    if !constant_weights(filter, bias) {
+    if !weights_constant(filter, bias) {
         return Ok(());
     }
     cached(&state.gemm, g, filter, bias).map(|_| ())
@@ -89,7 +78,7 @@ pub fn run(
     max_threads: usize,
 ) -> Result<()> {
     let packed = match state {
-        Some(s) if stable_weights(filter, bias) => cached(&s.gemm, g, filter, bias)?,
+        Some(s) if weights_stable(filter, bias) => cached(&s.gemm, g, filter, bias)?,
         _ => {
             let b = bias.map(|b| b.data::<f32>()).transpose()?;
             std::sync::Arc::new(pack(table(), g, filter.data::<f32>()?, b)?)
@@ -153,30 +142,12 @@ mod tests {
     use super::*;
     use crate::abi::builtin_op_data::TfLitePadding;
     use crate::kernels::ops::conv_2d::conv_f32_reference;
-    use crate::kernels::ops::conv_common::compute_padding_height_width;
+    use crate::kernels::ops::conv_common::test_conv_geom;
     use crate::microkernels::available_tables;
 
     #[allow(clippy::too_many_arguments)]
     fn geom(b: usize, h: usize, w: usize, c: usize, oc: usize, fh: usize, fw: usize, s: usize, d: usize, pad: TfLitePadding) -> ConvGeom {
-        let (out_h, out_w, p) = compute_padding_height_width(s, s, d, d, h, w, fh, fw, pad).unwrap();
-        ConvGeom {
-            batches: b,
-            in_h: h,
-            in_w: w,
-            in_c: c,
-            out_h,
-            out_w,
-            out_c: oc,
-            f_h: fh,
-            f_w: fw,
-            f_c: c,
-            stride_h: s,
-            stride_w: s,
-            dil_h: d,
-            dil_w: d,
-            pad_h: p.height,
-            pad_w: p.width,
-        }
+        test_conv_geom(b, h, w, c, oc, fh, fw, c, s, d, pad)
     }
 
     #[test]

@@ -443,12 +443,12 @@ type PackKey = (usize, usize, usize, usize, usize, usize);
 /// True if filter and bias are model constants (their packing can be kept, and made at
 /// Prepare).
 fn constant_weights(plan: &Plan<'_>) -> bool {
-    plan.filter.is_constant() && plan.bias.as_ref().is_none_or(|b| b.is_constant())
+    super::conv_common::weights_constant(&plan.filter, plan.bias.as_ref())
 }
 
 /// True if filter and bias keep their values across Invokes (their packing is cached).
 fn stable_weights(plan: &Plan<'_>) -> bool {
-    plan.filter.is_stable_across_runs() && plan.bias.as_ref().is_none_or(|b| b.is_stable_across_runs())
+    super::conv_common::weights_stable(&plan.filter, plan.bias.as_ref())
 }
 
 /// Packs the plan's float filter and bias.
@@ -919,25 +919,7 @@ mod tests {
 
     #[allow(clippy::too_many_arguments)]
     fn geom(b: usize, h: usize, w: usize, c: usize, m: usize, fh: usize, fw: usize, s: usize, d: usize, pad: TfLitePadding) -> ConvGeom {
-        let (oh, ow, p) = compute_padding_height_width(s, s, d, d, h, w, fh, fw, pad).unwrap();
-        ConvGeom {
-            batches: b,
-            in_h: h,
-            in_w: w,
-            in_c: c,
-            out_h: oh,
-            out_w: ow,
-            out_c: c * m,
-            f_h: fh,
-            f_w: fw,
-            f_c: c * m,
-            stride_h: s,
-            stride_w: s,
-            dil_h: d,
-            dil_w: d,
-            pad_h: p.height,
-            pad_w: p.width,
-        }
+        crate::kernels::ops::conv_common::test_conv_geom(b, h, w, c, c * m, fh, fw, c * m, s, d, pad)
     }
 
     #[test]

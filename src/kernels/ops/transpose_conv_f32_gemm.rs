@@ -5,7 +5,7 @@
 //! no scatter and no scratch accumulator. Used by TRANSPOSE_CONV and MediaPipe's
 //! Convolution2DTransposeBias for float32.
 
-use super::conv_common::{parallel_rows, threads_for};
+use super::conv_common::{parallel_rows, threads_for, weights_stable};
 use super::transpose_conv::TransposeGeom;
 use crate::error::{Error, Result};
 use crate::kernels::api::TensorView;
@@ -86,7 +86,7 @@ fn key(weights: &TensorView<'_>, bias: Option<&TensorView<'_>>, g: &TransposeGeo
 /// across runs, packed anew otherwise.
 fn phases(cache: Option<&TransposeGemmCache>, g: &TransposeGeom, weights: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> Result<Arc<Phases>> {
     let bias_data = bias.map(|b| b.data::<f32>()).transpose()?;
-    let stable = weights.is_stable_across_runs() && bias.is_none_or(|b| b.is_stable_across_runs());
+    let stable = weights_stable(weights, bias);
     let Some(cache) = cache.filter(|_| stable) else {
         return Ok(Arc::new(build(g, weights.data::<f32>()?, bias_data)?));
     };

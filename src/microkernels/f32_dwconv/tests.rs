@@ -4,20 +4,7 @@
 use super::*;
 use crate::microkernels::{Isa, Table, available_tables};
 
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u32 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (self.0 >> 33) as u32
-    }
-    fn f32(&mut self) -> f32 {
-        (self.next() % 20001) as f32 / 10000.0 - 1.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        self.next() as usize % n
-    }
-}
+use crate::microkernels::test_rng::Lcg;
 
 /// Output size and leading padding of one spatial axis (TFLite's SAME / VALID rules).
 fn axis(input: usize, k: usize, stride: usize, dil: usize, same: bool) -> Option<(usize, usize)> {

@@ -293,6 +293,12 @@ pub struct ConvRows {
 }
 
 impl ConvRows {
+    /// Output row `r`'s pixel `(ox, oy, batch)`.
+    #[inline]
+    fn pixel(&self, r: usize) -> (usize, usize, usize) {
+        (r % self.out_w, (r / self.out_w) % self.out_h, r / (self.out_w * self.out_h))
+    }
+
     /// The output pixel after `(ox, oy, b)` in NHWC order: counting, not dividing.
     #[inline]
     fn next_pixel(&self, ox: usize, oy: usize, b: usize) -> (usize, usize, usize) {
@@ -341,7 +347,7 @@ impl RowTaps for ConvRows {
         let ks = self.f_h * self.f_w;
         let r = rows.start;
         // Position of the first row; the next rows are reached by counting, not dividing.
-        let (mut ox, mut oy, mut b) = (r % self.out_w, (r / self.out_w) % self.out_h, r / (self.out_w * self.out_h));
+        let (mut ox, mut oy, mut b) = self.pixel(r);
         for row in offsets.chunks_exact_mut(ks).take(rows.len()) {
             let y0 = (oy * self.stride_h) as isize - self.pad_h as isize;
             let x0 = (ox * self.stride_w) as isize - self.pad_w as isize;
@@ -374,7 +380,7 @@ impl RowTaps for ConvRows {
             return Err(Error::new(format!("GEMM gather of {count} rows into {} values", dst.len())));
         }
         let r = rows.start;
-        let (mut ox, mut oy, mut b) = (r % self.out_w, (r / self.out_w) % self.out_h, r / (self.out_w * self.out_h));
+        let (mut ox, mut oy, mut b) = self.pixel(r);
         let (f_w, in_w, in_h) = (self.f_w as isize, self.in_w as isize, self.in_h as isize);
         for i in 0..count {
             let row = &mut dst[i * row_len..(i + 1) * row_len];

@@ -4,21 +4,7 @@
 use super::*;
 use crate::microkernels::{Isa, Table, available_tables};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn f32(&mut self) -> f32 {
-        (self.next() % 2001) as f32 / 1000.0 - 1.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+use crate::microkernels::test_rng::Lcg;
 
 fn scalar() -> &'static Table {
     Table::for_isa(Isa::Scalar).unwrap()
@@ -59,7 +45,7 @@ fn close(a: &[f32], b: &[f32], terms: usize) -> std::result::Result<(), String> 
 
 #[test]
 fn dense_gemm_matches_direct_on_every_table() {
-    let mut rng = Rng(0x9e3779b97f4a7c15);
+    let mut rng = Lcg(0x9e3779b97f4a7c15);
     for case in 0..60 {
         let m = 1 + rng.below(40);
         let n = 1 + rng.below(70);
@@ -81,7 +67,7 @@ fn dense_gemm_matches_direct_on_every_table() {
 
 #[test]
 fn conv_igemm_matches_direct_and_simd_matches_scalar() {
-    let mut rng = Rng(12345);
+    let mut rng = Lcg(12345);
     for case in 0..40 {
         let (f_h, f_w) = [(1, 1), (3, 3), (5, 5), (3, 1), (2, 3)][case % 5];
         let stride = 1 + rng.below(2);
@@ -125,7 +111,7 @@ fn conv_igemm_matches_direct_and_simd_matches_scalar() {
 
 #[test]
 fn row_and_column_ranges_write_only_their_part() {
-    let mut rng = Rng(7);
+    let mut rng = Lcg(7);
     let (m, n, kc) = (23, 45, 9);
     let input: Vec<f32> = (0..m * kc).map(|_| rng.f32()).collect();
     let w: Vec<f32> = (0..n * kc).map(|_| rng.f32()).collect();
