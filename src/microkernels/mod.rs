@@ -29,6 +29,10 @@ pub enum Isa {
     Scalar,
     /// x86-64 with AVX2 and FMA3 (256-bit vectors).
     Avx2Fma,
+    /// x86-64 with AVX-512 F, BW, DQ and VL on top of AVX2+FMA (512-bit vectors, 32
+    /// vector registers, mask registers for tails). Families without a kernel of their
+    /// own for it use their AVX2 kernels in this table.
+    Avx512,
 }
 
 impl Isa {
@@ -37,6 +41,7 @@ impl Isa {
         match self {
             Isa::Scalar => "scalar",
             Isa::Avx2Fma => "avx2+fma",
+            Isa::Avx512 => "avx512",
         }
     }
 
@@ -46,13 +51,21 @@ impl Isa {
             Isa::Scalar => true,
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2Fma => std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma"),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => {
+                Isa::Avx2Fma.is_available()
+                    && std::is_x86_feature_detected!("avx512f")
+                    && std::is_x86_feature_detected!("avx512bw")
+                    && std::is_x86_feature_detected!("avx512dq")
+                    && std::is_x86_feature_detected!("avx512vl")
+            }
             #[cfg(not(target_arch = "x86_64"))]
-            Isa::Avx2Fma => false,
+            Isa::Avx2Fma | Isa::Avx512 => false,
         }
     }
 
     /// Every instruction set this build knows, most capable last.
-    pub const ALL: [Isa; 2] = [Isa::Scalar, Isa::Avx2Fma];
+    pub const ALL: [Isa; 3] = [Isa::Scalar, Isa::Avx2Fma, Isa::Avx512];
 }
 
 /// The kernels of one instruction set.
@@ -79,6 +92,13 @@ impl Table {
             f32_dwconv: f32_dwconv::avx2::KERNELS,
             f32_vsigmoid: f32_vsigmoid::avx2::sigmoid,
         };
+        #[cfg(target_arch = "x86_64")]
+        static AVX512: Table = Table {
+            isa: Isa::Avx512,
+            f32_gemm: f32_gemm::avx2::KERNELS,
+            f32_dwconv: f32_dwconv::avx2::KERNELS,
+            f32_vsigmoid: f32_vsigmoid::avx2::sigmoid,
+        };
         if !isa.is_available() {
             return None;
         }
@@ -86,6 +106,8 @@ impl Table {
             Isa::Scalar => Some(&SCALAR),
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2Fma => Some(&AVX2),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => Some(&AVX512),
             #[cfg(not(target_arch = "x86_64"))]
             _ => None,
         }
@@ -97,15 +119,27 @@ fn simd_disabled_by_env() -> bool {
     std::env::var_os("TFLITE_RS_NO_SIMD").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
-/// The table every kernel uses: the most capable instruction set this CPU has, or the
-/// scalar one when `TFLITE_RS_NO_SIMD` is set. Chosen once per process.
+/// The most capable instruction set `TFLITE_RS_MAX_ISA` allows (`scalar`, `avx2` or
+/// `avx512`; unset or unknown allows all): a way to compare tables on one machine.
+fn max_isa_by_env() -> Isa {
+    match std::env::var("TFLITE_RS_MAX_ISA").as_deref() {
+        Ok("scalar") => Isa::Scalar,
+        Ok("avx2") => Isa::Avx2Fma,
+        _ => Isa::Avx512,
+    }
+}
+
+/// The table every kernel uses: the most capable instruction set this CPU has (capped
+/// by `TFLITE_RS_MAX_ISA`), or the scalar one when `TFLITE_RS_NO_SIMD` is set. Chosen
+/// once per process.
 pub fn table() -> &'static Table {
     static CHOSEN: OnceLock<&'static Table> = OnceLock::new();
     CHOSEN.get_or_init(|| {
         if simd_disabled_by_env() {
             return Table::for_isa(Isa::Scalar).expect("the scalar table always exists");
         }
-        Isa::ALL
+        let cap = Isa::ALL.iter().position(|&i| i == max_isa_by_env()).unwrap_or(Isa::ALL.len() - 1);
+        Isa::ALL[..=cap]
             .iter()
             .rev()
             .find_map(|&isa| Table::for_isa(isa))
