@@ -95,7 +95,7 @@ impl Table {
         #[cfg(target_arch = "x86_64")]
         static AVX512: Table = Table {
             isa: Isa::Avx512,
-            f32_gemm: f32_gemm::avx2::KERNELS,
+            f32_gemm: f32_gemm::avx512::KERNELS,
             f32_dwconv: f32_dwconv::avx2::KERNELS,
             f32_vsigmoid: f32_vsigmoid::avx2::sigmoid,
         };

@@ -10,6 +10,7 @@ use core::arch::x86_64::*;
 pub const KERNELS: GemmKernels = GemmKernels {
     wide: GemmKernel { mr: 6, nr: 16, by_rows: WIDE },
     narrow: GemmKernel { mr: 8, nr: 8, by_rows: NARROW },
+    mid: None,
     single: GemmKernel { mr: 4, nr: 1, by_rows: SINGLE },
 };
 

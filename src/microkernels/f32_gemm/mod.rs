@@ -17,6 +17,8 @@
 pub mod scalar;
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
+#[cfg(target_arch = "x86_64")]
+pub mod avx512;
 #[cfg(test)]
 mod tests;
 
@@ -61,23 +63,29 @@ pub struct GemmKernel {
 
 /// The GEMM kernels of one instruction set: a wide tile for most layers, a narrow one for
 /// layers with at most `narrow.nr` output channels (which a wide tile would mostly compute
-/// for nothing), and `single` (`nr == 1`) for one output channel, where the kernel may
-/// vectorise along K instead.
+/// for nothing), optionally a `mid` tile whose width covers some channel counts with less
+/// padding than the wide one (24 channels as one block of 24, not two of 16), and `single`
+/// (`nr == 1`) for one output channel, where the kernel may vectorise along K instead.
 pub struct GemmKernels {
     pub wide: GemmKernel,
     pub narrow: GemmKernel,
+    pub mid: Option<GemmKernel>,
     pub single: GemmKernel,
 }
 
 impl GemmKernels {
     /// The tile shape used for `n` output channels.
     pub fn for_outputs(&self, n: usize) -> &GemmKernel {
+        let padded = |k: &GemmKernel| n.div_ceil(k.nr) * k.nr;
         if n == 1 {
             &self.single
         } else if n <= self.narrow.nr {
             &self.narrow
         } else {
-            &self.wide
+            match &self.mid {
+                Some(mid) if padded(mid) < padded(&self.wide) => mid,
+                _ => &self.wide,
+            }
         }
     }
 }
@@ -418,6 +426,8 @@ impl RowTaps for ConvRows {
 
 /// Input channels per tap below which rows are gathered (see [`igemm`]).
 const GATHER_BELOW_KC: usize = 8;
+/// The same bound for the single-output kernel, which vectorises along K.
+const SINGLE_GATHER_BELOW_KC: usize = 16;
 
 fn rows_per_chunk(mr: usize, ks: usize, kc: usize) -> usize {
     let row_bytes = ks * kc * 4;
@@ -467,7 +477,9 @@ pub fn igemm(
     // the multiply-adds they feed: gather each row's taps into one contiguous row instead
     // (a per-chunk im2col of a few KB) and run it as a single tap of `ks * kc` values;
     // the packed weights are laid out identically either way.
-    let gather = ks > 1 && kc < GATHER_BELOW_KC;
+    // A single output channel sums along K: a few channels per tap would leave its vectors
+    // mostly empty, so it takes whole filter rows (or gathered rows) up to a wider bound.
+    let gather = ks > 1 && (kc < GATHER_BELOW_KC || (k.nr == 1 && kc < SINGLE_GATHER_BELOW_KC));
     // Better still, when each filter row's taps read one contiguous run of the input
     // (undilated columns), a filter row is one tap of `line * kc` values: rows inside the
     // image then point straight into the input, and only rows at the left and right edges

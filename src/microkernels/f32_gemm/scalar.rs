@@ -7,6 +7,7 @@ use super::{GemmKernel, GemmKernels, IgemmArgs, IgemmFn};
 pub const KERNELS: GemmKernels = GemmKernels {
     wide: GemmKernel { mr: 4, nr: 8, by_rows: WIDE },
     narrow: GemmKernel { mr: 4, nr: 4, by_rows: NARROW },
+    mid: None,
     single: GemmKernel { mr: 4, nr: 1, by_rows: SINGLE },
 };
 

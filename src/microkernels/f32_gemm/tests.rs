@@ -68,14 +68,16 @@ fn dense_gemm_matches_direct_on_every_table() {
 #[test]
 fn conv_igemm_matches_direct_and_simd_matches_scalar() {
     let mut rng = Lcg(12345);
-    for case in 0..40 {
+    for case in 0..80 {
         let (f_h, f_w) = [(1, 1), (3, 3), (5, 5), (3, 1), (2, 3)][case % 5];
         let stride = 1 + rng.below(2);
         let dil = 1 + rng.below(2) * usize::from(case % 4 == 0);
         let in_h = f_h + rng.below(9);
         let in_w = f_w + rng.below(9);
-        let in_c = [1, 3, 4, 7, 16, 17][rng.below(6)];
-        let n = [1, 3, 5, 8, 9, 16, 17, 33][rng.below(8)];
+        // Channel counts around every table's vector widths and K steps (8, 16, 24).
+        let in_c = [1, 3, 4, 7, 8, 12, 16, 17, 29][rng.below(9)];
+        // Output counts around every table's tile widths (1, 4, 8, 16, 24, 32).
+        let n = [1, 3, 5, 8, 9, 16, 17, 20, 24, 33, 40, 70][rng.below(12)];
         let batches = 1 + rng.below(2);
         let same = rng.below(2) == 0;
         let (pad_h, pad_w) = if same { ((f_h - 1) * dil / 2, (f_w - 1) * dil / 2) } else { (0, 0) };
@@ -132,6 +134,28 @@ fn row_and_column_ranges_write_only_their_part() {
         let mut out = vec![f32::NAN; 14 * n];
         igemm(table, &packed, &input, &taps, 3..17, 0..n, &mut out, n, act).unwrap();
         close(&out, &want[3 * n..17 * n], kc).unwrap();
+    }
+}
+
+#[test]
+fn single_output_rows_written_with_a_stride() {
+    let mut rng = Lcg(99);
+    for kc in [1, 5, 8, 13, 16, 24, 29, 40] {
+        let (m, stride) = (21, 3);
+        let input: Vec<f32> = (0..m * kc).map(|_| rng.f32()).collect();
+        let w: Vec<f32> = (0..kc).map(|_| rng.f32()).collect();
+        let taps = DenseRows { stride: kc };
+        let act = (-0.8, 0.8);
+        let want = direct(&input, &taps, m, 1, 1, kc, &w, &[0.25], act);
+        for table in available_tables() {
+            let packed = pack(&table.f32_gemm, 1, 1, kc, |_, _, k| w[k], Some(&[0.25])).unwrap();
+            let mut out = vec![f32::NAN; (m - 1) * stride + 1];
+            igemm(table, &packed, &input, &taps, 0..m, 0..1, &mut out, stride, act).unwrap();
+            let got: Vec<f32> = out.iter().step_by(stride).copied().collect();
+            close(&got, &want, kc).unwrap_or_else(|e| panic!("{} kc {kc}: {e}", table.isa.name()));
+            let between_rows_untouched = out.iter().enumerate().all(|(i, v)| (i % stride == 0) != v.is_nan());
+            assert!(between_rows_untouched, "{} kc {kc}: wrote between rows", table.isa.name());
+        }
     }
 }
 
