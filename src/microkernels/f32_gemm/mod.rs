@@ -132,10 +132,10 @@ pub fn pack(
     if n == 0 || ks == 0 || kc == 0 {
         return Err(Error::new(format!("GEMM packing needs positive sizes (n {n}, taps {ks}, k {kc})")));
     }
-    if let Some(b) = bias {
-        if b.len() != n {
-            return Err(Error::new(format!("GEMM packing: {} bias values for {n} outputs", b.len())));
-        }
+    if let Some(b) = bias
+        && b.len() != n
+    {
+        return Err(Error::new(format!("GEMM packing: {} bias values for {n} outputs", b.len())));
     }
     let nr = kernels.for_outputs(n).nr;
     let block_len = ks
@@ -455,7 +455,7 @@ pub fn igemm(
     if packed.nr != k.nr {
         return Err(Error::new(format!("GEMM weights packed for blocks of {}, kernels use {}", packed.nr, k.nr)));
     }
-    if cols.start % k.nr != 0 || cols.end > packed.n || cols.start >= cols.end {
+    if !cols.start.is_multiple_of(k.nr) || cols.end > packed.n || cols.start >= cols.end {
         return Err(Error::new(format!("GEMM columns {cols:?} do not fit {} outputs in blocks of {}", packed.n, k.nr)));
     }
     if rows.is_empty() {
