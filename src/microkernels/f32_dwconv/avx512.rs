@@ -65,14 +65,21 @@ unsafe fn direct(
     let taps = offsets.len();
     let pixels = out.len() / channels;
     let src = Direct { base, px_step, off: offsets.as_ptr() };
-    let flat = px_step == channels && LANES % channels == 0;
+    let flat = px_step == channels && LANES % channels == 0 && channels < LANES;
     let (w, o) = (weights.as_ptr(), out.as_mut_ptr());
     // SAFETY: the caller's contract, which includes that the CPU has AVX-512; a flat run
     // is `pixels` contiguous pixels per tap, which is what `flat` reads.
     unsafe {
+        if taps == 9 && channels == LANES / 2 && slides3(channels, offsets, px_step) {
+            return flat_rows::<9, 4, true>(channels, base, offsets.as_ptr(), pixels * channels, w, o, clamp);
+        }
+        if taps == 9 && !flat && slides3(channels, offsets, px_step) {
+            let rows = [offsets[0], offsets[3], offsets[6]];
+            return slide3_rows(channels, base, rows, pixels, w, o, clamp);
+        }
         match (taps, flat) {
-            (9, true) => flat_rows::<9, 4>(channels, base, offsets.as_ptr(), pixels * channels, w, o, clamp),
-            (25, true) => flat_rows::<25, 2>(channels, base, offsets.as_ptr(), pixels * channels, w, o, clamp),
+            (9, true) => flat_rows::<9, 4, false>(channels, base, offsets.as_ptr(), pixels * channels, w, o, clamp),
+            (25, true) => flat_rows::<25, 2, false>(channels, base, offsets.as_ptr(), pixels * channels, w, o, clamp),
             (9, false) => rows::<9, 4, _>(channels, 9, src, pixels, w, o, clamp),
             (25, false) => rows::<25, 2, _>(channels, 25, src, pixels, w, o, clamp),
             _ => rows::<0, 4, _>(channels, taps, src, pixels, w, o, clamp),
@@ -164,9 +171,9 @@ fn lane_mask(n: usize) -> __mmask16 {
 /// `src` gives, for each of `pixels` pixels and `taps` taps, a pointer readable for
 /// `channels` values that nothing writes during the call; `weights` is this table's
 /// packing of `channels` and `taps`; `out` is writable for `pixels * channels` values;
-/// `channels > 0`; the CPU has AVX-512F.
+/// `channels > 0`; the CPU has AVX-512F and AVX-512VL.
 #[inline]
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,avx512vl")]
 unsafe fn rows<const T: usize, const PX: usize, S: Taps>(
     channels: usize,
     taps: usize,
@@ -177,40 +184,254 @@ unsafe fn rows<const T: usize, const PX: usize, S: Taps>(
     clamp: (f32, f32),
 ) {
     let taps = if T == 0 { taps } else { T };
-    let k = Block { taps, channels, lo: _mm512_set1_ps(clamp.0), hi: _mm512_set1_ps(clamp.1) };
     let full_end = channels / LANES * LANES;
+    let rem = channels - full_end;
     let mut c = 0;
     let mut w = weights;
     // SAFETY: (whole body) block `c` covers channels `c..c + 16` (`c + 16 <= channels`)
     // or the masked rest; its packed weights are `16 * (taps + 1)` values from `w`.
     unsafe {
+        let k = Block::<__m512> { taps, channels, lo: __m512::splat(clamp.0), hi: __m512::splat(clamp.1) };
         while c < full_end {
-            k.run::<false, T, PX, S>(src, pixels, c, w, out, 0xffff);
+            k.run::<false, T, PX, S>(src, pixels, c, w, out, __m512::mask(LANES));
             w = w.add(LANES * (taps + 1));
             c += LANES;
         }
-        if c < channels {
-            k.run::<true, T, PX, S>(src, pixels, c, w, out, lane_mask(channels - c));
+        if rem > LANES / 2 {
+            k.run::<true, T, PX, S>(src, pixels, c, w, out, __m512::mask(rem));
+        } else if rem > 0 {
+            // Up to 8 channels left: half-width vectors, half the work of full ones on
+            // CPUs that split 512-bit operations in two.
+            let k = Block::<__m256> { taps, channels, lo: __m256::splat(clamp.0), hi: __m256::splat(clamp.1) };
+            if rem == LANES / 2 {
+                k.run::<false, T, PX, S>(src, pixels, c, w, out, __m256::mask(rem));
+            } else {
+                k.run::<true, T, PX, S>(src, pixels, c, w, out, __m256::mask(rem));
+            }
         }
     }
 }
 
-/// What a kernel call keeps fixed over its blocks.
-struct Block {
-    taps: usize,
-    channels: usize,
-    lo: __m512,
-    hi: __m512,
+/// True if a 3x3 direct run reads three consecutive input pixels per filter row and
+/// steps one pixel per output pixel (stride 1, dilation 1): then output pixel `p + 1`'s
+/// tap `kx` is pixel `p`'s tap `kx + 1`, and each input vector loaded serves up to three
+/// taps.
+fn slides3(channels: usize, offsets: &[usize], px_step: usize) -> bool {
+    px_step == channels && offsets.len() == 9 && (0..3).all(|ky| (1..3).all(|kx| offsets[3 * ky + kx] == offsets[3 * ky] + kx * channels))
 }
 
-impl Block {
-    /// Computes the 16-channel block at channel `c` (lanes of `mask` if `MASKED`) of all
-    /// `pixels` pixels, `PX` at a time; `w` is the block's packed weights.
+/// The 3x3 stride-1 direct kernel: as [`rows`], but each filter row's input vectors are
+/// loaded once for [`SLIDE_PX`] output pixels (`SLIDE_PX + 2` loads instead of
+/// `3 * SLIDE_PX`).
+///
+/// # Safety
+/// For each of `pixels` pixels `p`, filter row `ky` and `kx < 3`,
+/// `base + rows[ky] + (p + kx) * channels` is readable for `channels` values that
+/// nothing writes during the call; otherwise as [`rows`] with 9 taps.
+#[inline]
+#[target_feature(enable = "avx512f,avx512vl")]
+unsafe fn slide3_rows(
+    channels: usize,
+    base: *const f32,
+    rows: [usize; 3],
+    pixels: usize,
+    weights: *const f32,
+    out: *mut f32,
+    clamp: (f32, f32),
+) {
+    let full_end = channels / LANES * LANES;
+    let rem = channels - full_end;
+    let mut c = 0;
+    let mut w = weights;
+    let src = Slide3 { base, rows, channels };
+    // SAFETY: (whole body) as in [`rows`]: block `c` covers channels `c..c + 16` or the
+    // masked rest, its packed weights are `16 * 10` values from `w`.
+    unsafe {
+        let k = Block::<__m512> { taps: 9, channels, lo: __m512::splat(clamp.0), hi: __m512::splat(clamp.1) };
+        while c < full_end {
+            k.slide3::<false>(src, pixels, c, w, out, __m512::mask(LANES));
+            w = w.add(LANES * 10);
+            c += LANES;
+        }
+        if rem > LANES / 2 {
+            k.slide3::<true>(src, pixels, c, w, out, __m512::mask(rem));
+        } else if rem > 0 {
+            let k = Block::<__m256> { taps: 9, channels, lo: __m256::splat(clamp.0), hi: __m256::splat(clamp.1) };
+            if rem == LANES / 2 {
+                k.slide3::<false>(src, pixels, c, w, out, __m256::mask(rem));
+            } else {
+                k.slide3::<true>(src, pixels, c, w, out, __m256::mask(rem));
+            }
+        }
+    }
+}
+
+/// Output pixels per step of [`Block::slide3`].
+const SLIDE_PX: usize = 4;
+
+/// The taps of a 3x3 stride-1 run: pixel `p`'s tap `(ky, kx)` at
+/// `base + rows[ky] + (p + kx) * channels`.
+#[derive(Clone, Copy)]
+struct Slide3 {
+    base: *const f32,
+    rows: [usize; 3],
+    channels: usize,
+}
+
+impl Taps for Slide3 {
+    #[inline(always)]
+    unsafe fn at(self, p: usize, t: usize) -> *const f32 {
+        // SAFETY: the caller's contract makes every such pixel and tap readable.
+        unsafe { self.base.add(self.rows[t / 3] + (p + t % 3) * self.channels) }
+    }
+}
+
+/// The vector shapes a block runs on: 16 lanes, or 8 (AVX-512VL) for short tails.
+trait Vector: Copy {
+    /// One bit per lane.
+    type Mask: Copy;
+    /// Lanes `0..n` set (`n` at most the lane count).
+    fn mask(n: usize) -> Self::Mask;
+    /// # Safety
+    /// The CPU has AVX-512F and AVX-512VL (likewise for every method).
+    unsafe fn zero() -> Self;
+    /// # Safety
+    /// As [`Vector::zero`].
+    unsafe fn splat(x: f32) -> Self;
+    /// Loads all lanes, or only those of `m` if `MASKED` (the others are zero and not
+    /// read).
+    ///
+    /// # Safety
+    /// `p` is readable at the lanes loaded.
+    unsafe fn load<const MASKED: bool>(p: *const f32, m: Self::Mask) -> Self;
+    /// Stores all lanes, or only those of `m` if `MASKED`.
+    ///
+    /// # Safety
+    /// `p` is writable at the lanes stored.
+    unsafe fn store<const MASKED: bool>(p: *mut f32, m: Self::Mask, v: Self);
+    /// `x * w + acc`, rounded once.
+    ///
+    /// # Safety
+    /// As [`Vector::zero`].
+    unsafe fn fmadd(x: Self, w: Self, acc: Self) -> Self;
+    /// # Safety
+    /// As [`Vector::zero`].
+    unsafe fn add(a: Self, b: Self) -> Self;
+    /// `min(max(v, lo), hi)` with NaN passing through: `maxps` / `minps` return their
+    /// second operand when one is NaN.
+    ///
+    /// # Safety
+    /// As [`Vector::zero`].
+    unsafe fn clamp(v: Self, lo: Self, hi: Self) -> Self;
+}
+
+impl Vector for __m512 {
+    type Mask = __mmask16;
+    #[inline]
+    fn mask(n: usize) -> __mmask16 {
+        lane_mask(n)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn zero() -> Self {
+        _mm512_setzero_ps()
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn splat(x: f32) -> Self {
+        _mm512_set1_ps(x)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load<const MASKED: bool>(p: *const f32, m: __mmask16) -> Self {
+        // SAFETY: the method's contract.
+        unsafe { load::<MASKED>(p, m) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn store<const MASKED: bool>(p: *mut f32, m: __mmask16, v: Self) {
+        // SAFETY: the method's contract.
+        unsafe { store::<MASKED>(p, m, v) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn fmadd(x: Self, w: Self, acc: Self) -> Self {
+        _mm512_fmadd_ps(x, w, acc)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn add(a: Self, b: Self) -> Self {
+        _mm512_add_ps(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn clamp(v: Self, lo: Self, hi: Self) -> Self {
+        clamp_to(v, lo, hi)
+    }
+}
+
+impl Vector for __m256 {
+    type Mask = __mmask8;
+    #[inline]
+    fn mask(n: usize) -> __mmask8 {
+        lane_mask(n) as __mmask8
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl")]
+    unsafe fn zero() -> Self {
+        _mm256_setzero_ps()
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl")]
+    unsafe fn splat(x: f32) -> Self {
+        _mm256_set1_ps(x)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl")]
+    unsafe fn load<const MASKED: bool>(p: *const f32, m: __mmask8) -> Self {
+        // SAFETY: the method's contract.
+        unsafe { if MASKED { _mm256_maskz_loadu_ps(m, p) } else { _mm256_loadu_ps(p) } }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl")]
+    unsafe fn store<const MASKED: bool>(p: *mut f32, m: __mmask8, v: Self) {
+        // SAFETY: the method's contract.
+        unsafe { if MASKED { _mm256_mask_storeu_ps(p, m, v) } else { _mm256_storeu_ps(p, v) } }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl")]
+    unsafe fn fmadd(x: Self, w: Self, acc: Self) -> Self {
+        _mm256_fmadd_ps(x, w, acc)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl")]
+    unsafe fn add(a: Self, b: Self) -> Self {
+        _mm256_add_ps(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl")]
+    unsafe fn clamp(v: Self, lo: Self, hi: Self) -> Self {
+        _mm256_min_ps(hi, _mm256_max_ps(lo, v))
+    }
+}
+
+/// What a kernel call keeps fixed over its blocks.
+struct Block<V: Vector> {
+    taps: usize,
+    channels: usize,
+    lo: V,
+    hi: V,
+}
+
+impl<V: Vector> Block<V> {
+    /// Computes the block at channel `c` (lanes of `mask` if `MASKED`) of all `pixels`
+    /// pixels, `PX` at a time; `w` is the block's packed weights (16 per tap, whatever
+    /// the vector width).
     ///
     /// # Safety
     /// As [`rows`], for this block; `w` holds `16 * (taps + 1)` values.
     #[inline]
-    #[target_feature(enable = "avx512f")]
+    #[target_feature(enable = "avx512f,avx512vl")]
     unsafe fn run<const MASKED: bool, const T: usize, const PX: usize, S: Taps>(
         &self,
         src: S,
@@ -218,29 +439,86 @@ impl Block {
         c: usize,
         w: *const f32,
         out: *mut f32,
-        mask: __mmask16,
+        mask: V::Mask,
     ) {
         // SAFETY: (whole body) the weights are read inside the block's `16 * (taps + 1)`
         // values; pixels `p..p + PX` (or `p`) are below `pixels`; the caller's contract
         // covers the rest.
         unsafe {
-            let bias = _mm512_loadu_ps(w);
+            let all = V::mask(LANES);
+            let bias = V::load::<false>(w, all);
             // A known tap count keeps the block's weights in registers over all pixels.
-            let mut held = [_mm512_setzero_ps(); T];
+            let mut held = [V::zero(); T];
             for (t, h) in held.iter_mut().enumerate() {
-                *h = _mm512_loadu_ps(w.add(LANES * (t + 1)));
+                *h = V::load::<false>(w.add(LANES * (t + 1)), all);
             }
             let mut p = 0;
             while p + PX <= pixels {
                 let acc = self.pixels::<MASKED, T, PX, S>(src, p, c, w, &held, bias, mask);
                 for (q, a) in acc.into_iter().enumerate() {
-                    store::<MASKED>(out.add((p + q) * self.channels + c), mask, clamp_to(a, self.lo, self.hi));
+                    V::store::<MASKED>(out.add((p + q) * self.channels + c), mask, V::clamp(a, self.lo, self.hi));
                 }
                 p += PX;
             }
             while p < pixels {
                 let [a] = self.pixels::<MASKED, T, 1, S>(src, p, c, w, &held, bias, mask);
-                store::<MASKED>(out.add(p * self.channels + c), mask, clamp_to(a, self.lo, self.hi));
+                V::store::<MASKED>(out.add(p * self.channels + c), mask, V::clamp(a, self.lo, self.hi));
+                p += 1;
+            }
+        }
+    }
+
+    /// As [`Block::run`] for a 3x3 stride-1 run, [`SLIDE_PX`] pixels per step with each
+    /// input vector loaded once per filter row; the same sums in the same order.
+    ///
+    /// # Safety
+    /// As [`slide3_rows`], for this block; `w` holds `16 * 10` values.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl")]
+    unsafe fn slide3<const MASKED: bool>(&self, src: Slide3, pixels: usize, c: usize, w: *const f32, out: *mut f32, mask: V::Mask) {
+        // SAFETY: (whole body) the weights are read inside the block's `16 * 10` values;
+        // a step reads pixels `p..p + SLIDE_PX + 2` of each filter row, which are the taps
+        // of output pixels `p..p + SLIDE_PX` (below `pixels`); the caller's contract
+        // covers the rest.
+        unsafe {
+            let all = V::mask(LANES);
+            let bias = V::load::<false>(w, all);
+            let mut held = [V::zero(); 9];
+            for (t, h) in held.iter_mut().enumerate() {
+                *h = V::load::<false>(w.add(LANES * (t + 1)), all);
+            }
+            let mut p = 0;
+            while p + SLIDE_PX <= pixels {
+                let mut a = [bias; SLIDE_PX];
+                let mut b = [V::zero(); SLIDE_PX];
+                for ky in 0..3 {
+                    let row = src.at(p, 3 * ky).add(c);
+                    let mut x = [V::zero(); SLIDE_PX + 2];
+                    for (i, xi) in x.iter_mut().enumerate() {
+                        *xi = V::load::<MASKED>(row.add(i * self.channels), mask);
+                    }
+                    // Tap `t = 3 * ky + kx`: even taps into `a`, odd into `b`, in tap
+                    // order, as [`Block::pixels`] sums them.
+                    for kx in 0..3 {
+                        let t = 3 * ky + kx;
+                        for q in 0..SLIDE_PX {
+                            if t % 2 == 0 {
+                                a[q] = V::fmadd(x[q + kx], held[t], a[q]);
+                            } else {
+                                b[q] = V::fmadd(x[q + kx], held[t], b[q]);
+                            }
+                        }
+                    }
+                }
+                for q in 0..SLIDE_PX {
+                    let v = V::clamp(V::add(a[q], b[q]), self.lo, self.hi);
+                    V::store::<MASKED>(out.add((p + q) * self.channels + c), mask, v);
+                }
+                p += SLIDE_PX;
+            }
+            while p < pixels {
+                let [v] = self.pixels::<MASKED, 9, 1, Slide3>(src, p, c, w, &held, bias, mask);
+                V::store::<MASKED>(out.add(p * self.channels + c), mask, V::clamp(v, self.lo, self.hi));
                 p += 1;
             }
         }
@@ -253,7 +531,7 @@ impl Block {
     /// # Safety
     /// As [`Block::run`]; `held` are the block's tap weights when `T > 0`.
     #[inline]
-    #[target_feature(enable = "avx512f")]
+    #[target_feature(enable = "avx512f,avx512vl")]
     #[allow(clippy::too_many_arguments)]
     unsafe fn pixels<const MASKED: bool, const T: usize, const PX: usize, S: Taps>(
         &self,
@@ -261,36 +539,37 @@ impl Block {
         p: usize,
         c: usize,
         w: *const f32,
-        held: &[__m512; T],
-        bias: __m512,
-        mask: __mmask16,
-    ) -> [__m512; PX] {
+        held: &[V; T],
+        bias: V,
+        mask: V::Mask,
+    ) -> [V; PX] {
         let taps = if T == 0 { self.taps } else { T };
         // SAFETY: the caller's contract; `t + 1 < taps` in the paired loop, `t < taps`
         // after it.
         unsafe {
+            let weight = |t: usize| if T == 0 { V::load::<false>(w.add(LANES * (t + 1)), V::mask(LANES)) } else { held[t] };
             let mut a = [bias; PX];
-            let mut b = [_mm512_setzero_ps(); PX];
+            let mut b = [V::zero(); PX];
             let mut t = 0;
             while t + 2 <= taps {
-                let (w0, w1) = (tap_weight(w, held, t), tap_weight(w, held, t + 1));
+                let (w0, w1) = (weight(t), weight(t + 1));
                 for q in 0..PX {
-                    let x = load::<MASKED>(src.at(p + q, t).add(c), mask);
-                    let y = load::<MASKED>(src.at(p + q, t + 1).add(c), mask);
-                    a[q] = _mm512_fmadd_ps(x, w0, a[q]);
-                    b[q] = _mm512_fmadd_ps(y, w1, b[q]);
+                    let x = V::load::<MASKED>(src.at(p + q, t).add(c), mask);
+                    let y = V::load::<MASKED>(src.at(p + q, t + 1).add(c), mask);
+                    a[q] = V::fmadd(x, w0, a[q]);
+                    b[q] = V::fmadd(y, w1, b[q]);
                 }
                 t += 2;
             }
             if t < taps {
-                let w0 = tap_weight(w, held, t);
+                let w0 = weight(t);
                 for (q, aq) in a.iter_mut().enumerate() {
-                    *aq = _mm512_fmadd_ps(load::<MASKED>(src.at(p + q, t).add(c), mask), w0, *aq);
+                    *aq = V::fmadd(V::load::<MASKED>(src.at(p + q, t).add(c), mask), w0, *aq);
                 }
             }
             let mut sums = a;
             for (s, bq) in sums.iter_mut().zip(b) {
-                *s = _mm512_add_ps(*s, bq);
+                *s = V::add(*s, bq);
             }
             sums
         }
@@ -308,8 +587,8 @@ impl Block {
 /// `weights` is this table's packing of `channels` and `T` taps (one 16-wide block);
 /// `out` is writable for `len` values; the CPU has AVX-512F.
 #[inline]
-#[target_feature(enable = "avx512f")]
-unsafe fn flat_rows<const T: usize, const VX: usize>(
+#[target_feature(enable = "avx512f,avx512vl")]
+unsafe fn flat_rows<const T: usize, const VX: usize, const SLIDE8: bool>(
     channels: usize,
     base: *const f32,
     off: *const usize,
@@ -337,6 +616,39 @@ unsafe fn flat_rows<const T: usize, const VX: usize>(
             x[t] = base.add(*off.add(t));
         }
         let mut v = 0;
+        if SLIDE8 && T == 9 {
+            // Two 8-channel pixels per vector, taps (ky, 0..3) three consecutive pixels:
+            // tap 1 straddles two vectors (joined by a lane shift), tap 2 is the next one,
+            // so each filter row loads `SLIDE_PX + 1` vectors for `SLIDE_PX` outputs.
+            // The last output vector's tap 2 ends two pixels (16 values) past the run.
+            while v + SLIDE_PX * LANES <= len {
+                let mut a = [bias; SLIDE_PX];
+                let mut b = [_mm512_setzero_ps(); SLIDE_PX];
+                for ky in 0..3 {
+                    let row = x[3 * ky].add(v);
+                    let mut xv = [_mm512_setzero_ps(); SLIDE_PX + 1];
+                    for (i, xi) in xv.iter_mut().enumerate() {
+                        *xi = _mm512_loadu_ps(row.add(i * LANES));
+                    }
+                    for q in 0..SLIDE_PX {
+                        let mid = _mm512_castsi512_ps(_mm512_alignr_epi32::<8>(_mm512_castps_si512(xv[q + 1]), _mm512_castps_si512(xv[q])));
+                        // Tap order as [`flat_vector`]: even taps into `a`, odd into `b`.
+                        for (kx, xk) in [xv[q], mid, xv[q + 1]].into_iter().enumerate() {
+                            let t = 3 * ky + kx;
+                            if t % 2 == 0 {
+                                a[q] = _mm512_fmadd_ps(xk, wv[t], a[q]);
+                            } else {
+                                b[q] = _mm512_fmadd_ps(xk, wv[t], b[q]);
+                            }
+                        }
+                    }
+                }
+                for q in 0..SLIDE_PX {
+                    _mm512_storeu_ps(out.add(v + q * LANES), clamp_to(_mm512_add_ps(a[q], b[q]), lo, hi));
+                }
+                v += SLIDE_PX * LANES;
+            }
+        }
         while v + VX * LANES <= len {
             let mut r = [_mm512_setzero_ps(); VX];
             for (q, rq) in r.iter_mut().enumerate() {
@@ -356,18 +668,6 @@ unsafe fn flat_rows<const T: usize, const VX: usize>(
             _mm512_mask_storeu_ps(out.add(v), mask, flat_vector::<true, T>(&x, &wv, bias, v, mask, lo, hi));
         }
     }
-}
-
-/// The tap-`t` weights of the block at `w`: from `held` when the tap count `T` is known,
-/// else loaded.
-///
-/// # Safety
-/// `w` holds `16 * (t + 2)` values at least; `t < T` when `T > 0`; the CPU has AVX-512F.
-#[inline]
-#[target_feature(enable = "avx512f")]
-unsafe fn tap_weight<const T: usize>(w: *const f32, held: &[__m512; T], t: usize) -> __m512 {
-    // SAFETY: the function's contract.
-    if T == 0 { unsafe { _mm512_loadu_ps(w.add(LANES * (t + 1))) } } else { held[t] }
 }
 
 /// One clamped vector of a flat run at flat position `v`: `x[t]` is tap `t`'s inputs,
