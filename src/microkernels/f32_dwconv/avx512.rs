@@ -70,12 +70,16 @@ unsafe fn direct(
     // SAFETY: the caller's contract, which includes that the CPU has AVX-512; a flat run
     // is `pixels` contiguous pixels per tap, which is what `flat` reads.
     unsafe {
-        if taps == 9 && channels == LANES / 2 && slides3(channels, offsets, px_step) {
+        if taps == 9 && channels == LANES / 2 && slides(3, channels, offsets, px_step) {
             return flat_rows::<9, 4, true>(channels, base, offsets.as_ptr(), pixels * channels, w, o, clamp);
         }
-        if taps == 9 && !flat && slides3(channels, offsets, px_step) {
-            let rows = [offsets[0], offsets[3], offsets[6]];
-            return slide3_rows(channels, base, rows, pixels, w, o, clamp);
+        if taps == 9 && !flat && slides(3, channels, offsets, px_step) {
+            let src = Slide::<3> { base, rows: [offsets[0], offsets[3], offsets[6]], channels };
+            return slide_rows::<3, 4>(src, pixels, w, o, clamp);
+        }
+        if taps == 25 && !flat && slides(5, channels, offsets, px_step) {
+            let src = Slide::<5> { base, rows: [offsets[0], offsets[5], offsets[10], offsets[15], offsets[20]], channels };
+            return slide_rows::<5, 4>(src, pixels, w, o, clamp);
         }
         match (taps, flat) {
             (9, true) => flat_rows::<9, 4, false>(channels, base, offsets.as_ptr(), pixels * channels, w, o, clamp),
@@ -212,77 +216,74 @@ unsafe fn rows<const T: usize, const PX: usize, S: Taps>(
     }
 }
 
-/// True if a 3x3 direct run reads three consecutive input pixels per filter row and
+/// True if a `k`x`k` direct run reads `k` consecutive input pixels per filter row and
 /// steps one pixel per output pixel (stride 1, dilation 1): then output pixel `p + 1`'s
-/// tap `kx` is pixel `p`'s tap `kx + 1`, and each input vector loaded serves up to three
+/// tap `kx` is pixel `p`'s tap `kx + 1`, and each input vector loaded serves up to `k`
 /// taps.
-fn slides3(channels: usize, offsets: &[usize], px_step: usize) -> bool {
-    px_step == channels && offsets.len() == 9 && (0..3).all(|ky| (1..3).all(|kx| offsets[3 * ky + kx] == offsets[3 * ky] + kx * channels))
+fn slides(k: usize, channels: usize, offsets: &[usize], px_step: usize) -> bool {
+    px_step == channels
+        && offsets.len() == k * k
+        && (0..k).all(|ky| (1..k).all(|kx| offsets[k * ky + kx] == offsets[k * ky] + kx * channels))
 }
 
-/// The 3x3 stride-1 direct kernel: as [`rows`], but each filter row's input vectors are
-/// loaded once for [`SLIDE_PX`] output pixels (`SLIDE_PX + 2` loads instead of
-/// `3 * SLIDE_PX`).
+/// The `K`x`K` stride-1 direct kernel: as [`rows`], but each filter row's input vectors
+/// are loaded once for `PX` output pixels (`PX + K - 1` loads instead of `K * PX`).
 ///
 /// # Safety
-/// For each of `pixels` pixels `p`, filter row `ky` and `kx < 3`,
-/// `base + rows[ky] + (p + kx) * channels` is readable for `channels` values that
-/// nothing writes during the call; otherwise as [`rows`] with 9 taps.
+/// For each of `pixels` pixels `p`, filter row `ky` and `kx < K`,
+/// `src.base + src.rows[ky] + (p + kx) * src.channels` is readable for `src.channels`
+/// values that nothing writes during the call; otherwise as [`rows`] with `K * K` taps.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl")]
-unsafe fn slide3_rows(
-    channels: usize,
-    base: *const f32,
-    rows: [usize; 3],
-    pixels: usize,
-    weights: *const f32,
-    out: *mut f32,
-    clamp: (f32, f32),
-) {
+unsafe fn slide_rows<const K: usize, const PX: usize>(src: Slide<K>, pixels: usize, weights: *const f32, out: *mut f32, clamp: (f32, f32)) {
+    let (channels, taps) = (src.channels, K * K);
     let full_end = channels / LANES * LANES;
     let rem = channels - full_end;
     let mut c = 0;
     let mut w = weights;
-    let src = Slide3 { base, rows, channels };
     // SAFETY: (whole body) as in [`rows`]: block `c` covers channels `c..c + 16` or the
-    // masked rest, its packed weights are `16 * 10` values from `w`.
+    // masked rest, its packed weights are `16 * (taps + 1)` values from `w`.
     unsafe {
-        let k = Block::<__m512> { taps: 9, channels, lo: __m512::splat(clamp.0), hi: __m512::splat(clamp.1) };
+        let k = Block::<__m512> { taps, channels, lo: __m512::splat(clamp.0), hi: __m512::splat(clamp.1) };
         while c < full_end {
-            k.slide3::<false>(src, pixels, c, w, out, __m512::mask(LANES));
-            w = w.add(LANES * 10);
+            k.slide::<false, K, PX>(src, pixels, c, w, out, __m512::mask(LANES));
+            w = w.add(LANES * (taps + 1));
             c += LANES;
         }
         if rem > LANES / 2 {
-            k.slide3::<true>(src, pixels, c, w, out, __m512::mask(rem));
+            k.slide::<true, K, PX>(src, pixels, c, w, out, __m512::mask(rem));
         } else if rem > 0 {
-            let k = Block::<__m256> { taps: 9, channels, lo: __m256::splat(clamp.0), hi: __m256::splat(clamp.1) };
+            let k = Block::<__m256> { taps, channels, lo: __m256::splat(clamp.0), hi: __m256::splat(clamp.1) };
             if rem == LANES / 2 {
-                k.slide3::<false>(src, pixels, c, w, out, __m256::mask(rem));
+                k.slide::<false, K, PX>(src, pixels, c, w, out, __m256::mask(rem));
             } else {
-                k.slide3::<true>(src, pixels, c, w, out, __m256::mask(rem));
+                k.slide::<true, K, PX>(src, pixels, c, w, out, __m256::mask(rem));
             }
         }
     }
 }
 
-/// Output pixels per step of [`Block::slide3`].
+/// Output pixels per step of the 8-channel sliding loop in [`flat_rows`].
 const SLIDE_PX: usize = 4;
 
-/// The taps of a 3x3 stride-1 run: pixel `p`'s tap `(ky, kx)` at
+/// Input vectors a sliding step keeps per filter row: `PX + K - 1` of them, at most
+/// 4 + 2 (3x3) or 8 + 4 (5x5).
+const SLIDE_WINDOW: usize = 12;
+
+/// The taps of a `K`x`K` stride-1 run: pixel `p`'s tap `(ky, kx)` at
 /// `base + rows[ky] + (p + kx) * channels`.
 #[derive(Clone, Copy)]
-struct Slide3 {
+struct Slide<const K: usize> {
     base: *const f32,
-    rows: [usize; 3],
+    rows: [usize; K],
     channels: usize,
 }
 
-impl Taps for Slide3 {
+impl<const K: usize> Taps for Slide<K> {
     #[inline(always)]
     unsafe fn at(self, p: usize, t: usize) -> *const f32 {
         // SAFETY: the caller's contract makes every such pixel and tap readable.
-        unsafe { self.base.add(self.rows[t / 3] + (p + t % 3) * self.channels) }
+        unsafe { self.base.add(self.rows[t / K] + (p + t % K) * self.channels) }
     }
 }
 
@@ -468,56 +469,70 @@ impl<V: Vector> Block<V> {
         }
     }
 
-    /// As [`Block::run`] for a 3x3 stride-1 run, [`SLIDE_PX`] pixels per step with each
-    /// input vector loaded once per filter row; the same sums in the same order.
+    /// As [`Block::run`] for a `K`x`K` stride-1 run, `PX` pixels per step with each input
+    /// vector loaded once per filter row; the same sums in the same order. 3x3 weights
+    /// stay in registers; 5x5 ones are loaded once per step (25 would crowd out the
+    /// window and the sums).
     ///
     /// # Safety
-    /// As [`slide3_rows`], for this block; `w` holds `16 * 10` values.
+    /// As [`slide_rows`], for this block; `w` holds `16 * (K * K + 1)` values;
+    /// `PX + K - 1 <= SLIDE_WINDOW` and `K * K <= 25`.
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl")]
-    unsafe fn slide3<const MASKED: bool>(&self, src: Slide3, pixels: usize, c: usize, w: *const f32, out: *mut f32, mask: V::Mask) {
-        // SAFETY: (whole body) the weights are read inside the block's `16 * 10` values;
-        // a step reads pixels `p..p + SLIDE_PX + 2` of each filter row, which are the taps
-        // of output pixels `p..p + SLIDE_PX` (below `pixels`); the caller's contract
-        // covers the rest.
+    unsafe fn slide<const MASKED: bool, const K: usize, const PX: usize>(
+        &self,
+        src: Slide<K>,
+        pixels: usize,
+        c: usize,
+        w: *const f32,
+        out: *mut f32,
+        mask: V::Mask,
+    ) {
+        // SAFETY: (whole body) the weights are read inside the block's
+        // `16 * (K * K + 1)` values; a step reads pixels `p..p + PX + K - 1` of each
+        // filter row, which are the taps of output pixels `p..p + PX` (below `pixels`);
+        // the caller's contract covers the rest.
         unsafe {
             let all = V::mask(LANES);
             let bias = V::load::<false>(w, all);
             let mut held = [V::zero(); 9];
-            for (t, h) in held.iter_mut().enumerate() {
-                *h = V::load::<false>(w.add(LANES * (t + 1)), all);
+            if K == 3 {
+                for (t, h) in held.iter_mut().enumerate() {
+                    *h = V::load::<false>(w.add(LANES * (t + 1)), all);
+                }
             }
             let mut p = 0;
-            while p + SLIDE_PX <= pixels {
-                let mut a = [bias; SLIDE_PX];
-                let mut b = [V::zero(); SLIDE_PX];
-                for ky in 0..3 {
-                    let row = src.at(p, 3 * ky).add(c);
-                    let mut x = [V::zero(); SLIDE_PX + 2];
-                    for (i, xi) in x.iter_mut().enumerate() {
+            while p + PX <= pixels {
+                let mut a = [bias; PX];
+                let mut b = [V::zero(); PX];
+                for ky in 0..K {
+                    let row = src.at(p, K * ky).add(c);
+                    let mut x = [V::zero(); SLIDE_WINDOW];
+                    for (i, xi) in x.iter_mut().enumerate().take(PX + K - 1) {
                         *xi = V::load::<MASKED>(row.add(i * self.channels), mask);
                     }
-                    // Tap `t = 3 * ky + kx`: even taps into `a`, odd into `b`, in tap
+                    // Tap `t = K * ky + kx`: even taps into `a`, odd into `b`, in tap
                     // order, as [`Block::pixels`] sums them.
-                    for kx in 0..3 {
-                        let t = 3 * ky + kx;
-                        for q in 0..SLIDE_PX {
+                    for kx in 0..K {
+                        let t = K * ky + kx;
+                        let wt = if K == 3 { held[t] } else { V::load::<false>(w.add(LANES * (t + 1)), all) };
+                        for q in 0..PX {
                             if t % 2 == 0 {
-                                a[q] = V::fmadd(x[q + kx], held[t], a[q]);
+                                a[q] = V::fmadd(x[q + kx], wt, a[q]);
                             } else {
-                                b[q] = V::fmadd(x[q + kx], held[t], b[q]);
+                                b[q] = V::fmadd(x[q + kx], wt, b[q]);
                             }
                         }
                     }
                 }
-                for q in 0..SLIDE_PX {
+                for q in 0..PX {
                     let v = V::clamp(V::add(a[q], b[q]), self.lo, self.hi);
                     V::store::<MASKED>(out.add((p + q) * self.channels + c), mask, v);
                 }
-                p += SLIDE_PX;
+                p += PX;
             }
             while p < pixels {
-                let [v] = self.pixels::<MASKED, 9, 1, Slide3>(src, p, c, w, &held, bias, mask);
+                let [v] = self.pixels::<MASKED, 0, 1, Slide<K>>(src, p, c, w, &[], bias, mask);
                 V::store::<MASKED>(out.add(p * self.channels + c), mask, V::clamp(v, self.lo, self.hi));
                 p += 1;
             }
