@@ -65,7 +65,7 @@ unsafe fn direct(
     let taps = offsets.len();
     let pixels = out.len() / channels;
     let src = Direct { base, px_step, off: offsets.as_ptr() };
-    let flat = px_step == channels && LANES % channels == 0 && channels < LANES;
+    let flat = px_step == channels && LANES.is_multiple_of(channels) && channels < LANES;
     let (w, o) = (weights.as_ptr(), out.as_mut_ptr());
     // SAFETY: the caller's contract, which includes that the CPU has AVX-512; a flat run
     // is `pixels` contiguous pixels per tap, which is what `flat` reads.
@@ -517,7 +517,7 @@ impl<V: Vector> Block<V> {
                         let t = K * ky + kx;
                         let wt = if K == 3 { held[t] } else { V::load::<false>(w.add(LANES * (t + 1)), all) };
                         for q in 0..PX {
-                            if t % 2 == 0 {
+                            if t.is_multiple_of(2) {
                                 a[q] = V::fmadd(x[q + kx], wt, a[q]);
                             } else {
                                 b[q] = V::fmadd(x[q + kx], wt, b[q]);
@@ -650,7 +650,7 @@ unsafe fn flat_rows<const T: usize, const VX: usize, const SLIDE8: bool>(
                         // Tap order as [`flat_vector`]: even taps into `a`, odd into `b`.
                         for (kx, xk) in [xv[q], mid, xv[q + 1]].into_iter().enumerate() {
                             let t = 3 * ky + kx;
-                            if t % 2 == 0 {
+                            if t.is_multiple_of(2) {
                                 a[q] = _mm512_fmadd_ps(xk, wv[t], a[q]);
                             } else {
                                 b[q] = _mm512_fmadd_ps(xk, wv[t], b[q]);

@@ -128,10 +128,10 @@ pub fn pack(
     if channels == 0 || taps == 0 {
         return Err(Error::new(format!("depthwise weights need channels and taps, got {channels} channels and {taps} taps")));
     }
-    if let Some(b) = bias {
-        if b.len() != channels {
-            return Err(Error::new(format!("bias has {} values for {channels} channels", b.len())));
-        }
+    if let Some(b) = bias
+        && b.len() != channels
+    {
+        return Err(Error::new(format!("bias has {} values for {channels} channels", b.len())));
     }
     let len = packed_len(kernels, channels, taps)
         .ok_or_else(|| Error::new(format!("packed depthwise weights for {channels} channels and {taps} taps overflow")))?;
@@ -268,7 +268,7 @@ pub fn run_rows(
     if Some(packed.len()) != want_packed {
         return Err(Error::new(format!("packed depthwise weights have {} values, need {want_packed:?}", packed.len())));
     }
-    if output.len() % row_len != 0 {
+    if !output.len().is_multiple_of(row_len) {
         return Err(Error::new(format!("depthwise output of {} values is not whole rows of {row_len}", output.len())));
     }
     let rows = output.len() / row_len;
