@@ -96,7 +96,7 @@ impl Table {
         static AVX512: Table = Table {
             isa: Isa::Avx512,
             f32_gemm: f32_gemm::avx512::KERNELS,
-            f32_dwconv: f32_dwconv::avx2::KERNELS,
+            f32_dwconv: f32_dwconv::avx512::KERNELS,
             f32_vsigmoid: f32_vsigmoid::avx2::sigmoid,
         };
         if !isa.is_available() {

@@ -17,6 +17,7 @@ pub const KERNELS: DwKernels = DwKernels {
     taps9: rows9,
     taps25: rows25,
     any: rows_any,
+    direct: None,
 };
 
 /// # Safety

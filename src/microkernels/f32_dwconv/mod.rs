@@ -19,9 +19,11 @@
 //! and picks the kernel specialised for the tap count (3x3 and 5x5 filters) or the
 //! general one.
 
-pub mod scalar;
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
+#[cfg(target_arch = "x86_64")]
+pub mod avx512;
+pub mod scalar;
 
 use super::Isa;
 use super::packed::Packed;
@@ -45,9 +47,27 @@ use crate::error::{Error, Result};
 /// - the CPU has the table's instruction set.
 pub type DwRowKernel = unsafe fn(usize, usize, &[*const f32], &[f32], &mut [f32], (f32, f32));
 
+/// A direct row kernel: the output pixels of a run whose taps all lie inside the image,
+/// found from one base pointer instead of a pointer per tap.
+///
+/// `kernel(channels, offsets, base, px_step, weights, output, (min, max))` computes
+/// `pixels = output.len() / channels` output pixels, pixel `p` reading its tap `t` from
+/// `base + p * px_step + offsets[t]` (`offsets.len()` taps) and writing
+/// `output[p * channels..(p + 1) * channels]`.
+///
+/// # Safety
+/// - `channels > 0`, `output.len()` is a multiple of `channels`, `offsets` is not empty;
+/// - for every pixel `p` and tap `t`, `base + p * px_step + offsets[t]` is readable for
+///   `channels` consecutive `f32`s, which nothing writes during the call;
+/// - `weights.len() >= packed_len(kernels, channels, offsets.len())` for the kernel's
+///   table, in that table's layout;
+/// - the CPU has the table's instruction set.
+pub type DwDirectKernel = unsafe fn(usize, &[usize], *const f32, usize, &[f32], &mut [f32], (f32, f32));
+
 /// The depthwise kernels of one instruction set. Only this module makes them (the
 /// fields are private), and [`run_rows`] checks that the CPU has `isa` before it calls
 /// one, so no safe code can run a kernel the CPU lacks.
+#[derive(Clone, Copy)]
 pub struct DwKernels {
     /// The instruction set the kernels need.
     isa: Isa,
@@ -62,6 +82,9 @@ pub struct DwKernels {
     taps25: DwRowKernel,
     /// Kernel for any tap count.
     any: DwRowKernel,
+    /// Kernel for runs of pixels whose taps are all inside the image (any tap count);
+    /// without one, those pixels take tap pointers too.
+    direct: Option<DwDirectKernel>,
 }
 
 impl DwKernels {
@@ -105,16 +128,15 @@ pub fn pack(
     if channels == 0 || taps == 0 {
         return Err(Error::new(format!("depthwise weights need channels and taps, got {channels} channels and {taps} taps")));
     }
-    if let Some(b) = bias {
-        if b.len() != channels {
-            return Err(Error::new(format!("bias has {} values for {channels} channels", b.len())));
-        }
+    if let Some(b) = bias
+        && b.len() != channels
+    {
+        return Err(Error::new(format!("bias has {} values for {channels} channels", b.len())));
     }
     let len = packed_len(kernels, channels, taps)
         .ok_or_else(|| Error::new(format!("packed depthwise weights for {channels} channels and {taps} taps overflow")))?;
     let mut data = Vec::new();
-    data.try_reserve_exact(len)
-        .map_err(|_| Error::new(format!("cannot allocate {len} packed depthwise weights")))?;
+    data.try_reserve_exact(len).map_err(|_| Error::new(format!("cannot allocate {len} packed depthwise weights")))?;
     for (c0, n, width) in kernels.blocks(channels) {
         for j in 0..width {
             data.push(if j < n { bias.map_or(0.0, |b| b[c0 + j]) } else { 0.0 });
@@ -246,7 +268,7 @@ pub fn run_rows(
     if Some(packed.len()) != want_packed {
         return Err(Error::new(format!("packed depthwise weights have {} values, need {want_packed:?}", packed.len())));
     }
-    if output.len() % row_len != 0 {
+    if !output.len().is_multiple_of(row_len) {
         return Err(Error::new(format!("depthwise output of {} values is not whole rows of {row_len}", output.len())));
     }
     let rows = output.len() / row_len;
@@ -255,13 +277,17 @@ pub fn run_rows(
     }
     let kernel = kernels.kernel(taps);
     let zeros = vec![0.0f32; c];
-    let zero = zeros.as_ptr();
     let batch_len = g.in_h * g.in_w * c;
     let in_row_len = g.in_w * c;
+    let edges = Edges { g, kernel, zero: zeros.as_ptr(), packed, clamp };
+    // Tap `(ky, kx)` of a pixel whose taps are all inside the image reads
+    // `ky * dil_h` rows and `kx * dil_w` columns past its first tap.
+    let offsets: Vec<usize> = (0..g.k_h).flat_map(|ky| (0..g.k_w).map(move |kx| ky * g.dil_h * in_row_len + kx * g.dil_w * c)).collect();
+    let last_offset = offsets.last().copied().unwrap_or(0);
+    let (inner_lo, inner_hi) = inner_columns(g);
     // The input row each filter row reads for the current output row (`None`: padding).
     let mut tap_rows: Vec<Option<&[f32]>> = vec![None; g.k_h];
-    let row_of_nothing: [f32; 0] = [];
-    let mut indirection: Vec<*const f32> = vec![zero; PIXELS_PER_CALL.min(g.out_w) * taps];
+    let mut indirection: Vec<*const f32> = vec![edges.zero; PIXELS_PER_CALL.min(g.out_w) * taps];
     for (i, out_row) in output.chunks_exact_mut(row_len).enumerate() {
         let r = first_row + i;
         let (b, oy) = (r / g.out_h, r % g.out_h);
@@ -270,10 +296,81 @@ pub fn run_rows(
             let iy = (oy * g.stride_h + ky * g.dil_h).checked_sub(g.pad_top);
             *slot = iy.filter(|&y| y < g.in_h).map(|y| &image[y * in_row_len..(y + 1) * in_row_len]);
         }
-        for (run, out_px) in out_row.chunks_mut(PIXELS_PER_CALL * c).enumerate() {
+        // The direct kernel takes the pixels whose taps are all inside the image: rows
+        // with no padding tap, columns `inner_lo..inner_hi`.
+        let first_iy = (oy * g.stride_h).checked_sub(g.pad_top).filter(|_| tap_rows.iter().all(Option::is_some));
+        let direct = kernels.direct.zip(first_iy).filter(|_| inner_lo < inner_hi);
+        let Some((direct, iy0)) = direct else {
+            edges.run(&tap_rows, 0, out_row, &mut indirection);
+            continue;
+        };
+        let (left, rest) = out_row.split_at_mut(inner_lo * c);
+        let (inner, right) = rest.split_at_mut((inner_hi - inner_lo) * c);
+        edges.run(&tap_rows, 0, left, &mut indirection);
+        edges.run(&tap_rows, inner_hi, right, &mut indirection);
+        let step = g.stride_w * c;
+        for (run, out_px) in inner.chunks_mut(DIRECT_PIXELS_PER_CALL * c).enumerate() {
+            let pixels = out_px.len() / c;
+            let ox0 = inner_lo + run * DIRECT_PIXELS_PER_CALL;
+            // The run's first tap reads input `(iy0, ox0 * stride_w - pad_left)`; its last
+            // pixel's last tap ends `last_offset + c` past that pixel's first tap.
+            let start = iy0 * in_row_len + (ox0 * g.stride_w - g.pad_left) * c;
+            let need = (pixels - 1) * step + last_offset + c;
+            let span = image
+                .get(start..)
+                .and_then(|s| s.get(..need))
+                .ok_or_else(|| Error::new(format!("depthwise direct run at row {oy} column {ox0} leaves the input")))?;
+            // SAFETY: the CPU has the kernels' instruction set (checked above); `c > 0`
+            // and `offsets` has `taps > 0` entries (checked by `g.check`); `out_px` holds
+            // whole pixels of `c` values; pixel `p`'s tap `t` starts at
+            // `p * step + offsets[t] <= need - c` inside `span` (offsets grow with `t`),
+            // borrowed immutably from `input` for the whole call while `out_px` is a
+            // distinct `&mut`; `packed` has `packed_len(kernels, c, taps)` values
+            // (checked above).
+            unsafe { direct(c, &offsets, span.as_ptr(), step, packed, out_px, clamp) };
+        }
+    }
+    Ok(())
+}
+
+/// Output pixels per direct kernel call: long enough to spread each call's weight loads
+/// over many pixels, short enough that the input rows it reads stay in L1.
+const DIRECT_PIXELS_PER_CALL: usize = 128;
+
+/// The output columns `lo..hi` whose taps all read real input columns (`lo >= hi` when
+/// there are none).
+fn inner_columns(g: &DwGeom) -> (usize, usize) {
+    let lo = g.pad_left.div_ceil(g.stride_w);
+    let reach = (g.k_w - 1) * g.dil_w + 1;
+    let hi = match (g.in_w + g.pad_left).checked_sub(reach) {
+        Some(last_start) => (last_start / g.stride_w + 1).min(g.out_w),
+        None => 0,
+    };
+    (lo, hi)
+}
+
+/// What the pointer kernel needs for a row's pixels that may read padding.
+struct Edges<'a> {
+    g: &'a DwGeom,
+    kernel: DwRowKernel,
+    /// `channels` zeros, read by taps in the padding.
+    zero: *const f32,
+    packed: &'a [f32],
+    clamp: (f32, f32),
+}
+
+impl Edges<'_> {
+    /// Computes the output pixels of `out` (whole pixels of the current row, starting at
+    /// column `ox_start`) with tap pointers into `tap_rows` (`None`: a padding row),
+    /// `PIXELS_PER_CALL` at a time through `indirection`.
+    fn run(&self, tap_rows: &[Option<&[f32]>], ox_start: usize, out: &mut [f32], indirection: &mut [*const f32]) {
+        let g = self.g;
+        let (c, taps, zero) = (g.channels, g.taps(), self.zero);
+        let row_of_nothing: [f32; 0] = [];
+        for (run, out_px) in out.chunks_mut(PIXELS_PER_CALL * c).enumerate() {
             let pixels = out_px.len() / c;
             let ind = &mut indirection[..pixels * taps];
-            let ox0 = run * PIXELS_PER_CALL;
+            let ox0 = ox_start + run * PIXELS_PER_CALL;
             for (ky, row) in tap_rows.iter().enumerate() {
                 for kx in 0..g.k_w {
                     let t = ky * g.k_w + kx;
@@ -313,18 +410,17 @@ pub fn run_rows(
                     slots.for_each(|px| px[t] = zero);
                 }
             }
-            // SAFETY: the CPU has the kernels' instruction set (checked above); `c > 0`
-            // (checked by `g.check`); `out_px` holds whole pixels of `c` values and `ind`
-            // has `taps` pointers per pixel; `kernel` was chosen for `taps`; each pointer
-            // is the start of a `c`-long chunk of `input` (inside a checked span when
-            // stepped) or of `zeros`, both borrowed
-            // immutably for the whole call, so they are readable and nothing writes them
-            // (`out_px` is a distinct `&mut`); `packed` has exactly
-            // `packed_len(kernels, c, taps)` values (checked above).
-            unsafe { kernel(c, taps, ind, packed, out_px, clamp) };
+            // SAFETY: the CPU has the kernels' instruction set (checked by `run_rows`);
+            // `c > 0` (checked by `g.check`); `out_px` holds whole pixels of `c` values
+            // and `ind` has `taps` pointers per pixel; `kernel` was chosen for `taps`;
+            // each pointer is the start of a `c`-long chunk of the input (inside a
+            // checked span when stepped) or of the zeros, both borrowed immutably for the
+            // whole call, so they are readable and nothing writes them (`out_px` is a
+            // distinct `&mut`); `packed` has exactly `packed_len(kernels, c, taps)`
+            // values (checked by `run_rows`).
+            unsafe { (self.kernel)(c, taps, ind, self.packed, out_px, self.clamp) };
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -7,8 +7,15 @@ use crate::microkernels::Isa;
 /// Channels per packed block: a fixed-size inner loop the compiler can unroll.
 const TILE: usize = 8;
 
-pub const KERNELS: DwKernels =
-    DwKernels { isa: Isa::Scalar, channel_tile: TILE, channel_subtile: 1, taps9: rows9, taps25: rows25, any: rows_any };
+pub const KERNELS: DwKernels = DwKernels {
+    isa: Isa::Scalar,
+    channel_tile: TILE,
+    channel_subtile: 1,
+    taps9: rows9,
+    taps25: rows25,
+    any: rows_any,
+    direct: Some(direct),
+};
 
 /// # Safety
 /// See [`super::DwRowKernel`] (`taps == 9`).
@@ -76,14 +83,7 @@ fn block<'a>(x: impl Fn(usize) -> &'a [f32], taps: usize, width: usize, w: &[f32
 /// # Safety
 /// See [`super::DwRowKernel`].
 #[inline(always)]
-unsafe fn rows<const T: usize>(
-    channels: usize,
-    taps: usize,
-    ind: &[*const f32],
-    weights: &[f32],
-    out: &mut [f32],
-    clamp: (f32, f32),
-) {
+unsafe fn rows<const T: usize>(channels: usize, taps: usize, ind: &[*const f32], weights: &[f32], out: &mut [f32], clamp: (f32, f32)) {
     let taps = if T == 0 { taps } else { T };
     for (ptrs, out_px) in ind.chunks_exact(taps).zip(out.chunks_exact_mut(channels)) {
         let mut w = weights;
@@ -92,6 +92,36 @@ unsafe fn rows<const T: usize>(
             // SAFETY: each tap pointer is valid for reading `channels` values that nothing
             // writes during the call (the caller's contract), and `c0 + n <= channels`.
             let x = |t: usize| unsafe { core::slice::from_raw_parts(ptrs[t].add(c0), n) };
+            block(x, taps, width, wb, &mut out_px[c0..c0 + n], clamp);
+            w = rest;
+        }
+    }
+}
+
+/// The direct kernel: each pixel's taps at fixed offsets from a base that steps per
+/// pixel, summed as the pointer kernels do.
+///
+/// # Safety
+/// See [`super::DwDirectKernel`].
+unsafe fn direct(
+    channels: usize,
+    offsets: &[usize],
+    base: *const f32,
+    px_step: usize,
+    weights: &[f32],
+    out: &mut [f32],
+    clamp: (f32, f32),
+) {
+    let taps = offsets.len();
+    for (p, out_px) in out.chunks_exact_mut(channels).enumerate() {
+        let px = base.wrapping_add(p * px_step);
+        let mut w = weights;
+        for (c0, n, width) in KERNELS.blocks(channels) {
+            let (wb, rest) = w.split_at(width * (taps + 1));
+            // SAFETY: pixel `p`'s tap `t` is readable for `channels` values from
+            // `px + offsets[t]`, which nothing writes during the call (the caller's
+            // contract), and `c0 + n <= channels`.
+            let x = |t: usize| unsafe { core::slice::from_raw_parts(px.add(offsets[t] + c0), n) };
             block(x, taps, width, wb, &mut out_px[c0..c0 + n], clamp);
             w = rest;
         }

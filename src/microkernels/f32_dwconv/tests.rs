@@ -108,7 +108,9 @@ fn tables_match_scalar_and_naive() {
                 let batches = 1 + r.below(2);
                 let (h, w) = (4 + r.below(8), 4 + r.below(9));
                 let clamp = clamps[r.below(clamps.len())];
-                let Some(g) = geom(batches, h, w, c, kh, kw, stride, dil, same) else { continue };
+                let Some(g) = geom(batches, h, w, c, kh, kw, stride, dil, same) else {
+                    continue;
+                };
                 let input: Vec<f32> = (0..g.input_len().unwrap()).map(|_| r.f32()).collect();
                 let filter: Vec<f32> = (0..g.taps() * c).map(|_| r.f32()).collect();
                 let bias: Vec<f32> = (0..c).map(|_| r.f32()).collect();
@@ -124,6 +126,65 @@ fn tables_match_scalar_and_naive() {
         }
     }
     assert!(cases > 400, "{cases} cases");
+}
+
+/// Wide rows with few channels: long direct runs (flat ones where the stride is 1 and the
+/// channels divide a vector), with the padded edge pixels on the pointer kernels.
+#[test]
+fn wide_rows_match_scalar() {
+    let scalar = Table::for_isa(Isa::Scalar).unwrap();
+    let mut r = Lcg(13);
+    let mut cases = 0;
+    for c in [1usize, 2, 3, 4, 8, 12, 16, 24, 32, 40] {
+        for (kh, kw) in [(3, 3), (5, 5), (3, 5), (7, 7)] {
+            for (stride, dil, same) in [(1, 1, true), (1, 1, false), (2, 1, true), (1, 2, true), (2, 2, false)] {
+                let (h, w) = (kh + r.below(4), 20 + r.below(300));
+                let Some(g) = geom(1, h, w, c, kh, kw, stride, dil, same) else {
+                    continue;
+                };
+                let clamp = [(f32::MIN, f32::MAX), (0.0, 6.0)][r.below(2)];
+                let input: Vec<f32> = (0..g.input_len().unwrap()).map(|_| r.f32()).collect();
+                let filter: Vec<f32> = (0..g.taps() * c).map(|_| r.f32()).collect();
+                let bias: Vec<f32> = (0..c).map(|_| r.f32()).collect();
+                let (want, mag) = naive(&g, &input, &filter, &bias, clamp);
+                let base = run(scalar, &g, &input, &filter, &bias, clamp);
+                close(&base, &want, &mag, &format!("scalar vs f64, {g:?}"));
+                for t in available_tables() {
+                    let got = run(t, &g, &input, &filter, &bias, clamp);
+                    close(&got, &base, &mag, &format!("{} vs scalar, {g:?}", t.isa.name()));
+                }
+                cases += 1;
+            }
+        }
+    }
+    assert!(cases > 150, "{cases} cases");
+}
+
+/// The direct kernels sum in the pointer kernels' order: a table gives the same bits
+/// with and without its direct kernel.
+#[test]
+fn direct_matches_pointer_kernels() {
+    let mut r = Lcg(17);
+    for t in available_tables() {
+        let with = &t.f32_dwconv;
+        let without = DwKernels { direct: None, ..*with };
+        for c in [1usize, 4, 8, 11, 16, 24, 37] {
+            for (kh, kw, stride, dil) in [(3, 3, 1, 1), (3, 3, 2, 1), (5, 5, 1, 1), (5, 5, 2, 2), (3, 5, 1, 1), (7, 7, 1, 1)] {
+                let Some(g) = geom(1, 9, 40 + r.below(30), c, kh, kw, stride, dil, true) else {
+                    continue;
+                };
+                let input: Vec<f32> = (0..g.input_len().unwrap()).map(|_| r.f32()).collect();
+                let filter: Vec<f32> = (0..g.taps() * c).map(|_| r.f32()).collect();
+                let bias: Vec<f32> = (0..c).map(|_| r.f32()).collect();
+                let packed = pack(with, c, g.taps(), |tap, ch| filter[tap * c + ch], Some(&bias)).unwrap();
+                let mut a = vec![0.0f32; g.output_len().unwrap()];
+                let mut b = a.clone();
+                run_rows(with, &g, &input, &packed, 0, &mut a, (-1.0, 1.0)).unwrap();
+                run_rows(&without, &g, &input, &packed, 0, &mut b, (-1.0, 1.0)).unwrap();
+                assert_eq!(a, b, "{} {g:?}", t.isa.name());
+            }
+        }
+    }
 }
 
 /// The specialised 9- and 25-tap kernels sum in the same order as the general one, so
