@@ -11,6 +11,7 @@ use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, QuantParams, TensorView};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, try_quantize_multiplier};
+use crate::microkernels::f32_vunary::{self, UnaryOp};
 
 /// Which member of the ReLU family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,25 +88,9 @@ pub fn relu_f32(kind: ReluKind, input: &[f32], out: &mut [f32]) -> Result<()> {
         return Err(Error::new(format!("input holds {} elements, output {}", input.len(), out.len())));
     }
     let (lo, hi) = kind.bounds();
-    match hi {
-        None => {
-            for (o, &x) in out.iter_mut().zip(input) {
-                *o = if x < lo { lo } else { x };
-            }
-        }
-        Some(hi) => {
-            for (o, &x) in out.iter_mut().zip(input) {
-                *o = if x > hi {
-                    hi
-                } else if x < lo {
-                    lo
-                } else {
-                    x
-                };
-            }
-        }
-    }
-    Ok(())
+    // `x > hi ? hi : x < lo ? lo : x` is `min(max(x, lo), hi)` for `lo < hi`, NaN included.
+    let hi = hi.unwrap_or(f32::INFINITY);
+    f32_vunary::apply(crate::microkernels::table(), UnaryOp::Clamp { lo, hi }, input, out)
 }
 
 /// Parameters of a quantized ReLU (`ReluParams`).
