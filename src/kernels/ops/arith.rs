@@ -256,6 +256,7 @@ fn eval(ctx: &OpCtx<'_>, kind: Arith) -> Result<()> {
         return Err(op_error(op, "output type differs from the input type"));
     }
     let osh = ops.out_shape.clone();
+    let threads = ops.threads;
     let (a, b) = (ops.a, ops.b);
     let out = &mut ops.out;
     macro_rules! bin {
@@ -282,7 +283,7 @@ fn eval(ctx: &OpCtx<'_>, kind: Arith) -> Result<()> {
             match a.dtype {
                 kTfLiteFloat32 => {
                     let op = if is_max { BinaryOp::Max } else { BinaryOp::Min };
-                    binary_f32(op, a.data()?, a.shape, b.data()?, b.shape, out.data_mut()?, &osh, NO_CLAMP)
+                    binary_f32(op, a.data()?, a.shape, b.data()?, b.shape, out.data_mut()?, &osh, NO_CLAMP, threads)
                 }
                 kTfLiteUInt8 => mm!(u8),
                 kTfLiteInt8 => mm!(i8),
@@ -323,6 +324,7 @@ fn eval(ctx: &OpCtx<'_>, kind: Arith) -> Result<()> {
                 out.data_mut()?,
                 &osh,
                 NO_CLAMP,
+                threads,
             ),
             kTfLiteInt32 => bin!(i32, |x: i32, y: i32| {
                 let d = x.wrapping_sub(y);

@@ -6,12 +6,14 @@
 //! (input on a "hires" scale of `input_scale / 128`, the ReLU-ish factor on a
 //! `3 / 32768` scale, int16 multipliers from `DownScaleInt32ToInt16Multiplier`), bit-exact.
 
+use super::elementwise::split_unary_f32;
 use super::shape_util::{check_out_shape, in_op, op_error, unary_operands};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, QuantParams};
 use crate::kernels::quant::{QuantInt, rounding_divide_by_pot_i16, try_quantize_multiplier};
+use crate::kernels::threadpool::recommended_threads;
 use crate::microkernels::f32_vunary::{self, UnaryOp};
 use crate::microkernels::table;
 
@@ -151,7 +153,11 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
     let (input, mut out) = unary_operands(ctx, OP)?;
     check_out_shape(OP, out.shape, input.shape)?;
     match input.dtype {
-        TfLiteType::kTfLiteFloat32 => f32_vunary::apply(table(), UnaryOp::HardSwish, input.data()?, out.data_mut()?),
+        TfLiteType::kTfLiteFloat32 => {
+            split_unary_f32(recommended_threads(ctx), input.data()?, out.data_mut()?, &|x, o| {
+                f32_vunary::apply(table(), UnaryOp::HardSwish, x, o)
+            })
+        }
         TfLiteType::kTfLiteUInt8 => {
             let p = params_for(input.quant(), out.quant())?;
             hard_swish_quantized::<u8>(input.data()?, &p, out.data_mut()?)

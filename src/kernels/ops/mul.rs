@@ -48,7 +48,7 @@ pub fn mul_f32(
     out_shape: &[i32],
     act: TfLiteFusedActivation,
 ) -> Result<()> {
-    binary_f32(BinaryOp::Mul, a, a_shape, b, b_shape, out, out_shape, activation_range_f32(act))
+    binary_f32(BinaryOp::Mul, a, a_shape, b, b_shape, out, out_shape, activation_range_f32(act), 1)
 }
 
 macro_rules! int_mul {

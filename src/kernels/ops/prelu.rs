@@ -10,6 +10,7 @@
 
 use super::binary::binary_f32;
 use super::broadcast::broadcast_binary;
+use super::elementwise::split_unary_f32;
 use super::shape_util::{check_arity, check_out_shape, in_op, op_error, unary_operands};
 use crate::abi::builtin_op_data::TfLiteLeakyReluParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
@@ -17,6 +18,7 @@ use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, QuantParams, TensorView, broadcast_shape};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, try_quantize_multiplier};
+use crate::kernels::threadpool::recommended_threads;
 use crate::microkernels::f32_vbinary::{BinaryOp, NO_CLAMP};
 use crate::microkernels::f32_vunary::{self, UnaryOp};
 use crate::microkernels::table;
@@ -120,7 +122,9 @@ fn leaky_eval(ctx: &OpCtx<'_>) -> Result<()> {
     check_out_shape(LEAKY, out.shape, input.shape)?;
     let a = alpha(ctx)?;
     match leaky_params(&input, &out, a)? {
-        None => f32_vunary::apply(table(), UnaryOp::LeakyRelu { alpha: a }, input.data()?, out.data_mut()?),
+        None => split_unary_f32(recommended_threads(ctx), input.data()?, out.data_mut()?, &|x, o| {
+            f32_vunary::apply(table(), UnaryOp::LeakyRelu { alpha: a }, x, o)
+        }),
         Some(p) => match input.dtype {
             TfLiteType::kTfLiteUInt8 => leaky_quantized::<u8>(input.data()?, &p, out.data_mut()?),
             TfLiteType::kTfLiteInt8 => leaky_quantized::<i8>(input.data()?, &p, out.data_mut()?),
@@ -224,6 +228,7 @@ fn prelu_eval(ctx: &OpCtx<'_>) -> Result<()> {
             out.data_mut::<f32>()?,
             &shape,
             NO_CLAMP,
+            recommended_threads(ctx),
         ),
         TfLiteType::kTfLiteUInt8 => {
             let p = PreluParams::new(input.quant(), alpha.quant(), out.quant())?;

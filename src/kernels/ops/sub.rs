@@ -47,7 +47,7 @@ pub fn sub_f32(
     out_shape: &[i32],
     act: TfLiteFusedActivation,
 ) -> Result<()> {
-    binary_f32(BinaryOp::Sub, a, a_shape, b, b_shape, out, out_shape, activation_range_f32(act))
+    binary_f32(BinaryOp::Sub, a, a_shape, b, b_shape, out, out_shape, activation_range_f32(act), 1)
 }
 
 macro_rules! int_sub {
