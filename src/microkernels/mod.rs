@@ -15,7 +15,9 @@
 
 pub mod f32_dwconv;
 pub mod f32_gemm;
+pub mod f32_vbinary;
 pub mod f32_vsigmoid;
+pub mod f32_vunary;
 pub mod packed;
 #[cfg(test)]
 pub(crate) mod test_rng;
@@ -74,6 +76,8 @@ pub struct Table {
     pub f32_gemm: f32_gemm::GemmKernels,
     pub f32_dwconv: f32_dwconv::DwKernels,
     pub f32_vsigmoid: f32_vsigmoid::SigmoidFn,
+    pub f32_vbinary: f32_vbinary::BinaryKernels,
+    pub f32_vunary: f32_vunary::UnaryKernels,
 }
 
 impl Table {
@@ -84,6 +88,8 @@ impl Table {
             f32_gemm: f32_gemm::scalar::KERNELS,
             f32_dwconv: f32_dwconv::scalar::KERNELS,
             f32_vsigmoid: f32_vsigmoid::scalar::sigmoid,
+            f32_vbinary: f32_vbinary::scalar::KERNELS,
+            f32_vunary: f32_vunary::scalar::KERNELS,
         };
         #[cfg(target_arch = "x86_64")]
         static AVX2: Table = Table {
@@ -91,13 +97,17 @@ impl Table {
             f32_gemm: f32_gemm::avx2::KERNELS,
             f32_dwconv: f32_dwconv::avx2::KERNELS,
             f32_vsigmoid: f32_vsigmoid::avx2::sigmoid,
+            f32_vbinary: f32_vbinary::avx2::KERNELS,
+            f32_vunary: f32_vunary::avx2::KERNELS,
         };
         #[cfg(target_arch = "x86_64")]
         static AVX512: Table = Table {
             isa: Isa::Avx512,
             f32_gemm: f32_gemm::avx512::KERNELS,
             f32_dwconv: f32_dwconv::avx512::KERNELS,
-            f32_vsigmoid: f32_vsigmoid::avx2::sigmoid,
+            f32_vsigmoid: f32_vsigmoid::avx512::sigmoid,
+            f32_vbinary: f32_vbinary::avx512::KERNELS,
+            f32_vunary: f32_vunary::avx512::KERNELS,
         };
         if !isa.is_available() {
             return None;

@@ -7,8 +7,8 @@
 //! of two; otherwise the power-of-two fixed-point path). All with numpy broadcasting.
 
 use super::binary::{
-    BinaryOperands, Pot16Params, QuantArithParams, binary_operands, binary_operands_in_place, check_output, is_quantized, run_binary,
-    with_op,
+    BinaryOperands, Pot16Params, QuantArithParams, binary_f32, binary_operands, binary_operands_in_place, check_output,
+    is_quantized, run_binary, run_binary_f32, with_op,
 };
 use super::broadcast::broadcast_binary;
 use crate::abi::builtin_op_data::{TfLiteAddParams, TfLiteFusedActivation};
@@ -23,6 +23,7 @@ use crate::kernels::activation::{
 };
 use crate::kernels::api::{OpCtx, QuantParams};
 use crate::kernels::quant::QuantInt;
+use crate::microkernels::f32_vbinary::BinaryOp;
 
 const OP: &str = "ADD";
 
@@ -49,8 +50,7 @@ pub fn add_f32(
     out_shape: &[i32],
     act: TfLiteFusedActivation,
 ) -> Result<()> {
-    let (lo, hi) = activation_range_f32(act);
-    broadcast_binary(a, a_shape, b, b_shape, out, out_shape, |x, y| clamp_min_max(x + y, lo, hi))
+    binary_f32(BinaryOp::Add, a, a_shape, b, b_shape, out, out_shape, activation_range_f32(act), 1)
 }
 
 macro_rules! int_add {
@@ -192,7 +192,7 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
     let p = params(ctx)?;
     let act = p.activation;
     match plan(&ops, &p)? {
-        Plan::F32 => run_binary::<f32>(&mut ops, |a, ash, b, bsh, o, osh| add_f32(a, ash, b, bsh, o, osh, act)),
+        Plan::F32 => run_binary_f32(&mut ops, BinaryOp::Add, activation_range_f32(act)),
         Plan::I32 => run_binary::<i32>(&mut ops, |a, ash, b, bsh, o, osh| add_i32(a, ash, b, bsh, o, osh, act)),
         Plan::I64 => run_binary::<i64>(&mut ops, |a, ash, b, bsh, o, osh| add_i64(a, ash, b, bsh, o, osh, act)),
         Plan::I16 => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| add_i16(a, ash, b, bsh, o, osh, act)),

@@ -9,7 +9,9 @@
 //! with TFLite's rescaling (7 bits of headroom). POW: float32 (`powf`) and int32 (through
 //! `double`, as C++ `std::pow(int, int)`; negative exponents are an error, as in TFLite).
 
-use super::binary::{BinaryOperands, binary_operands, binary_operands_in_place, run_binary, with_op};
+use super::binary::{
+    BinaryOperands, binary_f32, binary_operands, binary_operands_in_place, run_binary, run_binary_f32, with_op,
+};
 use super::broadcast::broadcast_binary;
 use super::fixed_point::{get_reciprocal, multiply_smaller_than_one_exp_x86};
 use super::shape_util::{check_out_shape, in_op, op_error};
@@ -25,6 +27,7 @@ use crate::kernels::quant::{
     multiply_by_quantized_multiplier_greater_than_one, multiply_by_quantized_multiplier_smaller_than_one_exp,
     quantize_multiplier_smaller_than_one_exp, try_quantize_multiplier,
 };
+use crate::microkernels::f32_vbinary::{BinaryOp, NO_CLAMP};
 
 /// The ops of this file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -253,6 +256,7 @@ fn eval(ctx: &OpCtx<'_>, kind: Arith) -> Result<()> {
         return Err(op_error(op, "output type differs from the input type"));
     }
     let osh = ops.out_shape.clone();
+    let threads = ops.threads;
     let (a, b) = (ops.a, ops.b);
     let out = &mut ops.out;
     macro_rules! bin {
@@ -277,7 +281,10 @@ fn eval(ctx: &OpCtx<'_>, kind: Arith) -> Result<()> {
                 };
             }
             match a.dtype {
-                kTfLiteFloat32 => mm!(f32),
+                kTfLiteFloat32 => {
+                    let op = if is_max { BinaryOp::Max } else { BinaryOp::Min };
+                    binary_f32(op, a.data()?, a.shape, b.data()?, b.shape, out.data_mut()?, &osh, NO_CLAMP, threads)
+                }
                 kTfLiteUInt8 => mm!(u8),
                 kTfLiteInt8 => mm!(i8),
                 kTfLiteInt16 => mm!(i16),
@@ -288,11 +295,7 @@ fn eval(ctx: &OpCtx<'_>, kind: Arith) -> Result<()> {
         // In place (the output may hold an input's bytes): divisors are checked before
         // the output is written, and `run_binary` computes tile by tile.
         Arith::Div => match a.dtype {
-            kTfLiteFloat32 => {
-                let (lo, hi) = activation_range_f32(div_activation(ctx));
-                let f = |x: f32, y: f32| clamp_min_max(x / y, lo, hi);
-                run_binary::<f32>(&mut ops, |x, xs, y, ys, o, os| broadcast_binary(x, xs, y, ys, o, os, f))
-            }
+            kTfLiteFloat32 => run_binary_f32(&mut ops, BinaryOp::Div, activation_range_f32(div_activation(ctx))),
             kTfLiteInt32 => {
                 if b.data::<i32>()?.contains(&0) {
                     return Err(op_error(op, "integer division by zero"));
@@ -312,10 +315,17 @@ fn eval(ctx: &OpCtx<'_>, kind: Arith) -> Result<()> {
             }
         },
         Arith::SquaredDifference => match a.dtype {
-            kTfLiteFloat32 => bin!(f32, |x: f32, y: f32| {
-                let d = x - y;
-                d * d
-            }),
+            kTfLiteFloat32 => binary_f32(
+                BinaryOp::SquaredDifference,
+                a.data()?,
+                a.shape,
+                b.data()?,
+                b.shape,
+                out.data_mut()?,
+                &osh,
+                NO_CLAMP,
+                threads,
+            ),
             kTfLiteInt32 => bin!(i32, |x: i32, y: i32| {
                 let d = x.wrapping_sub(y);
                 d.wrapping_mul(d)

@@ -1,8 +1,9 @@
 //! What ADD, SUB and MUL share: the prepare-time checks and output shape, the quantized
 //! rescaling parameters of TFLite's 8-bit (and general int16) ADD/SUB, and the int16
-//! power-of-two ADD/SUB parameters.
+//! power-of-two ADD/SUB parameters; the float32 path on the vector microkernels.
 
-use super::broadcast::MAX_BROADCAST_RANK;
+use super::broadcast::{Block, BlockKind, MAX_BROADCAST_RANK, for_each_block};
+use super::elementwise::elementwise_threads;
 use crate::abi::types::TfLiteType;
 use crate::error::{Error, Result};
 use crate::kernels::activation::clamp_min_max;
@@ -11,6 +12,9 @@ use crate::kernels::quant::{
     checked_log2, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_smaller_than_one_exp,
     quantize_multiplier_greater_than_one, quantize_multiplier_smaller_than_one_exp, rounding_divide_by_pot_i16,
 };
+use crate::kernels::threadpool::{parallel_chunks_mut, recommended_threads};
+use crate::microkernels;
+use crate::microkernels::f32_vbinary::{self, BinaryOp, Other};
 
 /// Prefixes an error's message with the op name.
 pub fn with_op(op: &'static str) -> impl Fn(Error) -> Error {
@@ -43,6 +47,8 @@ pub struct BinaryOperands<'a> {
     /// The input (0 or 1) the output shares memory with, when the planner made this
     /// node run in place (only from [`binary_operands_in_place`]).
     pub alias: Option<usize>,
+    /// The threads the node may use.
+    pub threads: usize,
 }
 
 /// Gathers and checks the operands of a binary op (see [`BinaryOperands`]).
@@ -60,7 +66,7 @@ pub fn binary_operands<'a>(ctx: &OpCtx<'a>, op: &'static str) -> Result<BinaryOp
     }
     let out = ctx.output(0).map_err(with_op(op))?;
     let out_shape = binary_output_shape(op, a.shape, b.shape)?;
-    Ok(BinaryOperands { a, b, out, out_shape, alias: None })
+    Ok(BinaryOperands { a, b, out, out_shape, alias: None, threads: recommended_threads(ctx) })
 }
 
 /// [`binary_operands`] for an op that can run in place (its registration has
@@ -126,6 +132,127 @@ pub fn run_binary<T: crate::kernels::api::Element + Default>(
         start += len;
     }
     Ok(())
+}
+
+/// float32 `out = clamp(op(a, b))` over the broadcast of `a_shape` and `b_shape` to
+/// `out_shape`, on the vector microkernels: a same-shape pair, a scalar operand and a
+/// per-channel row each take one kernel call; other broadcasts one call per innermost run.
+/// A block long enough is split over up to `threads` threads.
+#[allow(clippy::too_many_arguments)]
+pub fn binary_f32(
+    op: BinaryOp,
+    a: &[f32],
+    a_shape: &[i32],
+    b: &[f32],
+    b_shape: &[i32],
+    out: &mut [f32],
+    out_shape: &[i32],
+    clamp: (f32, f32),
+    threads: usize,
+) -> Result<()> {
+    let table = microkernels::table();
+    let out_len = out.len();
+    for_each_block((a_shape, a.len()), (b_shape, b.len()), (out_shape, out_len), |blk| {
+        let o = out.get_mut(blk.out..blk.out + blk.len).ok_or_else(out_of_range)?;
+        let (x, x_is_second, other) = block_operands(blk, a, b)?;
+        let Some((t, chunk)) = split(threads, o.len(), other) else {
+            return f32_vbinary::apply(table, op, x, x_is_second, other, o, clamp);
+        };
+        parallel_chunks_mut(t, o, chunk, &|i, o| {
+            let (x, other) = chunk_operands(x, other, i * chunk, o.len())?;
+            f32_vbinary::apply(table, op, x, x_is_second, other, o, clamp)
+        })
+    })
+}
+
+/// Threads and chunk length to split a block of `len` values over, if it is worth it:
+/// chunks start at a row's first value when the other operand is a repeated row.
+fn split(threads: usize, len: usize, other: Other<'_>) -> Option<(usize, usize)> {
+    let t = elementwise_threads(threads, len);
+    let unit = if let Other::Row(r) = other { r.len().max(1) } else { 1 };
+    let chunk = len.div_ceil(t).div_ceil(unit) * unit;
+    (t > 1 && chunk < len).then_some((t, chunk))
+}
+
+/// The operands of the chunk of `len` values at `at` of a block.
+fn chunk_operands<'s>(x: &'s [f32], other: Other<'s>, at: usize, len: usize) -> Result<(&'s [f32], Other<'s>)> {
+    let x = x.get(at..at + len).ok_or_else(out_of_range)?;
+    let other = match other {
+        Other::Vector(v) => Other::Vector(v.get(at..at + len).ok_or_else(out_of_range)?),
+        other => other,
+    };
+    Ok((x, other))
+}
+
+fn out_of_range() -> Error {
+    Error::new("broadcast block out of range")
+}
+
+/// The full-length operand of a block, whether it is `f`'s second, and the other one.
+fn block_operands<'s>(blk: Block, a: &'s [f32], b: &'s [f32]) -> Result<(&'s [f32], bool, Other<'s>)> {
+    let span = |v: &'s [f32], at: usize, len: usize| v.get(at..at + len).ok_or_else(out_of_range);
+    let one = |v: &'s [f32], at: usize| v.get(at).copied().ok_or_else(out_of_range);
+    Ok(match blk.kind {
+        BlockKind::Same => (span(a, blk.a, blk.len)?, false, Other::Vector(span(b, blk.b, blk.len)?)),
+        BlockKind::BScalar => (span(a, blk.a, blk.len)?, false, Other::Scalar(one(b, blk.b)?)),
+        BlockKind::AScalar => (span(b, blk.b, blk.len)?, true, Other::Scalar(one(a, blk.a)?)),
+        BlockKind::BRow { cols } => (span(a, blk.a, blk.len)?, false, Other::Row(span(b, blk.b, cols)?)),
+        BlockKind::ARow { cols } => (span(b, blk.b, blk.len)?, true, Other::Row(span(a, blk.a, cols)?)),
+    })
+}
+
+/// Runs a float32 binary op on its operands: straight into the output, or, when the
+/// output holds input `k`'s bytes (in place), over the output with the kernels reading
+/// each value before writing it (the shared input has the output's shape, so it is the
+/// full-length operand of every block).
+pub fn run_binary_f32(ops: &mut BinaryOperands<'_>, op: BinaryOp, clamp: (f32, f32)) -> Result<()> {
+    let osh = ops.out_shape.clone();
+    let Some(k) = ops.alias else {
+        return binary_f32(
+            op,
+            ops.a.data()?,
+            ops.a.shape,
+            ops.b.data()?,
+            ops.b.shape,
+            ops.out.data_mut()?,
+            &osh,
+            clamp,
+            ops.threads,
+        );
+    };
+    let (other, other_shape) =
+        if k == 0 { (ops.b.data::<f32>()?, ops.b.shape) } else { (ops.a.data::<f32>()?, ops.a.shape) };
+    let out = ops.out.data_mut::<f32>()?;
+    let out_len = out.len();
+    let table = microkernels::table();
+    let (own, theirs) = ((osh.as_slice(), out_len), (other_shape, other.len()));
+    let (a_side, b_side) = if k == 0 { (own, theirs) } else { (theirs, own) };
+    let threads = ops.threads;
+    let not_shaped = || Error::new("an input shared with the output must have the output's shape");
+    for_each_block(a_side, b_side, (&osh, out_len), |blk| {
+        let (own_at, at) = if k == 0 { (blk.a, blk.b) } else { (blk.b, blk.a) };
+        if own_at != blk.out {
+            return Err(not_shaped());
+        }
+        let x = out.get_mut(blk.out..blk.out + blk.len).ok_or_else(out_of_range)?;
+        let span = |len: usize| other.get(at..at + len).ok_or_else(out_of_range);
+        let other = match (blk.kind, k) {
+            (BlockKind::Same, _) => Other::Vector(span(blk.len)?),
+            (BlockKind::BScalar, 0) | (BlockKind::AScalar, 1) => Other::Scalar(span(1)?[0]),
+            (BlockKind::BRow { cols }, 0) | (BlockKind::ARow { cols }, 1) => Other::Row(span(cols)?),
+            _ => return Err(not_shaped()),
+        };
+        let Some((t, chunk)) = split(threads, x.len(), other) else {
+            return f32_vbinary::apply_in_place(table, op, x, k == 1, other, clamp);
+        };
+        parallel_chunks_mut(t, x, chunk, &|i, x| {
+            let other = match other {
+                Other::Vector(v) => Other::Vector(v.get(i * chunk..i * chunk + x.len()).ok_or_else(out_of_range)?),
+                other => other,
+            };
+            f32_vbinary::apply_in_place(table, op, x, k == 1, other, clamp)
+        })
+    })
 }
 
 /// Maps a flat output index to the flat index of an input broadcast to the output.
@@ -353,6 +480,28 @@ mod tests {
 
     fn qp(scale: f32, zero_point: i32) -> QuantParams {
         QuantParams { scale, zero_point }
+    }
+
+    #[test]
+    fn float_split_over_threads_matches_one_thread() {
+        // Large enough to split: the same shape, a scalar, a per-channel row (chunks start
+        // at a row) and a broadcast of both sides.
+        let n = 35 * (3 * super::super::elementwise::MIN_ELEMENTS_PER_THREAD / 35 + 1);
+        let a: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.01 - 3.0).collect();
+        let row: Vec<f32> = (0..35).map(|i| i as f32 * 0.1 - 1.0).collect();
+        let full = [1, n as i32 / 35, 35];
+        for (b, bsh) in [(a.clone(), full.to_vec()), (vec![0.5], vec![1]), (row.clone(), vec![35])] {
+            for op in [BinaryOp::Sub, BinaryOp::Prelu] {
+                let mut one = vec![0f32; n];
+                let mut two = vec![0f32; n];
+                binary_f32(op, &a, &full, &b, &bsh, &mut one, &full, (-2.0, 5.0), 1).unwrap();
+                binary_f32(op, &a, &full, &b, &bsh, &mut two, &full, (-2.0, 5.0), 2).unwrap();
+                assert_eq!(one, two, "{op:?} {bsh:?}");
+                binary_f32(op, &b, &bsh, &a, &full, &mut two, &full, (-2.0, 5.0), 2).unwrap();
+                binary_f32(op, &b, &bsh, &a, &full, &mut one, &full, (-2.0, 5.0), 1).unwrap();
+                assert_eq!(one, two, "{op:?} {bsh:?} swapped");
+            }
+        }
     }
 
     #[test]

@@ -154,6 +154,106 @@ pub fn broadcast_binary<A: Copy, B: Copy, O>(
     Ok(())
 }
 
+/// How one block of the output reads the two inputs (see [`for_each_block`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockKind {
+    /// Both inputs have `len` values in the block, in the output's order.
+    Same,
+    /// The first input is one value for the whole block; the second has `len`.
+    AScalar,
+    /// The second input is one value for the whole block; the first has `len`.
+    BScalar,
+    /// The first input is one row of `cols` values repeated over `len / cols` rows of the
+    /// second (a per-channel vector against an NHWC tensor).
+    ARow { cols: usize },
+    /// The second input is one row of `cols` values repeated over the first's rows.
+    BRow { cols: usize },
+}
+
+/// One contiguous run of `len` output values and where its inputs start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    pub a: usize,
+    pub b: usize,
+    pub out: usize,
+    pub len: usize,
+    pub kind: BlockKind,
+}
+
+/// Splits the broadcast of `a_shape` and `b_shape` to `out_shape` into blocks that a
+/// vector kernel computes in one call, and calls `f` for each, in output order: a
+/// same-shape pair, a scalar operand and a per-channel row each give one block; other
+/// broadcasts give one block per run of the innermost fused dimension (or pair of
+/// dimensions, for a repeated row). Checks the element counts (`a_len`, `b_len`,
+/// `out_len`) and the shapes as [`broadcast_binary`] does, so every block lies inside its
+/// slices.
+pub fn for_each_block(
+    (a_shape, a_len): (&[i32], usize),
+    (b_shape, b_len): (&[i32], usize),
+    (out_shape, out_len): (&[i32], usize),
+    mut f: impl FnMut(Block) -> Result<()>,
+) -> Result<()> {
+    let ad = dims_usize(a_shape, "first input")?;
+    let bd = dims_usize(b_shape, "second input")?;
+    let od = dims_usize(out_shape, "output")?;
+    for (len, dims, what) in [(a_len, &ad, "first input"), (b_len, &bd, "second input"), (out_len, &od, "output")] {
+        let n = element_count(dims)?;
+        if len != n {
+            return Err(Error::new(format!("{what} holds {len} elements, its shape {dims:?} needs {n}")));
+        }
+    }
+    let levels = plan(&ad, &bd, &od)?;
+    if out_len == 0 {
+        return Ok(());
+    }
+    let Some(inner) = levels.last() else {
+        return f(Block { a: 0, b: 0, out: 0, len: 1, kind: BlockKind::Same });
+    };
+    // A row repeated: the two innermost levels are (rows, cols) with one input stepping
+    // a whole row per row and the other not at all.
+    let row = match levels.len().checked_sub(2).map(|i| levels[i]) {
+        Some(r) if inner.a_stride == 1 && inner.b_stride == 1 && r.a_stride == inner.len && r.b_stride == 0 => {
+            Some(BlockKind::BRow { cols: inner.len })
+        }
+        Some(r) if inner.a_stride == 1 && inner.b_stride == 1 && r.a_stride == 0 && r.b_stride == inner.len => {
+            Some(BlockKind::ARow { cols: inner.len })
+        }
+        _ => None,
+    };
+    let (kind, len, outer) = match row {
+        Some(kind) => (kind, inner.len * levels[levels.len() - 2].len, &levels[..levels.len() - 2]),
+        None => {
+            let kind = match (inner.a_stride, inner.b_stride) {
+                (1, 1) => BlockKind::Same,
+                (0, 1) => BlockKind::AScalar,
+                (1, 0) => BlockKind::BScalar,
+                _ => return Err(Error::new("unexpected broadcast strides")),
+            };
+            (kind, inner.len, &levels[..levels.len() - 1])
+        }
+    };
+    let mut idx = vec![0usize; outer.len()];
+    let (mut ao, mut bo) = (0usize, 0usize);
+    let mut out = 0;
+    while out < out_len {
+        f(Block { a: ao, b: bo, out, len, kind })?;
+        out += len;
+        // Advance the odometer over the outer levels.
+        for d in (0..outer.len()).rev() {
+            idx[d] += 1;
+            ao += outer[d].a_stride;
+            bo += outer[d].b_stride;
+            if idx[d] < outer[d].len {
+                break;
+            }
+            ao -= outer[d].a_stride * outer[d].len;
+            bo -= outer[d].b_stride * outer[d].len;
+            idx[d] = 0;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,6 +317,66 @@ mod tests {
         check(&[2, 1, 1, 5], &[2, 3, 4, 1]);
         check(&[1, 1, 1], &[2, 2, 2]);
         check(&[2, 2, 2, 2, 2, 2, 2], &[2, 1, 2, 1, 2, 1, 2]);
+    }
+
+    /// `check` through [`for_each_block`], with the block kinds computed one by one.
+    fn check_blocks(ash: &[i32], bsh: &[i32]) {
+        let osh = crate::kernels::api::broadcast_shape(ash, bsh).unwrap();
+        let na: i32 = ash.iter().product();
+        let nb: i32 = bsh.iter().product();
+        let no: i32 = osh.iter().product();
+        let a: Vec<i64> = (0..na as i64).collect();
+        let b: Vec<i64> = (0..nb as i64).map(|x| x + 1).collect();
+        let mut out = vec![-1i64; no as usize];
+        for_each_block((ash, a.len()), (bsh, b.len()), (&osh, out.len()), |blk| {
+            for i in 0..blk.len {
+                let (x, y) = match blk.kind {
+                    BlockKind::Same => (a[blk.a + i], b[blk.b + i]),
+                    BlockKind::AScalar => (a[blk.a], b[blk.b + i]),
+                    BlockKind::BScalar => (a[blk.a + i], b[blk.b]),
+                    BlockKind::ARow { cols } => (a[blk.a + i % cols], b[blk.b + i]),
+                    BlockKind::BRow { cols } => (a[blk.a + i], b[blk.b + i % cols]),
+                };
+                out[blk.out + i] = x * 1000 + y;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(out, naive(&a, ash, &b, bsh, &osh), "{ash:?} x {bsh:?}");
+    }
+
+    #[test]
+    fn blocks() {
+        for (ash, bsh) in [
+            (&[2, 1, 3][..], &[1, 4, 1][..]),
+            (&[2, 3], &[2, 3]),
+            (&[2, 3], &[]),
+            (&[], &[4]),
+            (&[], &[]),
+            (&[5], &[1]),
+            (&[1, 4, 4, 3], &[1, 1, 1, 3]),
+            (&[1, 1, 3], &[1, 4, 4, 3]),
+            (&[2, 4, 4, 3], &[2, 1, 1, 3]),
+            (&[1, 2, 1, 3, 1, 2], &[2, 1, 2, 1, 3, 1]),
+            (&[3, 1], &[1, 3]),
+            (&[2, 3, 4], &[4]),
+            (&[2, 3, 4], &[3, 1]),
+            (&[2, 1, 1, 5], &[2, 3, 4, 1]),
+            (&[0, 3], &[3]),
+        ] {
+            check_blocks(ash, bsh);
+        }
+        // The per-channel case is one block.
+        let mut n = 0;
+        for_each_block((&[1, 4, 4, 3], 48), (&[3], 3), (&[1, 4, 4, 3], 48), |blk| {
+            assert_eq!(blk, Block { a: 0, b: 0, out: 0, len: 48, kind: BlockKind::BRow { cols: 3 } });
+            n += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(n, 1);
+        assert!(for_each_block((&[2], 2), (&[3], 3), (&[3], 3), |_| Ok(())).is_err());
+        assert!(for_each_block((&[2], 3), (&[2], 2), (&[2], 2), |_| Ok(())).is_err());
     }
 
     #[test]

@@ -1,16 +1,21 @@
 //! HARD_SWISH (TFLite `kernels/activations.cc` `HardSwishPrepare` / `HardSwishEval`,
 //! `reference/hard_swish.h`): `x * relu6(x + 3) / 6`.
 //!
-//! float32 as the reference loop; uint8 / int8 with TFLite's 16-bit fixed-point pipeline
+//! float32 on the vector microkernels (a multiply by 1/6 where the reference loop
+//! divides by 6: equal within rounding); uint8 / int8 with TFLite's 16-bit fixed-point pipeline
 //! (input on a "hires" scale of `input_scale / 128`, the ReLU-ish factor on a
 //! `3 / 32768` scale, int16 multipliers from `DownScaleInt32ToInt16Multiplier`), bit-exact.
 
+use super::elementwise::split_unary_f32;
 use super::shape_util::{check_out_shape, in_op, op_error, unary_operands};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, QuantParams};
 use crate::kernels::quant::{QuantInt, rounding_divide_by_pot_i16, try_quantize_multiplier};
+use crate::kernels::threadpool::recommended_threads;
+use crate::microkernels::f32_vunary::{self, UnaryOp};
+use crate::microkernels::table;
 
 const OP: &str = "HARD_SWISH";
 
@@ -149,10 +154,9 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
     check_out_shape(OP, out.shape, input.shape)?;
     match input.dtype {
         TfLiteType::kTfLiteFloat32 => {
-            for (o, &x) in out.data_mut::<f32>()?.iter_mut().zip(input.data::<f32>()?) {
-                *o = hard_swish_f32(x);
-            }
-            Ok(())
+            split_unary_f32(recommended_threads(ctx), input.data()?, out.data_mut()?, &|x, o| {
+                f32_vunary::apply(table(), UnaryOp::HardSwish, x, o)
+            })
         }
         TfLiteType::kTfLiteUInt8 => {
             let p = params_for(input.quant(), out.quant())?;

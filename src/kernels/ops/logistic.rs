@@ -9,6 +9,7 @@
 //! power-of-two shift for power-of-two scales, else a 3 * 2^k multiplier) and interpolate
 //! TFLite's 256-entry sigmoid table.
 
+use super::elementwise::split_unary_f32;
 use super::fixed_point::{SIGMOID_TABLE_UINT16, lut_populate_8bit};
 use super::shape_util::{check_out_shape, in_op, op_error, unary_operands};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
@@ -16,6 +17,7 @@ use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, QuantParams};
 use crate::kernels::quant::checked_log2;
+use crate::kernels::threadpool::recommended_threads;
 
 /// The LOGISTIC registration.
 pub fn registration() -> TfLiteRegistration {
@@ -179,7 +181,9 @@ fn eval(ctx: &OpCtx<'_>, kind: Kind) -> Result<()> {
         TfLiteType::kTfLiteFloat32 => {
             let (x, o) = (input.data::<f32>()?, out.data_mut::<f32>()?);
             match kind {
-                Kind::Logistic => crate::microkernels::f32_vsigmoid::sigmoid(crate::microkernels::table(), x, o),
+                Kind::Logistic => split_unary_f32(recommended_threads(ctx), x, o, &|x, o| {
+                    crate::microkernels::f32_vsigmoid::sigmoid(crate::microkernels::table(), x, o)
+                }),
                 Kind::Tanh => {
                     for (o, &x) in o.iter_mut().zip(x) {
                         *o = x.tanh();

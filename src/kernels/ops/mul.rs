@@ -7,7 +7,8 @@
 //! broadcasting. Not supported: int16 inputs with an 8-bit output, uint32, complex64.
 
 use super::binary::{
-    BinaryOperands, binary_operands, binary_operands_in_place, check_output, is_quantized, run_binary, with_op,
+    BinaryOperands, binary_f32, binary_operands, binary_operands_in_place, check_output, is_quantized, run_binary,
+    run_binary_f32, with_op,
 };
 use super::broadcast::broadcast_binary;
 use crate::abi::builtin_op_data::{TfLiteFusedActivation, TfLiteMulParams};
@@ -20,6 +21,7 @@ use crate::kernels::activation::{
 };
 use crate::kernels::api::{OpCtx, QuantParams};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, try_quantize_multiplier};
+use crate::microkernels::f32_vbinary::BinaryOp;
 
 const OP: &str = "MUL";
 
@@ -46,8 +48,7 @@ pub fn mul_f32(
     out_shape: &[i32],
     act: TfLiteFusedActivation,
 ) -> Result<()> {
-    let (lo, hi) = activation_range_f32(act);
-    broadcast_binary(a, a_shape, b, b_shape, out, out_shape, |x, y| clamp_min_max(x * y, lo, hi))
+    binary_f32(BinaryOp::Mul, a, a_shape, b, b_shape, out, out_shape, activation_range_f32(act), 1)
 }
 
 macro_rules! int_mul {
@@ -196,7 +197,7 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
     let p = params(ctx)?;
     let act = p.activation;
     match plan(&ops, &p)? {
-        Plan::F32 => run_binary::<f32>(&mut ops, |a, ash, b, bsh, o, osh| mul_f32(a, ash, b, bsh, o, osh, act)),
+        Plan::F32 => run_binary_f32(&mut ops, BinaryOp::Mul, activation_range_f32(act)),
         Plan::I32 => run_binary::<i32>(&mut ops, |a, ash, b, bsh, o, osh| mul_i32(a, ash, b, bsh, o, osh, act)),
         Plan::I64 => run_binary::<i64>(&mut ops, |a, ash, b, bsh, o, osh| mul_i64(a, ash, b, bsh, o, osh, act)),
         Plan::I16 => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| mul_i16(a, ash, b, bsh, o, osh, act)),

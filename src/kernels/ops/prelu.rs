@@ -8,7 +8,9 @@
 //! shape; at most 4 dimensions when shapes differ, as TFLite's reference kernel); float32,
 //! uint8 and int8.
 
+use super::binary::binary_f32;
 use super::broadcast::broadcast_binary;
+use super::elementwise::split_unary_f32;
 use super::shape_util::{check_arity, check_out_shape, in_op, op_error, unary_operands};
 use crate::abi::builtin_op_data::TfLiteLeakyReluParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
@@ -16,6 +18,10 @@ use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, QuantParams, TensorView, broadcast_shape};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, try_quantize_multiplier};
+use crate::kernels::threadpool::recommended_threads;
+use crate::microkernels::f32_vbinary::{BinaryOp, NO_CLAMP};
+use crate::microkernels::f32_vunary::{self, UnaryOp};
+use crate::microkernels::table;
 
 const LEAKY: &str = "LEAKY_RELU";
 const PRELU: &str = "PRELU";
@@ -116,12 +122,9 @@ fn leaky_eval(ctx: &OpCtx<'_>) -> Result<()> {
     check_out_shape(LEAKY, out.shape, input.shape)?;
     let a = alpha(ctx)?;
     match leaky_params(&input, &out, a)? {
-        None => {
-            for (o, &x) in out.data_mut::<f32>()?.iter_mut().zip(input.data::<f32>()?) {
-                *o = if x > 0.0 { x } else { x * a };
-            }
-            Ok(())
-        }
+        None => split_unary_f32(recommended_threads(ctx), input.data()?, out.data_mut()?, &|x, o| {
+            f32_vunary::apply(table(), UnaryOp::LeakyRelu { alpha: a }, x, o)
+        }),
         Some(p) => match input.dtype {
             TfLiteType::kTfLiteUInt8 => leaky_quantized::<u8>(input.data()?, &p, out.data_mut()?),
             TfLiteType::kTfLiteInt8 => leaky_quantized::<i8>(input.data()?, &p, out.data_mut()?),
@@ -216,14 +219,16 @@ fn prelu_eval(ctx: &OpCtx<'_>) -> Result<()> {
     check_out_shape(PRELU, out.shape, &shape)?;
     let (ish, ash) = (input.shape, alpha.shape);
     match input.dtype {
-        TfLiteType::kTfLiteFloat32 => broadcast_binary(
+        TfLiteType::kTfLiteFloat32 => binary_f32(
+            BinaryOp::Prelu,
             input.data::<f32>()?,
             ish,
             alpha.data::<f32>()?,
             ash,
             out.data_mut::<f32>()?,
             &shape,
-            |x, a| if x >= 0.0 { x } else { x * a },
+            NO_CLAMP,
+            recommended_threads(ctx),
         ),
         TfLiteType::kTfLiteUInt8 => {
             let p = PreluParams::new(input.quant(), alpha.quant(), out.quant())?;

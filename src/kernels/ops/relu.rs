@@ -6,11 +6,14 @@
 //! output's parameters with `QuantizeMultiplier(scale_in / scale_out)` and clamp to the
 //! activation's bounds quantized with the output's parameters (`QuantizedReluX`).
 
+use super::elementwise::split_unary_f32;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, QuantParams, TensorView};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, try_quantize_multiplier};
+use crate::kernels::threadpool::recommended_threads;
+use crate::microkernels::f32_vunary::{self, UnaryOp};
 
 /// Which member of the ReLU family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,30 +85,17 @@ pub fn relu_n1_to_1_registration() -> TfLiteRegistration {
 // ---------------------------------------------------------------------------------------
 
 /// Float ReLU family, with the reference kernels' comparisons (NaN passes through).
-pub fn relu_f32(kind: ReluKind, input: &[f32], out: &mut [f32]) -> Result<()> {
+/// Runs on up to `threads` threads when the tensor is large.
+pub fn relu_f32(kind: ReluKind, input: &[f32], out: &mut [f32], threads: usize) -> Result<()> {
     if input.len() != out.len() {
         return Err(Error::new(format!("input holds {} elements, output {}", input.len(), out.len())));
     }
     let (lo, hi) = kind.bounds();
-    match hi {
-        None => {
-            for (o, &x) in out.iter_mut().zip(input) {
-                *o = if x < lo { lo } else { x };
-            }
-        }
-        Some(hi) => {
-            for (o, &x) in out.iter_mut().zip(input) {
-                *o = if x > hi {
-                    hi
-                } else if x < lo {
-                    lo
-                } else {
-                    x
-                };
-            }
-        }
-    }
-    Ok(())
+    // `x > hi ? hi : x < lo ? lo : x` is `min(max(x, lo), hi)` for `lo < hi`, NaN included.
+    let hi = hi.unwrap_or(f32::INFINITY);
+    split_unary_f32(threads, input, out, &|x, o| {
+        f32_vunary::apply(crate::microkernels::table(), UnaryOp::Clamp { lo, hi }, x, o)
+    })
 }
 
 /// Parameters of a quantized ReLU (`ReluParams`).
@@ -226,7 +216,7 @@ fn eval(ctx: &OpCtx<'_>, kind: ReluKind) -> Result<()> {
         )));
     }
     let r = match input.dtype {
-        TfLiteType::kTfLiteFloat32 => relu_f32(kind, input.data()?, out.data_mut()?),
+        TfLiteType::kTfLiteFloat32 => relu_f32(kind, input.data()?, out.data_mut()?, recommended_threads(ctx)),
         TfLiteType::kTfLiteUInt8 => {
             relu_quantized::<u8>(input.data()?, out.data_mut()?, &quant_params(kind, &input, &out)?)
         }
@@ -269,14 +259,14 @@ mod tests {
     fn float() {
         let input = [-3.0f32, -1.0, -0.5, 0.0, 0.5, 2.0, 7.0, f32::NAN];
         let mut out = [0.0f32; 8];
-        relu_f32(ReluKind::Relu, &input, &mut out).unwrap();
+        relu_f32(ReluKind::Relu, &input, &mut out, 1).unwrap();
         assert_eq!(&out[..7], &[0.0, 0.0, 0.0, 0.0, 0.5, 2.0, 7.0]);
         assert!(out[7].is_nan());
-        relu_f32(ReluKind::Relu6, &input, &mut out).unwrap();
+        relu_f32(ReluKind::Relu6, &input, &mut out, 1).unwrap();
         assert_eq!(&out[..7], &[0.0, 0.0, 0.0, 0.0, 0.5, 2.0, 6.0]);
-        relu_f32(ReluKind::ReluN1To1, &input, &mut out).unwrap();
+        relu_f32(ReluKind::ReluN1To1, &input, &mut out, 1).unwrap();
         assert_eq!(&out[..7], &[-1.0, -1.0, -0.5, 0.0, 0.5, 1.0, 1.0]);
-        assert!(relu_f32(ReluKind::Relu, &input, &mut out[..2]).is_err());
+        assert!(relu_f32(ReluKind::Relu, &input, &mut out[..2], 1).is_err());
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! broadcasting.
 
 use super::binary::{
-    BinaryOperands, Pot16Params, QuantArithParams, binary_operands, binary_operands_in_place, check_output, run_binary, with_op,
+    BinaryOperands, Pot16Params, QuantArithParams, binary_f32, binary_operands, binary_operands_in_place, check_output,
+    run_binary, run_binary_f32, with_op,
 };
 use super::broadcast::broadcast_binary;
 use crate::abi::builtin_op_data::{TfLiteFusedActivation, TfLiteSubParams};
@@ -19,6 +20,7 @@ use crate::kernels::activation::{
 };
 use crate::kernels::api::{OpCtx, QuantParams};
 use crate::kernels::quant::{QuantInt, quantized_type_range};
+use crate::microkernels::f32_vbinary::BinaryOp;
 
 const OP: &str = "SUB";
 
@@ -45,8 +47,7 @@ pub fn sub_f32(
     out_shape: &[i32],
     act: TfLiteFusedActivation,
 ) -> Result<()> {
-    let (lo, hi) = activation_range_f32(act);
-    broadcast_binary(a, a_shape, b, b_shape, out, out_shape, |x, y| clamp_min_max(x - y, lo, hi))
+    binary_f32(BinaryOp::Sub, a, a_shape, b, b_shape, out, out_shape, activation_range_f32(act), 1)
 }
 
 macro_rules! int_sub {
@@ -184,7 +185,7 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
     let p = params(ctx)?;
     let act = p.activation;
     match plan(&ops, &p)? {
-        Plan::F32 => run_binary::<f32>(&mut ops, |a, ash, b, bsh, o, osh| sub_f32(a, ash, b, bsh, o, osh, act)),
+        Plan::F32 => run_binary_f32(&mut ops, BinaryOp::Sub, activation_range_f32(act)),
         Plan::I32 => run_binary::<i32>(&mut ops, |a, ash, b, bsh, o, osh| sub_i32(a, ash, b, bsh, o, osh, act)),
         Plan::I64 => run_binary::<i64>(&mut ops, |a, ash, b, bsh, o, osh| sub_i64(a, ash, b, bsh, o, osh, act)),
         Plan::Quant(QuantSub::General(q)) => match ops.a.dtype {

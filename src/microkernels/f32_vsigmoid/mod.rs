@@ -9,6 +9,8 @@
 pub mod scalar;
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
+#[cfg(target_arch = "x86_64")]
+pub mod avx512;
 
 /// A sigmoid kernel: `out[i] = sigmoid(input[i])` for equal-length slices.
 pub type SigmoidFn = fn(input: &[f32], out: &mut [f32]);
