@@ -15,6 +15,7 @@
 
 pub mod f32_dwconv;
 pub mod f32_gemm;
+pub mod f32_resize;
 pub mod f32_vsigmoid;
 pub mod packed;
 #[cfg(test)]
@@ -74,6 +75,7 @@ pub struct Table {
     pub f32_gemm: f32_gemm::GemmKernels,
     pub f32_dwconv: f32_dwconv::DwKernels,
     pub f32_vsigmoid: f32_vsigmoid::SigmoidFn,
+    pub f32_resize_bilinear: f32_resize::BilinearRowFn,
 }
 
 impl Table {
@@ -84,6 +86,7 @@ impl Table {
             f32_gemm: f32_gemm::scalar::KERNELS,
             f32_dwconv: f32_dwconv::scalar::KERNELS,
             f32_vsigmoid: f32_vsigmoid::scalar::sigmoid,
+            f32_resize_bilinear: f32_resize::scalar::bilinear_row,
         };
         #[cfg(target_arch = "x86_64")]
         static AVX2: Table = Table {
@@ -91,6 +94,7 @@ impl Table {
             f32_gemm: f32_gemm::avx2::KERNELS,
             f32_dwconv: f32_dwconv::avx2::KERNELS,
             f32_vsigmoid: f32_vsigmoid::avx2::sigmoid,
+            f32_resize_bilinear: f32_resize::avx2::bilinear_row,
         };
         #[cfg(target_arch = "x86_64")]
         static AVX512: Table = Table {
@@ -98,6 +102,7 @@ impl Table {
             f32_gemm: f32_gemm::avx2::KERNELS,
             f32_dwconv: f32_dwconv::avx2::KERNELS,
             f32_vsigmoid: f32_vsigmoid::avx2::sigmoid,
+            f32_resize_bilinear: f32_resize::avx2::bilinear_row,
         };
         if !isa.is_available() {
             return None;
@@ -139,11 +144,7 @@ pub fn table() -> &'static Table {
             return Table::for_isa(Isa::Scalar).expect("the scalar table always exists");
         }
         let cap = Isa::ALL.iter().position(|&i| i == max_isa_by_env()).unwrap_or(Isa::ALL.len() - 1);
-        Isa::ALL[..=cap]
-            .iter()
-            .rev()
-            .find_map(|&isa| Table::for_isa(isa))
-            .expect("the scalar table always exists")
+        Isa::ALL[..=cap].iter().rev().find_map(|&isa| Table::for_isa(isa)).expect("the scalar table always exists")
     })
 }
 
