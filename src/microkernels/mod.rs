@@ -15,6 +15,7 @@
 
 pub mod f32_dwconv;
 pub mod f32_gemm;
+pub mod f32_resize;
 pub mod f32_vbinary;
 pub mod f32_vsigmoid;
 pub mod f32_vunary;
@@ -78,6 +79,7 @@ pub struct Table {
     pub f32_vsigmoid: f32_vsigmoid::SigmoidFn,
     pub f32_vbinary: f32_vbinary::BinaryKernels,
     pub f32_vunary: f32_vunary::UnaryKernels,
+    pub f32_resize_bilinear: f32_resize::BilinearRowFn,
 }
 
 impl Table {
@@ -90,6 +92,7 @@ impl Table {
             f32_vsigmoid: f32_vsigmoid::scalar::sigmoid,
             f32_vbinary: f32_vbinary::scalar::KERNELS,
             f32_vunary: f32_vunary::scalar::KERNELS,
+            f32_resize_bilinear: f32_resize::scalar::bilinear_row,
         };
         #[cfg(target_arch = "x86_64")]
         static AVX2: Table = Table {
@@ -99,6 +102,7 @@ impl Table {
             f32_vsigmoid: f32_vsigmoid::avx2::sigmoid,
             f32_vbinary: f32_vbinary::avx2::KERNELS,
             f32_vunary: f32_vunary::avx2::KERNELS,
+            f32_resize_bilinear: f32_resize::avx2::bilinear_row,
         };
         #[cfg(target_arch = "x86_64")]
         static AVX512: Table = Table {
@@ -108,6 +112,7 @@ impl Table {
             f32_vsigmoid: f32_vsigmoid::avx512::sigmoid,
             f32_vbinary: f32_vbinary::avx512::KERNELS,
             f32_vunary: f32_vunary::avx512::KERNELS,
+            f32_resize_bilinear: f32_resize::avx2::bilinear_row,
         };
         if !isa.is_available() {
             return None;

@@ -9,7 +9,7 @@
 
 use super::shape_util::{
     check_arity, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
-    strides, with_elem_type,
+    with_elem_type,
 };
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
@@ -61,16 +61,19 @@ pub fn padded_shape(input_shape: &[i32], pads: &[(usize, usize)]) -> Result<Vec<
         .collect()
 }
 
-/// `out` = `input` (shape `input_shape`) surrounded by `pads` of `value`.
+/// `out` = `input` (shape `input_shape`) surrounded by `pads` of `value`. Every output
+/// element is written once: the dimensions after the last padded one are copied as one
+/// contiguous block per position of the padded ones (a whole `W * C` row when only the
+/// spatial dimensions of NHWC are padded).
 pub fn pad<T: Copy>(input: &[T], input_shape: &[i32], pads: &[(usize, usize)], value: T, out: &mut [T]) -> Result<()> {
     let out_shape = padded_shape(input_shape, pads)?;
     let n_out: usize = out_shape.iter().map(|&d| d as usize).product();
     let n_in: usize = input_shape.iter().map(|&d| d.max(0) as usize).product();
-    if out.len() != n_out || input.len() != n_in {
+    if out.len() != n_out || input.len() != n_in || pads.len() != input_shape.len() {
         crate::bail!("pad: buffers hold {} and {} elements, shapes need {n_in} and {n_out}", input.len(), out.len());
     }
-    out.fill(value);
     if n_in == 0 {
+        out.fill(value);
         return Ok(());
     }
     let rank = input_shape.len();
@@ -78,25 +81,30 @@ pub fn pad<T: Copy>(input: &[T], input_shape: &[i32], pads: &[(usize, usize)], v
         out[0] = input[0];
         return Ok(());
     }
-    let ostr = strides(&out_shape);
-    let row = input_shape[rank - 1] as usize;
-    let rows = n_in / row;
-    let mut idx = vec![0usize; rank - 1];
-    for r in 0..rows {
-        let mut off = pads[rank - 1].0;
-        for d in 0..rank - 1 {
-            off += (idx[d] + pads[d].0) * ostr[d];
-        }
-        out[off..off + row].copy_from_slice(&input[r * row..(r + 1) * row]);
-        for d in (0..rank - 1).rev() {
-            idx[d] += 1;
-            if idx[d] < input_shape[d] as usize {
-                break;
-            }
-            idx[d] = 0;
-        }
-    }
+    let last = pads.iter().rposition(|&(b, a)| b != 0 || a != 0).unwrap_or(0);
+    let shape: Vec<usize> = input_shape.iter().map(|&d| d.max(0) as usize).collect();
+    pad_dims(input, out, &shape[..=last], &pads[..=last], value);
     Ok(())
+}
+
+/// Pads dimensions `shape` (the outermost first, each non-empty; `pads` alike) of equal
+/// blocks: `input` holds `product(shape)` blocks and `out` the padded count (checked by
+/// [`pad`]).
+fn pad_dims<T: Copy>(input: &[T], out: &mut [T], shape: &[usize], pads: &[(usize, usize)], value: T) {
+    let (n, (before, after)) = (shape[0], pads[0]);
+    let in_block = input.len() / n;
+    let out_block = out.len() / (before + n + after);
+    let (head, rest) = out.split_at_mut(before * out_block);
+    let (body, tail) = rest.split_at_mut(n * out_block);
+    head.fill(value);
+    tail.fill(value);
+    if shape.len() == 1 {
+        body.copy_from_slice(input);
+        return;
+    }
+    for (src, dst) in input.chunks_exact(in_block).zip(body.chunks_exact_mut(out_block)) {
+        pad_dims(src, dst, &shape[1..], &pads[1..], value);
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -256,6 +264,49 @@ mod tests {
         assert_eq!(o, [-1, -1, 7, 8, -1]);
         assert!(paddings_from(&[1, -1], &[1, 2], 1).is_err());
         assert!(paddings_from(&[1, 1], &[2, 1], 1).is_err());
+    }
+
+    /// The element-by-element definition: the output index minus the before-paddings,
+    /// read from the input when inside it.
+    fn pad_by_index(input: &[i32], shape: &[i32], pads: &[(usize, usize)], value: i32) -> Vec<i32> {
+        let out_shape = padded_shape(shape, pads).unwrap();
+        let n: usize = out_shape.iter().map(|&d| d as usize).product();
+        (0..n)
+            .map(|mut i| {
+                let mut src = 0usize;
+                let mut inside = true;
+                for d in (0..shape.len()).rev() {
+                    let o = i % out_shape[d] as usize;
+                    i /= out_shape[d] as usize;
+                    let stride: usize = shape[d + 1..].iter().map(|&v| v as usize).product();
+                    match o.checked_sub(pads[d].0) {
+                        Some(x) if x < shape[d] as usize => src += x * stride,
+                        _ => inside = false,
+                    }
+                }
+                if inside { input[src] } else { value }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_padding_pattern_matches_the_definition() {
+        let mut seed = 7u64;
+        let mut next = move |n: usize| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % n
+        };
+        for _ in 0..400 {
+            let rank = next(5) + 1;
+            let shape: Vec<i32> = (0..rank).map(|_| next(4) as i32 + usize::from(next(8) != 0) as i32).collect();
+            let pads: Vec<(usize, usize)> = (0..rank).map(|_| (next(3) * next(2), next(3) * next(2))).collect();
+            let n: usize = shape.iter().map(|&d| d as usize).product();
+            let input: Vec<i32> = (1..=n as i32).collect();
+            let want = pad_by_index(&input, &shape, &pads, -1);
+            let mut got = vec![7i32; want.len()];
+            pad(&input, &shape, &pads, -1, &mut got).unwrap();
+            assert_eq!(got, want, "shape {shape:?} pads {pads:?}");
+        }
     }
 
     #[test]

@@ -27,6 +27,7 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::microkernels::f32_resize::{self, XTap};
 
 const BILINEAR: &str = "RESIZE_BILINEAR";
 const NEAREST: &str = "RESIZE_NEAREST_NEIGHBOR";
@@ -140,6 +141,19 @@ pub trait BilinearFloatElem: Copy + Send + Sync {
     const ROUNDING: f32;
     fn to_f32(self) -> f32;
     fn from_f32(v: f32) -> Self;
+
+    /// One output row through a microkernel, when the type has one (`None`: use the
+    /// element loop).
+    fn row_kernel(
+        _r0: &[Self],
+        _r1: &[Self],
+        _xs: &[XTap],
+        _dy: f32,
+        _depth: usize,
+        _out: &mut [Self],
+    ) -> Option<Result<()>> {
+        None
+    }
 }
 
 impl BilinearFloatElem for f32 {
@@ -151,6 +165,10 @@ impl BilinearFloatElem for f32 {
     #[inline(always)]
     fn from_f32(v: f32) -> f32 {
         v
+    }
+
+    fn row_kernel(r0: &[f32], r1: &[f32], xs: &[XTap], dy: f32, depth: usize, out: &mut [f32]) -> Option<Result<()>> {
+        Some(f32_resize::bilinear_row(crate::microkernels::table(), r0, r1, xs, dy, depth, out))
     }
 }
 
@@ -180,6 +198,10 @@ pub fn resize_bilinear_float<T: BilinearFloatElem>(
     }
     let ys = axis_f32(g.in_h, g.out_h, o);
     let xs = axis_f32(g.in_w, g.out_w, o);
+    // The same horizontal taps as element offsets and weights, for the row kernels.
+    let taps: Vec<XTap> = (0..g.out_w)
+        .map(|x| XTap { x0: xs.lo[x] * g.depth, x1: xs.hi[x] * g.depth, dx: xs.scaled[x] - xs.lo[x] as f32 })
+        .collect();
     let row_len = g.out_w * g.depth;
     let threads = threads_for(threads, out.len().saturating_mul(8), g.batches * g.out_h);
     parallel_rows(threads, out, row_len, &|first, chunk: &mut [T]| {
@@ -191,6 +213,10 @@ pub fn resize_bilinear_float<T: BilinearFloatElem>(
             let base = b * g.in_h;
             let r0 = &input[(base + y0) * g.in_w * g.depth..(base + y0 + 1) * g.in_w * g.depth];
             let r1 = &input[(base + y1) * g.in_w * g.depth..(base + y1 + 1) * g.in_w * g.depth];
+            if let Some(done) = T::row_kernel(r0, r1, &taps, dy, g.depth, orow) {
+                done?;
+                continue;
+            }
             for x in 0..g.out_w {
                 let (ix, x0, x1) = (xs.scaled[x], xs.lo[x], xs.hi[x]);
                 let dx = ix - x0 as f32;
