@@ -485,16 +485,6 @@ fn fc_optimized<E: FcElem, O: Send>(
     })
 }
 
-/// Float layer on [`pack_weights`]-packed weights; bit-identical to [`fc_f32_reference`].
-pub fn fc_f32_optimized(input: &[f32], packed: &[f32], bias: Option<&[f32]>, d: FcDims, out: &mut [f32], act: (f32, f32), threads: usize) -> Result<()> {
-    if let Some(b) = bias.filter(|b| b.len() != d.units) {
-        return Err(Error::new(format!("bias holds {} values, expected {}", b.len(), d.units)));
-    }
-    fc_optimized(input, packed, d, out, threads, &|acc: f32, _b, u| {
-        clamp_min_max(acc + bias.map_or(0.0, |bb| bb[u]), act.0, act.1)
-    })
-}
-
 /// Quantized layer on widened operands (`x + input_offset`, packed `w + weights_offset`
 /// as `i16`); identical to [`fc_quant_reference`] (except the legacy uint8 -> int16
 /// kernel, which has no optimized path).
@@ -803,9 +793,36 @@ fn quant_kind(
     ))
 }
 
+/// A float layer as the 1x1 convolution it is: each batch row an output pixel, the
+/// `[units][depth]` weights an OHWI filter of 1x1 taps, so it runs on the GEMM
+/// microkernels with weights packed once per node.
+fn as_conv(d: FcDims) -> super::conv_common::ConvGeom {
+    super::conv_common::ConvGeom {
+        batches: 1,
+        in_h: 1,
+        in_w: d.batches,
+        in_c: d.depth,
+        out_h: 1,
+        out_w: d.batches,
+        out_c: d.units,
+        f_h: 1,
+        f_w: 1,
+        f_c: d.depth,
+        stride_h: 1,
+        stride_w: 1,
+        dil_h: 1,
+        dil_w: 1,
+        pad_h: 0,
+        pad_w: 0,
+    }
+}
+
 fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
     let p = params(ctx)?;
     let plan = plan(ctx, &p)?;
+    if matches!(plan.kind, Kind::F32 { .. }) && plan.dims.batches * plan.dims.units * plan.dims.depth != 0 {
+        super::conv_f32_gemm::prepare(node_state(ctx), &as_conv(plan.dims), &plan.weights, plan.bias.as_ref()).map_err(err)?;
+    }
     let temps = match plan.kind {
         Kind::Hybrid { .. } => hybrid_temporary_bytes(plan.dims)?.to_vec(),
         _ => Vec::new(),
@@ -875,25 +892,20 @@ fn run(
         }
         return Ok(());
     }
-    let f32_cache = state.map(|s| &s.f32s);
     let i16_cache = state.map(|s| &s.i16s);
     let input_n = d.batches * d.depth;
     match &plan.kind {
         Kind::F32 { act } => {
             let input = &plan.input.data::<f32>()?[..input_n];
-            let weights = plan.weights.data::<f32>()?;
-            let bias_c = opt_data_cow::<f32>(plan.bias.as_ref())?;
-            let bias = bias_c.as_deref();
             let out = out.data_mut::<f32>()?;
             match variant {
-                Variant::Reference => fc_f32_reference(input, weights, bias, d, out, *act),
-                Variant::Optimized => with_packed(
-                    f32_cache,
-                    &plan.weights,
-                    1,
-                    || pack_weights(weights, d, |v| v),
-                    |packed| fc_f32_optimized(input, packed, bias, d, out, *act, threads),
-                ),
+                Variant::Reference => {
+                    let bias = opt_data_cow::<f32>(plan.bias.as_ref())?;
+                    fc_f32_reference(input, plan.weights.data::<f32>()?, bias.as_deref(), d, out, *act)
+                }
+                Variant::Optimized => {
+                    super::conv_f32_gemm::run(state, &as_conv(d), input, &plan.weights, plan.bias.as_ref(), out, *act, threads)
+                }
             }
         }
         Kind::Hybrid { channel_scales, weight_scale } => {
@@ -1028,10 +1040,17 @@ mod tests {
         let mut out = [0.0f32; 6];
         fc_f32_reference(&input, &weights, Some(&bias), d, &mut out, (0.0, f32::MAX)).unwrap();
         assert_eq!(out, [24.0, 25.0, 26.0, 58.0, 59.0, 60.0]);
-        let packed = pack_weights(&weights, d, |v| v).unwrap();
         let mut out2 = [0.0f32; 6];
-        fc_f32_optimized(&input, &packed, Some(&bias), d, &mut out2, (0.0, f32::MAX), 2).unwrap();
+        gemm_fc(crate::microkernels::table(), &input, &weights, &bias, d, &mut out2, (0.0, f32::MAX), 2);
         assert_eq!(out, out2);
+    }
+
+    /// The float layer on `t`'s GEMM kernels, as the optimized path runs it.
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_fc(t: &crate::microkernels::Table, x: &[f32], w: &[f32], bias: &[f32], d: FcDims, out: &mut [f32], act: (f32, f32), threads: usize) {
+        let g = as_conv(d);
+        let packed = crate::microkernels::f32_gemm::pack(&t.f32_gemm, d.units, 1, d.depth, |o, _, k| w[o * d.depth + k], Some(bias)).unwrap();
+        super::super::conv_f32_gemm::compute(t, &g, x, &packed, out, act, threads).unwrap();
     }
 
     #[test]
@@ -1044,9 +1063,15 @@ mod tests {
             let bias: Vec<f32> = (0..units).map(|_| r.f32()).collect();
             let (mut a, mut b) = (vec![0.0f32; batches * units], vec![0.0f32; batches * units]);
             fc_f32_reference(&x, &w, Some(&bias), d, &mut a, (-2.0, 2.0)).unwrap();
-            let packed = pack_weights(&w, d, |v| v).unwrap();
-            fc_f32_optimized(&x, &packed, Some(&bias), d, &mut b, (-2.0, 2.0), 4).unwrap();
-            assert_eq!(a, b);
+            for t in crate::microkernels::available_tables() {
+                for threads in [1, 2, 4] {
+                    b.fill(f32::NAN);
+                    gemm_fc(t, &x, &w, &bias, d, &mut b, (-2.0, 2.0), threads);
+                    for (i, (p, q)) in a.iter().zip(&b).enumerate() {
+                        assert!((p - q).abs() <= 1e-4 * (1.0 + p.abs()), "{} {d:?} element {i}: {p} vs {q}", t.isa.name());
+                    }
+                }
+            }
             // int8 per-channel.
             let qx: Vec<i8> = (0..batches * depth).map(|_| r.int(-128, 127) as i8).collect();
             let qw: Vec<i8> = (0..units * depth).map(|_| r.int(-127, 127) as i8).collect();
