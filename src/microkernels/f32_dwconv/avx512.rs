@@ -1,12 +1,17 @@
 //! AVX-512 depthwise kernels: 16 channels (one vector) per block, the last block's
-//! channels under a lane mask (`__mmask16`), so no block is padded on the input side.
+//! channels under a lane mask (`__mmask16`), or on 8-lane vectors when at most 8 remain,
+//! so no block is padded on the input side.
 //!
-//! Both kernel shapes (tap pointers per pixel, and a fixed tap offset from a base that
-//! steps per pixel) share one loop: each 16-channel block's weights are loaded once per
-//! call (held in registers when the tap count is known), then the pixels stream through
-//! a few at a time. Stride-1 runs with at most 16 channels (a divisor of 16) are one flat
-//! array per tap, so a vector covers `16 / channels` whole pixels: the 8-channel layers
-//! at full resolution use every lane and build no pointer at all.
+//! Both kernel shapes (tap pointers per pixel, and fixed tap offsets from a base that
+//! steps per pixel) share one loop: each block's weights are loaded once per call (held
+//! in registers when the tap count is known), then the pixels stream through a few at a
+//! time. The loads, not the multiply-adds, bound these loops, so the direct kernel
+//! avoids them where the geometry allows:
+//! - 3x3 and 5x5 filters with dilation 1 and stride 1 or 2 slide: each filter row's
+//!   input vectors are loaded once for 4 output pixels and reused across the taps;
+//! - stride-1 runs with fewer than 16 channels (a divisor of 16) are one flat array per
+//!   tap, a vector holding `16 / channels` whole pixels; 8-channel 3x3 runs also slide,
+//!   the middle tap joined from two loaded vectors by a lane shift.
 
 use super::DwKernels;
 use crate::microkernels::Isa;
