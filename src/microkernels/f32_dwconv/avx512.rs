@@ -1,12 +1,17 @@
 //! AVX-512 depthwise kernels: 16 channels (one vector) per block, the last block's
-//! channels under a lane mask (`__mmask16`), so no block is padded on the input side.
+//! channels under a lane mask (`__mmask16`), or on 8-lane vectors when at most 8 remain,
+//! so no block is padded on the input side.
 //!
-//! Both kernel shapes (tap pointers per pixel, and a fixed tap offset from a base that
-//! steps per pixel) share one loop: each 16-channel block's weights are loaded once per
-//! call (held in registers when the tap count is known), then the pixels stream through
-//! a few at a time. Stride-1 runs with at most 16 channels (a divisor of 16) are one flat
-//! array per tap, so a vector covers `16 / channels` whole pixels: the 8-channel layers
-//! at full resolution use every lane and build no pointer at all.
+//! Both kernel shapes (tap pointers per pixel, and fixed tap offsets from a base that
+//! steps per pixel) share one loop: each block's weights are loaded once per call (held
+//! in registers when the tap count is known), then the pixels stream through a few at a
+//! time. The loads, not the multiply-adds, bound these loops, so the direct kernel
+//! avoids them where the geometry allows:
+//! - 3x3 and 5x5 filters with dilation 1 and stride 1 or 2 slide: each filter row's
+//!   input vectors are loaded once for 4 output pixels and reused across the taps;
+//! - stride-1 runs with fewer than 16 channels (a divisor of 16) are one flat array per
+//!   tap, a vector holding `16 / channels` whole pixels; 8-channel 3x3 runs also slide,
+//!   the middle tap joined from two loaded vectors by a lane shift.
 
 use super::DwKernels;
 use crate::microkernels::Isa;
@@ -70,16 +75,26 @@ unsafe fn direct(
     // SAFETY: the caller's contract, which includes that the CPU has AVX-512; a flat run
     // is `pixels` contiguous pixels per tap, which is what `flat` reads.
     unsafe {
-        if taps == 9 && channels == LANES / 2 && slides(3, channels, offsets, px_step) {
+        if taps == 9 && channels == LANES / 2 && px_step == channels && slides(3, channels, offsets) {
             return flat_rows::<9, 4, true>(channels, base, offsets.as_ptr(), pixels * channels, w, o, clamp);
         }
-        if taps == 9 && !flat && slides(3, channels, offsets, px_step) {
+        if taps == 9 && !flat && slides(3, channels, offsets) {
             let src = Slide::<3> { base, rows: [offsets[0], offsets[3], offsets[6]], channels };
-            return slide_rows::<3, 4>(src, pixels, w, o, clamp);
+            if px_step == channels {
+                return slide_rows::<3, 1, 4>(src, pixels, w, o, clamp);
+            }
+            if px_step == 2 * channels {
+                return slide_rows::<3, 2, 4>(src, pixels, w, o, clamp);
+            }
         }
-        if taps == 25 && !flat && slides(5, channels, offsets, px_step) {
+        if taps == 25 && !flat && slides(5, channels, offsets) {
             let src = Slide::<5> { base, rows: [offsets[0], offsets[5], offsets[10], offsets[15], offsets[20]], channels };
-            return slide_rows::<5, 4>(src, pixels, w, o, clamp);
+            if px_step == channels {
+                return slide_rows::<5, 1, 4>(src, pixels, w, o, clamp);
+            }
+            if px_step == 2 * channels {
+                return slide_rows::<5, 2, 4>(src, pixels, w, o, clamp);
+            }
         }
         match (taps, flat) {
             (9, true) => flat_rows::<9, 4, false>(channels, base, offsets.as_ptr(), pixels * channels, w, o, clamp),
@@ -216,26 +231,31 @@ unsafe fn rows<const T: usize, const PX: usize, S: Taps>(
     }
 }
 
-/// True if a `k`x`k` direct run reads `k` consecutive input pixels per filter row and
-/// steps one pixel per output pixel (stride 1, dilation 1): then output pixel `p + 1`'s
-/// tap `kx` is pixel `p`'s tap `kx + 1`, and each input vector loaded serves up to `k`
-/// taps.
-fn slides(k: usize, channels: usize, offsets: &[usize], px_step: usize) -> bool {
-    px_step == channels
-        && offsets.len() == k * k
-        && (0..k).all(|ky| (1..k).all(|kx| offsets[k * ky + kx] == offsets[k * ky] + kx * channels))
+/// True if a `k`x`k` direct run reads `k` consecutive input pixels per filter row
+/// (dilation 1): with stride `s`, output pixel `p + 1`'s tap `kx` is pixel `p`'s tap
+/// `kx + s`, so each input vector loaded serves several taps.
+fn slides(k: usize, channels: usize, offsets: &[usize]) -> bool {
+    offsets.len() == k * k && (0..k).all(|ky| (1..k).all(|kx| offsets[k * ky + kx] == offsets[k * ky] + kx * channels))
 }
 
-/// The `K`x`K` stride-1 direct kernel: as [`rows`], but each filter row's input vectors
-/// are loaded once for `PX` output pixels (`PX + K - 1` loads instead of `K * PX`).
+/// The `K`x`K` stride-`S` direct kernel: as [`rows`], but each filter row's input
+/// vectors are loaded once for `PX` output pixels (`(PX - 1) * S + K` loads instead of
+/// `K * PX`).
 ///
 /// # Safety
 /// For each of `pixels` pixels `p`, filter row `ky` and `kx < K`,
-/// `src.base + src.rows[ky] + (p + kx) * src.channels` is readable for `src.channels`
-/// values that nothing writes during the call; otherwise as [`rows`] with `K * K` taps.
+/// `src.base + src.rows[ky] + (S * p + kx) * src.channels` is readable for
+/// `src.channels` values that nothing writes during the call; otherwise as [`rows`] with
+/// `K * K` taps.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl")]
-unsafe fn slide_rows<const K: usize, const PX: usize>(src: Slide<K>, pixels: usize, weights: *const f32, out: *mut f32, clamp: (f32, f32)) {
+unsafe fn slide_rows<const K: usize, const S: usize, const PX: usize>(
+    src: Slide<K>,
+    pixels: usize,
+    weights: *const f32,
+    out: *mut f32,
+    clamp: (f32, f32),
+) {
     let (channels, taps) = (src.channels, K * K);
     let full_end = channels / LANES * LANES;
     let rem = channels - full_end;
@@ -246,18 +266,18 @@ unsafe fn slide_rows<const K: usize, const PX: usize>(src: Slide<K>, pixels: usi
     unsafe {
         let k = Block::<__m512> { taps, channels, lo: __m512::splat(clamp.0), hi: __m512::splat(clamp.1) };
         while c < full_end {
-            k.slide::<false, K, PX>(src, pixels, c, w, out, __m512::mask(LANES));
+            k.slide::<false, K, S, PX>(src, pixels, c, w, out, __m512::mask(LANES));
             w = w.add(LANES * (taps + 1));
             c += LANES;
         }
         if rem > LANES / 2 {
-            k.slide::<true, K, PX>(src, pixels, c, w, out, __m512::mask(rem));
+            k.slide::<true, K, S, PX>(src, pixels, c, w, out, __m512::mask(rem));
         } else if rem > 0 {
             let k = Block::<__m256> { taps, channels, lo: __m256::splat(clamp.0), hi: __m256::splat(clamp.1) };
             if rem == LANES / 2 {
-                k.slide::<false, K, PX>(src, pixels, c, w, out, __m256::mask(rem));
+                k.slide::<false, K, S, PX>(src, pixels, c, w, out, __m256::mask(rem));
             } else {
-                k.slide::<true, K, PX>(src, pixels, c, w, out, __m256::mask(rem));
+                k.slide::<true, K, S, PX>(src, pixels, c, w, out, __m256::mask(rem));
             }
         }
     }
@@ -266,12 +286,13 @@ unsafe fn slide_rows<const K: usize, const PX: usize>(src: Slide<K>, pixels: usi
 /// Output pixels per step of the 8-channel sliding loop in [`flat_rows`].
 const SLIDE_PX: usize = 4;
 
-/// Input vectors a sliding step keeps per filter row: `PX + K - 1` of them, at most
-/// 4 + 2 (3x3) or 8 + 4 (5x5).
-const SLIDE_WINDOW: usize = 12;
+/// Input vectors a sliding step keeps per filter row: `(PX - 1) * S + K` of them, at
+/// most 3 * 2 + 5 (4 pixels, stride 2, 5x5).
+const SLIDE_WINDOW: usize = 11;
 
-/// The taps of a `K`x`K` stride-1 run: pixel `p`'s tap `(ky, kx)` at
-/// `base + rows[ky] + (p + kx) * channels`.
+/// The taps of a `K`x`K` run with dilation 1 from one base: pixel `p`'s tap `(ky, kx)`
+/// at `base + rows[ky] + (S * p + kx) * channels` for stride `S`; [`Taps::at`] takes
+/// `p` in input pixels (`S * p`).
 #[derive(Clone, Copy)]
 struct Slide<const K: usize> {
     base: *const f32,
@@ -469,17 +490,17 @@ impl<V: Vector> Block<V> {
         }
     }
 
-    /// As [`Block::run`] for a `K`x`K` stride-1 run, `PX` pixels per step with each input
-    /// vector loaded once per filter row; the same sums in the same order. 3x3 weights
+    /// As [`Block::run`] for a `K`x`K` stride-`S` run, `PX` pixels per step with each
+    /// input vector loaded once per filter row; the same sums in the same order. 3x3 weights
     /// stay in registers; 5x5 ones are loaded once per step (25 would crowd out the
     /// window and the sums).
     ///
     /// # Safety
     /// As [`slide_rows`], for this block; `w` holds `16 * (K * K + 1)` values;
-    /// `PX + K - 1 <= SLIDE_WINDOW` and `K * K <= 25`.
+    /// `(PX - 1) * S + K <= SLIDE_WINDOW` and `K * K <= 25`.
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl")]
-    unsafe fn slide<const MASKED: bool, const K: usize, const PX: usize>(
+    unsafe fn slide<const MASKED: bool, const K: usize, const S: usize, const PX: usize>(
         &self,
         src: Slide<K>,
         pixels: usize,
@@ -489,8 +510,8 @@ impl<V: Vector> Block<V> {
         mask: V::Mask,
     ) {
         // SAFETY: (whole body) the weights are read inside the block's
-        // `16 * (K * K + 1)` values; a step reads pixels `p..p + PX + K - 1` of each
-        // filter row, which are the taps of output pixels `p..p + PX` (below `pixels`);
+        // `16 * (K * K + 1)` values; a step reads input pixels `S * p..S * (p + PX - 1) + K`
+        // of each filter row, the taps of output pixels `p..p + PX` (below `pixels`);
         // the caller's contract covers the rest.
         unsafe {
             let all = V::mask(LANES);
@@ -506,9 +527,9 @@ impl<V: Vector> Block<V> {
                 let mut a = [bias; PX];
                 let mut b = [V::zero(); PX];
                 for ky in 0..K {
-                    let row = src.at(p, K * ky).add(c);
+                    let row = src.at(S * p, K * ky).add(c);
                     let mut x = [V::zero(); SLIDE_WINDOW];
-                    for (i, xi) in x.iter_mut().enumerate().take(PX + K - 1) {
+                    for (i, xi) in x.iter_mut().enumerate().take((PX - 1) * S + K) {
                         *xi = V::load::<MASKED>(row.add(i * self.channels), mask);
                     }
                     // Tap `t = K * ky + kx`: even taps into `a`, odd into `b`, in tap
@@ -518,9 +539,9 @@ impl<V: Vector> Block<V> {
                         let wt = if K == 3 { held[t] } else { V::load::<false>(w.add(LANES * (t + 1)), all) };
                         for q in 0..PX {
                             if t.is_multiple_of(2) {
-                                a[q] = V::fmadd(x[q + kx], wt, a[q]);
+                                a[q] = V::fmadd(x[S * q + kx], wt, a[q]);
                             } else {
-                                b[q] = V::fmadd(x[q + kx], wt, b[q]);
+                                b[q] = V::fmadd(x[S * q + kx], wt, b[q]);
                             }
                         }
                     }
@@ -532,7 +553,7 @@ impl<V: Vector> Block<V> {
                 p += PX;
             }
             while p < pixels {
-                let [v] = self.pixels::<MASKED, 0, 1, Slide<K>>(src, p, c, w, &[], bias, mask);
+                let [v] = self.pixels::<MASKED, 0, 1, Slide<K>>(src, S * p, c, w, &[], bias, mask);
                 V::store::<MASKED>(out.add(p * self.channels + c), mask, V::clamp(v, self.lo, self.hi));
                 p += 1;
             }

@@ -14,10 +14,16 @@
 //! `std::min(std::max(x, lo), hi)`). The scalar kernels use this order with separate
 //! multiply and add; the SIMD ones fuse them, so results differ by rounding only.
 //!
-//! [`run_rows`] is the safe driver: it checks every length against the geometry, builds
-//! the tap pointers for a few pixels at a time from bounds-checked slices of the input,
-//! and picks the kernel specialised for the tap count (3x3 and 5x5 filters) or the
-//! general one.
+//! A direct kernel (where a table has one) computes the pixels whose taps all lie
+//! inside the image, the bulk of a large layer, from one base pointer and the fixed tap
+//! offsets (`ky * dil_h` rows and `kx * dil_w` columns), so nothing is built per pixel;
+//! the pointer kernels take the padded border.
+//!
+//! [`run_rows`] is the safe driver: it checks every length against the geometry, hands
+//! each row's inner pixels to the direct kernel (one checked span of the input per call)
+//! and builds the tap pointers of the others a few pixels at a time from bounds-checked
+//! slices of the input, picking the kernel specialised for the tap count (3x3 and 5x5
+//! filters) or the general one.
 
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;

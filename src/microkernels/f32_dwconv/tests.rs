@@ -169,7 +169,8 @@ fn direct_matches_pointer_kernels() {
         let with = &t.f32_dwconv;
         let without = DwKernels { direct: None, ..*with };
         for c in [1usize, 4, 8, 11, 16, 24, 37] {
-            for (kh, kw, stride, dil) in [(3, 3, 1, 1), (3, 3, 2, 1), (5, 5, 1, 1), (5, 5, 2, 2), (3, 5, 1, 1), (7, 7, 1, 1)] {
+            for (kh, kw, stride, dil) in [(3, 3, 1, 1), (3, 3, 2, 1), (5, 5, 1, 1), (5, 5, 2, 1), (5, 5, 2, 2), (3, 5, 1, 1), (7, 7, 1, 1)]
+            {
                 let Some(g) = geom(1, 9, 40 + r.below(30), c, kh, kw, stride, dil, true) else {
                     continue;
                 };
