@@ -52,10 +52,11 @@ pub(super) fn cores_far_apart() -> bool {
     let last = s.measured_at.load(Ordering::Relaxed);
     let stale = last == 0 || now.saturating_sub(last) > VALID_FOR.as_nanos() as u64;
     // One thread measures; the others use the last answer meanwhile.
-    if stale && s.measured_at.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
-        if let Some(rt) = round_trip() {
-            s.far.store(u64::from(rt > FAR_ROUND_TRIP), Ordering::Relaxed);
-        }
+    if stale
+        && s.measured_at.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        && let Some(rt) = round_trip()
+    {
+        s.far.store(u64::from(rt > FAR_ROUND_TRIP), Ordering::Relaxed);
     }
     s.far.load(Ordering::Relaxed) == 1
 }

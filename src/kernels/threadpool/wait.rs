@@ -81,7 +81,7 @@ mod tests {
         let calls = AtomicUsize::new(0);
         let ready = || (calls.fetch_add(1, Ordering::Relaxed) >= 1000).then_some(());
         // A busy test machine may deschedule the poller: it then gives up, and polls again.
-        while poll(Duration::from_secs(60), &ready) == Polled::GiveUp {}
+        while poll(Duration::from_secs(60), ready) == Polled::GiveUp {}
         assert!(calls.load(Ordering::Relaxed) > 1000);
     }
 }
