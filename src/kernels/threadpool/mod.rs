@@ -1,22 +1,21 @@
 //! The kernels' thread pool, as TFLite's CPU backend keeps one: persistent worker threads
 //! that a kernel splits its work over, and the per-op decision whether splitting pays.
 //!
-//! A job runs while its submitter waits, so tasks may borrow from the submitter's stack.
-//! The submitter runs tasks too, claiming them from the same counter as the workers: a
-//! worker that wakes late only takes what is left, so a late wake-up costs at most the one
-//! task it claims. Workers spin a while after each job (a model's next heavy op usually
-//! follows soon, and waking a sleeping thread costs tens of microseconds), then sleep.
+//! `pool` hands a job to the workers, `wait` is how the threads wait for each other.
 //! One job runs at a time: a second submitter (another interpreter's thread, or a task
 //! that submits from inside a task) runs its tasks inline rather than wait for the pool.
+
+mod distance;
+mod pool;
+mod wait;
 
 use crate::abi::types::TfLiteContext;
 use crate::error::{Error, Result};
 use crate::kernels::api::OpCtx;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
+use pool::{MAX_WORKERS, pool};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::OnceLock;
 
 // ---------------------------------------------------------------------------------------
 // Deciding how many threads
@@ -47,7 +46,18 @@ fn machine_threads() -> usize {
 pub(crate) const MIN_WORK_PER_THREAD: usize = 1 << 18;
 
 /// How many threads to use for `work` multiply-adds split over `rows` independent rows.
+/// One while the cores are far apart (see `distance`): then the output a worker writes
+/// costs the ops after it more to read than splitting saved.
 pub fn threads_for(max_threads: usize, work: usize, rows: usize) -> usize {
+    match threads_by_work(max_threads, work, rows) {
+        1 => 1,
+        _ if distance::cores_far_apart() => 1,
+        n => n,
+    }
+}
+
+/// [`threads_for`] on cores near each other.
+fn threads_by_work(max_threads: usize, work: usize, rows: usize) -> usize {
     let by_work = (work / MIN_WORK_PER_THREAD).max(1);
     max_threads.min(by_work).min(rows).max(1)
 }
@@ -58,11 +68,14 @@ pub fn threads_for(max_threads: usize, work: usize, rows: usize) -> usize {
 
 /// Calls `f(0)`, ..., `f(tasks - 1)`, each exactly once, on at most `threads` threads (the
 /// calling thread and up to `threads - 1` workers), and returns when all have finished.
-/// A panicking task does not unwind into the caller: the other tasks still run and the
+/// Each thread starts on its own contiguous share of the indices, the caller on the
+/// first, and the same worker takes the same share in every call (see `pool`), so calls
+/// that split their data alike keep each part on one core. A panicking task does not unwind into the caller: the other tasks still run and the
 /// result is an error.
 pub fn parallel_for(threads: usize, tasks: usize, f: &(dyn Fn(usize) + Sync)) -> Result<()> {
     let helpers = threads.min(tasks).saturating_sub(1).min(MAX_WORKERS);
-    if helpers == 0 {
+    // The pool numbers tasks in 32 bits; nothing splits that finely.
+    if helpers == 0 || u32::try_from(tasks).is_err() {
         return run_inline(tasks, f);
     }
     let pool = pool();
@@ -70,9 +83,15 @@ pub fn parallel_for(threads: usize, tasks: usize, f: &(dyn Fn(usize) + Sync)) ->
     let Some(_submitting) = pool.submit.try_lock() else {
         return run_inline(tasks, f);
     };
-    match ensure_workers(pool, helpers) {
+    match pool.ensure_workers(helpers) {
         0 => run_inline(tasks, f),
-        workers => pool.run(helpers.min(workers), tasks, f),
+        workers => {
+            if pool.run(helpers.min(workers), tasks, f) {
+                Err(task_panicked())
+            } else {
+                Ok(())
+            }
+        }
     }
 }
 
@@ -115,9 +134,10 @@ pub fn parallel_chunks_mut<T: Send>(
     }
 }
 
-/// Splits `out` (made of rows of `row_len` elements) into `threads` contiguous runs of
-/// whole rows and calls `f(first_row, run)` on each, in parallel (the first run on the
-/// calling thread). Returns the first error a run reports.
+/// Splits `out` (made of rows of `row_len` elements) into contiguous runs of whole rows,
+/// [`PIECES_PER_THREAD`] per thread, and calls `f(first_row, run)` on each, spread over
+/// at most `threads` threads (the calling thread among them). Returns the first error a
+/// run reports.
 pub fn parallel_rows<T: Send>(
     threads: usize,
     out: &mut [T],
@@ -132,8 +152,18 @@ pub fn parallel_rows<T: Send>(
     if threads == 1 {
         return f(0, out);
     }
-    let per = rows.div_ceil(threads);
+    let per = rows_per_piece(rows, threads);
     parallel_chunks_mut(threads, out, per * row_len, &|i, run| f(i * per, run))
+}
+
+/// Runs each thread's share is cut into. Threads claim runs as they come free, so a
+/// thread that starts late (a worker woken from sleep, or one the machine descheduled)
+/// leaves its share to the others instead of holding back the whole op by a full share.
+const PIECES_PER_THREAD: usize = 2;
+
+/// Rows per run when `rows` rows are split over `threads` threads.
+fn rows_per_piece(rows: usize, threads: usize) -> usize {
+    rows.div_ceil(threads.saturating_mul(PIECES_PER_THREAD).clamp(1, rows.max(1)))
 }
 
 /// Runs every task on the calling thread.
@@ -149,201 +179,12 @@ fn task_panicked() -> Error {
     Error::new("internal error: a kernel task panicked")
 }
 
-// ---------------------------------------------------------------------------------------
-// The pool
-// ---------------------------------------------------------------------------------------
-
-/// Workers never exceed this (a job asking for more threads runs on fewer).
-const MAX_WORKERS: usize = 63;
-
-/// How long an idle worker keeps polling for the next job before it sleeps. Between two
-/// split ops a model runs the ops that stay on one thread (adds, activations, small
-/// convolutions), often for several hundred microseconds; a worker that slept through
-/// them takes tens of microseconds to wake, which a split op of a small model does not
-/// win back. 1 ms (polling with yields, see [`BUSY_POLLS`]) kept two threads level with
-/// one on face_landmark, where 100 µs left them 20-50% slower and 2 ms gained nothing.
-const WORKER_SPIN: Duration = Duration::from_millis(1);
-
-/// How long a submitter that has run out of tasks polls for the workers' last tasks
-/// before it sleeps (they are running, so they usually finish well within this).
-const SUBMITTER_SPIN: Duration = Duration::from_micros(100);
-
-/// Busy polls before [`spin_until`] starts yielding its CPU between polls: enough to
-/// catch a job that follows at once without a system call, few enough to leave the CPU
-/// to other runnable threads while the wait goes on. Spinning without yielding made two
-/// threads twice as slow as one on an oversubscribed two-vCPU machine.
-const BUSY_POLLS: u32 = 1 << 12;
-
-/// Polls `done()` until it holds or `limit` has passed; returns `done()`.
-fn spin_until(limit: Duration, done: impl Fn() -> bool) -> bool {
-    let start = Instant::now();
-    let mut polls = 0u32;
-    loop {
-        for _ in 0..64 {
-            if done() {
-                return true;
-            }
-            std::hint::spin_loop();
-        }
-        polls = polls.saturating_add(64);
-        if polls > BUSY_POLLS {
-            std::thread::yield_now();
-        }
-        if start.elapsed() >= limit {
-            return done();
-        }
-    }
-}
-
-struct Job {
-    /// The submitter's task function, lifetime-erased: it is only called for task
-    /// indices below `tasks`, and the submitter returns (ending the borrow) only after
-    /// every such call has finished (`pending` reached 0).
-    f: *const (dyn Fn(usize) + Sync + 'static),
-    tasks: usize,
-    /// Most workers that may take part (the submitter's thread count minus itself).
-    helpers: usize,
-    joined: AtomicUsize,
-    next: AtomicUsize,
-    pending: AtomicUsize,
-    panicked: AtomicBool,
-    done: Mutex<bool>,
-    done_cv: Condvar,
-}
-
-// SAFETY: `f` points to a `Sync` closure (calling it from several threads is allowed),
-// and it is only dereferenced while the submitter keeps it alive (see `Job::f`).
-unsafe impl Send for Job {}
-// SAFETY: as above; every other field is thread-safe.
-unsafe impl Sync for Job {}
-
-impl Job {
-    /// Claims and runs tasks until none is left.
-    fn run_tasks(&self) {
-        loop {
-            let i = self.next.fetch_add(1, Ordering::AcqRel);
-            if i >= self.tasks {
-                return;
-            }
-            // SAFETY: `i < tasks` and task `i` has not finished, so the submitter is still
-            // waiting and the closure behind `f` is alive (see `Job::f`).
-            let f = unsafe { &*self.f };
-            if catch_unwind(AssertUnwindSafe(|| f(i))).is_err() {
-                self.panicked.store(true, Ordering::Release);
-            }
-            if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-                *self.done.lock() = true;
-                self.done_cv.notify_all();
-            }
-        }
-    }
-}
-
-struct Pool {
-    /// The job being run, if any; replaced under this lock together with `epoch`.
-    job: Mutex<Option<Arc<Job>>>,
-    /// Counts published jobs, so a worker can tell a new job from the one it has done.
-    epoch: AtomicU64,
-    wake: Condvar,
-    workers: Mutex<usize>,
-    /// Held by the one thread currently submitting.
-    submit: Mutex<()>,
-}
-
-fn pool() -> &'static Pool {
-    static POOL: OnceLock<Pool> = OnceLock::new();
-    POOL.get_or_init(|| Pool {
-        job: Mutex::new(None),
-        epoch: AtomicU64::new(0),
-        wake: Condvar::new(),
-        workers: Mutex::new(0),
-        submit: Mutex::new(()),
-    })
-}
-
-fn worker(pool: &'static Pool) {
-    let mut seen = pool.epoch.load(Ordering::Acquire);
-    loop {
-        spin_until(WORKER_SPIN, || pool.epoch.load(Ordering::Acquire) != seen);
-        let job = {
-            let mut g = pool.job.lock();
-            while pool.epoch.load(Ordering::Acquire) == seen {
-                pool.wake.wait(&mut g);
-            }
-            seen = pool.epoch.load(Ordering::Acquire);
-            g.clone()
-        };
-        if let Some(job) = job {
-            if job.joined.fetch_add(1, Ordering::AcqRel) < job.helpers {
-                job.run_tasks();
-            }
-        }
-    }
-}
-
-/// Makes sure `n` workers exist (up to [`MAX_WORKERS`]); returns how many do.
-fn ensure_workers(pool: &'static Pool, n: usize) -> usize {
-    let mut w = pool.workers.lock();
-    while *w < n.min(MAX_WORKERS) {
-        let spawned = std::thread::Builder::new().name("tflite-rs-kernel".into()).spawn(move || worker(pool));
-        if spawned.is_err() {
-            break;
-        }
-        *w += 1;
-    }
-    *w
-}
-
-impl Pool {
-    /// Runs a job on the calling thread and up to `helpers` workers. The caller holds
-    /// `submit`.
-    fn run(&self, helpers: usize, tasks: usize, f: &(dyn Fn(usize) + Sync)) -> Result<()> {
-        // SAFETY: only the lifetime is erased (same fat-pointer layout); this function
-        // waits below until every task has finished before returning, so `f` outlives
-        // every call made through the erased pointer.
-        let f_static: *const (dyn Fn(usize) + Sync + 'static) =
-            unsafe { core::mem::transmute::<*const (dyn Fn(usize) + Sync + '_), _>(f as *const _) };
-        let job = Arc::new(Job {
-            f: f_static,
-            tasks,
-            helpers,
-            joined: AtomicUsize::new(0),
-            next: AtomicUsize::new(0),
-            pending: AtomicUsize::new(tasks),
-            panicked: AtomicBool::new(false),
-            done: Mutex::new(false),
-            done_cv: Condvar::new(),
-        });
-        {
-            let mut g = self.job.lock();
-            *g = Some(Arc::clone(&job));
-            self.epoch.fetch_add(1, Ordering::AcqRel);
-            // Workers that are spinning see the epoch without this; sleeping ones need it.
-            for _ in 0..helpers {
-                if !self.wake.notify_one() {
-                    break;
-                }
-            }
-        }
-        job.run_tasks();
-        if !spin_until(SUBMITTER_SPIN, || job.pending.load(Ordering::Acquire) == 0) {
-            let mut done = job.done.lock();
-            while !*done {
-                job.done_cv.wait(&mut done);
-            }
-        }
-        *self.job.lock() = None;
-        if job.panicked.load(Ordering::Acquire) {
-            return Err(task_panicked());
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashSet;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::Duration;
 
     fn count_runs(threads: usize, tasks: usize) -> Vec<usize> {
         let hits: Vec<AtomicUsize> = (0..tasks).map(|_| AtomicUsize::new(0)).collect();
@@ -466,10 +307,63 @@ mod tests {
     }
 
     #[test]
+    fn jobs_after_the_workers_went_to_sleep_still_run() {
+        for pause_ms in [0, 3, 0, 5, 0] {
+            std::thread::sleep(Duration::from_millis(pause_ms));
+            assert!(count_runs(3, 7).iter().all(|&n| n == 1));
+        }
+    }
+
+    #[test]
+    fn the_submitter_returns_after_a_slow_worker_finishes() {
+        let submitter = std::thread::current().id();
+        for _ in 0..5 {
+            let finished = AtomicUsize::new(0);
+            parallel_for(2, 4, &|_| {
+                if std::thread::current().id() != submitter {
+                    // Longer than the submitter polls: it has to sleep and be woken.
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                finished.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+            assert_eq!(finished.load(Ordering::SeqCst), 4);
+        }
+    }
+
+    #[test]
+    fn many_small_jobs_back_to_back() {
+        let sum = AtomicUsize::new(0);
+        for job in 0..20_000usize {
+            let tasks = 1 + job % 5;
+            parallel_for(3, tasks, &|i| {
+                sum.fetch_add(i + 1, Ordering::Relaxed);
+            })
+            .unwrap();
+        }
+        let expected: usize = (0..20_000usize).map(|j| (1 + j % 5) * (2 + j % 5) / 2).sum();
+        assert_eq!(sum.load(Ordering::Relaxed), expected);
+    }
+
+    #[test]
+    fn pieces_split_rows_evenly_and_cover_them() {
+        for rows in 1..40 {
+            for threads in 1..6 {
+                let per = rows_per_piece(rows, threads);
+                assert!(per >= 1);
+                let pieces = rows.div_ceil(per);
+                assert!(pieces <= threads * PIECES_PER_THREAD, "{rows} rows, {threads} threads");
+                assert!(pieces >= threads.min(rows), "{rows} rows, {threads} threads: every thread has work");
+            }
+        }
+    }
+
+    #[test]
     fn small_work_stays_on_one_thread() {
         assert_eq!(threads_for(2, MIN_WORK_PER_THREAD, 100), 1);
-        assert_eq!(threads_for(2, 2 * MIN_WORK_PER_THREAD, 100), 2);
-        assert_eq!(threads_for(8, 100 * MIN_WORK_PER_THREAD, 3), 3);
+        assert_eq!(threads_by_work(2, 2 * MIN_WORK_PER_THREAD, 100), 2);
+        assert_eq!(threads_by_work(8, 100 * MIN_WORK_PER_THREAD, 3), 3);
         assert_eq!(threads_for(4, 0, 0), 1);
+        assert!(threads_for(2, 2 * MIN_WORK_PER_THREAD, 100) <= 2);
     }
 }
