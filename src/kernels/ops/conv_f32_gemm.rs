@@ -5,6 +5,7 @@
 //! microkernels' clamp.
 
 use super::conv_common::{ConvGeom, NodeState, parallel_rows, threads_for, weights_constant, weights_stable};
+use crate::kernels::threadpool::parallel_chunks_mut;
 use crate::error::{Error, Result};
 use crate::kernels::api::TensorView;
 use crate::microkernels::f32_gemm::{self, ConvRows, DenseRows, PackedGemm};
@@ -103,7 +104,6 @@ pub fn compute(
         return Err(Error::new(format!("output has {} values, the geometry needs {}", out.len(), rows * n)));
     }
     let work = rows.saturating_mul(n).saturating_mul(packed.ks * packed.kc);
-    let threads = threads_for(max_threads, work, rows);
     let dense = g.f_h == 1
         && g.f_w == 1
         && g.stride_h == 1
@@ -112,6 +112,19 @@ pub fn compute(
         && g.pad_w == 0
         && g.in_h == g.out_h
         && g.in_w == g.out_w;
+    if rows == 1 && dense {
+        // One output row (a fully connected layer on one batch row): split the output
+        // channels instead, in whole packed blocks.
+        let nr = packed.nr;
+        let threads = threads_for(max_threads, work, n.div_ceil(nr));
+        let per = n.div_ceil(nr).div_ceil(threads) * nr;
+        let in_c = g.in_c;
+        return parallel_chunks_mut(threads, out, per, &|i, chunk: &mut [f32]| {
+            let c0 = i * per;
+            f32_gemm::igemm(t, packed, input, &DenseRows { stride: in_c }, 0..1, c0..c0 + chunk.len(), chunk, n, act)
+        });
+    }
+    let threads = threads_for(max_threads, work, rows);
     let conv_rows = ConvRows {
         in_h: g.in_h,
         in_w: g.in_w,

@@ -19,16 +19,20 @@ use crate::kernels::quant::{
     multiply_by_quantized_multiplier, rounding_divide_by_pot, saturating_rounding_doubling_high_mul as srdhm,
     try_quantize_multiplier,
 };
-use crate::kernels::threadpool::parallel_chunks_mut;
+use crate::kernels::threadpool::{MIN_WORK_PER_THREAD, parallel_chunks_mut, threads_for};
 
-/// Elements each thread must get before a float32 elementwise op splits over threads:
-/// these ops stream memory at a few bytes per cycle, so below this the hand-off to a
-/// worker and back costs about as much as the share it saves.
-pub(crate) const MIN_ELEMENTS_PER_THREAD: usize = 1 << 16;
+/// Elements each thread must get before a float32 elementwise op splits over threads.
+/// Splitting pays even for small tensors: the producer (a convolution) split its output
+/// the same way, so each thread's share is already in its own cache, while a single
+/// thread would have to fetch the other thread's half from the other core. Below this,
+/// the hand-off to a worker and back costs more than the share.
+pub(crate) const MIN_ELEMENTS_PER_THREAD: usize = 1 << 12;
 
-/// How many threads an elementwise op of `len` values uses, at most `max_threads`.
+/// How many threads an elementwise op of `len` values uses, at most `max_threads` (and
+/// one whenever the pool would not split a convolution: see `threads_for`).
 pub(crate) fn elementwise_threads(max_threads: usize, len: usize) -> usize {
-    max_threads.min(len / MIN_ELEMENTS_PER_THREAD).max(1)
+    let work_per_element = MIN_WORK_PER_THREAD / MIN_ELEMENTS_PER_THREAD;
+    threads_for(max_threads, len.saturating_mul(work_per_element), len)
 }
 
 /// A float32 elementwise computation of `out` from `x` (equal lengths).

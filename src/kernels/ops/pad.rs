@@ -15,6 +15,8 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::ops::elementwise::elementwise_threads;
+use crate::kernels::threadpool::{parallel_chunks_mut, recommended_threads};
 
 const MAX_RANK: usize = 5;
 
@@ -65,7 +67,14 @@ pub fn padded_shape(input_shape: &[i32], pads: &[(usize, usize)]) -> Result<Vec<
 /// element is written once: the dimensions after the last padded one are copied as one
 /// contiguous block per position of the padded ones (a whole `W * C` row when only the
 /// spatial dimensions of NHWC are padded).
-pub fn pad<T: Copy>(input: &[T], input_shape: &[i32], pads: &[(usize, usize)], value: T, out: &mut [T]) -> Result<()> {
+pub fn pad<T: Copy + Send + Sync>(
+    input: &[T],
+    input_shape: &[i32],
+    pads: &[(usize, usize)],
+    value: T,
+    out: &mut [T],
+    threads: usize,
+) -> Result<()> {
     let out_shape = padded_shape(input_shape, pads)?;
     let n_out: usize = out_shape.iter().map(|&d| d as usize).product();
     let n_in: usize = input_shape.iter().map(|&d| d.max(0) as usize).product();
@@ -83,8 +92,36 @@ pub fn pad<T: Copy>(input: &[T], input_shape: &[i32], pads: &[(usize, usize)], v
     }
     let last = pads.iter().rposition(|&(b, a)| b != 0 || a != 0).unwrap_or(0);
     let shape: Vec<usize> = input_shape.iter().map(|&d| d.max(0) as usize).collect();
-    pad_dims(input, out, &shape[..=last], &pads[..=last], value);
-    Ok(())
+    pad_split(elementwise_threads(threads, out.len()), input, out, &shape[..=last], &pads[..=last], value)
+}
+
+/// [`pad_dims`], split over `t` threads along the outermost unpadded dimension of more
+/// than one position (after unpadded dimensions of size one), in contiguous runs as the
+/// ops around it split their outputs.
+fn pad_split<T: Copy + Send + Sync>(
+    t: usize,
+    input: &[T],
+    out: &mut [T],
+    shape: &[usize],
+    pads: &[(usize, usize)],
+    value: T,
+) -> Result<()> {
+    let d = shape.iter().zip(pads).take_while(|&(&n, &p)| n == 1 && p == (0, 0)).count();
+    if t <= 1 || d + 1 >= shape.len() || pads[d] != (0, 0) || shape[d] < 2 {
+        pad_dims(input, out, shape, pads, value);
+        return Ok(());
+    }
+    let n = shape[d];
+    let (in_block, out_block) = (input.len() / n, out.len() / n);
+    let per = n.div_ceil(t);
+    parallel_chunks_mut(t, out, per * out_block, &|i, o| {
+        let rows = o.len() / out_block;
+        let src = input.get(i * per * in_block..(i * per + rows) * in_block).ok_or_else(|| Error::new("pad: split out of range"))?;
+        let mut sub = shape[d..].to_vec();
+        sub[0] = rows;
+        pad_dims(src, o, &sub, &pads[d..], value);
+        Ok(())
+    })
 }
 
 /// Pads dimensions `shape` (the outermost first, each non-empty; `pads` alike) of equal
@@ -196,7 +233,7 @@ fn eval(ctx: &OpCtx<'_>, op: &'static str, v2: bool) -> Result<()> {
             Some(v) => v.data::<T>()?[0],
             None => zero_value::<T>(quantized, oq.zero_point)?,
         };
-        pad::<T>(input.data::<T>()?, input.shape, &pads, pad_value, out.data_mut::<T>()?)
+        pad::<T>(input.data::<T>()?, input.shape, &pads, pad_value, out.data_mut::<T>()?, recommended_threads(ctx))
     })
     .map_err(in_op(op))
 }
@@ -257,10 +294,10 @@ mod tests {
     fn pad_2d() {
         // pad_test.cc SimpleConstTest: [1,2,2,1] padded by [[0,0],[1,1],[1,1],[0,0]].
         let mut out = [9.0f32; 16];
-        pad(&[1.0, 2.0, 3.0, 4.0], &[1, 2, 2, 1], &[(0, 0), (1, 1), (1, 1), (0, 0)], 0.0, &mut out).unwrap();
+        pad(&[1.0, 2.0, 3.0, 4.0], &[1, 2, 2, 1], &[(0, 0), (1, 1), (1, 1), (0, 0)], 0.0, &mut out, 1).unwrap();
         assert_eq!(out, [0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 0.0, 0.0, 3.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
         let mut o = [0i32; 5];
-        pad(&[7, 8], &[2], &[(2, 1)], -1, &mut o).unwrap();
+        pad(&[7, 8], &[2], &[(2, 1)], -1, &mut o, 1).unwrap();
         assert_eq!(o, [-1, -1, 7, 8, -1]);
         assert!(paddings_from(&[1, -1], &[1, 2], 1).is_err());
         assert!(paddings_from(&[1, 1], &[2, 1], 1).is_err());
@@ -304,8 +341,19 @@ mod tests {
             let input: Vec<i32> = (1..=n as i32).collect();
             let want = pad_by_index(&input, &shape, &pads, -1);
             let mut got = vec![7i32; want.len()];
-            pad(&input, &shape, &pads, -1, &mut got).unwrap();
+            pad(&input, &shape, &pads, -1, &mut got, 1).unwrap();
             assert_eq!(got, want, "shape {shape:?} pads {pads:?}");
+            // The same split over threads (as large tensors are), with the leading size-1
+            // dimensions the split looks past.
+            let last = pads.iter().rposition(|&(b, a)| b != 0 || a != 0).unwrap_or(0);
+            let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+            if n > 0 {
+                for t in [2, 3] {
+                    let mut got = vec![7i32; want.len()];
+                    pad_split(t, &input, &mut got, &dims[..=last], &pads[..=last], -1).unwrap();
+                    assert_eq!(got, want, "{t} threads: shape {shape:?} pads {pads:?}");
+                }
+            }
         }
     }
 

@@ -43,7 +43,7 @@ fn machine_threads() -> usize {
 /// share to a worker and collecting it back costs more than the share itself. A quarter
 /// to four times this measured alike, within the noise, on face_landmark and
 /// mobilenet_v2 (handing work to a spinning worker is cheap).
-pub(crate) const MIN_WORK_PER_THREAD: usize = 1 << 18;
+pub(crate) const MIN_WORK_PER_THREAD: usize = 1 << 16;
 
 /// How many threads to use for `work` multiply-adds split over `rows` independent rows.
 /// One while the cores are far apart (see `distance`): then the output a worker writes
