@@ -3375,6 +3375,20 @@ typedef struct TfLiteStablehloCaseParams {
 
 
 
+
+
+
+
+
+
+
+
+
+
+
+
+
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
