@@ -270,21 +270,59 @@ fn pool_optimized<T: Copy + Sync, A: Copy + Send + Sync, O: Send>(
     })
 }
 
+/// Float MAX (`MAX`) or AVERAGE pooling: [`pool_optimized`]'s order of operations, bit
+/// for bit, accumulating straight into each output pixel's channels, so the channel loops
+/// are plain slice loops the compiler vectorises.
+fn pool_f32_rows<const MAX: bool>(g: &ConvGeom, input: &[f32], out: &mut [f32], threads: usize, act: (f32, f32)) -> Result<()> {
+    check(g, input.len(), out.len())?;
+    let c_n = g.in_c;
+    let row_len = g.out_w * c_n;
+    let rows = g.batches * g.out_h;
+    let threads = threads_for(threads, out.len().saturating_mul(g.f_h * g.f_w), rows);
+    parallel_rows(threads, out, row_len, &|first, chunk: &mut [f32]| {
+        for (i, row) in chunk.chunks_mut(row_len).enumerate() {
+            let r = first + i;
+            let (b, oy) = (r / g.out_h, r % g.out_h);
+            for (ox, o) in row.chunks_exact_mut(c_n).enumerate() {
+                let (fy, fx, y0, x0) = window(g, oy, ox);
+                o.fill(if MAX { f32::MIN } else { 0.0 });
+                let mut count = 0usize;
+                for ky in fy.clone() {
+                    for kx in fx.clone() {
+                        let (iy, ix) = ((y0 + ky as isize) as usize, (x0 + kx as isize) as usize);
+                        let base = ((b * g.in_h + iy) * g.in_w + ix) * c_n;
+                        let src = input.get(base..base + c_n).ok_or_else(|| Error::new("pooling window out of range"))?;
+                        if MAX {
+                            o.iter_mut().zip(src).for_each(|(a, &x)| *a = cpp_max(*a, x));
+                        } else {
+                            o.iter_mut().zip(src).for_each(|(a, &x)| *a += x);
+                        }
+                        count += 1;
+                    }
+                }
+                if MAX {
+                    o.iter_mut().for_each(|a| *a = clamp_min_max(*a, act.0, act.1));
+                } else {
+                    if count == 0 {
+                        return Err(empty_window());
+                    }
+                    let n = count as f32;
+                    o.iter_mut().for_each(|a| *a = clamp_min_max(*a / n, act.0, act.1));
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Float pooling of any kind, by variant.
 pub fn pool_f32(kind: PoolKind, variant: Variant, g: &ConvGeom, input: &[f32], out: &mut [f32], act: (f32, f32), threads: usize) -> Result<()> {
     match (kind, variant) {
         (PoolKind::Average, Variant::Reference) => avg_pool_f32_reference(g, input, out, act),
         (PoolKind::Max, Variant::Reference) => max_pool_f32_reference(g, input, out, act),
         (PoolKind::L2, Variant::Reference) => l2_pool_f32_reference(g, input, out, act),
-        (PoolKind::Average, Variant::Optimized) => pool_optimized(g, input, out, threads, 0.0f32, &|a, x| a + x, &|a, n| {
-            if n == 0 {
-                return Err(empty_window());
-            }
-            Ok(clamp_min_max(a / n as f32, act.0, act.1))
-        }),
-        (PoolKind::Max, Variant::Optimized) => {
-            pool_optimized(g, input, out, threads, f32::MIN, &|a, x| cpp_max(a, x), &|a, _| Ok(clamp_min_max(a, act.0, act.1)))
-        }
+        (PoolKind::Average, Variant::Optimized) => pool_f32_rows::<false>(g, input, out, threads, act),
+        (PoolKind::Max, Variant::Optimized) => pool_f32_rows::<true>(g, input, out, threads, act),
         (PoolKind::L2, Variant::Optimized) => pool_optimized(g, input, out, threads, 0.0f32, &|a, x| a + x * x, &|a, n| {
             Ok(clamp_min_max((a / n as i32 as f32).sqrt(), act.0, act.1))
         }),
