@@ -138,20 +138,25 @@ pub fn broadcast_binary<A: Copy, B: Copy, O>(
                 }
             }
         }
-        // Advance the odometer over the outer levels.
-        for d in (0..outer.len()).rev() {
-            idx[d] += 1;
-            ao += outer[d].a_stride;
-            bo += outer[d].b_stride;
-            if idx[d] < outer[d].len {
-                break;
-            }
-            ao -= outer[d].a_stride * outer[d].len;
-            bo -= outer[d].b_stride * outer[d].len;
-            idx[d] = 0;
-        }
+        advance(outer, &mut idx, &mut ao, &mut bo);
     }
     Ok(())
+}
+
+/// Steps the odometer `idx` over the `outer` levels by one position, moving the input
+/// offsets `ao` and `bo` along.
+fn advance(outer: &[Level], idx: &mut [usize], ao: &mut usize, bo: &mut usize) {
+    for d in (0..outer.len()).rev() {
+        idx[d] += 1;
+        *ao += outer[d].a_stride;
+        *bo += outer[d].b_stride;
+        if idx[d] < outer[d].len {
+            break;
+        }
+        *ao -= outer[d].a_stride * outer[d].len;
+        *bo -= outer[d].b_stride * outer[d].len;
+        idx[d] = 0;
+    }
 }
 
 /// How one block of the output reads the two inputs (see [`for_each_block`]).
@@ -238,18 +243,7 @@ pub fn for_each_block(
     while out < out_len {
         f(Block { a: ao, b: bo, out, len, kind })?;
         out += len;
-        // Advance the odometer over the outer levels.
-        for d in (0..outer.len()).rev() {
-            idx[d] += 1;
-            ao += outer[d].a_stride;
-            bo += outer[d].b_stride;
-            if idx[d] < outer[d].len {
-                break;
-            }
-            ao -= outer[d].a_stride * outer[d].len;
-            bo -= outer[d].b_stride * outer[d].len;
-            idx[d] = 0;
-        }
+        advance(outer, &mut idx, &mut ao, &mut bo);
     }
     Ok(())
 }

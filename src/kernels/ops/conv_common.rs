@@ -697,7 +697,6 @@ pub struct PackCache<T> {
 /// Per-node state of the conv / FC kernels (`init` creates it, `free` drops it).
 #[derive(Default)]
 pub struct NodeState {
-    pub f32s: Mutex<PackCache<f32>>,
     pub i16s: Mutex<PackCache<i16>>,
     /// Float filters packed for the GEMM microkernels.
     pub gemm: super::conv_f32_gemm::GemmCache,

@@ -28,8 +28,9 @@ use crate::kernels::threadpool::{MIN_WORK_PER_THREAD, parallel_chunks_mut, threa
 /// the hand-off to a worker and back costs more than the share.
 pub(crate) const MIN_ELEMENTS_PER_THREAD: usize = 1 << 12;
 
-/// How many threads an elementwise op of `len` values uses, at most `max_threads` (and
-/// one whenever the pool would not split a convolution: see `threads_for`).
+/// How many threads an elementwise op of `len` values uses, at most `max_threads`: the
+/// rule every op splits by (`threads_for`), a value counting as the work that makes
+/// [`MIN_ELEMENTS_PER_THREAD`] values one thread's minimum share.
 pub(crate) fn elementwise_threads(max_threads: usize, len: usize) -> usize {
     let work_per_element = MIN_WORK_PER_THREAD / MIN_ELEMENTS_PER_THREAD;
     threads_for(max_threads, len.saturating_mul(work_per_element), len)

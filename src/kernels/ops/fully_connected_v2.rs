@@ -20,9 +20,11 @@
 //!   `bias + float(dot - row_sum * zero_point) * batch_scale * weight_scale`, then the
 //!   fused activation as a function (TANH and SIGMOID included).
 //!
-//! [`Variant::Reference`] loops as TFLite's reference kernels; the optimized path uses
-//! weights repacked in blocks of 8 units (cached per node for constant weights), with the
-//! same float summation order (bit-identical) and exact integer sums, split over threads.
+//! [`Variant::Reference`] loops as TFLite's reference kernels. The optimized float32 path
+//! runs on the GEMM microkernels as a 1x1 convolution (weights packed once per node; the
+//! result differs from the reference by float rounding only); the integer paths use
+//! weights repacked in blocks of 8 units (cached per node for constant weights) with exact
+//! integer sums, split over threads.
 //! Not supported (an error): shuffled, sparse, int4 and int16 weights.
 
 use super::conv_common::{opt_data_cow, 
@@ -361,14 +363,6 @@ pub fn pack_weights<S: Copy, E: Copy + Default>(weights: &[S], d: FcDims, f: imp
 trait FcElem: Copy + Send + Sync + Default + 'static {
     type Acc: Copy + Send + Sync + Default;
     fn mac(acc: Self::Acc, a: Self, w: Self) -> Self::Acc;
-}
-
-impl FcElem for f32 {
-    type Acc = f32;
-    #[inline(always)]
-    fn mac(acc: f32, a: f32, w: f32) -> f32 {
-        acc + a * w
-    }
 }
 
 impl FcElem for i16 {
