@@ -734,7 +734,7 @@ pub unsafe fn run_step(
     step: fn(&OpCtx<'_>) -> Result<()>,
 ) -> TfLiteStatus {
     // SAFETY: per the function contract.
-    unsafe { run_step_in(context, node, step, Phase::Invoke) }
+    unsafe { run_step_in(context, node, Phase::Invoke, None, step) }
 }
 
 /// [`run_step`] for a kernel's Prepare: also applies the temporaries it requested.
@@ -747,18 +747,24 @@ pub unsafe fn run_prepare_step(
     step: fn(&OpCtx<'_>) -> Result<()>,
 ) -> TfLiteStatus {
     // SAFETY: per the function contract.
-    unsafe { run_step_in(context, node, step, Phase::Prepare) }
+    unsafe { run_step_in(context, node, Phase::Prepare, None, step) }
 }
 
+/// Runs `step` for one kernel callback: a panic becomes an internal error, an error is
+/// reported through the context (its message prefixed with `op`, the op's name, unless
+/// it already starts with it), and after a successful Prepare the temporaries the step
+/// requested are applied.
+///
 /// # Safety
 /// As [`run_step`].
-unsafe fn run_step_in(
+pub(crate) unsafe fn run_step_in(
     context: *mut TfLiteContext,
     node: *mut TfLiteNode,
-    step: fn(&OpCtx<'_>) -> Result<()>,
     phase: Phase,
+    op: Option<&str>,
+    step: impl FnOnce(&OpCtx<'_>) -> Result<()>,
 ) -> TfLiteStatus {
-    let result = std::panic::catch_unwind(|| {
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if context.is_null() || node.is_null() {
             return Err(Error::new("kernel called with a NULL context or node"));
         }
@@ -773,20 +779,29 @@ unsafe fn run_step_in(
             Some(bytes) => unsafe { apply_temporaries(context, node, &bytes) },
             None => Ok(()),
         }
-    });
+    }));
+    let named = |message: &str| match op {
+        Some(name) => with_op_name(name, message),
+        None => message.to_string(),
+    };
     match result {
         Ok(Ok(())) => TfLiteStatus::kTfLiteOk,
         Ok(Err(e)) => {
             // SAFETY: per the function contract.
-            unsafe { report_to_context(context, &e.message) };
+            unsafe { report_to_context(context, &named(&e.message)) };
             e.status
         }
         Err(_) => {
             // SAFETY: per the function contract.
-            unsafe { report_to_context(context, "internal error: kernel panicked") };
+            unsafe { report_to_context(context, &named("internal error: kernel panicked")) };
             TfLiteStatus::kTfLiteError
         }
     }
+}
+
+/// `message` prefixed with `"{op}: "`, unless it already starts with the op's name.
+pub(crate) fn with_op_name(op: &str, message: &str) -> String {
+    if message.starts_with(op) { message.to_string() } else { format!("{op}: {message}") }
 }
 
 /// Builds a builtin `TfLiteRegistration` from safe `prepare`/`eval` functions.

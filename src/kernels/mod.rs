@@ -5,8 +5,16 @@
 //! `api.rs`.
 
 pub mod api;
+pub mod kernel;
 pub mod quant;
 pub mod activation;
+pub mod binary;
+pub mod broadcast;
+pub mod fixed_point;
+pub mod float_conv;
+pub mod shape_util;
+#[cfg(test)]
+pub(crate) mod test_util;
 pub mod ops;
 pub mod threadpool;
 #[cfg(test)]

@@ -6,11 +6,11 @@
 //! rescaling with `left_shift` 15 when `pot_scale_int16` is false or a scale is not a power
 //! of two; otherwise the power-of-two fixed-point path). All with numpy broadcasting.
 
-use super::binary::{
+use crate::kernels::binary::{
     BinaryOperands, Pot16Params, QuantArithParams, binary_f32, binary_operands, binary_operands_in_place, check_output,
     is_quantized, run_binary, run_binary_f32, with_op,
 };
-use super::broadcast::broadcast_binary;
+use crate::kernels::broadcast::broadcast_binary;
 use crate::abi::builtin_op_data::{TfLiteAddParams, TfLiteFusedActivation};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{
@@ -22,6 +22,7 @@ use crate::kernels::activation::{
     clamp_min_max,
 };
 use crate::kernels::api::{OpCtx, QuantParams};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::QuantInt;
 use crate::microkernels::f32_vbinary::BinaryOp;
 
@@ -32,7 +33,7 @@ pub fn registration() -> TfLiteRegistration {
     TfLiteRegistration {
         // add.cc: the output may take either input's memory (LiteRT's in-place ADD).
         inplace_operator: kTfLiteInplaceOpInput0Shared | kTfLiteInplaceOpInput1Shared,
-        ..crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinAdd, prepare = prepare, eval = eval)
+        ..kernel::registration::<Add>(TfLiteBuiltinOperator::kTfLiteBuiltinAdd)
     }
 }
 
@@ -148,16 +149,11 @@ pub fn quant_add_params(
 // Kernel glue
 // ---------------------------------------------------------------------------------------
 
-fn params(ctx: &OpCtx<'_>) -> Result<TfLiteAddParams> {
-    // SAFETY: the model parser allocates a `TfLiteAddParams` as the builtin data of every
-    // ADD node, and this registration is only used for ADD.
-    let p = unsafe { ctx.builtin_data::<TfLiteAddParams>() };
-    p.copied().ok_or_else(|| Error::new(format!("{OP}: node has no builtin params")))
-}
-
-/// The kernel to run, chosen from the types and quantization as add.cc does.
+/// The kernel to run, chosen at Prepare from the types, quantization and activation as
+/// add.cc does.
 enum Plan {
-    F32,
+    /// float32, clamped to the activation's range.
+    F32((f32, f32)),
     I32,
     I64,
     I16,
@@ -166,7 +162,7 @@ enum Plan {
 
 fn plan(ops: &BinaryOperands<'_>, p: &TfLiteAddParams) -> Result<Plan> {
     Ok(match ops.a.dtype {
-        TfLiteType::kTfLiteFloat32 => Plan::F32,
+        TfLiteType::kTfLiteFloat32 => Plan::F32(activation_range_f32(p.activation)),
         TfLiteType::kTfLiteInt32 => Plan::I32,
         TfLiteType::kTfLiteInt64 => Plan::I64,
         TfLiteType::kTfLiteInt16 if !is_quantized(&ops.a) => Plan::I16,
@@ -178,34 +174,45 @@ fn plan(ops: &BinaryOperands<'_>, p: &TfLiteAddParams) -> Result<Plan> {
     })
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let ops = binary_operands(ctx, OP)?;
-    let p = params(ctx)?;
-    ctx.set_output_type(0, ops.b.dtype).map_err(with_op(OP))?;
-    plan(&ops, &p)?;
-    ctx.resize_output(0, &ops.out_shape).map_err(with_op(OP))
-}
+struct Add;
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let mut ops = binary_operands_in_place(ctx, OP)?;
-    check_output(OP, &ops, ops.a.dtype)?;
-    let p = params(ctx)?;
-    let act = p.activation;
-    match plan(&ops, &p)? {
-        Plan::F32 => run_binary_f32(&mut ops, BinaryOp::Add, activation_range_f32(act)),
-        Plan::I32 => run_binary::<i32>(&mut ops, |a, ash, b, bsh, o, osh| add_i32(a, ash, b, bsh, o, osh, act)),
-        Plan::I64 => run_binary::<i64>(&mut ops, |a, ash, b, bsh, o, osh| add_i64(a, ash, b, bsh, o, osh, act)),
-        Plan::I16 => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| add_i16(a, ash, b, bsh, o, osh, act)),
-        Plan::Quant(QuantAdd::General(q)) => match ops.a.dtype {
-            TfLiteType::kTfLiteUInt8 => run_binary::<u8>(&mut ops, |a, ash, b, bsh, o, osh| add_quantized(a, ash, b, bsh, o, osh, &q)),
-            TfLiteType::kTfLiteInt8 => run_binary::<i8>(&mut ops, |a, ash, b, bsh, o, osh| add_quantized(a, ash, b, bsh, o, osh, &q)),
-            _ => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| add_quantized(a, ash, b, bsh, o, osh, &q)),
-        },
-        Plan::Quant(QuantAdd::Pot16(q)) => {
-            run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| add_i16_pot(a, ash, b, bsh, o, osh, &q))
-        }
+impl BuiltinKernel for Add {
+    const NAME: &'static str = OP;
+    type Params = TfLiteAddParams;
+    type State = Plan;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteAddParams) -> Result<Plan> {
+        let ops = binary_operands(ctx, OP)?;
+        ctx.set_output_type(0, ops.b.dtype).map_err(with_op(OP))?;
+        let plan = plan(&ops, p)?;
+        ctx.resize_output(0, &ops.out_shape).map_err(with_op(OP))?;
+        Ok(plan)
     }
-    .map_err(with_op(OP))
+
+    fn invoke(ctx: &OpCtx<'_>, p: &TfLiteAddParams, plan: &mut Plan) -> Result<()> {
+        let mut ops = binary_operands_in_place(ctx, OP)?;
+        check_output(OP, &ops, ops.a.dtype)?;
+        let act = p.activation;
+        match plan {
+            Plan::F32(clamp) => run_binary_f32(&mut ops, BinaryOp::Add, *clamp),
+            Plan::I32 => run_binary::<i32>(&mut ops, |a, ash, b, bsh, o, osh| add_i32(a, ash, b, bsh, o, osh, act)),
+            Plan::I64 => run_binary::<i64>(&mut ops, |a, ash, b, bsh, o, osh| add_i64(a, ash, b, bsh, o, osh, act)),
+            Plan::I16 => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| add_i16(a, ash, b, bsh, o, osh, act)),
+            Plan::Quant(QuantAdd::General(q)) => match ops.a.dtype {
+                TfLiteType::kTfLiteUInt8 => {
+                    run_binary::<u8>(&mut ops, |a, ash, b, bsh, o, osh| add_quantized(a, ash, b, bsh, o, osh, q))
+                }
+                TfLiteType::kTfLiteInt8 => {
+                    run_binary::<i8>(&mut ops, |a, ash, b, bsh, o, osh| add_quantized(a, ash, b, bsh, o, osh, q))
+                }
+                _ => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| add_quantized(a, ash, b, bsh, o, osh, q)),
+            },
+            Plan::Quant(QuantAdd::Pot16(q)) => {
+                run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| add_i16_pot(a, ash, b, bsh, o, osh, q))
+            }
+        }
+        .map_err(with_op(OP))
+    }
 }
 
 #[cfg(test)]
@@ -368,7 +375,7 @@ mod tests {
 
     #[test]
     fn registration_glue() {
-        use super::super::test_util::{Graph, qp};
+        use crate::kernels::test_util::{Graph, qp};
         use crate::abi::types::TfLiteStatus;
         use TfLiteType::*;
         let reg = registration();

@@ -4,7 +4,7 @@
 //! sums the inputs in order starting from 0, as TFLite's reference kernel (and its
 //! optimized kernel with one thread); int32 sums wrap.
 
-use super::shape_util::{in_op, op_error};
+use crate::kernels::shape_util::{in_op, op_error};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
@@ -80,7 +80,7 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::Graph;
+    use crate::kernels::test_util::Graph;
     use TfLiteType::*;
 
     #[test]

@@ -4,7 +4,7 @@
 //! int32 or int64 (`output_type`). A non-constant axis makes the output dynamic, sized
 //! in Eval (see `shape_util::plan_declared_output`).
 
-use super::shape_util::{
+use crate::kernels::shape_util::{
     check_arity, check_type, in_op, known_at_prepare, normalize_axis, op_error, plan_declared_output, scalar_int,
     settle_output_shape,
 };
@@ -164,7 +164,7 @@ fn min_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::Graph;
+    use crate::kernels::test_util::Graph;
     use TfLiteType::*;
 
     #[test]

@@ -9,12 +9,12 @@
 //! with TFLite's rescaling (7 bits of headroom). POW: float32 (`powf`) and int32 (through
 //! `double`, as C++ `std::pow(int, int)`; negative exponents are an error, as in TFLite).
 
-use super::binary::{
+use crate::kernels::binary::{
     BinaryOperands, binary_f32, binary_operands, binary_operands_in_place, run_binary, run_binary_f32, with_op,
 };
-use super::broadcast::broadcast_binary;
-use super::fixed_point::{get_reciprocal, multiply_smaller_than_one_exp_x86};
-use super::shape_util::{check_out_shape, in_op, op_error};
+use crate::kernels::broadcast::broadcast_binary;
+use crate::kernels::fixed_point::{get_reciprocal, multiply_smaller_than_one_exp_x86};
+use crate::kernels::shape_util::{check_out_shape, in_op, op_error};
 use crate::abi::builtin_op_data::{TfLiteDivParams, TfLiteFusedActivation};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType, kTfLiteInplaceOpInput0Shared, kTfLiteInplaceOpInput1Shared};
@@ -341,7 +341,7 @@ fn eval(ctx: &OpCtx<'_>, kind: Arith) -> Result<()> {
                 if b.data::<i32>()?.iter().any(|&v| v < 0) {
                     return Err(op_error(op, "POW does not support negative value for int32"));
                 }
-                bin!(i32, |x: i32, y: i32| super::float_conv::cvtt_f64_i32(f64::from(x).powf(f64::from(y))))
+                bin!(i32, |x: i32, y: i32| crate::kernels::float_conv::cvtt_f64_i32(f64::from(x).powf(f64::from(y))))
             }
         },
     };
@@ -352,7 +352,7 @@ fn eval(ctx: &OpCtx<'_>, kind: Arith) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::{Graph, qp};
+    use crate::kernels::test_util::{Graph, qp};
     use TfLiteType::*;
 
     #[test]

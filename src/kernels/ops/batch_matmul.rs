@@ -23,7 +23,7 @@ use super::conv_common::{
     QuantMul, affine, asymmetric_quantize, legacy_quant_mul, parallel_rows, recommended_threads, symmetric_quantize,
     threads_for,
 };
-use super::shape_util::{check_arity, in_op, op_error};
+use crate::kernels::shape_util::{check_arity, in_op, op_error};
 use crate::abi::builtin_op_data::TfLiteBatchMatMulParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
@@ -526,7 +526,7 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::{Graph, qp};
+    use crate::kernels::test_util::{Graph, qp};
     use TfLiteType::*;
 
     #[test]

@@ -11,10 +11,10 @@
 //! it computes on x86-64; see `fixed_point::multiply_smaller_than_one_exp_x86`). Strings
 //! are not supported.
 
-use super::binary::{BinaryOperands, binary_operands, with_op};
-use super::broadcast::broadcast_binary;
-use super::fixed_point::multiply_smaller_than_one_exp_x86;
-use super::shape_util::{check_out_shape, in_op, op_error, unary_operands};
+use crate::kernels::binary::{BinaryOperands, binary_operands, with_op};
+use crate::kernels::broadcast::broadcast_binary;
+use crate::kernels::fixed_point::multiply_smaller_than_one_exp_x86;
+use crate::kernels::shape_util::{check_out_shape, in_op, op_error, unary_operands};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
@@ -270,7 +270,7 @@ fn not_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::{Graph, qp};
+    use crate::kernels::test_util::{Graph, qp};
     use TfLiteType::*;
 
     #[test]

@@ -7,7 +7,7 @@
 //! Rank-0 inputs concatenate along axis 0 into a vector. The fused activation must be
 //! NONE (TFLite rejects others).
 
-use super::shape_util::{check_type, in_op, op_error, with_elem_type};
+use crate::kernels::shape_util::{check_type, in_op, op_error, with_elem_type};
 use crate::abi::builtin_op_data::{TfLiteConcatenationParams, TfLiteFusedActivation};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
@@ -228,7 +228,7 @@ fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
 fn eval(ctx: &OpCtx<'_>) -> Result<()> {
     let ops = operands(ctx)?;
     let mut out = ctx.output(0).map_err(in_op(OP))?;
-    super::shape_util::check_out_shape(OP, out.shape, &ops.out_shape)?;
+    crate::kernels::shape_util::check_out_shape(OP, out.shape, &ops.out_shape)?;
     let dtype = ops.inputs[0].dtype;
     if dtype == TfLiteType::kTfLiteUInt8 {
         let oq = out.quant();
@@ -251,7 +251,7 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::{Graph, qp};
+    use crate::kernels::test_util::{Graph, qp};
     use TfLiteType::*;
 
     #[test]

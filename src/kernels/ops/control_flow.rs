@@ -13,7 +13,7 @@
 //! calling its own subgraph (directly or through others), operand counts that differ from
 //! the callee's inputs/outputs, and type or size mismatches.
 
-use super::shape_util::op_error;
+use crate::kernels::shape_util::op_error;
 use crate::abi::builtin_op_data::{TfLiteCallOnceParams, TfLiteIfParams, TfLiteWhileParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};

@@ -1528,7 +1528,7 @@ mod tests {
 
     #[test]
     fn registration_glue() {
-        use super::super::test_util::{Graph, qp};
+        use crate::kernels::test_util::{Graph, qp};
         use crate::abi::types::TfLiteStatus;
         use TfLiteType::*;
         let reg = registration();

@@ -5,7 +5,7 @@
 //! output excludes its own element) and `reverse` (sum from the end). Sums run in element
 //! order from 0, as TFLite's loop; integer sums wrap.
 
-use super::shape_util::{check_arity, in_op, int_values, op_error};
+use crate::kernels::shape_util::{check_arity, in_op, int_values, op_error};
 use crate::abi::builtin_op_data::TfLiteCumsumParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
@@ -135,7 +135,7 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::Graph;
+    use crate::kernels::test_util::Graph;
     use TfLiteType::*;
 
     #[test]

@@ -6,8 +6,8 @@
 //! elementwise, uint8 / int8 through tables of TFLite's `GeluTransform*`. RELU_0_TO_1:
 //! float32 clamp to [0, 1]; uint8 / int8 requantize as RELU does (`QuantizedReluX(0, 1)`).
 
-use super::fixed_point::lut_populate_8bit;
-use super::shape_util::{check_out_shape, in_op, op_error, unary_operands};
+use crate::kernels::fixed_point::lut_populate_8bit;
+use crate::kernels::shape_util::{check_out_shape, in_op, op_error, unary_operands};
 use crate::abi::builtin_op_data::TfLiteGeluParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
@@ -230,7 +230,7 @@ fn relu_0_to_1_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::{Graph, qp};
+    use crate::kernels::test_util::{Graph, qp};
     use TfLiteType::*;
 
     #[test]

@@ -8,7 +8,7 @@
 //! with per-row quantization (`quantized_dimension` 0, one scale per row, zero point 0).
 //! TFLite's int4 tables are not supported.
 
-use super::shape_util::{check_arity, in_op, int_values, op_error};
+use crate::kernels::shape_util::{check_arity, in_op, int_values, op_error};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
@@ -143,7 +143,7 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::{Graph, qp};
+    use crate::kernels::test_util::{Graph, qp};
     use TfLiteType::*;
 
     #[test]

@@ -9,7 +9,7 @@
 //! the output shape: when they are not constant the output is dynamic and is sized in
 //! Eval (see `shape_util::plan_declared_output`).
 
-use super::shape_util::{
+use crate::kernels::shape_util::{
     check_arity, check_out_shape, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output,
     settle_output_shape, to_i32, with_elem_type,
 };
@@ -314,7 +314,7 @@ fn range_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::Graph;
+    use crate::kernels::test_util::Graph;
     use TfLiteType::*;
 
     #[test]

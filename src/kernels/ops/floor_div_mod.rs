@@ -7,9 +7,9 @@
 //! float) moved to the divisor's sign; a zero integer divisor is an error. Integer
 //! overflow (`MIN / -1`) wraps or saturates instead of trapping.
 
-use super::binary::{BinaryOperands, binary_operands, check_output, with_op};
-use super::broadcast::broadcast_binary;
-use super::shape_util::op_error;
+use crate::kernels::binary::{BinaryOperands, binary_operands, check_output, with_op};
+use crate::kernels::broadcast::broadcast_binary;
+use crate::kernels::shape_util::op_error;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
@@ -157,7 +157,7 @@ fn mod_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::Graph;
+    use crate::kernels::test_util::Graph;
     use TfLiteType::*;
 
     #[test]

@@ -8,7 +8,7 @@
 //! BROADCAST_TO's shape determine the output shape: non-constant ones make the output
 //! dynamic, sized in Eval (see `shape_util::plan_declared_output`).
 
-use super::shape_util::{
+use crate::kernels::shape_util::{
     check_arity, check_out_shape, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output,
     settle_output_shape, to_i32, with_elem_type,
 };
@@ -135,7 +135,7 @@ pub fn repeat_to<T: Copy>(input: &[T], in_shape: &[i32], out_shape: &[i32], out:
     if n_in == 0 {
         crate::bail!("cannot repeat an empty input into a non-empty output");
     }
-    let in_strides = super::shape_util::strides(&ins);
+    let in_strides = crate::kernels::shape_util::strides(&ins);
     let mut idx = vec![0usize; rank];
     let mut src = 0usize;
     for o in out.iter_mut() {
@@ -317,7 +317,7 @@ fn broadcast_to_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::Graph;
+    use crate::kernels::test_util::Graph;
     use TfLiteType::*;
 
     #[test]

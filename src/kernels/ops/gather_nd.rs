@@ -12,7 +12,7 @@
 //! `shape_util::plan_declared_output`). Both move fixed-size elements of any numeric or
 //! bool type (TFLite's GATHER_ND also takes strings, which this runtime does not).
 
-use super::shape_util::{
+use crate::kernels::shape_util::{
     check_arity, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
     with_elem_type,
 };
@@ -304,7 +304,7 @@ fn scatter_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::Graph;
+    use crate::kernels::test_util::Graph;
     use TfLiteType::*;
 
     #[test]

@@ -6,8 +6,8 @@
 //! (input on a "hires" scale of `input_scale / 128`, the ReLU-ish factor on a
 //! `3 / 32768` scale, int16 multipliers from `DownScaleInt32ToInt16Multiplier`), bit-exact.
 
-use super::elementwise::split_unary_f32;
-use super::shape_util::{check_out_shape, in_op, op_error, unary_operands};
+use crate::kernels::threadpool::elementwise::split_unary_f32;
+use crate::kernels::shape_util::{check_out_shape, in_op, op_error, unary_operands};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
@@ -175,7 +175,7 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::{Graph, qp};
+    use crate::kernels::test_util::{Graph, qp};
 
     #[test]
     fn float() {

@@ -9,9 +9,9 @@
 //! power-of-two shift for power-of-two scales, else a 3 * 2^k multiplier) and interpolate
 //! TFLite's 256-entry sigmoid table.
 
-use super::elementwise::split_unary_f32;
-use super::fixed_point::{SIGMOID_TABLE_UINT16, lut_populate_8bit};
-use super::shape_util::{check_out_shape, in_op, op_error, unary_operands};
+use crate::kernels::threadpool::elementwise::split_unary_f32;
+use crate::kernels::fixed_point::{SIGMOID_TABLE_UINT16, lut_populate_8bit};
+use crate::kernels::shape_util::{check_out_shape, in_op, op_error, unary_operands};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
@@ -231,7 +231,7 @@ fn tanh_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::{Graph, qp};
+    use crate::kernels::test_util::{Graph, qp};
     use TfLiteType::*;
 
     #[test]

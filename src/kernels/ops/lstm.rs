@@ -26,7 +26,7 @@
 //! LSTM with layer normalization, the integer single-step LSTM, and the BASIC kernel.
 
 use super::conv_common::{asymmetric_quantize, symmetric_quantize};
-use super::shape_util::op_error;
+use crate::kernels::shape_util::op_error;
 use crate::abi::builtin_op_data::{
     TfLiteFusedActivation, TfLiteLSTMKernelType, TfLiteLSTMParams, TfLiteUnidirectionalSequenceLSTMParams,
 };

@@ -9,7 +9,7 @@
 //! int16 fixed-point ones. The non-layer-norm gate scale is 2^-12 (TFLite's default);
 //! the fifth intermediate tensor gives the hidden (pre-projection) scale and zero point.
 
-use super::shape_util::op_error;
+use crate::kernels::shape_util::op_error;
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::quant::{checked_log2, multiply_by_quantized_multiplier as mbqm, quantize_multiplier, rounding_divide_by_pot};

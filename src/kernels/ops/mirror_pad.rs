@@ -9,7 +9,7 @@
 //! input's scale and zero point (int16 zero point 0). Non-constant paddings must give the
 //! shape the model declares (see `shape_util::plan_declared_output`).
 
-use super::shape_util::{
+use crate::kernels::shape_util::{
     check_arity, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
     with_elem_type,
 };
@@ -197,7 +197,7 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::Graph;
+    use crate::kernels::test_util::Graph;
     use TfLiteType::*;
 
     #[test]

@@ -1,12 +1,6 @@
 //! Builtin op kernels: one file per op (or op family), each a pure function on slices
 //! (testable without a context) plus thin `prepare` / `eval` glue behind a
-//! `TfLiteRegistration` made with `kernel_registration!`.
-//!
-//! `broadcast` (the shared N-d broadcasting loop) and `binary` (what ADD, SUB and MUL
-//! share) are helpers, not ops.
-
-pub mod binary;
-pub mod broadcast;
+//! `TfLiteRegistration`. Helpers several ops share live one level up, in `kernels/`.
 
 pub mod add;
 pub mod mul;
@@ -14,8 +8,6 @@ pub mod relu;
 pub mod sin;
 pub mod sub;
 
-#[cfg(test)]
-pub(crate) mod test_util;
 pub mod arg_min_max;
 pub mod arith;
 pub mod cast;
@@ -24,8 +16,6 @@ pub mod concatenation;
 pub mod elementwise;
 pub mod elu;
 pub mod fill;
-pub mod fixed_point;
-pub mod float_conv;
 pub mod gather;
 pub mod hard_swish;
 pub mod logistic;
@@ -35,7 +25,6 @@ pub mod quantize;
 pub mod reduce;
 pub mod reshape;
 pub mod select;
-pub mod shape_util;
 pub mod slice;
 pub mod softmax;
 pub mod split;

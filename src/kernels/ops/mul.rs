@@ -6,11 +6,11 @@
 //! `scale1 * scale2 / scale_out`; int16 needs zero points of 0). All with numpy
 //! broadcasting. Not supported: int16 inputs with an 8-bit output, uint32, complex64.
 
-use super::binary::{
+use crate::kernels::binary::{
     BinaryOperands, binary_f32, binary_operands, binary_operands_in_place, check_output, is_quantized, run_binary,
     run_binary_f32, with_op,
 };
-use super::broadcast::broadcast_binary;
+use crate::kernels::broadcast::broadcast_binary;
 use crate::abi::builtin_op_data::{TfLiteFusedActivation, TfLiteMulParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType, kTfLiteInplaceOpInput0Shared, kTfLiteInplaceOpInput1Shared};
@@ -298,7 +298,7 @@ mod tests {
 
     #[test]
     fn registration_glue() {
-        use super::super::test_util::{Graph, qp};
+        use crate::kernels::test_util::{Graph, qp};
         use crate::abi::types::TfLiteStatus;
         use TfLiteType::*;
         let reg = registration();

@@ -15,7 +15,7 @@
 //! known defect, so it is not followed.
 
 use super::elementwise::inv_sqrt_multiplier_exp;
-use super::shape_util::{check_arity, in_op, op_error};
+use crate::kernels::shape_util::{check_arity, in_op, op_error};
 use crate::abi::builtin_op_data::{TfLiteFusedActivation, TfLiteL2NormParams, TfLiteLocalResponseNormParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
@@ -267,7 +267,7 @@ fn lrn_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::{Graph, qp};
+    use crate::kernels::test_util::{Graph, qp};
     use TfLiteType::*;
 
     #[test]

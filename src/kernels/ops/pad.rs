@@ -7,7 +7,7 @@
 //! non-constant paddings make the output dynamic, sized in Eval (see
 //! `shape_util::plan_declared_output`).
 
-use super::shape_util::{
+use crate::kernels::shape_util::{
     check_arity, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
     with_elem_type,
 };
@@ -15,7 +15,7 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
-use crate::kernels::ops::elementwise::elementwise_threads;
+use crate::kernels::threadpool::elementwise::elementwise_threads;
 use crate::kernels::threadpool::{parallel_chunks_mut, recommended_threads};
 
 const MAX_RANK: usize = 5;
@@ -287,7 +287,7 @@ fn padv2_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::{Graph, qp};
+    use crate::kernels::test_util::{Graph, qp};
     use TfLiteType::*;
 
     #[test]

@@ -8,10 +8,10 @@
 //! shape; at most 4 dimensions when shapes differ, as TFLite's reference kernel); float32,
 //! uint8 and int8.
 
-use super::binary::binary_f32;
-use super::broadcast::broadcast_binary;
-use super::elementwise::split_unary_f32;
-use super::shape_util::{check_arity, check_out_shape, in_op, op_error, unary_operands};
+use crate::kernels::binary::binary_f32;
+use crate::kernels::broadcast::broadcast_binary;
+use crate::kernels::threadpool::elementwise::split_unary_f32;
+use crate::kernels::shape_util::{check_arity, check_out_shape, in_op, op_error, unary_operands};
 use crate::abi::builtin_op_data::TfLiteLeakyReluParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
@@ -262,7 +262,7 @@ fn prelu_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::{Graph, qp};
+    use crate::kernels::test_util::{Graph, qp};
     use TfLiteType::*;
 
     #[test]

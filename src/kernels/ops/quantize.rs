@@ -8,8 +8,8 @@
 //! DEQUANTIZE: uint8/int8/int16 to float32 (`scale * (q - zero_point)` computed in `f64`
 //! per tensor, in `f32` per channel), and float16 to float32.
 
-use super::float_conv::{cvtt_f32_i32, f16_to_f32};
-use super::shape_util::{check_arity, check_out_shape, in_op, op_error};
+use crate::kernels::float_conv::{cvtt_f32_i32, f16_to_f32};
+use crate::kernels::shape_util::{check_arity, check_out_shape, in_op, op_error};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
@@ -397,7 +397,7 @@ fn dequantize_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::{Graph, qp};
+    use crate::kernels::test_util::{Graph, qp};
     use TfLiteType::*;
 
     #[test]

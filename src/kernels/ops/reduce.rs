@@ -13,7 +13,7 @@
 //! non-constant axis makes the output dynamic, sized in Eval (see
 //! `shape_util::plan_declared_output`).
 
-use super::shape_util::{check_arity, in_op, known_at_prepare, op_error, plan_declared_output, settle_output_shape};
+use crate::kernels::shape_util::{check_arity, in_op, known_at_prepare, op_error, plan_declared_output, settle_output_shape};
 use crate::abi::builtin_op_data::TfLiteReducerParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
@@ -304,7 +304,7 @@ pub fn int8_sum_builtin(
     let scale = input_scale / output_scale;
     let bias = (-input_zero_point) as f32 * scale * p.count as f32;
     for (o, &sum) in out.iter_mut().zip(sums.iter()) {
-        let v = super::float_conv::cvtt_f32_i32((sum as f32 * scale + bias).round()).wrapping_add(output_zero_point);
+        let v = crate::kernels::float_conv::cvtt_f32_i32((sum as f32 * scale + bias).round()).wrapping_add(output_zero_point);
         *o = v.clamp(-128, 127) as i8;
     }
     Ok(())
@@ -404,7 +404,7 @@ fn operands<'a>(ctx: &OpCtx<'a>, kind: Reducer) -> Result<(TensorView<'a>, Tenso
 }
 
 fn plan_of(kind: Reducer, ctx: &OpCtx<'_>, input: &TensorView<'_>, axis: &TensorView<'_>) -> Result<Plan> {
-    let axes: Vec<i32> = super::shape_util::int_values(axis, false)?
+    let axes: Vec<i32> = crate::kernels::shape_util::int_values(axis, false)?
         .into_iter()
         .map(|a| a.clamp(i32::MIN as i64, i32::MAX as i64) as i32)
         .collect();
@@ -587,7 +587,7 @@ fn generic(
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::{Graph, qp};
+    use crate::kernels::test_util::{Graph, qp};
     use TfLiteType::*;
 
     #[test]

@@ -6,7 +6,7 @@
 //! output's parameters with `QuantizeMultiplier(scale_in / scale_out)` and clamp to the
 //! activation's bounds quantized with the output's parameters (`QuantizedReluX`).
 
-use super::elementwise::split_unary_f32;
+use crate::kernels::threadpool::elementwise::split_unary_f32;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
@@ -304,7 +304,7 @@ mod tests {
 
     #[test]
     fn registration_glue() {
-        use super::super::test_util::Graph;
+        use crate::kernels::test_util::Graph;
         use crate::abi::types::TfLiteStatus;
         use TfLiteType::*;
         assert_eq!(relu_registration().builtin_code, TfLiteBuiltinOperator::kTfLiteBuiltinRelu as i32);

@@ -9,7 +9,7 @@
 //! that does not hold the same number of elements), and Eval resizes it to the real one —
 //! the byte count never changes, so the runtime allows that during Invoke.
 
-use super::shape_util::{
+use crate::kernels::shape_util::{
     check_arity, check_out_shape, check_same_quant, check_same_type, element_count, in_op, int_values,
     known_at_prepare, op_error, scalar_int, with_elem_type,
 };
@@ -295,7 +295,7 @@ fn expand_dims_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::Graph;
+    use crate::kernels::test_util::Graph;
     use TfLiteType::*;
 
     #[test]

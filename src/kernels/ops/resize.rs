@@ -19,7 +19,7 @@
 //! and rows are split over `num_threads` for large outputs.
 
 use super::conv_common::{parallel_rows, recommended_threads, threads_for};
-use super::shape_util::{
+use crate::kernels::shape_util::{
     check_arity, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
 };
 use crate::abi::builtin_op_data::{TfLiteResizeBilinearParams, TfLiteResizeNearestNeighborParams};
@@ -560,7 +560,7 @@ fn nearest_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::{Graph, qp};
+    use crate::kernels::test_util::{Graph, qp};
     use TfLiteType::*;
 
     fn geom(b: usize, ih: usize, iw: usize, c: usize, oh: usize, ow: usize) -> ResizeGeom {

@@ -5,7 +5,7 @@
 //! run; any set of distinct axes works here (a repeated axis is an error, as in
 //! TensorFlow). Any fixed-size element type is moved unchanged.
 
-use super::shape_util::{check_arity, in_op, int_values, op_error, strides, with_elem_type};
+use crate::kernels::shape_util::{check_arity, in_op, int_values, op_error, strides, with_elem_type};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
@@ -104,7 +104,7 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::Graph;
+    use crate::kernels::test_util::Graph;
     use TfLiteType::*;
 
     #[test]

@@ -12,7 +12,7 @@
 //! `asymmetric_quantize_inputs`), as TFLite's `RnnBatchStep`.
 
 use super::lstm::{Quantized, is_zero, matmul_acc_f32, matmul_acc_i8, row_sums};
-use super::shape_util::op_error;
+use crate::kernels::shape_util::op_error;
 use crate::abi::builtin_op_data::{TfLiteFusedActivation, TfLiteRNNParams, TfLiteSequenceRNNParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};

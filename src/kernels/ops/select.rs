@@ -5,7 +5,7 @@
 //! dimension (selecting whole slabs). SELECT_V2: numpy broadcasting of all three inputs
 //! (rank at most 5, as TFLite). Values of any fixed-size type are moved unchanged.
 
-use super::shape_util::{check_arity, check_out_shape, in_op, op_error, strides, with_elem_type};
+use crate::kernels::shape_util::{check_arity, check_out_shape, in_op, op_error, strides, with_elem_type};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
@@ -182,7 +182,7 @@ fn v2_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::Graph;
+    use crate::kernels::test_util::Graph;
     use TfLiteType::*;
 
     #[test]

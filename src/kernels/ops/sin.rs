@@ -83,7 +83,7 @@ mod tests {
 
     #[test]
     fn registration_glue() {
-        use super::super::test_util::Graph;
+        use crate::kernels::test_util::Graph;
         use crate::abi::types::TfLiteStatus;
         let reg = registration();
         assert_eq!(reg.builtin_code, TfLiteBuiltinOperator::kTfLiteBuiltinSin as i32);

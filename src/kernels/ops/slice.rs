@@ -9,7 +9,7 @@
 //! values: non-constant ones make the output dynamic, sized in Eval (see
 //! `shape_util::plan_declared_output`).
 
-use super::shape_util::{
+use crate::kernels::shape_util::{
     check_arity, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
     strides, with_elem_type,
 };
@@ -490,7 +490,7 @@ fn strided_slice_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::Graph;
+    use crate::kernels::test_util::Graph;
 
     fn ss(shape: &[i32], b: &[i32], e: &[i32], s: &[i32], p: TfLiteStridedSliceParams) -> Result<(Vec<i32>, Vec<i32>)> {
         let n: i32 = shape.iter().product();

@@ -9,11 +9,11 @@
 //! int16: TFLite's two 513-entry lookup tables (exp on [-10, 0] and 1 / (1 + x)).
 //! LOG_SOFTMAX uint8/int8 requires the output scale 16/256 and zero point 255 / 127.
 
-use super::fixed_point::{
+use crate::kernels::fixed_point::{
     calculate_input_radius, exp_on_negative_values, get_reciprocal, log_x_for_x_greater_than_or_equal_to_1,
     lut_lookup_int16, lut_populate_int16_f64, rescale,
 };
-use super::shape_util::{check_out_shape, in_op, op_error, unary_operands};
+use crate::kernels::shape_util::{check_out_shape, in_op, op_error, unary_operands};
 use crate::abi::builtin_op_data::TfLiteSoftmaxParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
@@ -336,7 +336,7 @@ enum SoftmaxPlan {
 }
 
 fn softmax_plan(ctx: &OpCtx<'_>) -> Result<(SoftmaxPlan, usize)> {
-    super::shape_util::check_arity(ctx, SOFTMAX, 1, 1, 1)?;
+    crate::kernels::shape_util::check_arity(ctx, SOFTMAX, 1, 1, 1)?;
     let input = ctx.input(0).map_err(in_op(SOFTMAX))?;
     let out = ctx.output(0).map_err(in_op(SOFTMAX))?;
     if input.shape.is_empty() {
@@ -445,7 +445,7 @@ fn log_softmax_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::{Graph, qp};
+    use crate::kernels::test_util::{Graph, qp};
     use TfLiteType::*;
 
     #[test]

@@ -12,7 +12,7 @@
 //! checks). Non-constant `block_shape` / `paddings` / `crops` must give the shape the
 //! model declares (see `shape_util::plan_declared_output`).
 
-use super::shape_util::{
+use crate::kernels::shape_util::{
     check_arity, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
     with_elem_type,
 };
@@ -477,7 +477,7 @@ fn batch_to_space_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::{Graph, qp};
+    use crate::kernels::test_util::{Graph, qp};
     use TfLiteType::*;
 
     #[test]

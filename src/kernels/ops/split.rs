@@ -8,7 +8,7 @@
 //! does. Non-constant `axis` / `size_splits` make the outputs dynamic, sized in
 //! Eval (see `shape_util::plan_declared_output`).
 
-use super::shape_util::{
+use crate::kernels::shape_util::{
     check_arity, check_type, in_op, int_values, known_at_prepare, normalize_axis, op_error, plan_declared_output,
     scalar_int, settle_output_shape, with_elem_type,
 };
@@ -320,7 +320,7 @@ fn pack_prepare(ctx: &OpCtx<'_>) -> Result<()> {
 fn pack_eval(ctx: &OpCtx<'_>) -> Result<()> {
     let (inputs, axis, shape) = pack_plan(ctx)?;
     let mut out = ctx.output(0).map_err(in_op(PACK))?;
-    super::shape_util::check_out_shape(PACK, out.shape, &shape)?;
+    crate::kernels::shape_util::check_out_shape(PACK, out.shape, &shape)?;
     let outer: usize = inputs[0].shape[..axis].iter().map(|&d| d as usize).product();
     let dtype = inputs[0].dtype;
     with_elem_type!(dtype, PACK, T => {
@@ -379,7 +379,7 @@ fn unpack_eval(ctx: &OpCtx<'_>) -> Result<()> {
     let (input, axis, shape) = unpack_plan(ctx)?;
     let mut outs = (0..ctx.num_outputs()).map(|i| ctx.output(i)).collect::<Result<Vec<_>>>().map_err(in_op(UNPACK))?;
     for o in &outs {
-        super::shape_util::check_out_shape(UNPACK, o.shape, &shape)?;
+        crate::kernels::shape_util::check_out_shape(UNPACK, o.shape, &shape)?;
     }
     let sizes = vec![1usize; outs.len()];
     with_elem_type!(input.dtype, UNPACK, T => {
@@ -393,7 +393,7 @@ fn unpack_eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::Graph;
+    use crate::kernels::test_util::Graph;
     use TfLiteType::*;
 
     #[test]

@@ -6,11 +6,11 @@
 //! `pot_scale_int16` is set and every scale is a power of two). All with numpy
 //! broadcasting.
 
-use super::binary::{
+use crate::kernels::binary::{
     BinaryOperands, Pot16Params, QuantArithParams, binary_f32, binary_operands, binary_operands_in_place, check_output,
     run_binary, run_binary_f32, with_op,
 };
-use super::broadcast::broadcast_binary;
+use crate::kernels::broadcast::broadcast_binary;
 use crate::abi::builtin_op_data::{TfLiteFusedActivation, TfLiteSubParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType, kTfLiteInplaceOpInput0Shared, kTfLiteInplaceOpInput1Shared};
@@ -298,7 +298,7 @@ mod tests {
 
     #[test]
     fn registration_glue() {
-        use super::super::test_util::{Graph, qp};
+        use crate::kernels::test_util::{Graph, qp};
         use crate::abi::types::TfLiteStatus;
         use TfLiteType::*;
         let reg = registration();

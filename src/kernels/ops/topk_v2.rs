@@ -8,7 +8,7 @@
 //! comparator is not a strict order with NaNs). A non-constant `k` must give the shape the
 //! model declares (see `shape_util::plan_declared_output`).
 
-use super::shape_util::{
+use crate::kernels::shape_util::{
     check_arity, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
 };
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
@@ -167,7 +167,7 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::Graph;
+    use crate::kernels::test_util::Graph;
     use TfLiteType::*;
 
     #[test]

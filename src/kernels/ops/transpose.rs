@@ -4,7 +4,7 @@
 //! an error rather than undefined output. A non-constant `perm` makes the output dynamic,
 //! sized in Eval (see `shape_util::plan_declared_output`).
 
-use super::shape_util::{
+use crate::kernels::shape_util::{
     check_arity, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
     strides, with_elem_type,
 };
@@ -131,7 +131,7 @@ fn eval(ctx: &OpCtx<'_>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::Graph;
+    use crate::kernels::test_util::Graph;
 
     fn naive(input: &[i32], shape: &[i32], perm: &[usize]) -> Vec<i32> {
         let os = transposed_shape(shape, perm);

@@ -29,7 +29,7 @@ use super::conv_common::{
     parallel_rows, per_channel_multipliers, positive_param, recommended_threads, threads_for, with_node_state,
 
 };
-use super::shape_util::{int_values, known_at_prepare, plan_declared_output, settle_output_shape};
+use crate::kernels::shape_util::{int_values, known_at_prepare, plan_declared_output, settle_output_shape};
 use crate::abi::builtin_op_data::{TfLiteFusedActivation, TfLitePadding, TfLiteTransposeConvParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteContext, TfLiteRegistration, TfLiteType};
@@ -1048,7 +1048,7 @@ fn custom_run(ctx: &OpCtx<'_>, variant: Variant, threads: usize) -> Result<()> {
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteStatus;
-    use crate::kernels::ops::test_util::{Graph, qp};
+    use crate::kernels::test_util::{Graph, qp};
     use TfLiteType::*;
 
     fn lcg(seed: &mut u64) -> u32 {

@@ -7,7 +7,7 @@
 //! across invokes and are visible from every subgraph (a WHILE body assigns, the main
 //! graph reads). Reading a variable that was never assigned is an error.
 
-use super::shape_util::{check_arity, op_error};
+use crate::kernels::shape_util::{check_arity, op_error};
 use crate::abi::builtin_op_data::TfLiteVarHandleParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};

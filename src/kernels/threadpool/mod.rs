@@ -5,6 +5,7 @@
 //! One job runs at a time: a second submitter (another interpreter's thread, or a task
 //! that submits from inside a task) runs its tasks inline rather than wait for the pool.
 
+pub mod elementwise;
 mod pool;
 mod wait;
 

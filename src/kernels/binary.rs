@@ -3,7 +3,7 @@
 //! power-of-two ADD/SUB parameters; the float32 path on the vector microkernels.
 
 use super::broadcast::{Block, BlockKind, MAX_BROADCAST_RANK, for_each_block};
-use super::elementwise::elementwise_threads;
+use crate::kernels::threadpool::elementwise::elementwise_threads;
 use crate::abi::types::TfLiteType;
 use crate::error::{Error, Result};
 use crate::kernels::activation::clamp_min_max;
@@ -486,7 +486,7 @@ mod tests {
     fn float_split_over_threads_matches_one_thread() {
         // Large enough to split: the same shape, a scalar, a per-channel row (chunks start
         // at a row) and a broadcast of both sides.
-        let n = 35 * (3 * super::super::elementwise::MIN_ELEMENTS_PER_THREAD / 35 + 1);
+        let n = 35 * (3 * crate::kernels::threadpool::elementwise::MIN_ELEMENTS_PER_THREAD / 35 + 1);
         let a: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.01 - 3.0).collect();
         let row: Vec<f32> = (0..35).map(|i| i as f32 * 0.1 - 1.0).collect();
         let full = [1, n as i32 / 35, 35];

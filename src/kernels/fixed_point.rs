@@ -217,7 +217,7 @@ pub fn lut_populate_8bit(
         let dequantized = input_scale * (val - input_zero_point) as f32;
         let transformed = transform(dequantized);
         let rescaled = (transformed * inverse_scale).round();
-        let quantized = super::float_conv::cvtt_f32_i32(rescaled + output_zero_point as f32);
+        let quantized = crate::kernels::float_conv::cvtt_f32_i32(rescaled + output_zero_point as f32);
         let q = quantized.min(maxval).max(minval);
         lut[(val as u8) as usize] = q as u8;
     }
@@ -247,7 +247,7 @@ pub fn lut_populate_int16(
     let clamp = |v: f32| -> i16 {
         let m = if v < table_min { table_min } else { v };
         let m = if table_max < m { table_max } else { m };
-        super::float_conv::cvtt_f32_i32(m) as i16
+        crate::kernels::float_conv::cvtt_f32_i32(m) as i16
     };
     for (i, slot) in lut.iter_mut().enumerate().take(nb_steps) {
         let val = transform(input_min + i as f32 * step);
@@ -285,7 +285,7 @@ pub fn lut_populate_int16_f64(
     let clamp = |v: f64| -> i16 {
         let m = if v < table_min { table_min } else { v };
         let m = if table_max < m { table_max } else { m };
-        super::float_conv::cvtt_f64_i32(m) as i16
+        crate::kernels::float_conv::cvtt_f64_i32(m) as i16
     };
     for (i, slot) in lut.iter_mut().enumerate().take(nb_steps as usize) {
         let val = transform(input_min + i as f64 * step);

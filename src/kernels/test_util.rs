@@ -114,7 +114,8 @@ impl Graph {
         self.push(dtype, &[0], &[], quant, false)
     }
 
-    /// Runs `prepare` then `invoke` on one node; the first status that is not OK, or OK.
+    /// Runs `init`, `prepare`, `invoke` and `free` on one node, as the runtime does; the
+    /// first status that is not OK, or OK.
     pub fn run<P: 'static>(
         &mut self,
         reg: &TfLiteRegistration,
@@ -152,6 +153,10 @@ impl Graph {
         ctx.ResizeTensor = Some(resize);
         ctx.AddTensors = Some(add_tensors);
         ctx.impl_ = &mut self.tensors as *mut Vec<TfLiteTensor> as *mut c_void;
+        if let Some(init) = reg.init {
+            // SAFETY: the context is live; builtin kernels get their params with length 0.
+            node.user_data = unsafe { init(&mut ctx, builtin_data as *const core::ffi::c_char, 0) };
+        }
         let mut status = TfLiteStatus::kTfLiteOk;
         for f in [reg.prepare, reg.invoke].into_iter().flatten() {
             // SAFETY: the context and node are live for the call, as the runtime's are.
@@ -159,6 +164,10 @@ impl Graph {
             if status != TfLiteStatus::kTfLiteOk {
                 break;
             }
+        }
+        if let (Some(free), false) = (reg.free, node.user_data.is_null()) {
+            // SAFETY: `user_data` is what this registration's `init` returned, freed once.
+            unsafe { free(&mut ctx, node.user_data) };
         }
         // SAFETY: the arrays were made above and nothing else refers to them now.
         unsafe {
