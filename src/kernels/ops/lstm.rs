@@ -35,19 +35,16 @@ use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::activation::apply_f32;
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 /// The UNIDIRECTIONAL_SEQUENCE_LSTM registration.
 pub fn sequence_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinUnidirectionalSequenceLstm,
-        prepare = sequence_prepare,
-        eval = sequence_eval
-    )
+    kernel::registration::<SequenceLstm>(TfLiteBuiltinOperator::kTfLiteBuiltinUnidirectionalSequenceLstm)
 }
 
 /// The LSTM registration (full kernel).
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinLstm, prepare = lstm_prepare, eval = lstm_eval)
+    kernel::registration::<Lstm>(TfLiteBuiltinOperator::kTfLiteBuiltinLstm)
 }
 
 const SEQ: &str = "UNIDIRECTIONAL_SEQUENCE_LSTM";
@@ -97,36 +94,81 @@ impl Kind {
     }
 }
 
-fn params(ctx: &OpCtx<'_>, kind: Kind) -> Result<Params> {
-    match kind {
-        Kind::Sequence => {
-            // SAFETY: the parser allocates this struct for every UNIDIRECTIONAL_SEQUENCE_LSTM.
-            let p = unsafe { ctx.builtin_data::<TfLiteUnidirectionalSequenceLSTMParams>() }
-                .copied()
-                .ok_or_else(|| op_error(SEQ, "no params"))?;
-            Ok(Params {
-                activation: p.activation,
-                cell_clip: p.cell_clip,
-                proj_clip: p.proj_clip,
-                time_major: p.time_major,
-                asymmetric_quantize_inputs: p.asymmetric_quantize_inputs,
-            })
+/// UNIDIRECTIONAL_SEQUENCE_LSTM: its state is the [`Plan`].
+struct SequenceLstm;
+
+impl BuiltinKernel for SequenceLstm {
+    const NAME: &'static str = SEQ;
+    type Params = TfLiteUnidirectionalSequenceLSTMParams;
+    type State = Plan;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteUnidirectionalSequenceLSTMParams) -> Result<Plan> {
+        let p = Params {
+            activation: p.activation,
+            cell_clip: p.cell_clip,
+            proj_clip: p.proj_clip,
+            time_major: p.time_major,
+            asymmetric_quantize_inputs: p.asymmetric_quantize_inputs,
+        };
+        prepare(ctx, Kind::Sequence, p)
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLiteUnidirectionalSequenceLSTMParams, plan: &mut Plan) -> Result<()> {
+        eval(ctx, Kind::Sequence, plan)
+    }
+}
+
+/// LSTM (the full kernel; BASIC is refused at Prepare): its state is the [`Plan`].
+struct Lstm;
+
+impl BuiltinKernel for Lstm {
+    const NAME: &'static str = LSTM;
+    type Params = TfLiteLSTMParams;
+    type State = Plan;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteLSTMParams) -> Result<Plan> {
+        if p.kernel_type != TfLiteLSTMKernelType::kTfLiteLSTMFullKernel {
+            return Err(op_error(LSTM, "the BASIC LSTM kernel is not supported"));
         }
-        Kind::Single => {
-            // SAFETY: the parser allocates this struct for every LSTM.
-            let p = unsafe { ctx.builtin_data::<TfLiteLSTMParams>() }.copied().ok_or_else(|| op_error(LSTM, "no params"))?;
-            if p.kernel_type != TfLiteLSTMKernelType::kTfLiteLSTMFullKernel {
-                return Err(op_error(LSTM, "the BASIC LSTM kernel is not supported"));
-            }
-            Ok(Params {
-                activation: p.activation,
-                cell_clip: p.cell_clip,
-                proj_clip: p.proj_clip,
-                time_major: true,
-                asymmetric_quantize_inputs: p.asymmetric_quantize_inputs,
-            })
+        let p = Params {
+            activation: p.activation,
+            cell_clip: p.cell_clip,
+            proj_clip: p.proj_clip,
+            time_major: true,
+            asymmetric_quantize_inputs: p.asymmetric_quantize_inputs,
+        };
+        prepare(ctx, Kind::Single, p)
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLiteLSTMParams, plan: &mut Plan) -> Result<()> {
+        eval(ctx, Kind::Single, plan)
+    }
+}
+
+/// What Prepare works out once: the options, sizes and arithmetic; for the integer
+/// kernel its rescaling parameters and zero-point-times-weights sums, and for the hybrid
+/// one with asymmetric input quantization the weights' row sums — both when the weights
+/// are model constants (otherwise Invoke derives them from the current values).
+struct Plan {
+    p: Params,
+    d: Dims,
+    mode: Mode,
+    integer: Option<super::lstm_integer::IntegerParams>,
+    hybrid_sums: Option<HybridSums>,
+}
+
+/// True if every weight, bias and coefficient input (all but the input and the two
+/// states) is absent or a model constant.
+fn weights_constant(ctx: &OpCtx<'_>) -> Result<bool> {
+    for i in 1..ctx.num_inputs() {
+        if i == OUTPUT_STATE || i == CELL_STATE {
+            continue;
+        }
+        if ctx.optional_input(i)?.is_some_and(|t| !t.is_constant()) {
+            return Ok(false);
         }
     }
+    Ok(true)
 }
 
 /// The arithmetic the op's types select.
@@ -371,16 +413,19 @@ fn check_operands(ctx: &OpCtx<'_>, kind: Kind, p: &Params) -> Result<(Dims, Mode
     Ok((Dims { n_batch, max_time, n_input, n_cell, n_output }, mode))
 }
 
-fn prepare(ctx: &OpCtx<'_>, kind: Kind) -> Result<()> {
-    let p = params(ctx, kind)?;
+fn prepare(ctx: &OpCtx<'_>, kind: Kind, p: Params) -> Result<Plan> {
     let (d, mode) = check_operands(ctx, kind, &p)?;
     let input = ctx.input(INPUT)?;
     let mut shape = input.shape.to_vec();
     if let Some(last) = shape.last_mut() {
         *last = i32::try_from(d.n_output).map_err(|_| op_error(kind.name(), "n_output too large"))?;
     }
+    let constant = weights_constant(ctx).map_err(in_op(kind))?;
+    let mut integer = None;
+    let mut hybrid_sums = None;
     if mode == Mode::Integer {
-        super::lstm_integer::IntegerParams::new(ctx, &p, d).map_err(in_op(kind))?;
+        let ip = super::lstm_integer::IntegerParams::new(ctx, &p, d).map_err(in_op(kind))?;
+        integer = constant.then_some(ip);
         ctx.request_temporaries(&[])?;
     } else {
         ctx.set_output_type(0, TfLiteType::kTfLiteFloat32).map_err(in_op(kind))?;
@@ -389,8 +434,12 @@ fn prepare(ctx: &OpCtx<'_>, kind: Kind) -> Result<()> {
             .and_then(|n| n.checked_mul(4))
             .ok_or_else(|| op_error(kind.name(), "gate buffer size overflow"))?;
         ctx.request_temporaries(&[bytes])?;
+        if mode == Mode::Hybrid && p.asymmetric_quantize_inputs && constant {
+            hybrid_sums = Some(HybridSums::new(&gather(ctx, kind)?, d));
+        }
     }
-    ctx.resize_output(0, &shape).map_err(in_op(kind))
+    ctx.resize_output(0, &shape).map_err(in_op(kind))?;
+    Ok(Plan { p, d, mode, integer, hybrid_sums })
 }
 
 fn mat<'a>(t: &TensorView<'a>) -> Result<Mat<'a>> {
@@ -427,25 +476,41 @@ fn gather<'a>(ctx: &OpCtx<'a>, kind: Kind) -> Result<Weights<'a>> {
     Ok(Weights { gates, projection, projection_bias })
 }
 
-fn eval(ctx: &OpCtx<'_>, kind: Kind) -> Result<()> {
-    let p = params(ctx, kind)?;
-    let (d, mode) = check_operands(ctx, kind, &p)?;
-    if mode == Mode::Integer {
-        return super::lstm_integer::eval(ctx, &p, d).map_err(in_op(kind));
+fn eval(ctx: &OpCtx<'_>, kind: Kind, plan: &Plan) -> Result<()> {
+    let (p, d) = (plan.p, plan.d);
+    if plan.mode == Mode::Integer {
+        let computed;
+        let ip = match &plan.integer {
+            Some(ip) => ip,
+            None => {
+                computed = super::lstm_integer::IntegerParams::new(ctx, &p, d).map_err(in_op(kind))?;
+                &computed
+            }
+        };
+        return super::lstm_integer::eval(ctx, &p, d, ip).map_err(in_op(kind));
     }
-    let hybrid = mode == Mode::Hybrid;
+    let hybrid = plan.mode == Mode::Hybrid;
     let w = gather(ctx, kind)?;
+    let computed;
+    let sums = match &plan.hybrid_sums {
+        Some(s) => Some(s),
+        None if hybrid && p.asymmetric_quantize_inputs => {
+            computed = HybridSums::new(&w, d);
+            Some(&computed)
+        }
+        None => None,
+    };
     let input = ctx.input(INPUT)?.data::<f32>()?;
     let mut hs = ctx.variable_input(OUTPUT_STATE)?;
     let mut cs = ctx.variable_input(CELL_STATE)?;
     let mut out = ctx.output(0)?;
     let want_out = d.n_batch * d.max_time * d.n_output;
     let output = out.data_mut::<f32>()?;
-    if output.len() != want_out {
-        return Err(op_error(kind.name(), format!("the output holds {} values, expected {want_out}", output.len())));
+    if output.len() != want_out || input.len() != d.n_batch * d.max_time * d.n_input {
+        return Err(op_error(kind.name(), "the input or output size does not match the shapes Prepare saw"));
     }
     let gate_buf = ctx.temporary_mut::<f32>(0)?;
-    run(&w, &p, d, hybrid, input, hs.data_mut::<f32>()?, cs.data_mut::<f32>()?, output, Some(gate_buf));
+    run(&w, &p, d, hybrid, sums, input, hs.data_mut::<f32>()?, cs.data_mut::<f32>()?, output, Some(gate_buf));
     Ok(())
 }
 
@@ -456,18 +521,6 @@ pub fn gate_buffer_len(p: &Params, d: Dims) -> Option<usize> {
     rows.checked_mul(d.n_cell)?.checked_mul(4)
 }
 
-fn sequence_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, Kind::Sequence)
-}
-fn sequence_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, Kind::Sequence)
-}
-fn lstm_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, Kind::Single)
-}
-fn lstm_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, Kind::Single)
-}
 
 // ---------------------------------------------------------------------------------------
 // The computation (slices only)
@@ -556,6 +609,37 @@ struct StepInputs<'s> {
 
 /// Row sums per gate matrix (asymmetric hybrid only): [gate][input, recurrent].
 type GateSums = [[Option<Vec<i32>>; 2]; 4];
+
+/// Row sums of a hybrid LSTM's int8 weights, for asymmetric input quantization: per
+/// gate, of its input and its recurrent weights, and of the projection weights.
+pub struct HybridSums {
+    gates: GateSums,
+    projection: Option<Vec<i32>>,
+}
+
+impl HybridSums {
+    fn new(w: &Weights<'_>, d: Dims) -> HybridSums {
+        let (nc, ni, no) = (d.n_cell, d.n_input, d.n_output);
+        let mut gates: GateSums = Default::default();
+        for (g, gate) in w.gates.iter().enumerate() {
+            let Some(gate) = gate else { continue };
+            if let Mat::I8(m, _) = gate.input {
+                gates[g][0] = Some(row_sums(m, nc, ni));
+            }
+            if let Rec::Full(Mat::I8(m, _)) = gate.recurrent {
+                gates[g][1] = Some(row_sums(m, nc, no));
+            }
+        }
+        let projection = match w.projection {
+            Some(Mat::I8(m, _)) => Some(row_sums(m, no, nc)),
+            _ => None,
+        };
+        HybridSums { gates, projection }
+    }
+}
+
+/// No row sums: symmetric input quantization, or float weights.
+const NO_SUMS: [Option<Vec<i32>>; 2] = [None, None];
 
 #[allow(clippy::too_many_arguments, reason = "one gate of one step, as lstm_eval's CalculateLstmGate*")]
 fn gate(
@@ -646,8 +730,13 @@ struct Scratch<'a> {
     xq: Quantized,
     hq: Quantized,
     pq: Quantized,
-    sums: GateSums,
-    proj_sums: Option<Vec<i32>>,
+    /// The weights' row sums (hybrid with asymmetric input quantization only).
+    sums: Option<&'a HybridSums>,
+}
+
+/// Gate `g`'s row sums, or none.
+fn gate_sums(sums: Option<&HybridSums>, g: usize) -> &[Option<Vec<i32>>; 2] {
+    sums.map_or(&NO_SUMS, |s| &s.gates[g])
 }
 
 /// One LSTM step over `nb` batch rows (TFLite's `LstmStepFloat` / `LstmStepHybrid`).
@@ -664,17 +753,18 @@ fn step(w: &Weights<'_>, p: &Params, d: Dims, hybrid: bool, nb: usize, x: &[f32]
             sc.hq.quantize(h, nb, no, p.asymmetric_quantize_inputs);
         }
     }
+    let sums = sc.sums;
     let [gi, gf, gc, go] = &mut sc.gates;
     {
         let s = StepInputs { x, x_zero, xq: &sc.xq, h_zero, hq: &sc.hq };
         if let Some(g) = &w.gates[G_INPUT] {
-            gate(g, &sc.sums[G_INPUT], TfLiteFusedActivation::kTfLiteActSigmoid, d, nb, &s, h, Some(c), hybrid, gi);
+            gate(g, gate_sums(sums, G_INPUT), TfLiteFusedActivation::kTfLiteActSigmoid, d, nb, &s, h, Some(c), hybrid, gi);
         }
         if let Some(g) = &w.gates[G_FORGET] {
-            gate(g, &sc.sums[G_FORGET], TfLiteFusedActivation::kTfLiteActSigmoid, d, nb, &s, h, Some(c), hybrid, gf);
+            gate(g, gate_sums(sums, G_FORGET), TfLiteFusedActivation::kTfLiteActSigmoid, d, nb, &s, h, Some(c), hybrid, gf);
         }
         if let Some(g) = &w.gates[G_CELL] {
-            gate(g, &sc.sums[G_CELL], p.activation, d, nb, &s, h, None, hybrid, gc);
+            gate(g, gate_sums(sums, G_CELL), p.activation, d, nb, &s, h, None, hybrid, gc);
         }
     }
     // c = f ⊙ c + i ⊙ g (CIFG: i = 1 - f), clipped.
@@ -691,7 +781,7 @@ fn step(w: &Weights<'_>, p: &Params, d: Dims, hybrid: bool, nb: usize, x: &[f32]
     {
         let s = StepInputs { x, x_zero, xq: &sc.xq, h_zero, hq: &sc.hq };
         if let Some(g) = &w.gates[G_OUTPUT] {
-            gate(g, &sc.sums[G_OUTPUT], TfLiteFusedActivation::kTfLiteActSigmoid, d, nb, &s, h, Some(c), hybrid, go);
+            gate(g, gate_sums(sums, G_OUTPUT), TfLiteFusedActivation::kTfLiteActSigmoid, d, nb, &s, h, Some(c), hybrid, go);
         }
     }
     // h = o ⊙ act(c), projected.
@@ -713,7 +803,7 @@ fn step(w: &Weights<'_>, p: &Params, d: Dims, hybrid: bool, nb: usize, x: &[f32]
                 Mat::I8(m, s) => {
                     if !is_zero(&tmp[..nb * nc]) {
                         sc.pq.quantize(&tmp[..nb * nc], nb, nc, p.asymmetric_quantize_inputs);
-                        matmul_acc_i8(m, s, no, nc, &sc.pq, sc.proj_sums.as_deref(), nb, h);
+                        matmul_acc_i8(m, s, no, nc, &sc.pq, sc.sums.and_then(|s| s.projection.as_deref()), nb, h);
                     }
                 }
             }
@@ -739,6 +829,7 @@ pub fn run(
     p: &Params,
     d: Dims,
     hybrid: bool,
+    sums: Option<&HybridSums>,
     input: &[f32],
     h: &mut [f32],
     c: &mut [f32],
@@ -762,29 +853,12 @@ pub fn run(
     let (g0, rest) = buf.split_at_mut(n);
     let (g1, rest) = rest.split_at_mut(n);
     let (g2, g3) = rest.split_at_mut(n);
-    let mut sums: GateSums = Default::default();
-    let mut proj_sums = None;
-    if hybrid && p.asymmetric_quantize_inputs {
-        for (g, gate) in w.gates.iter().enumerate() {
-            let Some(gate) = gate else { continue };
-            if let Mat::I8(m, _) = gate.input {
-                sums[g][0] = Some(row_sums(m, nc, ni));
-            }
-            if let Rec::Full(Mat::I8(m, _)) = gate.recurrent {
-                sums[g][1] = Some(row_sums(m, nc, no));
-            }
-        }
-        if let Some(Mat::I8(m, _)) = w.projection {
-            proj_sums = Some(row_sums(m, no, nc));
-        }
-    }
     let mut sc = Scratch {
         gates: [g0, g1, g2, g3],
         xq: Quantized::new(rows, ni),
         hq: Quantized::new(rows, no),
         pq: Quantized::new(rows, nc),
         sums,
-        proj_sums,
     };
     if p.time_major {
         for t in 0..t_max {

@@ -493,8 +493,7 @@ fn step(t: &Tensors<'_>, ip: &IntegerParams, d: Dims, nb: usize, x: &[i8], h: &m
 }
 
 /// Runs the integer sequence LSTM (`EvalInteger8x8_16`).
-pub fn eval(ctx: &OpCtx<'_>, p: &Params, d: Dims) -> Result<()> {
-    let ip = IntegerParams::new(ctx, p, d)?;
+pub fn eval(ctx: &OpCtx<'_>, p: &Params, d: Dims, ip: &IntegerParams) -> Result<()> {
     let get = |i: usize| -> Result<Option<&[i8]>> { ctx.optional_input(i)?.map(|t| t.data::<i8>()).transpose() };
     let get16 = |i: usize| -> Result<Option<&[i16]>> { ctx.optional_input(i)?.map(|t| t.data::<i16>()).transpose() };
     let t = Tensors {

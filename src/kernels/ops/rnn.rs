@@ -19,19 +19,16 @@ use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::activation::apply_f32;
 use crate::kernels::api::OpCtx;
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 /// The RNN registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinRnn, prepare = rnn_prepare, eval = rnn_eval)
+    kernel::registration::<Rnn>(TfLiteBuiltinOperator::kTfLiteBuiltinRnn)
 }
 
 /// The UNIDIRECTIONAL_SEQUENCE_RNN registration.
 pub fn sequence_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinUnidirectionalSequenceRnn,
-        prepare = sequence_prepare,
-        eval = sequence_eval
-    )
+    kernel::registration::<SequenceRnn>(TfLiteBuiltinOperator::kTfLiteBuiltinUnidirectionalSequenceRnn)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -49,6 +46,7 @@ impl Kind {
     }
 }
 
+/// The options both ops share.
 #[derive(Clone, Copy)]
 struct Params {
     activation: TfLiteFusedActivation,
@@ -56,21 +54,55 @@ struct Params {
     asymmetric: bool,
 }
 
-fn params(ctx: &OpCtx<'_>, kind: Kind) -> Result<Params> {
-    let name = kind.name();
-    match kind {
-        Kind::Single => {
-            // SAFETY: the parser allocates this struct for every RNN node.
-            let p = unsafe { ctx.builtin_data::<TfLiteRNNParams>() }.copied().ok_or_else(|| op_error(name, "no params"))?;
-            Ok(Params { activation: p.activation, time_major: true, asymmetric: p.asymmetric_quantize_inputs })
-        }
-        Kind::Sequence => {
-            // SAFETY: the parser allocates this struct for every UNIDIRECTIONAL_SEQUENCE_RNN.
-            let p =
-                unsafe { ctx.builtin_data::<TfLiteSequenceRNNParams>() }.copied().ok_or_else(|| op_error(name, "no params"))?;
-            Ok(Params { activation: p.activation, time_major: p.time_major, asymmetric: p.asymmetric_quantize_inputs })
-        }
+/// RNN: its state is the [`Plan`].
+struct Rnn;
+
+impl BuiltinKernel for Rnn {
+    const NAME: &'static str = "RNN";
+    type Params = TfLiteRNNParams;
+    type State = Plan;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteRNNParams) -> Result<Plan> {
+        let p = Params { activation: p.activation, time_major: true, asymmetric: p.asymmetric_quantize_inputs };
+        prepare(ctx, Kind::Single, p)
     }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLiteRNNParams, plan: &mut Plan) -> Result<()> {
+        eval(ctx, Kind::Single, plan)
+    }
+}
+
+/// UNIDIRECTIONAL_SEQUENCE_RNN: its state is the [`Plan`].
+struct SequenceRnn;
+
+impl BuiltinKernel for SequenceRnn {
+    const NAME: &'static str = "UNIDIRECTIONAL_SEQUENCE_RNN";
+    type Params = TfLiteSequenceRNNParams;
+    type State = Plan;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteSequenceRNNParams) -> Result<Plan> {
+        let p = Params { activation: p.activation, time_major: p.time_major, asymmetric: p.asymmetric_quantize_inputs };
+        prepare(ctx, Kind::Sequence, p)
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLiteSequenceRNNParams, plan: &mut Plan) -> Result<()> {
+        eval(ctx, Kind::Sequence, plan)
+    }
+}
+
+/// What Prepare works out once: the sizes, whether the weights are int8 (hybrid), the
+/// weights' row sums for asymmetric input quantization (when the weights are constant),
+/// and the buffers the hybrid path quantizes the input and hidden state into.
+struct Plan {
+    p: Params,
+    batch: usize,
+    time: usize,
+    input_size: usize,
+    units: usize,
+    hybrid: bool,
+    row_sums: Option<(Vec<i32>, Vec<i32>)>,
+    xq: Quantized,
+    hq: Quantized,
 }
 
 /// (batch, time, input_size, units, hybrid), checked as TFLite's Prepare.
@@ -128,22 +160,39 @@ fn check(ctx: &OpCtx<'_>, kind: Kind, p: &Params) -> Result<(usize, usize, usize
     Ok((batch, time, input_size, units, hybrid))
 }
 
-fn prepare(ctx: &OpCtx<'_>, kind: Kind) -> Result<()> {
-    let p = params(ctx, kind)?;
-    let (batch, time, _, units, _) = check(ctx, kind, &p)?;
+fn prepare(ctx: &OpCtx<'_>, kind: Kind, p: Params) -> Result<Plan> {
+    let (batch, time, input_size, units, hybrid) = check(ctx, kind, &p)?;
     let shape: Vec<i32> = match kind {
         Kind::Single => vec![batch as i32, units as i32],
         Kind::Sequence if p.time_major => vec![time as i32, batch as i32, units as i32],
         Kind::Sequence => vec![batch as i32, time as i32, units as i32],
     };
     ctx.set_output_type(0, TfLiteType::kTfLiteFloat32).map_err(|e| op_error(kind.name(), e.message))?;
-    ctx.resize_output(0, &shape).map_err(|e| op_error(kind.name(), e.message))
+    ctx.resize_output(0, &shape).map_err(|e| op_error(kind.name(), e.message))?;
+    let (w, r) = (ctx.input(1)?, ctx.input(2)?);
+    let row_sums = if hybrid && p.asymmetric && w.is_constant() && r.is_constant() {
+        Some((row_sums(w.data::<i8>()?, units, input_size), row_sums(r.data::<i8>()?, units, units)))
+    } else {
+        None
+    };
+    let rows = if p.time_major { batch } else { 1 };
+    Ok(Plan {
+        p,
+        batch,
+        time,
+        input_size,
+        units,
+        hybrid,
+        row_sums,
+        xq: Quantized::new(rows, input_size),
+        hq: Quantized::new(rows, units),
+    })
 }
 
 /// Weights of one RNN: float, or int8 with their scales and (asymmetric) row sums.
 enum Weights<'a> {
     F32(&'a [f32], &'a [f32]),
-    I8 { w: &'a [i8], w_scale: f32, r: &'a [i8], r_scale: f32, sums: Option<(Vec<i32>, Vec<i32>)> },
+    I8 { w: &'a [i8], w_scale: f32, r: &'a [i8], r_scale: f32, sums: Option<(&'a [i32], &'a [i32])> },
 }
 
 struct Step<'a> {
@@ -152,8 +201,8 @@ struct Step<'a> {
     input_size: usize,
     units: usize,
     p: Params,
-    xq: Quantized,
-    hq: Quantized,
+    xq: &'a mut Quantized,
+    hq: &'a mut Quantized,
 }
 
 impl Step<'_> {
@@ -171,11 +220,11 @@ impl Step<'_> {
             Weights::I8 { w, w_scale, r, r_scale, sums } => {
                 if !is_zero(x) {
                     self.xq.quantize(x, nb, n, self.p.asymmetric);
-                    matmul_acc_i8(w, *w_scale, u, n, &self.xq, sums.as_ref().map(|s| s.0.as_slice()), nb, out);
+                    matmul_acc_i8(w, *w_scale, u, n, self.xq, sums.map(|s| s.0), nb, out);
                 }
                 if !is_zero(h) {
                     self.hq.quantize(h, nb, u, self.p.asymmetric);
-                    matmul_acc_i8(r, *r_scale, u, u, &self.hq, sums.as_ref().map(|s| s.1.as_slice()), nb, out);
+                    matmul_acc_i8(r, *r_scale, u, u, self.hq, sums.map(|s| s.1), nb, out);
                 }
             }
         }
@@ -186,14 +235,21 @@ impl Step<'_> {
     }
 }
 
-fn eval(ctx: &OpCtx<'_>, kind: Kind) -> Result<()> {
-    let p = params(ctx, kind)?;
-    let (batch, time, input_size, units, hybrid) = check(ctx, kind, &p)?;
+fn eval(ctx: &OpCtx<'_>, kind: Kind, plan: &mut Plan) -> Result<()> {
+    let Plan { p, batch, time, input_size, units, hybrid, ref row_sums, ref mut xq, ref mut hq } = *plan;
     let w = ctx.input(1)?;
     let r = ctx.input(2)?;
+    let computed_sums;
     let weights = if hybrid {
         let (wd, rd) = (w.data::<i8>()?, r.data::<i8>()?);
-        let sums = p.asymmetric.then(|| (row_sums(wd, units, input_size), row_sums(rd, units, units)));
+        let sums = match row_sums {
+            Some((ws, rs)) => Some((ws.as_slice(), rs.as_slice())),
+            None if p.asymmetric => {
+                computed_sums = (super::lstm::row_sums(wd, units, input_size), super::lstm::row_sums(rd, units, units));
+                Some((computed_sums.0.as_slice(), computed_sums.1.as_slice()))
+            }
+            None => None,
+        };
         Weights::I8 { w: wd, w_scale: w.quant().scale, r: rd, r_scale: r.quant().scale, sums }
     } else {
         Weights::F32(w.data::<f32>()?, r.data::<f32>()?)
@@ -206,16 +262,7 @@ fn eval(ctx: &OpCtx<'_>, kind: Kind) -> Result<()> {
     if input.len() != batch * time * input_size || output.len() != batch * time * units {
         return Err(op_error(kind.name(), "input or output size does not match the shapes"));
     }
-    let rows = if p.time_major { batch } else { 1 };
-    let mut step = Step {
-        weights,
-        bias: ctx.input(3)?.data::<f32>()?,
-        input_size,
-        units,
-        p,
-        xq: Quantized::new(rows, input_size),
-        hq: Quantized::new(rows, units),
-    };
+    let mut step = Step { weights, bias: ctx.input(3)?.data::<f32>()?, input_size, units, p, xq, hq };
     if p.time_major {
         for t in 0..time {
             step.run(
@@ -241,15 +288,3 @@ fn eval(ctx: &OpCtx<'_>, kind: Kind) -> Result<()> {
     Ok(())
 }
 
-fn rnn_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, Kind::Single)
-}
-fn rnn_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, Kind::Single)
-}
-fn sequence_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, Kind::Sequence)
-}
-fn sequence_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, Kind::Sequence)
-}
