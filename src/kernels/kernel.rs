@@ -174,6 +174,7 @@ builtin_params!(
     TfLiteArgMaxParams,
     TfLiteArgMinParams,
     TfLiteBatchMatMulParams,
+    TfLiteCallOnceParams,
     TfLiteCastParams,
     TfLiteConcatenationParams,
     TfLiteConvParams,
@@ -184,6 +185,7 @@ builtin_params!(
     TfLiteFullyConnectedParams,
     TfLiteGatherParams,
     TfLiteGeluParams,
+    TfLiteIfParams,
     TfLiteL2NormParams,
     TfLiteLeakyReluParams,
     TfLiteLocalResponseNormParams,
@@ -211,6 +213,7 @@ builtin_params!(
     TfLiteUnidirectionalSequenceLSTMParams,
     TfLiteUnpackParams,
     TfLiteVarHandleParams,
+    TfLiteWhileParams,
 );
 
 #[cfg(test)]

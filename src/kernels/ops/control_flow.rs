@@ -22,25 +22,47 @@ use crate::interpreter::Subgraph;
 use crate::interpreter::context::subgraph_from_context;
 use crate::interpreter::control_flow::copy_tensors;
 use crate::kernels::api::OpCtx;
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 /// The IF registration.
 pub fn if_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinIf, prepare = if_prepare, eval = if_eval)
+    kernel::registration::<If>(TfLiteBuiltinOperator::kTfLiteBuiltinIf)
 }
 
 /// The WHILE registration.
 pub fn while_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinWhile, prepare = while_prepare, eval = while_eval)
+    kernel::registration::<While>(TfLiteBuiltinOperator::kTfLiteBuiltinWhile)
 }
 
 /// The CALL_ONCE registration.
 pub fn call_once_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinCallOnce,
-        prepare = call_once_prepare,
-        eval = call_once_eval
-    )
+    kernel::registration::<CallOnce>(TfLiteBuiltinOperator::kTfLiteBuiltinCallOnce)
 }
+
+/// Kernels of this file: no state of their own (the callee subgraphs keep theirs).
+macro_rules! subgraph_kernel {
+    ($kernel:ident, $name:expr, $params:ty, $prepare:ident, $eval:ident) => {
+        #[doc = concat!("The ", $name, " kernel.")]
+        struct $kernel;
+
+        impl BuiltinKernel for $kernel {
+            const NAME: &'static str = $name;
+            type Params = $params;
+            type State = ();
+
+            fn prepare(ctx: &OpCtx<'_>, p: &$params) -> Result<()> {
+                $prepare(ctx, p)
+            }
+
+            fn invoke(ctx: &OpCtx<'_>, p: &$params, _: &mut ()) -> Result<()> {
+                $eval(ctx, p)
+            }
+        }
+    };
+}
+subgraph_kernel!(If, "IF", TfLiteIfParams, if_prepare, if_eval);
+subgraph_kernel!(While, "WHILE", TfLiteWhileParams, while_prepare, while_eval);
+subgraph_kernel!(CallOnce, "CALL_ONCE", TfLiteCallOnceParams, call_once_prepare, call_once_eval);
 
 /// The subgraph running this node.
 fn this_subgraph(ctx: &OpCtx<'_>) -> Result<*mut Subgraph> {
@@ -49,11 +71,6 @@ fn this_subgraph(ctx: &OpCtx<'_>) -> Result<*mut Subgraph> {
     unsafe { subgraph_from_context(ctx.context()) }
         .map(|s| s as *mut Subgraph)
         .ok_or_else(|| Error::new("control-flow op run outside an interpreter"))
-}
-
-fn params<T: Copy>(ctx: &OpCtx<'_>, op: &str) -> Result<T> {
-    // SAFETY: the parser allocates the op's params struct (T is chosen per op below).
-    unsafe { ctx.builtin_data::<T>() }.copied().ok_or_else(|| op_error(op, "no params"))
 }
 
 /// Resolves callee `index` of `this` and records the call depth.
@@ -119,8 +136,7 @@ fn size_outputs(ctx: &OpCtx<'_>, op: &str, dynamic: bool, shapes: &[Vec<i32>]) -
 
 const IF: &str = "IF";
 
-fn if_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let p: TfLiteIfParams = params(ctx, IF)?;
+fn if_prepare(ctx: &OpCtx<'_>, p: &TfLiteIfParams) -> Result<()> {
     if ctx.num_inputs() == 0 {
         return Err(op_error(IF, "needs the condition input"));
     }
@@ -164,8 +180,7 @@ fn if_prepare(ctx: &OpCtx<'_>) -> Result<()> {
     size_outputs(ctx, IF, dynamic, &out_shapes[0])
 }
 
-fn if_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let p: TfLiteIfParams = params(ctx, IF)?;
+fn if_eval(ctx: &OpCtx<'_>, p: &TfLiteIfParams) -> Result<()> {
     let cond = ctx.input(0).map_err(|e| op_error(IF, e.message))?;
     let c = *cond.raw()?.first().ok_or_else(|| op_error(IF, "the condition has no data"))? != 0;
     let index = if c { p.then_subgraph_index } else { p.else_subgraph_index };
@@ -196,8 +211,7 @@ fn check_cond_output(shape: &[i32], ty: TfLiteType) -> Result<()> {
     Ok(())
 }
 
-fn while_subgraphs(ctx: &OpCtx<'_>, this: *mut Subgraph) -> Result<(*mut Subgraph, *mut Subgraph)> {
-    let p: TfLiteWhileParams = params(ctx, WHILE)?;
+fn while_subgraphs(p: &TfLiteWhileParams, this: *mut Subgraph) -> Result<(*mut Subgraph, *mut Subgraph)> {
     if p.cond_subgraph_index == p.body_subgraph_index {
         return Err(op_error(WHILE, "the condition and body subgraphs must differ"));
     }
@@ -209,7 +223,7 @@ fn while_subgraphs(ctx: &OpCtx<'_>, this: *mut Subgraph) -> Result<(*mut Subgrap
     }
 }
 
-fn while_prepare(ctx: &OpCtx<'_>) -> Result<()> {
+fn while_prepare(ctx: &OpCtx<'_>, p: &TfLiteWhileParams) -> Result<()> {
     let n = ctx.num_inputs();
     if ctx.num_outputs() != n {
         return Err(op_error(WHILE, format!("{n} inputs but {} outputs", ctx.num_outputs())));
@@ -219,7 +233,7 @@ fn while_prepare(ctx: &OpCtx<'_>) -> Result<()> {
         return Err(op_error(WHILE, "optional inputs or outputs are not supported"));
     }
     let this = this_subgraph(ctx)?;
-    let (cond, body) = while_subgraphs(ctx, this)?;
+    let (cond, body) = while_subgraphs(p, this)?;
     // SAFETY: `this`, `cond` and `body` are distinct live subgraphs (checked by `callee`
     // and above); no reference to any is held across these calls.
     unsafe {
@@ -264,9 +278,9 @@ fn while_prepare(ctx: &OpCtx<'_>) -> Result<()> {
     }
 }
 
-fn while_eval(ctx: &OpCtx<'_>) -> Result<()> {
+fn while_eval(ctx: &OpCtx<'_>, p: &TfLiteWhileParams) -> Result<()> {
     let this = this_subgraph(ctx)?;
-    let (cond, body) = while_subgraphs(ctx, this)?;
+    let (cond, body) = while_subgraphs(p, this)?;
     let node_inputs = ctx.input_indices().to_vec();
     let node_outputs = ctx.output_indices().to_vec();
     // SAFETY: as in `while_prepare`.
@@ -298,8 +312,7 @@ fn while_eval(ctx: &OpCtx<'_>) -> Result<()> {
 
 const CALL_ONCE: &str = "CALL_ONCE";
 
-fn call_once_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let p: TfLiteCallOnceParams = params(ctx, CALL_ONCE)?;
+fn call_once_prepare(ctx: &OpCtx<'_>, p: &TfLiteCallOnceParams) -> Result<()> {
     let this = this_subgraph(ctx)?;
     // SAFETY: `this` is the live subgraph running this node.
     let (own, shared) = unsafe { ((*this).own_index(), (*this).shared.clone()) };
@@ -324,8 +337,7 @@ fn call_once_prepare(ctx: &OpCtx<'_>) -> Result<()> {
     Ok(())
 }
 
-fn call_once_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let p: TfLiteCallOnceParams = params(ctx, CALL_ONCE)?;
+fn call_once_eval(ctx: &OpCtx<'_>, p: &TfLiteCallOnceParams) -> Result<()> {
     let this = this_subgraph(ctx)?;
     // SAFETY: `this` is the live subgraph running this node.
     let shared = unsafe { (*this).shared.clone() };

@@ -16,33 +16,75 @@ use crate::interpreter::Subgraph;
 use crate::interpreter::context::subgraph_from_context;
 use crate::interpreter::resources::ResourceVariable;
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use std::ffi::CStr;
 
 /// The VAR_HANDLE registration.
 pub fn var_handle_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinVarHandle,
-        prepare = var_handle_prepare,
-        eval = var_handle_eval
-    )
+    kernel::registration::<VarHandle>(TfLiteBuiltinOperator::kTfLiteBuiltinVarHandle)
 }
 
 /// The READ_VARIABLE registration.
 pub fn read_variable_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinReadVariable,
-        prepare = read_variable_prepare,
-        eval = read_variable_eval
-    )
+    kernel::registration::<ReadVariable>(TfLiteBuiltinOperator::kTfLiteBuiltinReadVariable)
 }
 
 /// The ASSIGN_VARIABLE registration.
 pub fn assign_variable_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinAssignVariable,
-        prepare = assign_variable_prepare,
-        eval = assign_variable_eval
-    )
+    kernel::registration::<AssignVariable>(TfLiteBuiltinOperator::kTfLiteBuiltinAssignVariable)
+}
+
+/// VAR_HANDLE: its state is the variable's (container, shared_name), read from the
+/// options once.
+struct VarHandle;
+
+impl BuiltinKernel for VarHandle {
+    const NAME: &'static str = VAR_HANDLE;
+    type Params = TfLiteVarHandleParams;
+    type State = (String, String);
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteVarHandleParams) -> Result<(String, String)> {
+        var_handle_prepare(ctx)?;
+        Ok((c_str(p.container), c_str(p.shared_name)))
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLiteVarHandleParams, name: &mut (String, String)) -> Result<()> {
+        var_handle_eval(ctx, name)
+    }
+}
+
+/// READ_VARIABLE: no state (the value lives in the interpreter's resources).
+struct ReadVariable;
+
+impl BuiltinKernel for ReadVariable {
+    const NAME: &'static str = READ_VARIABLE;
+    type Params = ();
+    type State = ();
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<()> {
+        read_variable_prepare(ctx)
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), _: &mut ()) -> Result<()> {
+        read_variable_eval(ctx)
+    }
+}
+
+/// ASSIGN_VARIABLE: no state (the value lives in the interpreter's resources).
+struct AssignVariable;
+
+impl BuiltinKernel for AssignVariable {
+    const NAME: &'static str = ASSIGN_VARIABLE;
+    type Params = ();
+    type State = ();
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<()> {
+        assign_variable_prepare(ctx)
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), _: &mut ()) -> Result<()> {
+        assign_variable_eval(ctx)
+    }
 }
 
 const VAR_HANDLE: &str = "VAR_HANDLE";
@@ -75,16 +117,14 @@ fn var_handle_prepare(ctx: &OpCtx<'_>) -> Result<()> {
     ctx.set_output_dynamic(0).map_err(|e| op_error(VAR_HANDLE, e.message))
 }
 
-fn var_handle_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    // SAFETY: the parser allocates a `TfLiteVarHandleParams` for every VAR_HANDLE node.
-    let p = unsafe { ctx.builtin_data::<TfLiteVarHandleParams>() }.copied().ok_or_else(|| op_error(VAR_HANDLE, "no params"))?;
+fn var_handle_eval(ctx: &OpCtx<'_>, (container, shared_name): &(String, String)) -> Result<()> {
     let out = ctx.output(0).map_err(|e| op_error(VAR_HANDLE, e.message))?;
     let (index, dtype) = (out.index as i32, out.dtype);
     let this = this_subgraph(ctx, VAR_HANDLE)?;
     // SAFETY: `this` is the live subgraph running the node; the output view is not used
     // after this point.
     unsafe {
-        let id = (*this).shared.lock().unwrap_or_else(|e| e.into_inner()).resource_id(&c_str(p.container), &c_str(p.shared_name));
+        let id = (*this).shared.lock().unwrap_or_else(|e| e.into_inner()).resource_id(container, shared_name);
         let bytes = id.to_le_bytes();
         (*this).write_tensor(index, &[], dtype, bytes.as_ptr(), bytes.len()).map_err(|e| op_error(VAR_HANDLE, e.message))
     }
