@@ -379,6 +379,7 @@ fn finish_run(a: &Args, ready: Ready) -> Result<(), String> {
     println!("litert_arena_bytes: {}", litert_arena_cell(&stem));
     println!("persistent_bytes: {}", stats.persistent_bytes);
     println!("arena_lower_bound_bytes: {}", stats.lower_bound_bytes);
+    println!("fused_activations: {}", interp.primary().fused_activations());
     // After the runs: some kernels pack their weights at the first Invoke.
     println!("packed_bytes: {}", live_packed_bytes().saturating_sub(packed_before));
     if a.profile {

@@ -39,6 +39,7 @@ pub fn build_subgraphs(
             config.enable_cancellation,
             config.preserve_intermediates,
         );
+        s.allow_fusion = config.fuse_activations;
         build_tensors(model, &sg, &mut s).map_err(|e| Error::new(format!("subgraph {si}: {e}")))?;
         s.inputs = sg.inputs().map(|v| v.iter().collect()).unwrap_or_default();
         s.outputs = sg.outputs().map(|v| v.iter().collect()).unwrap_or_default();

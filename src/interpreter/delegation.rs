@@ -348,6 +348,12 @@ impl Subgraph {
         if delegate.is_null() {
             return Err(delegate_error("Null delegate."));
         }
+        if !self.fusions.is_empty() {
+            // Delegates see the model's graph: the CPU-only fusions are undone, and the
+            // graph must be prepared again.
+            self.unfuse_activations();
+            self.state = State::Uninvokable;
+        }
         self.redo_all_delegates()?;
         let flags = delegate_flags(delegate);
         let dynamic_ok = flags & ALLOW_DYNAMIC_TENSORS != 0;

@@ -14,6 +14,7 @@ pub mod builder;
 pub mod context;
 pub mod control_flow;
 pub mod delegation;
+mod fusion;
 pub mod node_ops;
 pub mod resources;
 pub mod subgraph;
@@ -46,6 +47,9 @@ pub struct InterpreterConfig {
     pub preserve_intermediates: bool,
     /// Whether `cancel()` is honoured.
     pub enable_cancellation: bool,
+    /// Fuse standalone float activations into their producers on the CPU (`fusion.rs`);
+    /// on by default, off when the environment sets `TFLITE_RS_NO_FUSION=1`.
+    pub fuse_activations: bool,
 }
 
 impl Default for InterpreterConfig {
@@ -55,6 +59,7 @@ impl Default for InterpreterConfig {
             reporter: stderr_reporter(),
             preserve_intermediates: false,
             enable_cancellation: false,
+            fuse_activations: !std::env::var_os("TFLITE_RS_NO_FUSION").is_some_and(|v| v != "0"),
         }
     }
 }

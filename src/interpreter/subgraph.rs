@@ -141,6 +141,11 @@ pub struct Subgraph {
     pub(crate) call_depth: usize,
     /// Interpreter-wide state shared by every subgraph (resource variables, CALL_ONCE).
     pub(crate) shared: Arc<std::sync::Mutex<super::resources::SharedState>>,
+    /// Activation nodes fused into their producers (`fusion.rs`), to undo before a
+    /// delegate sees the graph.
+    pub(crate) fusions: Vec<super::fusion::Fusion>,
+    /// Whether AllocateTensors may fuse (the interpreter's `fuse_activations`).
+    pub(crate) allow_fusion: bool,
 }
 
 /// A committed memory plan and its inputs, to tell whether a re-plan changes anything.
@@ -200,6 +205,8 @@ impl Subgraph {
             busy: false,
             call_depth: 0,
             shared: Arc::default(),
+            fusions: Vec::new(),
+            allow_fusion: false,
         });
         sg.sync_context();
         sg
@@ -428,6 +435,7 @@ impl Subgraph {
             return Ok(());
         }
         self.sync_context();
+        self.fuse_activations();
         self.next_to_prepare = 0;
         self.committed = None;
         self.prepare_and_plan()?;

@@ -32,7 +32,8 @@ pub fn run_case(base: &Path, name: &str) -> Result<(), String> {
             if let Some(resize) = meta["resize_inputs"].as_object() {
                 for (k, v) in resize {
                     let idx: i32 = k.parse().map_err(|_| "bad resize key")?;
-                    let dims: Vec<i32> = v.as_array().ok_or("bad dims")?.iter().map(|d| d.as_i64().unwrap_or(-1) as i32).collect();
+                    let dims: Vec<i32> =
+                        v.as_array().ok_or("bad dims")?.iter().map(|d| d.as_i64().unwrap_or(-1) as i32).collect();
                     if TfLiteInterpreterResizeInputTensor(interp, idx, dims.as_ptr(), dims.len() as i32) != OK {
                         return Err(format!("{name}: resize failed"));
                     }
@@ -46,10 +47,15 @@ pub fn run_case(base: &Path, name: &str) -> Result<(), String> {
             for inp in meta["inputs"].as_array().ok_or("no inputs")? {
                 let ti = inp["tensor_index"].as_i64().ok_or("no tensor_index")? as i32;
                 let pos = in_idx.iter().position(|&x| x == ti).ok_or("input not found")?;
-                let data = std::fs::read(dir.join(inp["file"].as_str().ok_or("no file")?)).map_err(|e| e.to_string())?;
+                let data =
+                    std::fs::read(dir.join(inp["file"].as_str().ok_or("no file")?)).map_err(|e| e.to_string())?;
                 let t = TfLiteInterpreterGetInputTensor(interp, pos as i32);
                 if TfLiteTensorCopyFromBuffer(t, data.as_ptr().cast(), data.len()) != OK {
-                    return Err(format!("{name}: input {pos} size mismatch ({} vs {})", data.len(), TfLiteTensorByteSize(t)));
+                    return Err(format!(
+                        "{name}: input {pos} size mismatch ({} vs {})",
+                        data.len(),
+                        TfLiteTensorByteSize(t)
+                    ));
                 }
             }
             if TfLiteInterpreterInvoke(interp) != OK {
@@ -61,7 +67,8 @@ pub fn run_case(base: &Path, name: &str) -> Result<(), String> {
             for out in meta["outputs"].as_array().ok_or("no outputs")? {
                 let ti = out["tensor_index"].as_i64().ok_or("no tensor_index")? as i32;
                 let pos = out_idx.iter().position(|&x| x == ti).ok_or("output not found")?;
-                let want = std::fs::read(dir.join(out["file"].as_str().ok_or("no file")?)).map_err(|e| e.to_string())?;
+                let want =
+                    std::fs::read(dir.join(out["file"].as_str().ok_or("no file")?)).map_err(|e| e.to_string())?;
                 let t = TfLiteInterpreterGetOutputTensor(interp, pos as i32);
                 let mut got = vec![0u8; TfLiteTensorByteSize(t)];
                 if got.len() != want.len() || TfLiteTensorCopyToBuffer(t, got.as_mut_ptr().cast(), got.len()) != OK {
@@ -75,7 +82,8 @@ pub fn run_case(base: &Path, name: &str) -> Result<(), String> {
                         .unwrap_or(0.0);
                     let abs_max = out["abs_max"].as_f64().unwrap_or(0.0);
                     let tol = (2.0 * spread).max(1e-5 * abs_max.max(1.0));
-                    let diff = f32s(&got).iter().zip(f32s(&want)).map(|(a, b)| (a - b).abs() as f64).fold(0.0, f64::max);
+                    let diff =
+                        f32s(&got).iter().zip(f32s(&want)).map(|(a, b)| (a - b).abs() as f64).fold(0.0, f64::max);
                     if diff.is_nan() || diff > tol {
                         errors.push(format!("output {pos}: max abs diff {diff:e} > tolerance {tol:e}"));
                     }
@@ -90,4 +98,3 @@ pub fn run_case(base: &Path, name: &str) -> Result<(), String> {
         result
     }
 }
-

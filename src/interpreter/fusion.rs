@@ -1,0 +1,214 @@
+//! Graph-level fusion: a float32 RELU, RELU6 or RELU_N1_TO_1 whose only input is the
+//! sole output of a CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, SUB or MUL without
+//! a fused activation becomes that producer's fused activation. The producer then writes
+//! the activation's output directly, the activation node leaves the execution plan, and
+//! the intermediate tensor between them is neither written nor given memory: one pass
+//! over the data and one buffer fewer (converters leave such pairs behind where an op
+//! could not carry the activation, e.g. after a quantization-aware rewrite).
+//!
+//! The answer is unchanged: the producers apply a fused activation as the same clamp
+//! the standalone op computes. Fusion runs only on our own builtin kernels (an
+//! application's override of either op keeps the graph as it is), never where an
+//! intermediate is observable (a subgraph input, output or variable, a tensor with a
+//! second reader, `preserve_all_tensors`), and never under a delegate: it happens at
+//! AllocateTensors on a subgraph no delegate touched, and is undone before a delegate
+//! is applied, so delegates always see the model's graph. `TFLITE_RS_NO_FUSION=1`
+//! (or `InterpreterConfig::fuse_activations = false`) switches it off.
+
+use super::subgraph::Subgraph;
+use crate::abi::arrays::{int_array_slice, int_array_slice_mut};
+use crate::abi::builtin_op_data::{
+    TfLiteAddParams, TfLiteConvParams, TfLiteDepthwiseConvParams, TfLiteFullyConnectedParams, TfLiteFusedActivation,
+    TfLiteMulParams, TfLiteSubParams,
+};
+use crate::abi::builtin_ops::TfLiteBuiltinOperator as Op;
+use crate::abi::types::{TfLiteRegistration, TfLiteType};
+use crate::resolver::OpFinder;
+use std::sync::OnceLock;
+
+/// One fused pair, with what undoing it restores.
+pub(crate) struct Fusion {
+    producer: usize,
+    activation_node: usize,
+    /// The activation node's position in the execution plan before it was removed.
+    plan_position: usize,
+    /// The producer's own output (the activation's input).
+    intermediate: i32,
+}
+
+/// The fused activation a standalone activation op stands for.
+fn activation_of(code: i32) -> Option<TfLiteFusedActivation> {
+    match code {
+        c if c == Op::kTfLiteBuiltinRelu as i32 => Some(TfLiteFusedActivation::kTfLiteActRelu),
+        c if c == Op::kTfLiteBuiltinRelu6 as i32 => Some(TfLiteFusedActivation::kTfLiteActRelu6),
+        c if c == Op::kTfLiteBuiltinReluN1To1 as i32 => Some(TfLiteFusedActivation::kTfLiteActReluN1To1),
+        _ => None,
+    }
+}
+
+/// The `activation` field of a producer's options, for the ops that have one.
+///
+/// # Safety
+/// `data` must be NULL or the live options struct the model parser allocated for an op
+/// of builtin `code`, and no other reference to it may be alive.
+unsafe fn activation_field<'a>(code: i32, data: *mut core::ffi::c_void) -> Option<&'a mut TfLiteFusedActivation> {
+    // SAFETY: per the contract, `data` is NULL or the parser's struct for `code`.
+    unsafe {
+        match code {
+            c if c == Op::kTfLiteBuiltinConv2d as i32 => {
+                data.cast::<TfLiteConvParams>().as_mut().map(|p| &mut p.activation)
+            }
+            c if c == Op::kTfLiteBuiltinDepthwiseConv2d as i32 => {
+                data.cast::<TfLiteDepthwiseConvParams>().as_mut().map(|p| &mut p.activation)
+            }
+            c if c == Op::kTfLiteBuiltinFullyConnected as i32 => {
+                data.cast::<TfLiteFullyConnectedParams>().as_mut().map(|p| &mut p.activation)
+            }
+            c if c == Op::kTfLiteBuiltinAdd as i32 => {
+                data.cast::<TfLiteAddParams>().as_mut().map(|p| &mut p.activation)
+            }
+            c if c == Op::kTfLiteBuiltinSub as i32 => {
+                data.cast::<TfLiteSubParams>().as_mut().map(|p| &mut p.activation)
+            }
+            c if c == Op::kTfLiteBuiltinMul as i32 => {
+                data.cast::<TfLiteMulParams>().as_mut().map(|p| &mut p.activation)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// True if `reg` is this runtime's own kernel for its builtin code and version (not an
+/// application's override, not a delegate kernel): its callbacks are the ones in the
+/// builtin table. Both come from the same table-building code, so they hold the same
+/// addresses; should a build ever give one function two addresses, the pair is simply
+/// not fused. An application's functions live outside this library and never compare
+/// equal to ours.
+fn is_own_kernel(reg: &TfLiteRegistration) -> bool {
+    static BUILTINS: OnceLock<crate::resolver::OpResolver> = OnceLock::new();
+    let builtins = BUILTINS.get_or_init(crate::resolver::builtin::builtin_op_resolver);
+    macro_rules! same {
+        ($a:expr, $b:expr) => {
+            match ($a, $b) {
+                (Some(a), Some(b)) => core::ptr::fn_addr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            }
+        };
+    }
+    reg.registration_external.is_null()
+        && builtins.find_builtin(reg.builtin_code, reg.version).is_some_and(|own| {
+            same!(own.init, reg.init)
+                && same!(own.free, reg.free)
+                && same!(own.prepare, reg.prepare)
+                && same!(own.invoke, reg.invoke)
+        })
+}
+
+impl Subgraph {
+    /// Fuses every eligible (producer, activation) pair (see the module comment). Returns
+    /// how many were fused.
+    pub(crate) fn fuse_activations(&mut self) -> usize {
+        if !self.fusions.is_empty()
+            || self.preserve_intermediates
+            || self.has_delegates()
+            || !self.delegation.pre_delegation_plan.is_empty()
+            || !self.allow_fusion
+        {
+            return 0;
+        }
+        let n_tensors = self.tensors.len();
+        // Readers and the producing node of every tensor, over the execution plan.
+        let mut readers = vec![0usize; n_tensors];
+        let mut producer = vec![usize::MAX; n_tensors];
+        for &ni in &self.execution_plan {
+            let Some(e) = usize::try_from(ni).ok().and_then(|i| self.nodes.get(i)) else { return 0 };
+            // SAFETY: the node's arrays are owned by it and live.
+            let (ins, outs) = unsafe { (int_array_slice(e.node.inputs), int_array_slice(e.node.outputs)) };
+            for &t in ins {
+                if let Some(r) = usize::try_from(t).ok().and_then(|t| readers.get_mut(t)) {
+                    *r += 1;
+                }
+            }
+            for &t in outs {
+                if let Some(p) = usize::try_from(t).ok().and_then(|t| producer.get_mut(t)) {
+                    *p = ni as usize;
+                }
+            }
+        }
+        let observable = |t: i32| self.inputs.contains(&t) || self.outputs.contains(&t) || self.variables.contains(&t);
+        let is_f32 = |t: i32| {
+            usize::try_from(t).ok().and_then(|t| self.tensors.get(t)).is_some_and(|t| {
+                t.data_type() == Some(TfLiteType::kTfLiteFloat32)
+                    && t.params.scale == 0.0
+                    && t.quantization.params.is_null()
+            })
+        };
+        let mut found = Vec::new();
+        for (pos, &ni) in self.execution_plan.iter().enumerate() {
+            let act_node = ni as usize;
+            let e = &self.nodes[act_node];
+            let Some(act) = activation_of(e.registration.builtin_code) else { continue };
+            // SAFETY: the node's arrays are owned by it and live.
+            let (ins, outs) = unsafe { (int_array_slice(e.node.inputs), int_array_slice(e.node.outputs)) };
+            let (&[t], &[u]) = (ins, outs) else { continue };
+            if t == u || !is_own_kernel(&e.registration) || observable(t) || !is_f32(t) || !is_f32(u) {
+                continue;
+            }
+            let Some(&p) = usize::try_from(t).ok().and_then(|t| producer.get(t)) else { continue };
+            if p == usize::MAX || readers[t as usize] != 1 {
+                continue;
+            }
+            let pe = &self.nodes[p];
+            // SAFETY: as above.
+            let p_outs = unsafe { int_array_slice(pe.node.outputs) };
+            if p_outs != [t] || !pe.node.delegate.is_null() || !is_own_kernel(&pe.registration) {
+                continue;
+            }
+            // SAFETY: the producer's builtin data is the parser's struct for its code;
+            // nothing else references it while the subgraph is not running.
+            let Some(field) = (unsafe { activation_field(pe.registration.builtin_code, pe.node.builtin_data) }) else {
+                continue;
+            };
+            if *field != TfLiteFusedActivation::kTfLiteActNone {
+                continue;
+            }
+            found.push((p, act_node, pos, t, u, act));
+        }
+        // Later positions first, so removing one does not move the others.
+        for &(p, act_node, pos, t, u, act) in found.iter().rev() {
+            let pe = &mut self.nodes[p];
+            // SAFETY: checked above; the subgraph is not running.
+            if let Some(field) = unsafe { activation_field(pe.registration.builtin_code, pe.node.builtin_data) } {
+                *field = act;
+            }
+            // SAFETY: the producer owns its outputs array (one element, checked above).
+            unsafe { int_array_slice_mut(pe.node.outputs)[0] = u };
+            self.execution_plan.remove(pos);
+            self.fusions.push(Fusion { producer: p, activation_node: act_node, plan_position: pos, intermediate: t });
+        }
+        found.len()
+    }
+
+    /// Restores the graph every fusion changed (before a delegate sees it).
+    pub(crate) fn unfuse_activations(&mut self) {
+        // Undo in reverse order of fusing: earliest plan position first, each put back
+        // into the plan as it was when that pair was fused.
+        while let Some(f) = self.fusions.pop() {
+            let pe = &mut self.nodes[f.producer];
+            // SAFETY: as in `fuse_activations`.
+            if let Some(field) = unsafe { activation_field(pe.registration.builtin_code, pe.node.builtin_data) } {
+                *field = TfLiteFusedActivation::kTfLiteActNone;
+            }
+            // SAFETY: the producer owns its one-element outputs array.
+            unsafe { int_array_slice_mut(pe.node.outputs)[0] = f.intermediate };
+            let at = f.plan_position.min(self.execution_plan.len());
+            self.execution_plan.insert(at, f.activation_node as i32);
+        }
+    }
+
+    /// How many activation nodes are fused into their producers now.
+    pub fn fused_activations(&self) -> usize {
+        self.fusions.len()
+    }
+}

@@ -1,0 +1,110 @@
+//! Activation fusion on the CPU: a fused graph gives the same bits as the model's graph
+//! with less memory, and a delegate applied afterwards sees the model's graph.
+
+mod common;
+
+use std::sync::Arc;
+use tensorflowlite_c::abi::arrays::int_array_slice;
+use tensorflowlite_c::abi::types::{TfLiteContext, TfLiteDelegate, TfLiteIntArray, TfLiteStatus};
+use tensorflowlite_c::interpreter::{Interpreter, InterpreterConfig};
+use tensorflowlite_c::model::Model;
+use tensorflowlite_c::resolver::builtin::builtin_op_resolver;
+
+fn interpreter(model: &str, fuse: bool) -> Interpreter {
+    let path = common::corpus().join("models").join(model);
+    let model = Model::from_file(&path).unwrap_or_else(|e| panic!("{}: {}", path.display(), e.message));
+    let config = InterpreterConfig { fuse_activations: fuse, num_threads: 1, ..InterpreterConfig::default() };
+    let mut interp = Interpreter::new(Arc::new(model), &builtin_op_resolver(), config).expect("interpreter");
+    interp.allocate_tensors().expect("allocate");
+    interp
+}
+
+/// Fills every float32 input with a fixed ramp.
+fn fill_inputs(interp: &mut Interpreter) {
+    for idx in interp.primary().inputs().to_vec() {
+        let t = interp.primary_mut().tensor_ptr(idx).expect("input tensor");
+        // SAFETY: after AllocateTensors a float32 input holds `bytes` writable bytes.
+        unsafe {
+            let p = (*t).data_ptr() as *mut f32;
+            for i in 0..(*t).bytes / 4 {
+                *p.add(i) = ((i % 29) as f32 - 14.0) / 7.0;
+            }
+        }
+    }
+}
+
+fn outputs(interp: &Interpreter) -> Vec<Vec<u8>> {
+    let sg = interp.primary();
+    sg.outputs()
+        .iter()
+        .map(|&o| {
+            let t = sg.tensor(o).expect("output tensor");
+            // SAFETY: after Invoke the output holds `bytes` readable bytes.
+            unsafe { std::slice::from_raw_parts(t.data_ptr() as *const u8, t.bytes).to_vec() }
+        })
+        .collect()
+}
+
+#[test]
+fn fused_graph_gives_the_same_bits_in_less_memory() {
+    // selfie_segmentation has 22 standalone RELUs after convolutions and additions.
+    let mut fused = interpreter("selfie_segmentation.tflite", true);
+    let mut plain = interpreter("selfie_segmentation.tflite", false);
+    assert_eq!(fused.primary().fused_activations(), 22);
+    assert_eq!(plain.primary().fused_activations(), 0);
+    assert_eq!(fused.primary().execution_plan().len() + 22, plain.primary().execution_plan().len());
+    for interp in [&mut fused, &mut plain] {
+        fill_inputs(interp);
+        interp.invoke().expect("invoke");
+    }
+    assert_eq!(outputs(&fused), outputs(&plain), "fusion changed the answer");
+    let (f, p) = (fused.primary().memory_stats().arena_bytes, plain.primary().memory_stats().arena_bytes);
+    assert!(f < p, "fused arena {f} bytes, unfused {p}");
+}
+
+#[test]
+fn models_without_standalone_activations_are_unchanged() {
+    let interp = interpreter("mobilenet_v2_f32.tflite", true);
+    assert_eq!(interp.primary().fused_activations(), 0);
+}
+
+/// A delegate that claims nothing and records the length of the execution plan its
+/// Prepare sees in `data_`.
+unsafe extern "C" fn record_plan(context: *mut TfLiteContext, delegate: *mut TfLiteDelegate) -> TfLiteStatus {
+    let mut plan: *mut TfLiteIntArray = std::ptr::null_mut();
+    // SAFETY: the runtime calls Prepare with a live context and delegate; `data_` points
+    // at the test's usize.
+    unsafe {
+        let get = (*context).GetExecutionPlan.expect("GetExecutionPlan");
+        if get(context, &mut plan) != TfLiteStatus::kTfLiteOk {
+            return TfLiteStatus::kTfLiteError;
+        }
+        *((*delegate).data_ as *mut usize) = int_array_slice(plan).len();
+    }
+    TfLiteStatus::kTfLiteOk
+}
+
+#[test]
+fn a_delegate_sees_the_models_graph() {
+    let mut interp = interpreter("selfie_segmentation.tflite", true);
+    let fused_len = interp.primary().execution_plan().len();
+    let mut seen = 0usize;
+    // SAFETY: every other field of a delegate may be NULL / zero.
+    let mut delegate: TfLiteDelegate = unsafe { std::mem::zeroed() };
+    delegate.data_ = &mut seen as *mut usize as *mut _;
+    delegate.Prepare = Some(record_plan);
+    // SAFETY: the delegate and `seen` outlive the interpreter's use of them (it is
+    // dropped at the end of this test, after the last use).
+    unsafe { interp.modify_graph_with_delegate(&mut delegate) }.expect("apply delegate");
+    assert_eq!(seen, fused_len + 22, "the delegate saw a fused graph");
+    assert_eq!(interp.primary().fused_activations(), 0);
+    interp.allocate_tensors().expect("allocate");
+    assert_eq!(interp.primary().fused_activations(), 0, "fused again under a delegate");
+    fill_inputs(&mut interp);
+    interp.invoke().expect("invoke");
+    let mut plain = interpreter("selfie_segmentation.tflite", false);
+    fill_inputs(&mut plain);
+    plain.invoke().expect("invoke");
+    assert_eq!(outputs(&interp), outputs(&plain));
+    drop(interp);
+}
