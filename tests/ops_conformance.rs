@@ -1,12 +1,13 @@
 //! Conformance over the whole corpus: every single-op case in `ops/golden` and every model
-//! case in `golden` whose operators our builtin resolver supports must match TFLite's
-//! output (tests/common/golden.rs has the rule). Cases needing an op (or op version) we do
-//! not have yet are listed, not silently passed; the test fails if a supported case fails.
+//! case in `golden` must match TFLite's output (tests/common/golden.rs has the rule).
+//! The cases are pinned: `tests/conformance/*.txt` lists every case expected to pass, and
+//! the suite fails if one of them fails, is skipped (its op stopped resolving) or is
+//! missing from the corpus, or if the corpus holds a case the list does not name.
 
 mod common;
 use common::corpus;
 use common::golden::run_case;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use tensorflowlite_c::abi::builtin_ops::TfLiteBuiltinOperator;
 use tensorflowlite_c::resolver::OpFinder;
@@ -40,8 +41,27 @@ fn missing_ops(model_path: &Path) -> Vec<String> {
 /// they must fail with an error (never a wrong answer). Remove a case once it passes.
 const KNOWN_UNSUPPORTED: &[&str] = &[];
 
-fn run_suite(base: &Path) -> (usize, BTreeMap<String, usize>, Vec<String>) {
-    let mut passed = 0;
+/// The case names in a pinned list (one per line; blank lines and `#` comments ignored).
+fn pinned(list: &str) -> BTreeSet<String> {
+    list.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from).collect()
+}
+
+/// Fails unless exactly the pinned cases ran and passed.
+fn check_pinned(label: &str, list: &str, passed: &BTreeSet<String>, all: &BTreeSet<String>) {
+    let expected = pinned(list);
+    let not_passed: Vec<_> = expected.difference(passed).collect();
+    let unlisted: Vec<_> = all.difference(&expected).collect();
+    assert!(not_passed.is_empty(), "{label}: pinned cases that did not pass (failed, skipped or gone): {not_passed:?}");
+    assert!(unlisted.is_empty(), "{label}: corpus cases missing from the pinned list: {unlisted:?}");
+}
+
+/// Every case directory under `base/golden`.
+fn all_cases(base: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(base.join("golden")).expect("golden dir").flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect()
+}
+
+fn run_suite(base: &Path) -> (BTreeSet<String>, BTreeMap<String, usize>, Vec<String>) {
+    let mut passed = BTreeSet::new();
     let mut unsupported: BTreeMap<String, usize> = BTreeMap::new();
     let mut failures = Vec::new();
     let mut cases: Vec<_> = std::fs::read_dir(base.join("golden")).expect("golden dir").flatten().map(|e| e.file_name()).collect();
@@ -61,7 +81,9 @@ fn run_suite(base: &Path) -> (usize, BTreeMap<String, usize>, Vec<String>) {
         }
         let known = KNOWN_UNSUPPORTED.contains(&name.as_str());
         match (run_case(base, &name), known) {
-            (Ok(()), false) => passed += 1,
+            (Ok(()), false) => {
+                passed.insert(name.clone());
+            }
             (Ok(()), true) => failures.push(format!("{name} passes now: remove it from KNOWN_UNSUPPORTED")),
             (Err(e), false) => failures.push(e),
             // Known gap: it must fail cleanly before Invoke, never produce a wrong answer.
@@ -72,9 +94,9 @@ fn run_suite(base: &Path) -> (usize, BTreeMap<String, usize>, Vec<String>) {
     (passed, unsupported, failures)
 }
 
-fn report(label: &str, (passed, unsupported, failures): &(usize, BTreeMap<String, usize>, Vec<String>)) {
+fn report(label: &str, (passed, unsupported, failures): &(BTreeSet<String>, BTreeMap<String, usize>, Vec<String>)) {
     let skipped: usize = unsupported.values().sum();
-    println!("{label}: {passed} supported cases passed, {} failed; cases needing ops we lack: {skipped}", failures.len());
+    println!("{label}: {} supported cases passed, {} failed; cases needing ops we lack: {skipped}", passed.len(), failures.len());
     println!("{label}: ops still missing (op:version × cases): {unsupported:?}");
     for f in failures {
         println!("{label}: FAIL {f}");
@@ -88,16 +110,18 @@ fn single_op_suite_matches_tflite() {
     if std::env::var_os("TFLITE_RS_NO_SIMD").is_some_and(|v| !v.is_empty() && v != "0") {
         assert_eq!(isa, tensorflowlite_c::microkernels::Isa::Scalar, "TFLITE_RS_NO_SIMD must select the scalar table");
     }
-    let r = run_suite(&corpus().join("ops"));
+    let base = corpus().join("ops");
+    let r = run_suite(&base);
     report("ops", &r);
-    assert!(r.0 > 0, "no single-op case ran");
     assert!(r.2.is_empty(), "{} supported single-op cases failed: {:#?}", r.2.len(), r.2);
+    check_pinned("ops", include_str!("conformance/single_op_cases.txt"), &r.0, &all_cases(&base));
 }
 
 #[test]
 fn model_suite_matches_tflite() {
-    let r = run_suite(&corpus());
+    let base = corpus();
+    let r = run_suite(&base);
     report("models", &r);
-    assert!(r.0 > 0, "no model case ran");
     assert!(r.2.is_empty(), "{} supported model cases failed: {:#?}", r.2.len(), r.2);
+    check_pinned("models", include_str!("conformance/model_cases.txt"), &r.0, &all_cases(&base));
 }
