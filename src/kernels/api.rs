@@ -791,11 +791,21 @@ pub(crate) unsafe fn run_step_in(
             unsafe { report_to_context(context, &named(&e.message)) };
             e.status
         }
-        Err(_) => {
+        Err(payload) => {
             // SAFETY: per the function contract.
-            unsafe { report_to_context(context, &named("internal error: kernel panicked")) };
+            unsafe { report_to_context(context, &named(&panic_message(payload.as_ref()))) };
             TfLiteStatus::kTfLiteError
         }
+    }
+}
+
+/// What a kernel's panic reports: "internal error: kernel panicked: " and the panic's
+/// message (a `&str` or `String` payload; other payloads say nothing more).
+pub(crate) fn panic_message(payload: &(dyn core::any::Any + Send)) -> String {
+    let detail = payload.downcast_ref::<&str>().copied().or_else(|| payload.downcast_ref::<String>().map(String::as_str));
+    match detail {
+        Some(d) => format!("internal error: kernel panicked: {d}"),
+        None => "internal error: kernel panicked".to_string(),
     }
 }
 

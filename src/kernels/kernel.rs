@@ -13,7 +13,7 @@
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteContext, TfLiteNode, TfLiteRegistration, TfLiteStatus};
 use crate::error::{Error, Result};
-use crate::kernels::api::{OpCtx, Phase, run_step_in};
+use crate::kernels::api::{OpCtx, Phase, panic_message, run_step_in};
 use core::ffi::{c_char, c_void};
 
 /// A builtin op's kernel.
@@ -152,9 +152,9 @@ unsafe extern "C" fn invoke<K: BuiltinKernel>(context: *mut TfLiteContext, node:
         slot.busy = false;
         match result {
             Ok(r) => r,
-            Err(_) => {
+            Err(payload) => {
                 slot.prepared = None;
-                Err(Error::new("internal error: kernel panicked"))
+                Err(Error::new(panic_message(payload.as_ref())))
             }
         }
     };
@@ -220,7 +220,7 @@ builtin_params!(
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteType::kTfLiteFloat32;
-    use crate::kernels::api::with_op_name;
+    use crate::kernels::api::{panic_message, with_op_name};
     use crate::kernels::test_util::Graph;
     use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -299,6 +299,14 @@ mod tests {
     fn unsafe_zeroed_node() -> TfLiteNode {
         // SAFETY: every field of a node is a pointer, integer or bool, valid all-zero.
         unsafe { core::mem::zeroed() }
+    }
+
+    #[test]
+    fn a_panic_reports_its_message() {
+        let payload = std::panic::catch_unwind(|| panic!("negative input {}", 3)).unwrap_err();
+        assert_eq!(panic_message(payload.as_ref()), "internal error: kernel panicked: negative input 3");
+        let payload = std::panic::catch_unwind(|| std::panic::panic_any(7u8)).unwrap_err();
+        assert_eq!(panic_message(payload.as_ref()), "internal error: kernel panicked");
     }
 
     #[test]
