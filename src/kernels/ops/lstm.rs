@@ -1,5 +1,5 @@
-//! LSTM and UNIDIRECTIONAL_SEQUENCE_LSTM, the fused ops of seed 003 (TFLite
-//! `kernels/lstm.cc` full kernel, `unidirectional_sequence_lstm.cc`, `lstm_eval.cc`).
+//! LSTM and UNIDIRECTIONAL_SEQUENCE_LSTM, TFLite's fused LSTM ops (`kernels/lstm.cc`
+//! full kernel, `unidirectional_sequence_lstm.cc`, `lstm_eval.cc`).
 //!
 //! Inputs (24, or 20 without layer normalization), `-1` for absent optional ones:
 //! 0 input; 1-4 input-to-{input, forget, cell, output} weights `[n_cell, n_input]` (input
