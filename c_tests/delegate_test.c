@@ -6,7 +6,7 @@
  * / DelegateNodeInvokeFailure / DelegateNodeInvokeFailureFallback /
  * TestFallbackWithMultipleDelegates (with the exact statuses, where TFLite's
  * test compares them as bools), plus:
- *  - the partitions of seed 002's f(x) = sin(x) + x + sin(2x) with a delegate
+ *  - the partitions of the demo model's f(x) = sin(x) + x + sin(2x) with a delegate
  *    taking SIN (models/sin_add_mul.tflite): PreviewDelegatePartitioning, the
  *    params passed to the kernel's init, the execution plan afterwards (the
  *    seed's four subsets), and the result;
@@ -14,7 +14,7 @@
  *    (c_tests/data/delegate_chain8.tflite, made by `make-test-models`): an
  *    execution plan of 7;
  *  - op versions: a delegate supporting DEPTHWISE_CONV_2D v1 only leaves the v2
- *    node of models/depthwise_dilated.tflite on the CPU (seed 004);
+ *    node of models/depthwise_dilated.tflite on the CPU;
  *  - an unresolved custom op (capi/custom_sinh.bin) claimed by a delegate;
  *  - failure semantics: any Prepare failure makes TfLiteInterpreterCreate
  *    return NULL; TfLiteInterpreterModifyGraphWithDelegate returns
@@ -430,7 +430,7 @@ static TfLiteStatus OpDelegatePrepare(TfLiteContext* context,
         (reg->custom_name == NULL || strcmp(reg->custom_name, d->custom_name)))
       continue;
     if (d->num_seen < 8) d->versions_seen[d->num_seen++] = reg->version;
-    /* Seed 004: refuse versions above what this delegate supports. */
+    /* Refuse versions above what this delegate supports. */
     if (reg->version > d->max_version) continue;
     claim->data[n++] = plan->data[i];
   }
@@ -1127,7 +1127,7 @@ static void TestRequirePropagatedShapes(void) {
   RunPropagatedShapes(kTfLiteDelegateFlagsNone, kTfLiteError);
 }
 
-/* ---- partitioning: seed 002 and the 8-node chain ---------------------------- */
+/* ---- partitioning: the demo model and the 8-node chain ---------------------------- */
 
 static void CheckRecord(const InitRecord* r, const int* nodes, int num_nodes,
                         const int* inputs, int num_inputs, const int* outputs,
@@ -1277,7 +1277,7 @@ static void TestChainOfEightNodes(void) {
   TfLiteModelDelete(model);
 }
 
-/* ---- op versions (seed 004) -------------------------------------------------- */
+/* ---- op versions --------------------------------------------------------------- */
 
 /* A stand-in DEPTHWISE_CONV_2D kernel (registered for versions 1-2 so the model
  * loads whether or not the library has one); never invoked here. */

@@ -1,5 +1,5 @@
 /*
- * minimal: seed 002's main() in C API form. Loads a model, fills the input with a ramp,
+ * minimal: the classic minimal TFLite program in C API form. Loads a model, fills the input with a ramp,
  * invokes and prints the output.
  * usage: minimal MODEL.tflite
  */

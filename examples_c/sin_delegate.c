@@ -1,5 +1,5 @@
 /*
- * sin_delegate: seed 002's MyDelegate, done right, in C.
+ * sin_delegate: the classic MyDelegate example (a SIN delegate), done right, in C.
  *
  * A delegate that takes every SIN node. ReplaceNodeSubsetsWithDelegateKernels
  * gathers connected SIN nodes into one delegate node per partition, so one

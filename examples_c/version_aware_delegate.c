@@ -1,5 +1,5 @@
 /*
- * version_aware_delegate: a delegate that checks op versions (seed 004).
+ * version_aware_delegate: a delegate that checks op versions.
  *
  * DEPTHWISE_CONV_2D version 2 added dilation factors. A delegate whose kernel
  * only implements version 1 must not take a version-2 node: it reads

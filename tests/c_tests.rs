@@ -380,7 +380,7 @@ fn example_minimal() {
     c_example("minimal", &[&model]);
 }
 
-/// Seed 002's delegate done right: one delegate node for sin(sin(x)) runs both
+/// A sin delegate done right: one delegate node for sin(sin(x)) runs both
 /// SIN nodes; the program compares with the CPU kernels.
 #[test]
 fn example_sin_delegate() {
@@ -391,7 +391,7 @@ fn example_sin_delegate() {
     }
 }
 
-/// Seed 004: a delegate implementing DEPTHWISE_CONV_2D v1 only leaves the v2 node of
+/// A delegate implementing DEPTHWISE_CONV_2D v1 only leaves the v2 node of
 /// the corpus's depthwise_dilated.tflite on the CPU.
 #[test]
 fn example_version_aware_delegate() {

@@ -1,4 +1,4 @@
-//! Writes the bundled demo model, seed 002's f(x) = sin(x) + x + sin(2x) over 8 floats.
+//! Writes the bundled demo model, f(x) = sin(x) + x + sin(2x) over 8 floats.
 //! usage: make-demo-model [OUT.tflite]   (default: examples_c/demo_model.tflite)
 
 use std::process::ExitCode;

@@ -1,5 +1,5 @@
 //! Splitting an execution plan into independent node subsets (TFLite's
-//! `PartitionGraphIntoIndependentNodeSubsets`, seed 002).
+//! `PartitionGraphIntoIndependentNodeSubsets`).
 //!
 //! Given the nodes of the execution plan (in plan order) and the set of nodes a
 //! delegate wants, the plan is cut into subsets such that
@@ -363,15 +363,15 @@ mod tests {
     }
     use SubsetKind::{Delegated as D, NotDelegated as N};
 
-    /// Seed 002: f(x) = sin(x) + x + sin(2x), as in sin_add_mul.tflite:
+    /// The demo model f(x) = sin(x) + x + sin(2x), as in sin_add_mul.tflite:
     /// 0 SIN(t0)->t2, 1 ADD(t2,t0)->t3, 2 MUL(t0,t1)->t4, 3 SIN(t4)->t5, 4 ADD(t3,t5)->t6.
-    fn seed_002() -> G {
+    fn demo_model() -> G {
         G::new(7, &[(&[0], &[2]), (&[2, 0], &[3]), (&[0, 1], &[4]), (&[4], &[5]), (&[3, 5], &[6])], &[6])
     }
 
     #[test]
-    fn seed_002_sin_delegate_gives_four_subsets() {
-        let g = seed_002();
+    fn demo_model_sin_delegate_gives_four_subsets() {
+        let g = demo_model();
         let s = partition(&g.graph(&g.all()), &[0, 3], Options::default()).unwrap();
         assert_eq!(
             s,
@@ -386,14 +386,14 @@ mod tests {
 
     #[test]
     fn nothing_delegated_is_one_subset() {
-        let g = seed_002();
+        let g = demo_model();
         let s = partition(&g.graph(&g.all()), &[], Options::default()).unwrap();
         assert_eq!(s, vec![subset(N, &[0, 1, 2, 3, 4], &[0, 1], &[6])]);
     }
 
     #[test]
     fn everything_delegated_is_one_subset() {
-        let g = seed_002();
+        let g = demo_model();
         let s = partition(&g.graph(&g.all()), &[4, 3, 2, 1, 0, 0], Options::default()).unwrap();
         assert_eq!(s, vec![subset(D, &[0, 1, 2, 3, 4], &[0, 1], &[6])]);
     }
@@ -456,7 +456,7 @@ mod tests {
 
     #[test]
     fn disable_fusion_gives_one_node_per_subset() {
-        let g = seed_002();
+        let g = demo_model();
         let s = partition(&g.graph(&g.all()), &[0, 3], Options { greedy: true, disable_fusion: true }).unwrap();
         assert_eq!(s.len(), 5);
         assert!(s.iter().all(|s| s.nodes.len() == 1));
@@ -485,7 +485,7 @@ mod tests {
     fn plan_order_not_node_order() {
         // The plan may list nodes out of table order (e.g. after an earlier delegation);
         // subsets name node-table indices.
-        let g = seed_002();
+        let g = demo_model();
         let s = partition(&g.graph(&[2, 0, 1, 3, 4]), &[3], Options::default()).unwrap();
         assert_eq!(s[0], subset(N, &[2, 0, 1], &[0, 1], &[3, 4]));
         assert_eq!(s[1], subset(D, &[3], &[4], &[5]));
@@ -507,7 +507,7 @@ mod tests {
 
     #[test]
     fn errors() {
-        let g = seed_002();
+        let g = demo_model();
         assert_eq!(partition(&g.graph(&g.all()), &[5], Options::default()), Err(PartitionError::InvalidNode(5)));
         assert_eq!(partition(&g.graph(&g.all()), &[-1], Options::default()), Err(PartitionError::InvalidNode(-1)));
         let bad = G::new(2, &[(&[0], &[7])], &[1]);
@@ -529,7 +529,7 @@ mod tests {
     #[test]
     fn nodes_outside_the_plan_can_be_named() {
         // Node 1 is in the table but not in the plan: delegating it changes nothing.
-        let g = seed_002();
+        let g = demo_model();
         let s = partition(&g.graph(&[0]), &[1], Options::default()).unwrap();
         // t2 is read by no node of the plan and is no graph output.
         assert_eq!(s, vec![subset(N, &[0], &[0], &[])]);

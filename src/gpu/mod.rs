@@ -1,4 +1,4 @@
-//! GPU support (issue 5): TFLite's OpenCL GPU delegate, in Rust.
+//! GPU support: TFLite's OpenCL GPU delegate, in Rust.
 //!
 //! - [`graph`]: nodes → kernel launches (checked lowering), elementwise fusion, device
 //!   memory planning. Pure Rust, unit-tested without a device.

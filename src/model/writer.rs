@@ -1,6 +1,6 @@
 //! A small `.tflite` writer: builds single-subgraph models in memory from tensors and
-//! builtin operators. Used to make the bundled demo model (seed 002's
-//! f(x) = sin(x) + x + sin(2x)) and models for tests.
+//! builtin operators. Used to make the bundled demo model
+//! (f(x) = sin(x) + x + sin(2x)) and models for tests.
 
 use super::fb;
 use flatbuffers::{FlatBufferBuilder, WIPOffset};
@@ -189,7 +189,7 @@ impl ModelWriter {
     }
 }
 
-/// Seed 002's demo model: f(x) = sin(x) + x + sin(2x), x of shape [n].
+/// The demo model: f(x) = sin(x) + x + sin(2x), x of shape [n].
 pub fn sin_add_mul_model(n: i32) -> Vec<u8> {
     let mut w = ModelWriter::new();
     let x = w.tensor_f32("x", &[n]);

@@ -14,7 +14,7 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator as B;
 /// Largest element count of one tensor the device side indexes with 32-bit ints.
 const MAX_ELEMENTS: usize = (i32::MAX as usize) / 2;
 
-/// The highest version of each builtin the delegate implements (float only). Seed 004: a
+/// The highest version of each builtin the delegate implements (float only): a
 /// delegate must refuse versions whose semantics it does not know.
 pub fn max_supported_version(op: i32) -> Option<i32> {
     let v = match op {

@@ -1,4 +1,4 @@
-//! Work-group ("local size") tuning for the OpenCL delegate (seed 000, issue 5).
+//! Work-group ("local size") tuning for the OpenCL delegate.
 //!
 //! ## What TFLite does
 //! For every GPU operation, after compiling it and binding real tensors,
