@@ -1,7 +1,7 @@
 /*
  * The C-variadic pieces of the C API. Stable Rust can neither define a C variadic
  * function nor build a va_list, so these thin functions format the message with
- * vsnprintf and hand the resulting string to Rust (TfLiteInternalReportMessage).
+ * vsnprintf and hand the resulting string to Rust (tflite_rs_report_message).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,35 +11,35 @@ struct TfLiteContext;
 struct TfLiteOpaqueContext;
 
 /* Implemented in Rust (src/interpreter/context.rs): delivers a formatted message. */
-void TfLiteInternalReportMessage(struct TfLiteContext* context, const char* message);
+void tflite_rs_report_message(struct TfLiteContext* context, const char* message);
 
 static void report_va(struct TfLiteContext* context, const char* format, va_list args) {
   char stack_buf[1024];
   va_list copy;
   int n;
   if (format == NULL) {
-    TfLiteInternalReportMessage(context, "(null format)");
+    tflite_rs_report_message(context, "(null format)");
     return;
   }
   va_copy(copy, args);
   n = vsnprintf(stack_buf, sizeof(stack_buf), format, copy);
   va_end(copy);
   if (n < 0) {
-    TfLiteInternalReportMessage(context, format);
+    tflite_rs_report_message(context, format);
     return;
   }
   if ((size_t)n < sizeof(stack_buf)) {
-    TfLiteInternalReportMessage(context, stack_buf);
+    tflite_rs_report_message(context, stack_buf);
     return;
   }
   {
     char* heap = (char*)malloc((size_t)n + 1);
     if (heap == NULL) {
-      TfLiteInternalReportMessage(context, stack_buf);
+      tflite_rs_report_message(context, stack_buf);
       return;
     }
     vsnprintf(heap, (size_t)n + 1, format, args);
-    TfLiteInternalReportMessage(context, heap);
+    tflite_rs_report_message(context, heap);
     free(heap);
   }
 }

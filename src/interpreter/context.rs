@@ -11,7 +11,7 @@ use std::ffi::CStr;
 #[allow(unused_doc_comments, reason = "the doc line is read by cbindgen, not rustdoc")]
 /// cbindgen:ignore
 unsafe extern "C" {
-    /// Implemented in src/c_api/variadic.c: formats and forwards to `TfLiteInternalReportMessage`.
+    /// Implemented in src/c_api/variadic.c: formats and forwards to `tflite_rs_report_message`.
     fn tflite_rs_context_report_error(context: *mut TfLiteContext, format: *const c_char, ...);
 }
 
@@ -65,13 +65,13 @@ fn guard<R>(default: R, f: impl FnOnce() -> R) -> R {
 
 /// cbindgen:ignore
 /// Delivers a formatted message to the subgraph's reporter (stderr without one).
-/// Internal: called by src/c_api/variadic.c; named TfLite* only so the version script
-/// exports it under VERS_1.0 like everything else the library exports.
+/// Internal: called by src/c_api/variadic.c. Its name is outside the `TfLite*` pattern the
+/// version script exports, so the shared library keeps it local.
 ///
 /// # Safety
 /// `context` is NULL or a live runtime context; `message` is NULL or NUL-terminated.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInternalReportMessage(context: *mut TfLiteContext, message: *const c_char) {
+pub unsafe extern "C" fn tflite_rs_report_message(context: *mut TfLiteContext, message: *const c_char) {
     guard((), || {
         if message.is_null() {
             return;
