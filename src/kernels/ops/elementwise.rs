@@ -242,7 +242,9 @@ fn plan(kind: Unary, input: &TensorView<'_>, out: &TensorView<'_>) -> Result<Pla
     Ok(match (kind, input.dtype) {
         (Unary::Abs, kTfLiteInt8 | kTfLiteInt16) if quantized(input) => {
             let needs_rescale = qi.scale != qo.scale;
-            Plan::AbsQuant(if needs_rescale { Some(try_quantize_multiplier(f64::from(qi.scale / qo.scale))?) } else { None })
+            let rescale =
+                if needs_rescale { Some(try_quantize_multiplier(f64::from(qi.scale / qo.scale))?) } else { None };
+            Plan::AbsQuant(rescale)
         }
         (Unary::Exp, kTfLiteInt8) => {
             Plan::Lut8(Box::new(lut_populate_8bit(true, qi.scale, qi.zero_point, qo.scale, qo.zero_point, f32::exp)))

@@ -132,7 +132,9 @@ impl BuiltinKernel for Gelu {
         use TfLiteType::*;
         let plan = match input.dtype {
             kTfLiteFloat32 => GeluPlan::F32(f),
-            kTfLiteInt8 => GeluPlan::Lut(Box::new(lut_populate_8bit(true, qi.scale, qi.zero_point, qo.scale, qo.zero_point, f))),
+            kTfLiteInt8 => {
+                GeluPlan::Lut(Box::new(lut_populate_8bit(true, qi.scale, qi.zero_point, qo.scale, qo.zero_point, f)))
+            }
             kTfLiteUInt8 => {
                 GeluPlan::Lut(Box::new(lut_populate_8bit(false, qi.scale, qi.zero_point, qo.scale, qo.zero_point, f)))
             }

@@ -237,7 +237,9 @@ impl<const TANH: bool> BuiltinKernel for Activation<TANH> {
                 }
                 Ok(())
             }
-            (TfLiteType::kTfLiteInt16, Plan::I16(m, s)) => int16_activation(kind, input.data()?, *m, *s, out.data_mut()?),
+            (TfLiteType::kTfLiteInt16, Plan::I16(m, s)) => {
+                int16_activation(kind, input.data()?, *m, *s, out.data_mut()?)
+            }
             (other, _) => Err(op_error(op, format!("type {} is not supported", other.name()))),
         }
         .map_err(in_op(op))

@@ -441,8 +441,12 @@ impl BuiltinKernel for LogSoftmax {
         check_out_shape(LOG_SOFTMAX, out.shape, input.shape)?;
         match (input.dtype, p) {
             (TfLiteType::kTfLiteFloat32, _) => log_softmax_f32(input.data()?, depth, out.data_mut()?),
-            (TfLiteType::kTfLiteInt8, Some(p)) => log_softmax_quantized::<i8>(input.data()?, depth, p, out.data_mut()?),
-            (TfLiteType::kTfLiteUInt8, Some(p)) => log_softmax_quantized::<u8>(input.data()?, depth, p, out.data_mut()?),
+            (TfLiteType::kTfLiteInt8, Some(p)) => {
+                log_softmax_quantized::<i8>(input.data()?, depth, p, out.data_mut()?)
+            }
+            (TfLiteType::kTfLiteUInt8, Some(p)) => {
+                log_softmax_quantized::<u8>(input.data()?, depth, p, out.data_mut()?)
+            }
             _ => Err(Error::new("unsupported type")),
         }
         .map_err(in_op(LOG_SOFTMAX))
