@@ -9,12 +9,13 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 const OP: &str = "ADD_N";
 
 /// The ADD_N registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinAddN, prepare = prepare, eval = eval)
+    kernel::registration::<AddN>(TfLiteBuiltinOperator::kTfLiteBuiltinAddN)
 }
 
 /// `out[i] = 0 + inputs[0][i] + inputs[1][i] + ...` with `add`.
@@ -54,26 +55,35 @@ fn operands<'a>(ctx: &OpCtx<'a>) -> Result<Vec<TensorView<'a>>> {
     Ok(inputs)
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let inputs = operands(ctx)?;
-    ctx.set_output_type(0, inputs[0].dtype).map_err(in_op(OP))?;
-    ctx.resize_output(0, inputs[0].shape).map_err(in_op(OP))
-}
+/// ADD_N; its State is empty (the sum depends on nothing but the operands).
+struct AddN;
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let inputs = operands(ctx)?;
-    let mut out = ctx.output(0).map_err(in_op(OP))?;
-    if out.shape != inputs[0].shape || out.dtype != inputs[0].dtype {
-        return Err(op_error(OP, "output was not prepared for these inputs"));
+impl BuiltinKernel for AddN {
+    const NAME: &'static str = OP;
+    type Params = ();
+    type State = ();
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<()> {
+        let inputs = operands(ctx)?;
+        ctx.set_output_type(0, inputs[0].dtype).map_err(in_op(OP))?;
+        ctx.resize_output(0, inputs[0].shape).map_err(in_op(OP))
     }
-    let r = if inputs[0].dtype == TfLiteType::kTfLiteFloat32 {
-        let xs: Vec<&[f32]> = inputs.iter().map(|t| t.data::<f32>()).collect::<Result<_>>()?;
-        add_n(&xs, out.data_mut::<f32>()?, |a, b| a + b)
-    } else {
-        let xs: Vec<&[i32]> = inputs.iter().map(|t| t.data::<i32>()).collect::<Result<_>>()?;
-        add_n(&xs, out.data_mut::<i32>()?, i32::wrapping_add)
-    };
-    r.map_err(|e| op_error(OP, e.message))
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), _: &mut ()) -> Result<()> {
+        let inputs = operands(ctx)?;
+        let mut out = ctx.output(0).map_err(in_op(OP))?;
+        if out.shape != inputs[0].shape || out.dtype != inputs[0].dtype {
+            return Err(op_error(OP, "output was not prepared for these inputs"));
+        }
+        let r = if inputs[0].dtype == TfLiteType::kTfLiteFloat32 {
+            let xs: Vec<&[f32]> = inputs.iter().map(|t| t.data::<f32>()).collect::<Result<_>>()?;
+            add_n(&xs, out.data_mut::<f32>()?, |a, b| a + b)
+        } else {
+            let xs: Vec<&[i32]> = inputs.iter().map(|t| t.data::<i32>()).collect::<Result<_>>()?;
+            add_n(&xs, out.data_mut::<i32>()?, i32::wrapping_add)
+        };
+        r.map_err(|e| op_error(OP, e.message))
+    }
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ use crate::kernels::activation::{
     activation_range_f32, activation_range_i32, activation_range_quantized, clamp_min_max,
 };
 use crate::kernels::api::{OpCtx, QuantParams};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{
     multiply_by_quantized_multiplier_greater_than_one, multiply_by_quantized_multiplier_smaller_than_one_exp,
     quantize_multiplier_smaller_than_one_exp, try_quantize_multiplier,
@@ -40,7 +41,7 @@ pub enum Arith {
 }
 
 impl Arith {
-    fn name(self) -> &'static str {
+    const fn name(self) -> &'static str {
         match self {
             Arith::Maximum => "MAXIMUM",
             Arith::Minimum => "MINIMUM",
@@ -63,27 +64,24 @@ impl Arith {
     }
 }
 
-macro_rules! registrations {
-    ($($fn_name:ident, $prep:ident, $eval:ident, $kind:ident, $code:ident;)*) => {$(
-        #[doc = concat!("The ", stringify!($kind), " registration.")]
-        pub fn $fn_name() -> TfLiteRegistration {
-            crate::kernel_registration!(TfLiteBuiltinOperator::$code, prepare = $prep, eval = $eval)
-        }
-        fn $prep(ctx: &OpCtx<'_>) -> Result<()> {
-            prepare(ctx, Arith::$kind)
-        }
-        fn $eval(ctx: &OpCtx<'_>) -> Result<()> {
-            eval(ctx, Arith::$kind)
-        }
-    )*};
+/// The MAXIMUM registration.
+pub fn maximum_registration() -> TfLiteRegistration {
+    kernel::registration::<ArithKernel<MAXIMUM>>(TfLiteBuiltinOperator::kTfLiteBuiltinMaximum)
 }
 
-registrations! {
-    maximum_registration, maximum_prepare, maximum_eval, Maximum, kTfLiteBuiltinMaximum;
-    minimum_registration, minimum_prepare, minimum_eval, Minimum, kTfLiteBuiltinMinimum;
-    div_registration_base, div_prepare, div_eval, Div, kTfLiteBuiltinDiv;
-    squared_difference_registration, sd_prepare, sd_eval, SquaredDifference, kTfLiteBuiltinSquaredDifference;
-    pow_registration, pow_prepare, pow_eval, Pow, kTfLiteBuiltinPow;
+/// The MINIMUM registration.
+pub fn minimum_registration() -> TfLiteRegistration {
+    kernel::registration::<ArithKernel<MINIMUM>>(TfLiteBuiltinOperator::kTfLiteBuiltinMinimum)
+}
+
+/// The SQUARED_DIFFERENCE registration.
+pub fn squared_difference_registration() -> TfLiteRegistration {
+    kernel::registration::<ArithKernel<SQUARED_DIFFERENCE>>(TfLiteBuiltinOperator::kTfLiteBuiltinSquaredDifference)
+}
+
+/// The POW registration.
+pub fn pow_registration() -> TfLiteRegistration {
+    kernel::registration::<ArithKernel<POW>>(TfLiteBuiltinOperator::kTfLiteBuiltinPow)
 }
 
 /// The DIV registration: div.cc lets the output take either input's memory (LiteRT's
@@ -91,7 +89,7 @@ registrations! {
 pub fn div_registration() -> TfLiteRegistration {
     TfLiteRegistration {
         inplace_operator: kTfLiteInplaceOpInput0Shared | kTfLiteInplaceOpInput1Shared,
-        ..div_registration_base()
+        ..kernel::registration::<DivKernel>(TfLiteBuiltinOperator::kTfLiteBuiltinDiv)
     }
 }
 
@@ -217,11 +215,6 @@ impl SqDiffParams {
 // Kernel glue
 // ---------------------------------------------------------------------------------------
 
-fn div_activation(ctx: &OpCtx<'_>) -> TfLiteFusedActivation {
-    // SAFETY: the parser allocates a `TfLiteDivParams` for every DIV node.
-    unsafe { ctx.builtin_data::<TfLiteDivParams>() }.map(|p| p.activation).unwrap_or_default()
-}
-
 fn operands<'a>(ctx: &OpCtx<'a>, kind: Arith) -> Result<BinaryOperands<'a>> {
     let op = kind.name();
     let ops = if kind == Arith::Div { binary_operands_in_place(ctx, op)? } else { binary_operands(ctx, op)? };
@@ -231,24 +224,92 @@ fn operands<'a>(ctx: &OpCtx<'a>, kind: Arith) -> Result<BinaryOperands<'a>> {
     Ok(ops)
 }
 
-fn prepare(ctx: &OpCtx<'_>, kind: Arith) -> Result<()> {
+/// What Prepare derives for an op of this file: the clamp or quantized parameters of the
+/// variants that have them.
+enum Plan {
+    /// Nothing derived (MAXIMUM, MINIMUM, POW, float32 / int32 SQUARED_DIFFERENCE).
+    Plain,
+    /// float32 DIV, clamped to the activation's range.
+    DivF32((f32, f32)),
+    /// int32 DIV, clamped to the activation's range.
+    DivI32((i32, i32)),
+    /// uint8 DIV.
+    DivU8(DivParams),
+    /// int8 SQUARED_DIFFERENCE.
+    SqDiffI8(SqDiffParams),
+}
+
+fn prepare(ctx: &OpCtx<'_>, kind: Arith, act: TfLiteFusedActivation) -> Result<Plan> {
     let op = kind.name();
     let ops = operands(ctx, kind)?;
     ctx.set_output_type(0, ops.a.dtype).map_err(in_op(op))?;
     let out = ctx.output(0)?;
-    match (kind, ops.a.dtype) {
-        (Arith::Div, TfLiteType::kTfLiteUInt8) => {
-            DivParams::new(ops.a.quant(), ops.b.quant(), out.quant(), div_activation(ctx)).map_err(in_op(op))?;
+    let plan = match (kind, ops.a.dtype) {
+        (Arith::Div, TfLiteType::kTfLiteFloat32) => Plan::DivF32(activation_range_f32(act)),
+        (Arith::Div, TfLiteType::kTfLiteInt32) => Plan::DivI32(activation_range_i32(act)),
+        (Arith::Div, _) => {
+            Plan::DivU8(DivParams::new(ops.a.quant(), ops.b.quant(), out.quant(), act).map_err(in_op(op))?)
         }
         (Arith::SquaredDifference, TfLiteType::kTfLiteInt8) => {
-            SqDiffParams::new(ops.a.quant(), ops.b.quant(), out.quant()).map_err(in_op(op))?;
+            Plan::SqDiffI8(SqDiffParams::new(ops.a.quant(), ops.b.quant(), out.quant()).map_err(in_op(op))?)
         }
-        _ => {}
-    }
-    ctx.resize_output(0, &ops.out_shape).map_err(in_op(op))
+        _ => Plan::Plain,
+    };
+    ctx.resize_output(0, &ops.out_shape).map_err(in_op(op))?;
+    Ok(plan)
 }
 
-fn eval(ctx: &OpCtx<'_>, kind: Arith) -> Result<()> {
+const MAXIMUM: u8 = 0;
+const MINIMUM: u8 = 1;
+const SQUARED_DIFFERENCE: u8 = 2;
+const POW: u8 = 3;
+
+const fn arith_of(op: u8) -> Arith {
+    match op {
+        MAXIMUM => Arith::Maximum,
+        MINIMUM => Arith::Minimum,
+        SQUARED_DIFFERENCE => Arith::SquaredDifference,
+        _ => Arith::Pow,
+    }
+}
+
+/// MAXIMUM, MINIMUM, SQUARED_DIFFERENCE or POW (by `OP`); its State is the [`Plan`]
+/// (int8 SQUARED_DIFFERENCE's rescaling parameters).
+struct ArithKernel<const OP: u8>;
+
+impl<const OP: u8> BuiltinKernel for ArithKernel<OP> {
+    const NAME: &'static str = arith_of(OP).name();
+    type Params = ();
+    type State = Plan;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<Plan> {
+        prepare(ctx, arith_of(OP), TfLiteFusedActivation::kTfLiteActNone)
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), plan: &mut Plan) -> Result<()> {
+        eval(ctx, arith_of(OP), plan)
+    }
+}
+
+/// DIV (options optional: no activation without them); its State is the [`Plan`]: the
+/// activation's clamp, or uint8's multiplier, offsets and range.
+struct DivKernel;
+
+impl BuiltinKernel for DivKernel {
+    const NAME: &'static str = Arith::Div.name();
+    type Params = Option<TfLiteDivParams>;
+    type State = Plan;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &Option<TfLiteDivParams>) -> Result<Plan> {
+        prepare(ctx, Arith::Div, p.map(|p| p.activation).unwrap_or_default())
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &Option<TfLiteDivParams>, plan: &mut Plan) -> Result<()> {
+        eval(ctx, Arith::Div, plan)
+    }
+}
+
+fn eval(ctx: &OpCtx<'_>, kind: Arith, plan: &Plan) -> Result<()> {
     let op = kind.name();
     let mut ops = operands(ctx, kind)?;
     check_out_shape(op, ops.out.shape, &ops.out_shape)?;
@@ -294,18 +355,17 @@ fn eval(ctx: &OpCtx<'_>, kind: Arith) -> Result<()> {
         }
         // In place (the output may hold an input's bytes): divisors are checked before
         // the output is written, and `run_binary` computes tile by tile.
-        Arith::Div => match a.dtype {
-            kTfLiteFloat32 => run_binary_f32(&mut ops, BinaryOp::Div, activation_range_f32(div_activation(ctx))),
-            kTfLiteInt32 => {
+        Arith::Div => match plan {
+            Plan::DivF32(clamp) => run_binary_f32(&mut ops, BinaryOp::Div, *clamp),
+            Plan::DivI32((lo, hi)) => {
                 if b.data::<i32>()?.contains(&0) {
                     return Err(op_error(op, "integer division by zero"));
                 }
-                let (lo, hi) = activation_range_i32(div_activation(ctx));
+                let (lo, hi) = (*lo, *hi);
                 let f = |x: i32, y: i32| clamp_min_max(x.wrapping_div(y), lo, hi);
                 run_binary::<i32>(&mut ops, |x, xs, y, ys, o, os| broadcast_binary(x, xs, y, ys, o, os, f))
             }
-            _ => {
-                let p = DivParams::new(a.quant(), b.quant(), out.quant(), div_activation(ctx))?;
+            Plan::DivU8(p) => {
                 let zero = b.data::<u8>()?.iter().any(|&y| p.input2_offset.wrapping_add(i32::from(y)) == 0);
                 if zero {
                     return Err(op_error(op, "division by zero"));
@@ -313,6 +373,7 @@ fn eval(ctx: &OpCtx<'_>, kind: Arith) -> Result<()> {
                 let f = |x: u8, y: u8| p.div(i32::from(x), i32::from(y)).unwrap_or(0) as u8;
                 run_binary::<u8>(&mut ops, |x, xs, y, ys, o, os| broadcast_binary(x, xs, y, ys, o, os, f))
             }
+            _ => Err(op_error(op, "invoked with another op's plan")),
         },
         Arith::SquaredDifference => match a.dtype {
             kTfLiteFloat32 => binary_f32(
@@ -330,10 +391,10 @@ fn eval(ctx: &OpCtx<'_>, kind: Arith) -> Result<()> {
                 let d = x.wrapping_sub(y);
                 d.wrapping_mul(d)
             }),
-            _ => {
-                let p = SqDiffParams::new(a.quant(), b.quant(), out.quant())?;
-                bin!(i8, |x: i8, y: i8| p.apply(i32::from(x), i32::from(y)))
-            }
+            _ => match plan {
+                Plan::SqDiffI8(p) => bin!(i8, |x: i8, y: i8| p.apply(i32::from(x), i32::from(y))),
+                _ => Err(op_error(op, "invoked with another op's plan")),
+            },
         },
         Arith::Pow => match a.dtype {
             kTfLiteFloat32 => bin!(f32, f32::powf),

@@ -14,12 +14,13 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 const OP: &str = "CAST";
 
 /// The CAST registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinCast, prepare = prepare, eval = eval)
+    kernel::registration::<Cast>(TfLiteBuiltinOperator::kTfLiteBuiltinCast)
 }
 
 /// One source element, as the C++ code sees it before the cast.
@@ -162,33 +163,42 @@ fn operands<'a>(ctx: &OpCtx<'a>) -> Result<TensorView<'a>> {
     Ok(input)
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let input = operands(ctx)?;
-    ctx.resize_output(0, input.shape).map_err(in_op(OP))
-}
+/// CAST; its State is empty (the conversion depends only on the two tensor types).
+struct Cast;
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let input = operands(ctx)?;
-    let mut out = ctx.output(0).map_err(in_op(OP))?;
-    check_out_shape(OP, out.shape, input.shape)?;
-    let src = source_values(&input).map_err(in_op(OP))?;
-    use TfLiteType::*;
-    match out.dtype {
-        kTfLiteInt64 => write(out.data_mut::<i64>()?, &src, Value::to_i64),
-        kTfLiteInt32 => write(out.data_mut::<i32>()?, &src, |v| int_cast!(v, i32)),
-        kTfLiteUInt32 => write(out.data_mut::<u32>()?, &src, |v| int_cast!(v, u32)),
-        kTfLiteInt16 => write(out.data_mut::<i16>()?, &src, |v| int_cast!(v, i16)),
-        kTfLiteUInt16 => write(out.data_mut::<u16>()?, &src, |v| int_cast!(v, u16)),
-        kTfLiteUInt8 => write(out.data_mut::<u8>()?, &src, |v| int_cast!(v, u8)),
-        kTfLiteInt8 => write(out.data_mut::<i8>()?, &src, |v| int_cast!(v, i8)),
-        kTfLiteFloat16 => write(out.data_mut::<u16>()?, &src, |v| f32_to_f16(v.to_f32())),
-        kTfLiteBFloat16 => write(out.data_mut::<u16>()?, &src, |v| f32_to_bf16(v.to_f32())),
-        kTfLiteFloat32 => write(out.data_mut::<f32>()?, &src, Value::to_f32),
-        kTfLiteFloat64 => write(out.data_mut::<f64>()?, &src, Value::to_f64),
-        kTfLiteBool => write(out.data_mut::<u8>()?, &src, |v| u8::from(v.to_bool())),
-        other => Err(Error::new(format!("output type {} is not supported", other.name()))),
+impl BuiltinKernel for Cast {
+    const NAME: &'static str = OP;
+    type Params = ();
+    type State = ();
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<()> {
+        let input = operands(ctx)?;
+        ctx.resize_output(0, input.shape).map_err(in_op(OP))
     }
-    .map_err(in_op(OP))
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), _: &mut ()) -> Result<()> {
+        let input = operands(ctx)?;
+        let mut out = ctx.output(0).map_err(in_op(OP))?;
+        check_out_shape(OP, out.shape, input.shape)?;
+        let src = source_values(&input).map_err(in_op(OP))?;
+        use TfLiteType::*;
+        match out.dtype {
+            kTfLiteInt64 => write(out.data_mut::<i64>()?, &src, Value::to_i64),
+            kTfLiteInt32 => write(out.data_mut::<i32>()?, &src, |v| int_cast!(v, i32)),
+            kTfLiteUInt32 => write(out.data_mut::<u32>()?, &src, |v| int_cast!(v, u32)),
+            kTfLiteInt16 => write(out.data_mut::<i16>()?, &src, |v| int_cast!(v, i16)),
+            kTfLiteUInt16 => write(out.data_mut::<u16>()?, &src, |v| int_cast!(v, u16)),
+            kTfLiteUInt8 => write(out.data_mut::<u8>()?, &src, |v| int_cast!(v, u8)),
+            kTfLiteInt8 => write(out.data_mut::<i8>()?, &src, |v| int_cast!(v, i8)),
+            kTfLiteFloat16 => write(out.data_mut::<u16>()?, &src, |v| f32_to_f16(v.to_f32())),
+            kTfLiteBFloat16 => write(out.data_mut::<u16>()?, &src, |v| f32_to_bf16(v.to_f32())),
+            kTfLiteFloat32 => write(out.data_mut::<f32>()?, &src, Value::to_f32),
+            kTfLiteFloat64 => write(out.data_mut::<f64>()?, &src, Value::to_f64),
+            kTfLiteBool => write(out.data_mut::<u8>()?, &src, |v| u8::from(v.to_bool())),
+            other => Err(Error::new(format!("output type {} is not supported", other.name()))),
+        }
+        .map_err(in_op(OP))
+    }
 }
 
 #[cfg(test)]

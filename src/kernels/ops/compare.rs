@@ -19,6 +19,7 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::OpCtx;
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{quantize_multiplier_greater_than_one, quantize_multiplier_smaller_than_one_exp};
 
 /// The comparisons.
@@ -33,7 +34,7 @@ pub enum Cmp {
 }
 
 impl Cmp {
-    fn name(self) -> &'static str {
+    const fn name(self) -> &'static str {
         match self {
             Cmp::Equal => "EQUAL",
             Cmp::NotEqual => "NOT_EQUAL",
@@ -59,28 +60,45 @@ impl Cmp {
     }
 }
 
-macro_rules! cmp_registrations {
-    ($($fn_name:ident, $prep:ident, $eval:ident, $kind:ident, $code:ident;)*) => {$(
-        #[doc = concat!("The ", stringify!($kind), " registration.")]
-        pub fn $fn_name() -> TfLiteRegistration {
-            crate::kernel_registration!(TfLiteBuiltinOperator::$code, prepare = $prep, eval = $eval)
-        }
-        fn $prep(ctx: &OpCtx<'_>) -> Result<()> {
-            cmp_prepare(ctx, Cmp::$kind)
-        }
-        fn $eval(ctx: &OpCtx<'_>) -> Result<()> {
-            cmp_eval(ctx, Cmp::$kind)
-        }
-    )*};
+/// The Equal registration.
+pub fn equal_registration() -> TfLiteRegistration {
+    kernel::registration::<Compare<0>>(TfLiteBuiltinOperator::kTfLiteBuiltinEqual)
 }
 
-cmp_registrations! {
-    equal_registration, equal_prepare, equal_eval, Equal, kTfLiteBuiltinEqual;
-    not_equal_registration, not_equal_prepare, not_equal_eval, NotEqual, kTfLiteBuiltinNotEqual;
-    less_registration, less_prepare, less_eval, Less, kTfLiteBuiltinLess;
-    less_equal_registration, less_equal_prepare, less_equal_eval, LessEqual, kTfLiteBuiltinLessEqual;
-    greater_registration, greater_prepare, greater_eval, Greater, kTfLiteBuiltinGreater;
-    greater_equal_registration, greater_equal_prepare, greater_equal_eval, GreaterEqual, kTfLiteBuiltinGreaterEqual;
+/// The NotEqual registration.
+pub fn not_equal_registration() -> TfLiteRegistration {
+    kernel::registration::<Compare<1>>(TfLiteBuiltinOperator::kTfLiteBuiltinNotEqual)
+}
+
+/// The Less registration.
+pub fn less_registration() -> TfLiteRegistration {
+    kernel::registration::<Compare<2>>(TfLiteBuiltinOperator::kTfLiteBuiltinLess)
+}
+
+/// The LessEqual registration.
+pub fn less_equal_registration() -> TfLiteRegistration {
+    kernel::registration::<Compare<3>>(TfLiteBuiltinOperator::kTfLiteBuiltinLessEqual)
+}
+
+/// The Greater registration.
+pub fn greater_registration() -> TfLiteRegistration {
+    kernel::registration::<Compare<4>>(TfLiteBuiltinOperator::kTfLiteBuiltinGreater)
+}
+
+/// The GreaterEqual registration.
+pub fn greater_equal_registration() -> TfLiteRegistration {
+    kernel::registration::<Compare<5>>(TfLiteBuiltinOperator::kTfLiteBuiltinGreaterEqual)
+}
+
+const fn cmp_of(op: u8) -> Cmp {
+    match op {
+        0 => Cmp::Equal,
+        1 => Cmp::NotEqual,
+        2 => Cmp::Less,
+        3 => Cmp::LessEqual,
+        4 => Cmp::Greater,
+        _ => Cmp::GreaterEqual,
+    }
 }
 
 /// Per-input scaling of a quantized comparison (`ComparisonParams` for one input).
@@ -129,18 +147,37 @@ fn cmp_operands<'a>(ctx: &OpCtx<'a>, kind: Cmp) -> Result<BinaryOperands<'a>> {
     Ok(ops)
 }
 
-fn cmp_prepare(ctx: &OpCtx<'_>, kind: Cmp) -> Result<()> {
-    let op = kind.name();
-    let ops = cmp_operands(ctx, kind)?;
-    if matches!(ops.a.dtype, TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8) {
-        CmpScale::new(ops.a.quant().scale, ops.a.quant().zero_point).map_err(in_op(op))?;
-        CmpScale::new(ops.b.quant().scale, ops.b.quant().zero_point).map_err(in_op(op))?;
+/// A comparison (`OP` indexes [`Cmp`] in declaration order); its State is the scaling of
+/// both inputs for uint8 / int8, `None` for the other types.
+struct Compare<const OP: u8>;
+
+impl<const OP: u8> BuiltinKernel for Compare<OP> {
+    const NAME: &'static str = cmp_of(OP).name();
+    type Params = ();
+    type State = Option<(CmpScale, CmpScale)>;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<Option<(CmpScale, CmpScale)>> {
+        let kind = cmp_of(OP);
+        let op = kind.name();
+        let ops = cmp_operands(ctx, kind)?;
+        let scales = if matches!(ops.a.dtype, TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8) {
+            let sa = CmpScale::new(ops.a.quant().scale, ops.a.quant().zero_point).map_err(in_op(op))?;
+            let sb = CmpScale::new(ops.b.quant().scale, ops.b.quant().zero_point).map_err(in_op(op))?;
+            Some((sa, sb))
+        } else {
+            None
+        };
+        ctx.set_output_type(0, TfLiteType::kTfLiteBool).map_err(in_op(op))?;
+        ctx.resize_output(0, &ops.out_shape).map_err(in_op(op))?;
+        Ok(scales)
     }
-    ctx.set_output_type(0, TfLiteType::kTfLiteBool).map_err(in_op(op))?;
-    ctx.resize_output(0, &ops.out_shape).map_err(in_op(op))
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), scales: &mut Option<(CmpScale, CmpScale)>) -> Result<()> {
+        cmp_eval(ctx, cmp_of(OP), *scales)
+    }
 }
 
-fn cmp_eval(ctx: &OpCtx<'_>, kind: Cmp) -> Result<()> {
+fn cmp_eval(ctx: &OpCtx<'_>, kind: Cmp, scales: Option<(CmpScale, CmpScale)>) -> Result<()> {
     let op = kind.name();
     let mut ops = cmp_operands(ctx, kind)?;
     check_out_shape(op, ops.out.shape, &ops.out_shape)?;
@@ -164,8 +201,7 @@ fn cmp_eval(ctx: &OpCtx<'_>, kind: Cmp) -> Result<()> {
             u8::from(kind.apply(x != 0, y != 0))
         }),
         kTfLiteUInt8 | kTfLiteInt8 => {
-            let sa = CmpScale::new(a.quant().scale, a.quant().zero_point)?;
-            let sb = CmpScale::new(b.quant().scale, b.quant().zero_point)?;
+            let (sa, sb) = scales.ok_or_else(|| Error::new("quantized comparison without its scales"))?;
             if a.dtype == kTfLiteUInt8 {
                 broadcast_binary(a.data::<u8>()?, a.shape, b.data::<u8>()?, b.shape, out, &osh, |x, y| {
                     u8::from(kind.apply(sa.scaled(i32::from(x)), sb.scaled(i32::from(y))))
@@ -191,17 +227,17 @@ const NOT: &str = "LOGICAL_NOT";
 
 /// The LOGICAL_AND registration.
 pub fn logical_and_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinLogicalAnd, prepare = and_prepare, eval = and_eval)
+    kernel::registration::<Logical<false>>(TfLiteBuiltinOperator::kTfLiteBuiltinLogicalAnd)
 }
 
 /// The LOGICAL_OR registration.
 pub fn logical_or_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinLogicalOr, prepare = or_prepare, eval = or_eval)
+    kernel::registration::<Logical<true>>(TfLiteBuiltinOperator::kTfLiteBuiltinLogicalOr)
 }
 
 /// The LOGICAL_NOT registration.
 pub fn logical_not_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinLogicalNot, prepare = not_prepare, eval = not_eval)
+    kernel::registration::<LogicalNot>(TfLiteBuiltinOperator::kTfLiteBuiltinLogicalNot)
 }
 
 fn logical_prepare(ctx: &OpCtx<'_>, op: &'static str) -> Result<()> {
@@ -232,38 +268,52 @@ fn logical_eval(ctx: &OpCtx<'_>, op: &'static str, f: fn(bool, bool) -> bool) ->
     .map_err(with_op(op))
 }
 
-fn and_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    logical_prepare(ctx, AND)
-}
-fn and_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    logical_eval(ctx, AND, |a, b| a && b)
-}
-fn or_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    logical_prepare(ctx, OR)
-}
-fn or_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    logical_eval(ctx, OR, |a, b| a || b)
+/// LOGICAL_AND (`IS_OR` false) or LOGICAL_OR (`IS_OR` true); its State is empty (nothing to
+/// derive beyond the output shape).
+struct Logical<const IS_OR: bool>;
+
+impl<const IS_OR: bool> BuiltinKernel for Logical<IS_OR> {
+    const NAME: &'static str = if IS_OR { OR } else { AND };
+    type Params = ();
+    type State = ();
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<()> {
+        logical_prepare(ctx, Self::NAME)
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), _: &mut ()) -> Result<()> {
+        if IS_OR { logical_eval(ctx, OR, |a, b| a || b) } else { logical_eval(ctx, AND, |a, b| a && b) }
+    }
 }
 
-fn not_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, _) = unary_operands(ctx, NOT)?;
-    if input.dtype != TfLiteType::kTfLiteBool {
-        return Err(op_error(NOT, "LOGICAL_NOT only supports bool"));
-    }
-    ctx.resize_output(0, input.shape).map_err(in_op(NOT))
-}
+/// LOGICAL_NOT; its State is empty (nothing to derive beyond the output shape).
+struct LogicalNot;
 
-fn not_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, mut out) = unary_operands(ctx, NOT)?;
-    check_out_shape(NOT, out.shape, input.shape)?;
-    let (x, o) = (input.data::<u8>()?, out.data_mut::<u8>()?);
-    if x.len() != o.len() {
-        return Err(op_error(NOT, "input and output sizes differ"));
+impl BuiltinKernel for LogicalNot {
+    const NAME: &'static str = NOT;
+    type Params = ();
+    type State = ();
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<()> {
+        let (input, _) = unary_operands(ctx, NOT)?;
+        if input.dtype != TfLiteType::kTfLiteBool {
+            return Err(op_error(NOT, "LOGICAL_NOT only supports bool"));
+        }
+        ctx.resize_output(0, input.shape).map_err(in_op(NOT))
     }
-    for (oc, &v) in o.iter_mut().zip(x) {
-        *oc = u8::from(v == 0);
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), _: &mut ()) -> Result<()> {
+        let (input, mut out) = unary_operands(ctx, NOT)?;
+        check_out_shape(NOT, out.shape, input.shape)?;
+        let (x, o) = (input.data::<u8>()?, out.data_mut::<u8>()?);
+        if x.len() != o.len() {
+            return Err(op_error(NOT, "input and output sizes differ"));
+        }
+        for (oc, &v) in o.iter_mut().zip(x) {
+            *oc = u8::from(v == 0);
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{
     multiply_by_quantized_multiplier, rounding_divide_by_pot, saturating_rounding_doubling_high_mul as srdhm,
     try_quantize_multiplier,
@@ -39,7 +40,7 @@ pub enum Unary {
 
 impl Unary {
     /// The schema's name.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Unary::Exp => "EXP",
             Unary::Log => "LOG",
@@ -95,33 +96,37 @@ impl Unary {
 }
 
 macro_rules! registrations {
-    ($($fn_name:ident, $prep:ident, $eval:ident, $kind:ident, $code:ident;)*) => {$(
-        #[doc = concat!("The ", stringify!($kind), " registration.")]
-        pub fn $fn_name() -> TfLiteRegistration {
-            crate::kernel_registration!(TfLiteBuiltinOperator::$code, prepare = $prep, eval = $eval)
+    ($($fn_name:ident, $kind:ident, $code:ident;)*) => {
+        $(
+            #[doc = concat!("The ", stringify!($kind), " registration.")]
+            pub fn $fn_name() -> TfLiteRegistration {
+                kernel::registration::<UnaryKernel<{ Unary::$kind as u8 }>>(TfLiteBuiltinOperator::$code)
+            }
+        )*
+
+        /// The op whose discriminant is `op`.
+        const fn unary_of(op: u8) -> Unary {
+            $(if op == Unary::$kind as u8 {
+                return Unary::$kind;
+            })*
+            Unary::Sign
         }
-        fn $prep(ctx: &OpCtx<'_>) -> Result<()> {
-            prepare(ctx, Unary::$kind)
-        }
-        fn $eval(ctx: &OpCtx<'_>) -> Result<()> {
-            eval(ctx, Unary::$kind)
-        }
-    )*};
+    };
 }
 
 registrations! {
-    exp_registration, exp_prepare, exp_eval, Exp, kTfLiteBuiltinExp;
-    log_registration, log_prepare, log_eval, Log, kTfLiteBuiltinLog;
-    sqrt_registration, sqrt_prepare, sqrt_eval, Sqrt, kTfLiteBuiltinSqrt;
-    rsqrt_registration, rsqrt_prepare, rsqrt_eval, Rsqrt, kTfLiteBuiltinRsqrt;
-    square_registration, square_prepare, square_eval, Square, kTfLiteBuiltinSquare;
-    abs_registration, abs_prepare, abs_eval, Abs, kTfLiteBuiltinAbs;
-    neg_registration, neg_prepare, neg_eval, Neg, kTfLiteBuiltinNeg;
-    cos_registration, cos_prepare, cos_eval, Cos, kTfLiteBuiltinCos;
-    floor_registration, floor_prepare, floor_eval, Floor, kTfLiteBuiltinFloor;
-    ceil_registration, ceil_prepare, ceil_eval, Ceil, kTfLiteBuiltinCeil;
-    round_registration, round_prepare, round_eval, Round, kTfLiteBuiltinRound;
-    sign_registration, sign_prepare, sign_eval, Sign, kTfLiteBuiltinSign;
+    exp_registration, Exp, kTfLiteBuiltinExp;
+    log_registration, Log, kTfLiteBuiltinLog;
+    sqrt_registration, Sqrt, kTfLiteBuiltinSqrt;
+    rsqrt_registration, Rsqrt, kTfLiteBuiltinRsqrt;
+    square_registration, Square, kTfLiteBuiltinSquare;
+    abs_registration, Abs, kTfLiteBuiltinAbs;
+    neg_registration, Neg, kTfLiteBuiltinNeg;
+    cos_registration, Cos, kTfLiteBuiltinCos;
+    floor_registration, Floor, kTfLiteBuiltinFloor;
+    ceil_registration, Ceil, kTfLiteBuiltinCeil;
+    round_registration, Round, kTfLiteBuiltinRound;
+    sign_registration, Sign, kTfLiteBuiltinSign;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -217,16 +222,80 @@ fn check(kind: Unary, input: &TensorView<'_>, out: &TensorView<'_>) -> Result<()
     Ok(())
 }
 
-fn prepare(ctx: &OpCtx<'_>, kind: Unary) -> Result<()> {
-    let (input, out) = unary_operands(ctx, kind.name())?;
-    check(kind, &input, &out)?;
-    if kind == Unary::Rsqrt && input.dtype == TfLiteType::kTfLiteInt8 {
-        rsqrt_multiplier(input.quant().scale, out.quant().scale).map_err(in_op(kind.name()))?;
+/// What Prepare derives for the quantized variants: tables and multipliers.
+enum Plan {
+    /// Nothing derived (float, plain integer variants).
+    Plain,
+    /// Quantized ABS: the multiplier of `s_in / s_out`, `None` when the scales are equal.
+    AbsQuant(Option<(i32, i32)>),
+    /// int8 EXP / LOG: the 256-entry table.
+    Lut8(Box<[u8; 256]>),
+    /// int16 EXP / LOG / RSQRT: the 513-entry interpolated table.
+    Lut16(Box<[i16; 513]>),
+    /// int8 RSQRT: the output multiplier of `1 / (sqrt(s_in) * s_out)`.
+    RsqrtI8((i32, i32)),
+}
+
+fn plan(kind: Unary, input: &TensorView<'_>, out: &TensorView<'_>) -> Result<Plan> {
+    let (qi, qo) = (input.quant(), out.quant());
+    use TfLiteType::*;
+    Ok(match (kind, input.dtype) {
+        (Unary::Abs, kTfLiteInt8 | kTfLiteInt16) if quantized(input) => {
+            let needs_rescale = qi.scale != qo.scale;
+            let rescale =
+                if needs_rescale { Some(try_quantize_multiplier(f64::from(qi.scale / qo.scale))?) } else { None };
+            Plan::AbsQuant(rescale)
+        }
+        (Unary::Exp, kTfLiteInt8) => {
+            Plan::Lut8(Box::new(lut_populate_8bit(true, qi.scale, qi.zero_point, qo.scale, qo.zero_point, f32::exp)))
+        }
+        (Unary::Log, kTfLiteInt8) => {
+            let output_min = log_output_min(kTfLiteInt8, qo.zero_point, qo.scale);
+            Plan::Lut8(Box::new(lut_populate_8bit(true, qi.scale, qi.zero_point, qo.scale, qo.zero_point, move |v| {
+                if v <= 0.0 { output_min } else { v.ln() }
+            })))
+        }
+        (Unary::Exp | Unary::Log | Unary::Rsqrt, kTfLiteInt16) => Plan::Lut16(Box::new(match kind {
+            Unary::Exp => lut_populate_int16(qi.scale, qi.zero_point, qo.scale, qo.zero_point, f32::exp),
+            Unary::Log => {
+                let output_min = log_output_min(kTfLiteInt16, qo.zero_point, qo.scale);
+                lut_populate_int16(qi.scale, qi.zero_point, qo.scale, qo.zero_point, move |v| {
+                    if v <= 0.0 { output_min } else { v.ln() }
+                })
+            }
+            _ => {
+                let out_scale = qo.scale;
+                lut_populate_int16(qi.scale, qi.zero_point, qo.scale, qo.zero_point, move |v| {
+                    if v <= 0.0 { f32::from(i16::MAX) * out_scale } else { 1.0 / v.sqrt() }
+                })
+            }
+        })),
+        (Unary::Rsqrt, kTfLiteInt8) => Plan::RsqrtI8(rsqrt_multiplier(qi.scale, qo.scale)?),
+        _ => Plan::Plain,
+    })
+}
+
+/// One of this file's ops (`OP` is its [`Unary`] discriminant); its State is the [`Plan`]:
+/// the lookup table or multiplier of the quantized variants.
+struct UnaryKernel<const OP: u8>;
+
+impl<const OP: u8> BuiltinKernel for UnaryKernel<OP> {
+    const NAME: &'static str = unary_of(OP).name();
+    type Params = ();
+    type State = Plan;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<Plan> {
+        let kind = unary_of(OP);
+        let (input, out) = unary_operands(ctx, kind.name())?;
+        check(kind, &input, &out)?;
+        let plan = plan(kind, &input, &out).map_err(in_op(kind.name()))?;
+        ctx.resize_output(0, input.shape).map_err(in_op(kind.name()))?;
+        Ok(plan)
     }
-    if kind == Unary::Abs && quantized(&input) && input.quant().scale != out.quant().scale {
-        try_quantize_multiplier(f64::from(input.quant().scale / out.quant().scale)).map_err(in_op(kind.name()))?;
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), plan: &mut Plan) -> Result<()> {
+        eval(ctx, unary_of(OP), plan)
     }
-    ctx.resize_output(0, input.shape).map_err(in_op(kind.name()))
 }
 
 /// `SetRsqrtOutputMultiplier`: `1 / (sqrt(s_in) * s_out)`.
@@ -248,10 +317,9 @@ fn map<T: crate::kernels::api::Element, U: crate::kernels::api::Element>(
     Ok(())
 }
 
-fn eval(ctx: &OpCtx<'_>, kind: Unary) -> Result<()> {
+fn eval(ctx: &OpCtx<'_>, kind: Unary, plan: &Plan) -> Result<()> {
     let op = kind.name();
     let (input, mut out) = unary_operands(ctx, op)?;
-    check(kind, &input, &out)?;
     check_out_shape(op, out.shape, input.shape)?;
     let (qi, qo) = (input.quant(), out.quant());
     use TfLiteType::*;
@@ -274,11 +342,13 @@ fn eval(ctx: &OpCtx<'_>, kind: Unary) -> Result<()> {
             map(input.data::<i16>()?, out.data_mut::<i16>()?, |x| i32::from(x).abs() as i16)
         }
         (Unary::Abs, kTfLiteInt8 | kTfLiteInt16) => {
-            let needs_rescale = qi.scale != qo.scale;
-            let (m, s) = if needs_rescale { try_quantize_multiplier(f64::from(qi.scale / qo.scale))? } else { (0, 0) };
+            let Plan::AbsQuant(rescale) = *plan else { return Err(op_error(op, "invoked without its plan")) };
             let f = |x: i32, min: i32, max: i32| -> i32 {
                 let v = x.wrapping_sub(qi.zero_point).wrapping_abs();
-                let o = if needs_rescale { multiply_by_quantized_multiplier(v, m, s) } else { v };
+                let o = match rescale {
+                    Some((m, s)) => multiply_by_quantized_multiplier(v, m, s),
+                    None => v,
+                };
                 o.wrapping_add(qo.zero_point).clamp(min, max)
             };
             if input.dtype == kTfLiteInt8 {
@@ -288,40 +358,19 @@ fn eval(ctx: &OpCtx<'_>, kind: Unary) -> Result<()> {
             }
         }
         (Unary::Exp | Unary::Log, kTfLiteInt8) => {
-            let lut = if kind == Unary::Exp {
-                lut_populate_8bit(true, qi.scale, qi.zero_point, qo.scale, qo.zero_point, f32::exp)
-            } else {
-                let output_min = log_output_min(kTfLiteInt8, qo.zero_point, qo.scale);
-                lut_populate_8bit(true, qi.scale, qi.zero_point, qo.scale, qo.zero_point, move |v| {
-                    if v <= 0.0 { output_min } else { v.ln() }
-                })
-            };
+            let Plan::Lut8(lut) = plan else { return Err(op_error(op, "invoked without its table")) };
             map(input.data::<i8>()?, out.data_mut::<i8>()?, |x| lut[x as u8 as usize] as i8)
         }
         (Unary::Exp | Unary::Log | Unary::Rsqrt, kTfLiteInt16) => {
-            let lut = match kind {
-                Unary::Exp => lut_populate_int16(qi.scale, qi.zero_point, qo.scale, qo.zero_point, f32::exp),
-                Unary::Log => {
-                    let output_min = log_output_min(kTfLiteInt16, qo.zero_point, qo.scale);
-                    lut_populate_int16(qi.scale, qi.zero_point, qo.scale, qo.zero_point, move |v| {
-                        if v <= 0.0 { output_min } else { v.ln() }
-                    })
-                }
-                _ => {
-                    let out_scale = qo.scale;
-                    lut_populate_int16(qi.scale, qi.zero_point, qo.scale, qo.zero_point, move |v| {
-                        if v <= 0.0 { f32::from(i16::MAX) * out_scale } else { 1.0 / v.sqrt() }
-                    })
-                }
-            };
+            let Plan::Lut16(lut) = plan else { return Err(op_error(op, "invoked without its table")) };
             let x = input.data::<i16>()?;
             if kind == Unary::Rsqrt && x.iter().any(|&v| i32::from(v) < qi.zero_point) {
                 return Err(op_error(op, "Rsqrt is only defined for positive values"));
             }
-            map(x, out.data_mut::<i16>()?, |v| lut_lookup_int16(v, &lut))
+            map(x, out.data_mut::<i16>()?, |v| lut_lookup_int16(v, lut))
         }
         (Unary::Rsqrt, kTfLiteInt8) => {
-            let (m, s) = rsqrt_multiplier(qi.scale, qo.scale)?;
+            let Plan::RsqrtI8((m, s)) = *plan else { return Err(op_error(op, "invoked without its multiplier")) };
             let x = input.data::<i8>()?;
             let o = out.data_mut::<i8>()?;
             if x.len() != o.len() {

@@ -13,6 +13,7 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, QuantParams};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, try_quantize_multiplier};
 
 const ELU: &str = "ELU";
@@ -26,21 +27,17 @@ unsafe extern "C" {
 
 /// The ELU registration.
 pub fn elu_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinElu, prepare = elu_prepare, eval = elu_eval)
+    kernel::registration::<Elu>(TfLiteBuiltinOperator::kTfLiteBuiltinElu)
 }
 
 /// The GELU registration.
 pub fn gelu_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinGelu, prepare = gelu_prepare, eval = gelu_eval)
+    kernel::registration::<Gelu>(TfLiteBuiltinOperator::kTfLiteBuiltinGelu)
 }
 
 /// The RELU_0_TO_1 registration.
 pub fn relu_0_to_1_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinRelu0To1,
-        prepare = relu_0_to_1_prepare,
-        eval = relu_0_to_1_eval
-    )
+    kernel::registration::<Relu0To1>(TfLiteBuiltinOperator::kTfLiteBuiltinRelu0To1)
 }
 
 /// ELU on one float.
@@ -65,79 +62,111 @@ pub fn gelu_approximate(x: f32) -> f32 {
 // ELU
 // ---------------------------------------------------------------------------------------
 
-fn elu_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, _) = unary_operands(ctx, ELU)?;
-    if !matches!(input.dtype, TfLiteType::kTfLiteFloat32 | TfLiteType::kTfLiteInt8) {
-        return Err(op_error(ELU, format!("type {} is not supported", input.dtype.name())));
-    }
-    ctx.resize_output(0, input.shape).map_err(in_op(ELU))
-}
+/// ELU; its State is int8's lookup table (`None` for float32).
+struct Elu;
 
-fn elu_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, mut out) = unary_operands(ctx, ELU)?;
-    check_out_shape(ELU, out.shape, input.shape)?;
-    match input.dtype {
-        TfLiteType::kTfLiteFloat32 => {
-            for (o, &x) in out.data_mut::<f32>()?.iter_mut().zip(input.data::<f32>()?) {
-                *o = elu_f32(x);
+impl BuiltinKernel for Elu {
+    const NAME: &'static str = ELU;
+    type Params = ();
+    type State = Option<Box<[u8; 256]>>;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<Option<Box<[u8; 256]>>> {
+        let (input, out) = unary_operands(ctx, ELU)?;
+        let lut = match input.dtype {
+            TfLiteType::kTfLiteFloat32 => None,
+            TfLiteType::kTfLiteInt8 => {
+                let (qi, qo) = (input.quant(), out.quant());
+                Some(Box::new(lut_populate_8bit(true, qi.scale, qi.zero_point, qo.scale, qo.zero_point, elu_f32)))
             }
-        }
-        TfLiteType::kTfLiteInt8 => {
-            let (qi, qo) = (input.quant(), out.quant());
-            let lut = lut_populate_8bit(true, qi.scale, qi.zero_point, qo.scale, qo.zero_point, elu_f32);
-            for (o, &x) in out.data_mut::<i8>()?.iter_mut().zip(input.data::<i8>()?) {
-                *o = lut[x as u8 as usize] as i8;
-            }
-        }
-        other => return Err(op_error(ELU, format!("type {} is not supported", other.name()))),
+            other => return Err(op_error(ELU, format!("type {} is not supported", other.name()))),
+        };
+        ctx.resize_output(0, input.shape).map_err(in_op(ELU))?;
+        Ok(lut)
     }
-    Ok(())
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), lut: &mut Option<Box<[u8; 256]>>) -> Result<()> {
+        let (input, mut out) = unary_operands(ctx, ELU)?;
+        check_out_shape(ELU, out.shape, input.shape)?;
+        match (input.dtype, lut) {
+            (TfLiteType::kTfLiteFloat32, _) => {
+                for (o, &x) in out.data_mut::<f32>()?.iter_mut().zip(input.data::<f32>()?) {
+                    *o = elu_f32(x);
+                }
+            }
+            (TfLiteType::kTfLiteInt8, Some(lut)) => {
+                for (o, &x) in out.data_mut::<i8>()?.iter_mut().zip(input.data::<i8>()?) {
+                    *o = lut[x as u8 as usize] as i8;
+                }
+            }
+            (other, _) => return Err(op_error(ELU, format!("type {} is not supported", other.name()))),
+        }
+        Ok(())
+    }
 }
 
 // ---------------------------------------------------------------------------------------
 // GELU
 // ---------------------------------------------------------------------------------------
 
-fn approximate(ctx: &OpCtx<'_>) -> bool {
-    // SAFETY: the parser allocates a `TfLiteGeluParams` for every GELU node.
-    unsafe { ctx.builtin_data::<TfLiteGeluParams>() }.is_some_and(|p| p.approximate)
+/// How a GELU node computes, chosen at Prepare.
+enum GeluPlan {
+    /// float32: the exact or approximate function.
+    F32(fn(f32) -> f32),
+    /// int8 / uint8: the function's lookup table.
+    Lut(Box<[u8; 256]>),
 }
 
-fn gelu_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, _) = unary_operands(ctx, GELU)?;
-    use TfLiteType::*;
-    if !matches!(input.dtype, kTfLiteFloat32 | kTfLiteInt8 | kTfLiteUInt8) {
-        return Err(op_error(GELU, format!("type {} is not supported", input.dtype.name())));
-    }
-    ctx.resize_output(0, input.shape).map_err(in_op(GELU))
-}
+/// GELU (options optional: exact without them); its State is the [`GeluPlan`]: the
+/// function for float32, the lookup table for 8-bit types.
+struct Gelu;
 
-fn gelu_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, mut out) = unary_operands(ctx, GELU)?;
-    check_out_shape(GELU, out.shape, input.shape)?;
-    let f: fn(f32) -> f32 = if approximate(ctx) { gelu_approximate } else { gelu_exact };
-    let (qi, qo) = (input.quant(), out.quant());
-    match input.dtype {
-        TfLiteType::kTfLiteFloat32 => {
-            for (o, &x) in out.data_mut::<f32>()?.iter_mut().zip(input.data::<f32>()?) {
-                *o = f(x);
+impl BuiltinKernel for Gelu {
+    const NAME: &'static str = GELU;
+    type Params = Option<TfLiteGeluParams>;
+    type State = GeluPlan;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &Option<TfLiteGeluParams>) -> Result<GeluPlan> {
+        let (input, out) = unary_operands(ctx, GELU)?;
+        let f: fn(f32) -> f32 = if p.is_some_and(|p| p.approximate) { gelu_approximate } else { gelu_exact };
+        let (qi, qo) = (input.quant(), out.quant());
+        use TfLiteType::*;
+        let plan = match input.dtype {
+            kTfLiteFloat32 => GeluPlan::F32(f),
+            kTfLiteInt8 => {
+                GeluPlan::Lut(Box::new(lut_populate_8bit(true, qi.scale, qi.zero_point, qo.scale, qo.zero_point, f)))
             }
-        }
-        TfLiteType::kTfLiteInt8 => {
-            let lut = lut_populate_8bit(true, qi.scale, qi.zero_point, qo.scale, qo.zero_point, f);
-            for (o, &x) in out.data_mut::<i8>()?.iter_mut().zip(input.data::<i8>()?) {
-                *o = lut[x as u8 as usize] as i8;
+            kTfLiteUInt8 => {
+                GeluPlan::Lut(Box::new(lut_populate_8bit(false, qi.scale, qi.zero_point, qo.scale, qo.zero_point, f)))
             }
-        }
-        TfLiteType::kTfLiteUInt8 => {
-            let lut = lut_populate_8bit(false, qi.scale, qi.zero_point, qo.scale, qo.zero_point, f);
-            for (o, &x) in out.data_mut::<u8>()?.iter_mut().zip(input.data::<u8>()?) {
-                *o = lut[x as usize];
-            }
-        }
-        other => return Err(op_error(GELU, format!("type {} is not supported", other.name()))),
+            other => return Err(op_error(GELU, format!("type {} is not supported", other.name()))),
+        };
+        ctx.resize_output(0, input.shape).map_err(in_op(GELU))?;
+        Ok(plan)
     }
-    Ok(())
+
+    fn invoke(ctx: &OpCtx<'_>, _: &Option<TfLiteGeluParams>, plan: &mut GeluPlan) -> Result<()> {
+        let (input, mut out) = unary_operands(ctx, GELU)?;
+        check_out_shape(GELU, out.shape, input.shape)?;
+        match (input.dtype, plan) {
+            (TfLiteType::kTfLiteFloat32, GeluPlan::F32(f)) => {
+                for (o, &x) in out.data_mut::<f32>()?.iter_mut().zip(input.data::<f32>()?) {
+                    *o = f(x);
+                }
+            }
+            (TfLiteType::kTfLiteInt8, GeluPlan::Lut(lut)) => {
+                for (o, &x) in out.data_mut::<i8>()?.iter_mut().zip(input.data::<i8>()?) {
+                    *o = lut[x as u8 as usize] as i8;
+                }
+            }
+            (TfLiteType::kTfLiteUInt8, GeluPlan::Lut(lut)) => {
+                for (o, &x) in out.data_mut::<u8>()?.iter_mut().zip(input.data::<u8>()?) {
+                    *o = lut[x as usize];
+                }
+            }
+            (other, _) => return Err(op_error(GELU, format!("type {} is not supported", other.name()))),
+        }
+        Ok(())
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -187,43 +216,47 @@ fn relu01_quantized<T: QuantInt>(input: &[T], p: &Relu01Params, out: &mut [T]) {
     }
 }
 
-fn relu_0_to_1_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, out) = unary_operands(ctx, RELU_0_TO_1)?;
-    match input.dtype {
-        TfLiteType::kTfLiteFloat32 => {}
-        TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 => {
-            Relu01Params::new(input.quant(), out.quant(), 0, 0).map_err(in_op(RELU_0_TO_1))?;
-        }
-        other => return Err(op_error(RELU_0_TO_1, format!("type {} is not supported", other.name()))),
-    }
-    ctx.resize_output(0, input.shape).map_err(in_op(RELU_0_TO_1))
-}
+/// RELU_0_TO_1; its State is the quantized requantization and clamp parameters (`None`
+/// for float32).
+struct Relu0To1;
 
-fn relu_0_to_1_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, mut out) = unary_operands(ctx, RELU_0_TO_1)?;
-    check_out_shape(RELU_0_TO_1, out.shape, input.shape)?;
-    if input.num_elements() != out.num_elements() {
-        return Err(op_error(RELU_0_TO_1, "input and output sizes differ"));
+impl BuiltinKernel for Relu0To1 {
+    const NAME: &'static str = RELU_0_TO_1;
+    type Params = ();
+    type State = Option<Relu01Params>;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<Option<Relu01Params>> {
+        let (input, out) = unary_operands(ctx, RELU_0_TO_1)?;
+        let (qi, qo) = (input.quant(), out.quant());
+        let p = match input.dtype {
+            TfLiteType::kTfLiteFloat32 => None,
+            TfLiteType::kTfLiteUInt8 => Some(Relu01Params::new(qi, qo, 0, 255).map_err(in_op(RELU_0_TO_1))?),
+            TfLiteType::kTfLiteInt8 => Some(Relu01Params::new(qi, qo, -128, 127).map_err(in_op(RELU_0_TO_1))?),
+            other => return Err(op_error(RELU_0_TO_1, format!("type {} is not supported", other.name()))),
+        };
+        ctx.resize_output(0, input.shape).map_err(in_op(RELU_0_TO_1))?;
+        Ok(p)
     }
-    let (qi, qo) = (input.quant(), out.quant());
-    match input.dtype {
-        TfLiteType::kTfLiteFloat32 => {
-            for (o, &x) in out.data_mut::<f32>()?.iter_mut().zip(input.data::<f32>()?) {
-                // `x > 1 ? 1 : x < 0 ? 0 : x`; NaN passes through, as in TFLite.
-                *o = x.clamp(0.0, 1.0);
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), p: &mut Option<Relu01Params>) -> Result<()> {
+        let (input, mut out) = unary_operands(ctx, RELU_0_TO_1)?;
+        check_out_shape(RELU_0_TO_1, out.shape, input.shape)?;
+        if input.num_elements() != out.num_elements() {
+            return Err(op_error(RELU_0_TO_1, "input and output sizes differ"));
+        }
+        match (input.dtype, p) {
+            (TfLiteType::kTfLiteFloat32, _) => {
+                for (o, &x) in out.data_mut::<f32>()?.iter_mut().zip(input.data::<f32>()?) {
+                    // `x > 1 ? 1 : x < 0 ? 0 : x`; NaN passes through, as in TFLite.
+                    *o = x.clamp(0.0, 1.0);
+                }
             }
+            (TfLiteType::kTfLiteUInt8, Some(p)) => relu01_quantized::<u8>(input.data()?, p, out.data_mut()?),
+            (TfLiteType::kTfLiteInt8, Some(p)) => relu01_quantized::<i8>(input.data()?, p, out.data_mut()?),
+            (other, _) => return Err(op_error(RELU_0_TO_1, format!("type {} is not supported", other.name()))),
         }
-        TfLiteType::kTfLiteUInt8 => {
-            let p = Relu01Params::new(qi, qo, 0, 255).map_err(in_op(RELU_0_TO_1))?;
-            relu01_quantized::<u8>(input.data()?, &p, out.data_mut()?);
-        }
-        TfLiteType::kTfLiteInt8 => {
-            let p = Relu01Params::new(qi, qo, -128, 127).map_err(in_op(RELU_0_TO_1))?;
-            relu01_quantized::<i8>(input.data()?, &p, out.data_mut()?);
-        }
-        other => return Err(op_error(RELU_0_TO_1, format!("type {} is not supported", other.name()))),
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]

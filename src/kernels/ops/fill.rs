@@ -18,34 +18,31 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 /// The SHAPE registration.
 pub fn shape_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinShape, prepare = shape_prepare, eval = shape_eval)
+    kernel::registration::<Shape>(TfLiteBuiltinOperator::kTfLiteBuiltinShape)
 }
 
 /// The RANK registration.
 pub fn rank_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinRank, prepare = rank_prepare, eval = rank_eval)
+    kernel::registration::<Rank>(TfLiteBuiltinOperator::kTfLiteBuiltinRank)
 }
 
 /// The FILL registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinFill, prepare = fill_prepare, eval = fill_eval)
+    kernel::registration::<Fill>(TfLiteBuiltinOperator::kTfLiteBuiltinFill)
 }
 
 /// The ZEROS_LIKE registration.
 pub fn zeros_like_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinZerosLike,
-        prepare = zeros_like_prepare,
-        eval = zeros_like_eval
-    )
+    kernel::registration::<ZerosLike>(TfLiteBuiltinOperator::kTfLiteBuiltinZerosLike)
 }
 
 /// The RANGE registration.
 pub fn range_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinRange, prepare = range_prepare, eval = range_eval)
+    kernel::registration::<Range>(TfLiteBuiltinOperator::kTfLiteBuiltinRange)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -55,55 +52,72 @@ pub fn range_registration() -> TfLiteRegistration {
 const SHAPE: &str = "SHAPE";
 const RANK: &str = "RANK";
 
-fn shape_out_type(ctx: &OpCtx<'_>) -> Result<TfLiteType> {
-    // SAFETY: the parser allocates a `TfLiteShapeParams` for every SHAPE node.
-    let p = unsafe { ctx.builtin_data::<TfLiteShapeParams>() }.copied().ok_or_else(|| op_error(SHAPE, "no params"))?;
+fn shape_out_type(p: &TfLiteShapeParams) -> Result<TfLiteType> {
     match p.out_type {
         t @ (TfLiteType::kTfLiteInt32 | TfLiteType::kTfLiteInt64) => Ok(t),
         other => Err(op_error(SHAPE, format!("output type {} is not supported", other.name()))),
     }
 }
 
-fn shape_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    check_arity(ctx, SHAPE, 1, 1, 1)?;
-    let input = ctx.input(0).map_err(in_op(SHAPE))?;
-    ctx.set_output_type(0, shape_out_type(ctx)?).map_err(in_op(SHAPE))?;
-    ctx.resize_output(0, &[input.shape.len() as i32]).map_err(in_op(SHAPE))
-}
+/// SHAPE; its State is empty (the output type is in the options, the values are the
+/// input's dimensions).
+struct Shape;
 
-fn shape_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    check_arity(ctx, SHAPE, 1, 1, 1)?;
-    let input = ctx.input(0).map_err(in_op(SHAPE))?;
-    let mut out = ctx.output(0).map_err(in_op(SHAPE))?;
-    check_out_shape(SHAPE, out.shape, &[input.shape.len() as i32])?;
-    match out.dtype {
-        TfLiteType::kTfLiteInt32 => out.data_mut::<i32>()?.copy_from_slice(input.shape),
-        TfLiteType::kTfLiteInt64 => {
-            for (o, &d) in out.data_mut::<i64>()?.iter_mut().zip(input.shape) {
-                *o = i64::from(d);
+impl BuiltinKernel for Shape {
+    const NAME: &'static str = SHAPE;
+    type Params = TfLiteShapeParams;
+    type State = ();
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteShapeParams) -> Result<()> {
+        check_arity(ctx, SHAPE, 1, 1, 1)?;
+        let input = ctx.input(0).map_err(in_op(SHAPE))?;
+        ctx.set_output_type(0, shape_out_type(p)?).map_err(in_op(SHAPE))?;
+        ctx.resize_output(0, &[input.shape.len() as i32]).map_err(in_op(SHAPE))
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLiteShapeParams, _: &mut ()) -> Result<()> {
+        check_arity(ctx, SHAPE, 1, 1, 1)?;
+        let input = ctx.input(0).map_err(in_op(SHAPE))?;
+        let mut out = ctx.output(0).map_err(in_op(SHAPE))?;
+        check_out_shape(SHAPE, out.shape, &[input.shape.len() as i32])?;
+        match out.dtype {
+            TfLiteType::kTfLiteInt32 => out.data_mut::<i32>()?.copy_from_slice(input.shape),
+            TfLiteType::kTfLiteInt64 => {
+                for (o, &d) in out.data_mut::<i64>()?.iter_mut().zip(input.shape) {
+                    *o = i64::from(d);
+                }
             }
+            other => return Err(op_error(SHAPE, format!("output type {} is not supported", other.name()))),
         }
-        other => return Err(op_error(SHAPE, format!("output type {} is not supported", other.name()))),
+        Ok(())
     }
-    Ok(())
 }
 
-fn rank_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    check_arity(ctx, RANK, 1, 1, 1)?;
-    ctx.set_output_type(0, TfLiteType::kTfLiteInt32).map_err(in_op(RANK))?;
-    ctx.resize_output(0, &[]).map_err(in_op(RANK))
-}
+/// RANK; its State is empty (the value is the input's rank).
+struct Rank;
 
-fn rank_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    check_arity(ctx, RANK, 1, 1, 1)?;
-    let input = ctx.input(0).map_err(in_op(RANK))?;
-    let mut out = ctx.output(0).map_err(in_op(RANK))?;
-    let o = out.data_mut::<i32>().map_err(in_op(RANK))?;
-    if o.len() != 1 {
-        return Err(op_error(RANK, "the output must be a scalar"));
+impl BuiltinKernel for Rank {
+    const NAME: &'static str = RANK;
+    type Params = ();
+    type State = ();
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<()> {
+        check_arity(ctx, RANK, 1, 1, 1)?;
+        ctx.set_output_type(0, TfLiteType::kTfLiteInt32).map_err(in_op(RANK))?;
+        ctx.resize_output(0, &[]).map_err(in_op(RANK))
     }
-    o[0] = input.shape.len() as i32;
-    Ok(())
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), _: &mut ()) -> Result<()> {
+        check_arity(ctx, RANK, 1, 1, 1)?;
+        let input = ctx.input(0).map_err(in_op(RANK))?;
+        let mut out = ctx.output(0).map_err(in_op(RANK))?;
+        let o = out.data_mut::<i32>().map_err(in_op(RANK))?;
+        if o.len() != 1 {
+            return Err(op_error(RANK, "the output must be a scalar"));
+        }
+        o[0] = input.shape.len() as i32;
+        Ok(())
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -147,55 +161,79 @@ fn fill_shape(dims: &TensorView<'_>) -> Result<Vec<i32>> {
         .map_err(in_op(FILL))
 }
 
-fn fill_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (dims, value) = fill_operands(ctx)?;
-    ctx.set_output_type(0, value.dtype).map_err(in_op(FILL))?;
-    let out = ctx.output(0).map_err(in_op(FILL))?;
-    let (vq, oq) = (value.quant(), out.quant());
-    if vq.scale != oq.scale || vq.zero_point != oq.zero_point {
-        return Err(op_error(FILL, "the output must have the value's scale and zero point"));
+/// FILL; its State is the output shape when `dims` is constant (`None` when the output is
+/// dynamic and sized in Invoke from `dims`' values).
+struct Fill;
+
+impl BuiltinKernel for Fill {
+    const NAME: &'static str = FILL;
+    type Params = ();
+    type State = Option<Vec<i32>>;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<Option<Vec<i32>>> {
+        let (dims, value) = fill_operands(ctx)?;
+        ctx.set_output_type(0, value.dtype).map_err(in_op(FILL))?;
+        let out = ctx.output(0).map_err(in_op(FILL))?;
+        let (vq, oq) = (value.quant(), out.quant());
+        if vq.scale != oq.scale || vq.zero_point != oq.zero_point {
+            return Err(op_error(FILL, "the output must have the value's scale and zero point"));
+        }
+        if value.dtype == TfLiteType::kTfLiteInt16 && vq.zero_point != 0 {
+            return Err(op_error(FILL, "int16 zero point must be 0"));
+        }
+        if !known_at_prepare(&dims) {
+            plan_declared_output(ctx, FILL, 0)?;
+            return Ok(None);
+        }
+        let shape = fill_shape(&dims)?;
+        ctx.resize_output(0, &shape).map_err(in_op(FILL))?;
+        Ok(Some(shape))
     }
-    if value.dtype == TfLiteType::kTfLiteInt16 && vq.zero_point != 0 {
-        return Err(op_error(FILL, "int16 zero point must be 0"));
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), shape: &mut Option<Vec<i32>>) -> Result<()> {
+        let (dims, value) = fill_operands(ctx)?;
+        match shape {
+            Some(shape) => settle_output_shape(ctx, FILL, 0, "dims values", shape)?,
+            None => settle_output_shape(ctx, FILL, 0, "dims values", &fill_shape(&dims)?)?,
+        }
+        let mut out = ctx.output(0).map_err(in_op(FILL))?;
+        with_elem_type!(value.dtype, FILL, T => {
+            let v = value.data::<T>()?[0];
+            out.data_mut::<T>()?.fill(v);
+            Ok(())
+        })
+        .map_err(in_op(FILL))
     }
-    if !known_at_prepare(&dims) {
-        return plan_declared_output(ctx, FILL, 0);
-    }
-    ctx.resize_output(0, &fill_shape(&dims)?).map_err(in_op(FILL))
 }
 
-fn fill_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (dims, value) = fill_operands(ctx)?;
-    let shape = fill_shape(&dims)?;
-    settle_output_shape(ctx, FILL, 0, "dims values", &shape)?;
-    let mut out = ctx.output(0).map_err(in_op(FILL))?;
-    with_elem_type!(value.dtype, FILL, T => {
-        let v = value.data::<T>()?[0];
-        out.data_mut::<T>()?.fill(v);
-        Ok(())
-    })
-    .map_err(in_op(FILL))
-}
+/// ZEROS_LIKE; its State is empty (nothing to derive beyond the output shape).
+struct ZerosLike;
 
-fn zeros_like_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    check_arity(ctx, ZEROS_LIKE, 1, 1, 1)?;
-    let input = ctx.input(0).map_err(in_op(ZEROS_LIKE))?;
-    use TfLiteType::*;
-    check_type(ZEROS_LIKE, "input", input.dtype, &[kTfLiteInt64, kTfLiteInt32, kTfLiteFloat32])?;
-    ctx.set_output_type(0, input.dtype).map_err(in_op(ZEROS_LIKE))?;
-    ctx.resize_output(0, input.shape).map_err(in_op(ZEROS_LIKE))
-}
+impl BuiltinKernel for ZerosLike {
+    const NAME: &'static str = ZEROS_LIKE;
+    type Params = ();
+    type State = ();
 
-fn zeros_like_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    check_arity(ctx, ZEROS_LIKE, 1, 1, 1)?;
-    let input = ctx.input(0).map_err(in_op(ZEROS_LIKE))?;
-    let mut out = ctx.output(0).map_err(in_op(ZEROS_LIKE))?;
-    check_out_shape(ZEROS_LIKE, out.shape, input.shape)?;
-    with_elem_type!(out.dtype, ZEROS_LIKE, T => {
-        out.data_mut::<T>()?.fill(T::default());
-        Ok(())
-    })
-    .map_err(in_op(ZEROS_LIKE))
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<()> {
+        check_arity(ctx, ZEROS_LIKE, 1, 1, 1)?;
+        let input = ctx.input(0).map_err(in_op(ZEROS_LIKE))?;
+        use TfLiteType::*;
+        check_type(ZEROS_LIKE, "input", input.dtype, &[kTfLiteInt64, kTfLiteInt32, kTfLiteFloat32])?;
+        ctx.set_output_type(0, input.dtype).map_err(in_op(ZEROS_LIKE))?;
+        ctx.resize_output(0, input.shape).map_err(in_op(ZEROS_LIKE))
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), _: &mut ()) -> Result<()> {
+        check_arity(ctx, ZEROS_LIKE, 1, 1, 1)?;
+        let input = ctx.input(0).map_err(in_op(ZEROS_LIKE))?;
+        let mut out = ctx.output(0).map_err(in_op(ZEROS_LIKE))?;
+        check_out_shape(ZEROS_LIKE, out.shape, input.shape)?;
+        with_elem_type!(out.dtype, ZEROS_LIKE, T => {
+            out.data_mut::<T>()?.fill(T::default());
+            Ok(())
+        })
+        .map_err(in_op(ZEROS_LIKE))
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -267,47 +305,63 @@ fn range_size(t: &[TensorView<'_>; 3]) -> Result<usize> {
     .map_err(in_op(RANGE))
 }
 
-fn range_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let t = range_operands(ctx)?;
-    ctx.set_output_type(0, t[0].dtype).map_err(in_op(RANGE))?;
-    if !t.iter().all(known_at_prepare) {
-        return plan_declared_output(ctx, RANGE, 0);
-    }
-    ctx.resize_output(0, &[range_size(&t)? as i32]).map_err(in_op(RANGE))
-}
+/// RANGE; its State is the element count when start, limit and delta are constant
+/// (`None` when the output is dynamic and sized in Invoke from their values).
+struct Range;
 
-fn range_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let t = range_operands(ctx)?;
-    let n = range_size(&t)?;
-    settle_output_shape(ctx, RANGE, 0, "start, limit and delta values", &[n as i32])?;
-    let mut out = ctx.output(0).map_err(in_op(RANGE))?;
-    match t[0].dtype {
-        TfLiteType::kTfLiteFloat32 => {
-            let (start, delta) = (t[0].data::<f32>()?[0], t[2].data::<f32>()?[0]);
-            let mut v = start;
-            for o in out.data_mut::<f32>()? {
-                *o = v;
-                v += delta;
-            }
+impl BuiltinKernel for Range {
+    const NAME: &'static str = RANGE;
+    type Params = ();
+    type State = Option<usize>;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<Option<usize>> {
+        let t = range_operands(ctx)?;
+        ctx.set_output_type(0, t[0].dtype).map_err(in_op(RANGE))?;
+        if !t.iter().all(known_at_prepare) {
+            plan_declared_output(ctx, RANGE, 0)?;
+            return Ok(None);
         }
-        TfLiteType::kTfLiteInt32 => {
-            let (start, delta) = (int_values(&t[0], false)?[0] as i32, int_values(&t[2], false)?[0] as i32);
-            let mut v = start;
-            for o in out.data_mut::<i32>()? {
-                *o = v;
-                v = v.wrapping_add(delta);
-            }
-        }
-        _ => {
-            let (start, delta) = (int_values(&t[0], false)?[0], int_values(&t[2], false)?[0]);
-            let mut v = start;
-            for o in out.data_mut::<i64>()? {
-                *o = v;
-                v = v.wrapping_add(delta);
-            }
-        }
+        let n = range_size(&t)?;
+        ctx.resize_output(0, &[n as i32]).map_err(in_op(RANGE))?;
+        Ok(Some(n))
     }
-    Ok(())
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), size: &mut Option<usize>) -> Result<()> {
+        let t = range_operands(ctx)?;
+        let n = match *size {
+            Some(n) => n,
+            None => range_size(&t)?,
+        };
+        settle_output_shape(ctx, RANGE, 0, "start, limit and delta values", &[n as i32])?;
+        let mut out = ctx.output(0).map_err(in_op(RANGE))?;
+        match t[0].dtype {
+            TfLiteType::kTfLiteFloat32 => {
+                let (start, delta) = (t[0].data::<f32>()?[0], t[2].data::<f32>()?[0]);
+                let mut v = start;
+                for o in out.data_mut::<f32>()? {
+                    *o = v;
+                    v += delta;
+                }
+            }
+            TfLiteType::kTfLiteInt32 => {
+                let (start, delta) = (int_values(&t[0], false)?[0] as i32, int_values(&t[2], false)?[0] as i32);
+                let mut v = start;
+                for o in out.data_mut::<i32>()? {
+                    *o = v;
+                    v = v.wrapping_add(delta);
+                }
+            }
+            _ => {
+                let (start, delta) = (int_values(&t[0], false)?[0], int_values(&t[2], false)?[0]);
+                let mut v = start;
+                for o in out.data_mut::<i64>()? {
+                    *o = v;
+                    v = v.wrapping_add(delta);
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -14,18 +14,19 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::OpCtx;
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 const DIV: &str = "FLOOR_DIV";
 const MOD: &str = "FLOOR_MOD";
 
 /// The FLOOR_DIV registration.
 pub fn floor_div_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinFloorDiv, prepare = div_prepare, eval = div_eval)
+    kernel::registration::<FloorDivMod<false>>(TfLiteBuiltinOperator::kTfLiteBuiltinFloorDiv)
 }
 
 /// The FLOOR_MOD registration.
 pub fn floor_mod_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinFloorMod, prepare = mod_prepare, eval = mod_eval)
+    kernel::registration::<FloorDivMod<true>>(TfLiteBuiltinOperator::kTfLiteBuiltinFloorMod)
 }
 
 /// `reference_ops::FloorDiv` for float32.
@@ -140,17 +141,22 @@ fn eval(ctx: &OpCtx<'_>, op: &'static str) -> Result<()> {
     r.map_err(with_op(op))
 }
 
-fn div_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, DIV)
-}
-fn div_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, DIV)
-}
-fn mod_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, MOD)
-}
-fn mod_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, MOD)
+/// FLOOR_DIV (`IS_MOD` false) or FLOOR_MOD (`IS_MOD` true); its State is empty (the
+/// kernel depends on nothing but the operands' types).
+struct FloorDivMod<const IS_MOD: bool>;
+
+impl<const IS_MOD: bool> BuiltinKernel for FloorDivMod<IS_MOD> {
+    const NAME: &'static str = if IS_MOD { MOD } else { DIV };
+    type Params = ();
+    type State = ();
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<()> {
+        prepare(ctx, Self::NAME)
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), _: &mut ()) -> Result<()> {
+        eval(ctx, Self::NAME)
+    }
 }
 
 #[cfg(test)]

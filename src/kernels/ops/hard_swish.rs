@@ -12,6 +12,7 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, QuantParams};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{QuantInt, rounding_divide_by_pot_i16, try_quantize_multiplier};
 use crate::kernels::threadpool::recommended_threads;
 use crate::microkernels::f32_vunary::{self, UnaryOp};
@@ -21,7 +22,7 @@ const OP: &str = "HARD_SWISH";
 
 /// The HARD_SWISH registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinHardSwish, prepare = prepare, eval = eval)
+    kernel::registration::<HardSwish>(TfLiteBuiltinOperator::kTfLiteBuiltinHardSwish)
 }
 
 /// Float hard swish as the reference loop computes it (C++ `std::min`/`std::max`).
@@ -137,38 +138,40 @@ fn params_for(input: QuantParams, output: QuantParams) -> Result<HardSwishParams
     HardSwishParams::new(input, output).map_err(in_op(OP))
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, out) = unary_operands(ctx, OP)?;
-    match input.dtype {
-        TfLiteType::kTfLiteFloat32 => {}
-        TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 => {
-            params_for(input.quant(), out.quant())?;
-        }
-        other => return Err(op_error(OP, format!("type {} is not supported", other.name()))),
-    }
-    ctx.resize_output(0, input.shape).map_err(in_op(OP))
-}
+/// HARD_SWISH; its State is the quantized fixed-point parameters (`None` for float32).
+struct HardSwish;
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, mut out) = unary_operands(ctx, OP)?;
-    check_out_shape(OP, out.shape, input.shape)?;
-    match input.dtype {
-        TfLiteType::kTfLiteFloat32 => {
-            split_unary_f32(recommended_threads(ctx), input.data()?, out.data_mut()?, &|x, o| {
-                f32_vunary::apply(table(), UnaryOp::HardSwish, x, o)
-            })
-        }
-        TfLiteType::kTfLiteUInt8 => {
-            let p = params_for(input.quant(), out.quant())?;
-            hard_swish_quantized::<u8>(input.data()?, &p, out.data_mut()?)
-        }
-        TfLiteType::kTfLiteInt8 => {
-            let p = params_for(input.quant(), out.quant())?;
-            hard_swish_quantized::<i8>(input.data()?, &p, out.data_mut()?)
-        }
-        other => Err(op_error(OP, format!("type {} is not supported", other.name()))),
+impl BuiltinKernel for HardSwish {
+    const NAME: &'static str = OP;
+    type Params = ();
+    type State = Option<HardSwishParams>;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<Option<HardSwishParams>> {
+        let (input, out) = unary_operands(ctx, OP)?;
+        let p = match input.dtype {
+            TfLiteType::kTfLiteFloat32 => None,
+            TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 => Some(params_for(input.quant(), out.quant())?),
+            other => return Err(op_error(OP, format!("type {} is not supported", other.name()))),
+        };
+        ctx.resize_output(0, input.shape).map_err(in_op(OP))?;
+        Ok(p)
     }
-    .map_err(in_op(OP))
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), p: &mut Option<HardSwishParams>) -> Result<()> {
+        let (input, mut out) = unary_operands(ctx, OP)?;
+        check_out_shape(OP, out.shape, input.shape)?;
+        match (input.dtype, p) {
+            (TfLiteType::kTfLiteFloat32, _) => {
+                split_unary_f32(recommended_threads(ctx), input.data()?, out.data_mut()?, &|x, o| {
+                    f32_vunary::apply(table(), UnaryOp::HardSwish, x, o)
+                })
+            }
+            (TfLiteType::kTfLiteUInt8, Some(p)) => hard_swish_quantized::<u8>(input.data()?, p, out.data_mut()?),
+            (TfLiteType::kTfLiteInt8, Some(p)) => hard_swish_quantized::<i8>(input.data()?, p, out.data_mut()?),
+            (other, _) => Err(op_error(OP, format!("type {} is not supported", other.name()))),
+        }
+        .map_err(in_op(OP))
+    }
 }
 
 #[cfg(test)]

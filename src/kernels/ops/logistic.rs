@@ -16,21 +16,18 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, QuantParams};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::checked_log2;
 use crate::kernels::threadpool::recommended_threads;
 
 /// The LOGISTIC registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinLogistic,
-        prepare = logistic_prepare,
-        eval = logistic_eval
-    )
+    kernel::registration::<Activation<false>>(TfLiteBuiltinOperator::kTfLiteBuiltinLogistic)
 }
 
 /// The TANH registration.
 pub fn tanh_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinTanh, prepare = tanh_prepare, eval = tanh_eval)
+    kernel::registration::<Activation<true>>(TfLiteBuiltinOperator::kTfLiteBuiltinTanh)
 }
 
 /// Which function.
@@ -41,7 +38,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn name(self) -> &'static str {
+    const fn name(self) -> &'static str {
         match self {
             Kind::Logistic => "LOGISTIC",
             Kind::Tanh => "TANH",
@@ -165,66 +162,88 @@ fn check_quant(kind: Kind, dtype: TfLiteType, qi: QuantParams, qo: QuantParams) 
     Ok(())
 }
 
-fn prepare(ctx: &OpCtx<'_>, kind: Kind) -> Result<()> {
-    let (input, out) = unary_operands(ctx, kind.name())?;
-    check_quant(kind, input.dtype, input.quant(), out.quant())?;
-    ctx.resize_output(0, input.shape).map_err(in_op(kind.name()))
+/// How a node computes, chosen at Prepare from the input type.
+enum Plan {
+    F32,
+    /// uint8 / int8: the function's 256-entry table.
+    Lut(Box<[u8; 256]>),
+    /// int16: the input multiplier and left shift of the fixed-point kernel.
+    I16(i32, i32),
 }
 
-fn eval(ctx: &OpCtx<'_>, kind: Kind) -> Result<()> {
-    let op = kind.name();
-    let (input, mut out) = unary_operands(ctx, op)?;
-    check_out_shape(op, out.shape, input.shape)?;
-    let (qi, qo) = (input.quant(), out.quant());
-    check_quant(kind, input.dtype, qi, qo)?;
-    match input.dtype {
-        TfLiteType::kTfLiteFloat32 => {
-            let (x, o) = (input.data::<f32>()?, out.data_mut::<f32>()?);
-            match kind {
-                Kind::Logistic => split_unary_f32(recommended_threads(ctx), x, o, &|x, o| {
-                    crate::microkernels::f32_vsigmoid::sigmoid(crate::microkernels::table(), x, o)
-                }),
-                Kind::Tanh => {
-                    for (o, &x) in o.iter_mut().zip(x) {
-                        *o = x.tanh();
+const fn kind_of(tanh: bool) -> Kind {
+    if tanh { Kind::Tanh } else { Kind::Logistic }
+}
+
+/// LOGISTIC (`TANH` false) or TANH (`TANH` true); its State is the [`Plan`]: the lookup
+/// table of 8-bit types or int16's input rescaling.
+struct Activation<const TANH: bool>;
+
+impl<const TANH: bool> BuiltinKernel for Activation<TANH> {
+    const NAME: &'static str = kind_of(TANH).name();
+    type Params = ();
+    type State = Plan;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<Plan> {
+        let kind = kind_of(TANH);
+        let (input, out) = unary_operands(ctx, kind.name())?;
+        let (qi, qo) = (input.quant(), out.quant());
+        check_quant(kind, input.dtype, qi, qo)?;
+        let plan = match input.dtype {
+            TfLiteType::kTfLiteFloat32 => Plan::F32,
+            TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 => {
+                let signed = input.dtype == TfLiteType::kTfLiteInt8;
+                let t = lut_transform(kind);
+                Plan::Lut(Box::new(lut_populate_8bit(signed, qi.scale, qi.zero_point, qo.scale, qo.zero_point, t)))
+            }
+            _ => {
+                let (m, s) = int16_params(kind, qi.scale);
+                Plan::I16(m, s)
+            }
+        };
+        ctx.resize_output(0, input.shape).map_err(in_op(kind.name()))?;
+        Ok(plan)
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), plan: &mut Plan) -> Result<()> {
+        let kind = kind_of(TANH);
+        let op = kind.name();
+        let (input, mut out) = unary_operands(ctx, op)?;
+        check_out_shape(op, out.shape, input.shape)?;
+        match (input.dtype, plan) {
+            (TfLiteType::kTfLiteFloat32, _) => {
+                let (x, o) = (input.data::<f32>()?, out.data_mut::<f32>()?);
+                match kind {
+                    Kind::Logistic => split_unary_f32(recommended_threads(ctx), x, o, &|x, o| {
+                        crate::microkernels::f32_vsigmoid::sigmoid(crate::microkernels::table(), x, o)
+                    }),
+                    Kind::Tanh => {
+                        for (o, &x) in o.iter_mut().zip(x) {
+                            *o = x.tanh();
+                        }
+                        Ok(())
                     }
-                    Ok(())
                 }
             }
-        }
-        TfLiteType::kTfLiteUInt8 => {
-            let lut = lut_populate_8bit(false, qi.scale, qi.zero_point, qo.scale, qo.zero_point, lut_transform(kind));
-            for (o, &x) in out.data_mut::<u8>()?.iter_mut().zip(input.data::<u8>()?) {
-                *o = lut[x as usize];
+            (TfLiteType::kTfLiteUInt8, Plan::Lut(lut)) => {
+                for (o, &x) in out.data_mut::<u8>()?.iter_mut().zip(input.data::<u8>()?) {
+                    *o = lut[x as usize];
+                }
+                Ok(())
             }
-            Ok(())
-        }
-        TfLiteType::kTfLiteInt8 => {
-            let lut = lut_populate_8bit(true, qi.scale, qi.zero_point, qo.scale, qo.zero_point, lut_transform(kind));
-            for (o, &x) in out.data_mut::<i8>()?.iter_mut().zip(input.data::<i8>()?) {
-                *o = lut[x as u8 as usize] as i8;
+            (TfLiteType::kTfLiteInt8, Plan::Lut(lut)) => {
+                for (o, &x) in out.data_mut::<i8>()?.iter_mut().zip(input.data::<i8>()?) {
+                    *o = lut[x as u8 as usize] as i8;
+                }
+                Ok(())
             }
-            Ok(())
+            (TfLiteType::kTfLiteInt16, Plan::I16(m, s)) => {
+                int16_activation(kind, input.data()?, *m, *s, out.data_mut()?)
+            }
+            (other, _) => Err(op_error(op, format!("type {} is not supported", other.name()))),
         }
-        _ => {
-            let (m, s) = int16_params(kind, qi.scale);
-            int16_activation(kind, input.data()?, m, s, out.data_mut()?)
-        }
+        .map_err(in_op(op))
     }
-    .map_err(in_op(op))
-}
-
-fn logistic_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, Kind::Logistic)
-}
-fn logistic_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, Kind::Logistic)
-}
-fn tanh_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, Kind::Tanh)
-}
-fn tanh_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, Kind::Tanh)
 }
 
 #[cfg(test)]

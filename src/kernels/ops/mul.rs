@@ -20,6 +20,7 @@ use crate::kernels::activation::{
     clamp_min_max,
 };
 use crate::kernels::api::{OpCtx, QuantParams};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, try_quantize_multiplier};
 use crate::microkernels::f32_vbinary::BinaryOp;
 
@@ -30,7 +31,7 @@ pub fn registration() -> TfLiteRegistration {
     TfLiteRegistration {
         // mul.cc: the output may take either input's memory (LiteRT's in-place MUL).
         inplace_operator: kTfLiteInplaceOpInput0Shared | kTfLiteInplaceOpInput1Shared,
-        ..crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinMul, prepare = prepare, eval = eval)
+        ..kernel::registration::<Mul>(TfLiteBuiltinOperator::kTfLiteBuiltinMul)
     }
 }
 
@@ -147,15 +148,11 @@ pub fn mul_quantized<T: QuantInt>(
 // Kernel glue
 // ---------------------------------------------------------------------------------------
 
-fn params(ctx: &OpCtx<'_>) -> Result<TfLiteMulParams> {
-    // SAFETY: the model parser allocates a `TfLiteMulParams` as the builtin data of every
-    // MUL node, and this registration is only used for MUL.
-    let p = unsafe { ctx.builtin_data::<TfLiteMulParams>() };
-    p.copied().ok_or_else(|| Error::new(format!("{OP}: node has no builtin params")))
-}
-
+/// The kernel to run, chosen at Prepare from the types, quantization and activation as
+/// mul.cc does.
 enum Plan {
-    F32,
+    /// float32, clamped to the activation's range.
+    F32((f32, f32)),
     I32,
     I64,
     I16,
@@ -172,7 +169,7 @@ fn plan(ops: &BinaryOperands<'_>, p: &TfLiteMulParams) -> Result<Plan> {
         )));
     }
     Ok(match dt {
-        TfLiteType::kTfLiteFloat32 => Plan::F32,
+        TfLiteType::kTfLiteFloat32 => Plan::F32(activation_range_f32(p.activation)),
         TfLiteType::kTfLiteInt32 => Plan::I32,
         TfLiteType::kTfLiteInt64 => Plan::I64,
         TfLiteType::kTfLiteInt16 if !is_quantized(&ops.out) => Plan::I16,
@@ -184,30 +181,43 @@ fn plan(ops: &BinaryOperands<'_>, p: &TfLiteMulParams) -> Result<Plan> {
     })
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let ops = binary_operands(ctx, OP)?;
-    let p = params(ctx)?;
-    plan(&ops, &p)?;
-    ctx.resize_output(0, &ops.out_shape).map_err(with_op(OP))
-}
+/// MUL; its State is the [`Plan`]: the variant for the input type with the float clamp or
+/// the quantized output multiplier and activation range.
+struct Mul;
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let mut ops = binary_operands_in_place(ctx, OP)?;
-    check_output(OP, &ops, ops.a.dtype)?;
-    let p = params(ctx)?;
-    let act = p.activation;
-    match plan(&ops, &p)? {
-        Plan::F32 => run_binary_f32(&mut ops, BinaryOp::Mul, activation_range_f32(act)),
-        Plan::I32 => run_binary::<i32>(&mut ops, |a, ash, b, bsh, o, osh| mul_i32(a, ash, b, bsh, o, osh, act)),
-        Plan::I64 => run_binary::<i64>(&mut ops, |a, ash, b, bsh, o, osh| mul_i64(a, ash, b, bsh, o, osh, act)),
-        Plan::I16 => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| mul_i16(a, ash, b, bsh, o, osh, act)),
-        Plan::Quant(q) => match ops.a.dtype {
-            TfLiteType::kTfLiteUInt8 => run_binary::<u8>(&mut ops, |a, ash, b, bsh, o, osh| mul_quantized(a, ash, b, bsh, o, osh, &q)),
-            TfLiteType::kTfLiteInt8 => run_binary::<i8>(&mut ops, |a, ash, b, bsh, o, osh| mul_quantized(a, ash, b, bsh, o, osh, &q)),
-            _ => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| mul_quantized(a, ash, b, bsh, o, osh, &q)),
-        },
+impl BuiltinKernel for Mul {
+    const NAME: &'static str = OP;
+    type Params = TfLiteMulParams;
+    type State = Plan;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteMulParams) -> Result<Plan> {
+        let ops = binary_operands(ctx, OP)?;
+        let plan = plan(&ops, p)?;
+        ctx.resize_output(0, &ops.out_shape).map_err(with_op(OP))?;
+        Ok(plan)
     }
-    .map_err(with_op(OP))
+
+    fn invoke(ctx: &OpCtx<'_>, p: &TfLiteMulParams, plan: &mut Plan) -> Result<()> {
+        let mut ops = binary_operands_in_place(ctx, OP)?;
+        check_output(OP, &ops, ops.a.dtype)?;
+        let act = p.activation;
+        match plan {
+            Plan::F32(clamp) => run_binary_f32(&mut ops, BinaryOp::Mul, *clamp),
+            Plan::I32 => run_binary::<i32>(&mut ops, |a, ash, b, bsh, o, osh| mul_i32(a, ash, b, bsh, o, osh, act)),
+            Plan::I64 => run_binary::<i64>(&mut ops, |a, ash, b, bsh, o, osh| mul_i64(a, ash, b, bsh, o, osh, act)),
+            Plan::I16 => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| mul_i16(a, ash, b, bsh, o, osh, act)),
+            Plan::Quant(q) => match ops.a.dtype {
+                TfLiteType::kTfLiteUInt8 => {
+                    run_binary::<u8>(&mut ops, |a, ash, b, bsh, o, osh| mul_quantized(a, ash, b, bsh, o, osh, q))
+                }
+                TfLiteType::kTfLiteInt8 => {
+                    run_binary::<i8>(&mut ops, |a, ash, b, bsh, o, osh| mul_quantized(a, ash, b, bsh, o, osh, q))
+                }
+                _ => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| mul_quantized(a, ash, b, bsh, o, osh, q)),
+            },
+        }
+        .map_err(with_op(OP))
+    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, QuantParams, TensorView, broadcast_shape};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, try_quantize_multiplier};
 use crate::kernels::threadpool::recommended_threads;
 use crate::microkernels::f32_vbinary::{BinaryOp, NO_CLAMP};
@@ -28,16 +29,12 @@ const PRELU: &str = "PRELU";
 
 /// The LEAKY_RELU registration.
 pub fn leaky_relu_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinLeakyRelu,
-        prepare = leaky_prepare,
-        eval = leaky_eval
-    )
+    kernel::registration::<LeakyRelu>(TfLiteBuiltinOperator::kTfLiteBuiltinLeakyRelu)
 }
 
 /// The PRELU registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinPrelu, prepare = prelu_prepare, eval = prelu_eval)
+    kernel::registration::<Prelu>(TfLiteBuiltinOperator::kTfLiteBuiltinPrelu)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -92,11 +89,6 @@ fn leaky_quantized<T: QuantInt>(input: &[T], p: &LeakyParams, out: &mut [T]) -> 
     Ok(())
 }
 
-fn alpha(ctx: &OpCtx<'_>) -> Result<f32> {
-    // SAFETY: the parser allocates a `TfLiteLeakyReluParams` for every LEAKY_RELU node.
-    unsafe { ctx.builtin_data::<TfLiteLeakyReluParams>() }.map(|p| p.alpha).ok_or_else(|| op_error(LEAKY, "no params"))
-}
-
 fn leaky_params(input: &TensorView<'_>, out: &TensorView<'_>, a: f32) -> Result<Option<LeakyParams>> {
     use TfLiteType::*;
     match input.dtype {
@@ -111,27 +103,37 @@ fn leaky_params(input: &TensorView<'_>, out: &TensorView<'_>, a: f32) -> Result<
     }
 }
 
-fn leaky_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, out) = unary_operands(ctx, LEAKY)?;
-    leaky_params(&input, &out, alpha(ctx)?)?;
-    ctx.resize_output(0, input.shape).map_err(in_op(LEAKY))
-}
+/// LEAKY_RELU; its State is the quantized branch multipliers (`None` for float32).
+struct LeakyRelu;
 
-fn leaky_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, mut out) = unary_operands(ctx, LEAKY)?;
-    check_out_shape(LEAKY, out.shape, input.shape)?;
-    let a = alpha(ctx)?;
-    match leaky_params(&input, &out, a)? {
-        None => split_unary_f32(recommended_threads(ctx), input.data()?, out.data_mut()?, &|x, o| {
-            f32_vunary::apply(table(), UnaryOp::LeakyRelu { alpha: a }, x, o)
-        }),
-        Some(p) => match input.dtype {
-            TfLiteType::kTfLiteUInt8 => leaky_quantized::<u8>(input.data()?, &p, out.data_mut()?),
-            TfLiteType::kTfLiteInt8 => leaky_quantized::<i8>(input.data()?, &p, out.data_mut()?),
-            _ => leaky_quantized::<i16>(input.data()?, &p, out.data_mut()?),
-        },
+impl BuiltinKernel for LeakyRelu {
+    const NAME: &'static str = LEAKY;
+    type Params = TfLiteLeakyReluParams;
+    type State = Option<LeakyParams>;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteLeakyReluParams) -> Result<Option<LeakyParams>> {
+        let (input, out) = unary_operands(ctx, LEAKY)?;
+        let q = leaky_params(&input, &out, p.alpha)?;
+        ctx.resize_output(0, input.shape).map_err(in_op(LEAKY))?;
+        Ok(q)
     }
-    .map_err(in_op(LEAKY))
+
+    fn invoke(ctx: &OpCtx<'_>, p: &TfLiteLeakyReluParams, q: &mut Option<LeakyParams>) -> Result<()> {
+        let (input, mut out) = unary_operands(ctx, LEAKY)?;
+        check_out_shape(LEAKY, out.shape, input.shape)?;
+        let a = p.alpha;
+        match q {
+            None => split_unary_f32(recommended_threads(ctx), input.data()?, out.data_mut()?, &|x, o| {
+                f32_vunary::apply(table(), UnaryOp::LeakyRelu { alpha: a }, x, o)
+            }),
+            Some(q) => match input.dtype {
+                TfLiteType::kTfLiteUInt8 => leaky_quantized::<u8>(input.data()?, q, out.data_mut()?),
+                TfLiteType::kTfLiteInt8 => leaky_quantized::<i8>(input.data()?, q, out.data_mut()?),
+                _ => leaky_quantized::<i16>(input.data()?, q, out.data_mut()?),
+            },
+        }
+        .map_err(in_op(LEAKY))
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -203,97 +205,74 @@ fn prelu_operands<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, TensorView<'a>
     Ok((input, alpha, shape))
 }
 
-fn prelu_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, alpha, shape) = prelu_operands(ctx)?;
-    ctx.set_output_type(0, input.dtype).map_err(in_op(PRELU))?;
-    if input.dtype != TfLiteType::kTfLiteFloat32 {
-        let out = ctx.output(0)?;
-        PreluParams::new(input.quant(), alpha.quant(), out.quant()).map_err(in_op(PRELU))?;
-    }
-    ctx.resize_output(0, &shape).map_err(in_op(PRELU))
+/// What PRELU's Prepare derives.
+struct PreluState {
+    /// The output shape (the input's, checked to be the broadcast of input and alpha).
+    shape: Vec<i32>,
+    /// The quantized multipliers and offsets (`None` for float32).
+    quant: Option<PreluParams>,
 }
 
-fn prelu_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, alpha, shape) = prelu_operands(ctx)?;
-    let mut out = ctx.output(0).map_err(in_op(PRELU))?;
-    check_out_shape(PRELU, out.shape, &shape)?;
-    let (ish, ash) = (input.shape, alpha.shape);
-    match input.dtype {
-        TfLiteType::kTfLiteFloat32 => binary_f32(
-            BinaryOp::Prelu,
-            input.data::<f32>()?,
-            ish,
-            alpha.data::<f32>()?,
-            ash,
-            out.data_mut::<f32>()?,
-            &shape,
-            NO_CLAMP,
-            recommended_threads(ctx),
-        ),
-        TfLiteType::kTfLiteUInt8 => {
-            let p = PreluParams::new(input.quant(), alpha.quant(), out.quant())?;
-            broadcast_binary(
+/// PRELU; its State is the [`PreluState`]: output shape and quantized parameters.
+struct Prelu;
+
+impl BuiltinKernel for Prelu {
+    const NAME: &'static str = PRELU;
+    type Params = ();
+    type State = PreluState;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<PreluState> {
+        let (input, alpha, shape) = prelu_operands(ctx)?;
+        ctx.set_output_type(0, input.dtype).map_err(in_op(PRELU))?;
+        let quant = if input.dtype != TfLiteType::kTfLiteFloat32 {
+            let out = ctx.output(0)?;
+            Some(PreluParams::new(input.quant(), alpha.quant(), out.quant()).map_err(in_op(PRELU))?)
+        } else {
+            None
+        };
+        ctx.resize_output(0, &shape).map_err(in_op(PRELU))?;
+        Ok(PreluState { shape, quant })
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), state: &mut PreluState) -> Result<()> {
+        let input = ctx.input(0).map_err(in_op(PRELU))?;
+        let alpha = ctx.input(1).map_err(in_op(PRELU))?;
+        let mut out = ctx.output(0).map_err(in_op(PRELU))?;
+        let shape = &state.shape;
+        check_out_shape(PRELU, out.shape, shape)?;
+        let (ish, ash) = (input.shape, alpha.shape);
+        match (input.dtype, &state.quant) {
+            (TfLiteType::kTfLiteFloat32, _) => binary_f32(
+                BinaryOp::Prelu,
+                input.data::<f32>()?,
+                ish,
+                alpha.data::<f32>()?,
+                ash,
+                out.data_mut::<f32>()?,
+                shape,
+                NO_CLAMP,
+                recommended_threads(ctx),
+            ),
+            (TfLiteType::kTfLiteUInt8, Some(p)) => broadcast_binary(
                 input.data::<u8>()?,
                 ish,
                 alpha.data::<u8>()?,
                 ash,
                 out.data_mut::<u8>()?,
-                &shape,
+                shape,
                 |x, a| p.apply(i32::from(x), i32::from(a), 0, 255) as u8,
-            )
-        }
-        _ => {
-            let p = PreluParams::new(input.quant(), alpha.quant(), out.quant())?;
-            broadcast_binary(
+            ),
+            (TfLiteType::kTfLiteInt8, Some(p)) => broadcast_binary(
                 input.data::<i8>()?,
                 ish,
                 alpha.data::<i8>()?,
                 ash,
                 out.data_mut::<i8>()?,
-                &shape,
+                shape,
                 |x, a| p.apply(i32::from(x), i32::from(a), -128, 127) as i8,
-            )
+            ),
+            (other, _) => Err(op_error(PRELU, format!("type {} is not supported", other.name()))),
         }
-    }
-    .map_err(in_op(PRELU))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::abi::types::TfLiteStatus;
-    use crate::kernels::test_util::{Graph, qp};
-    use TfLiteType::*;
-
-    #[test]
-    fn leaky_quantized_values() {
-        let p = LeakyParams::new(qp(0.5, 0), qp(0.5, 0), 0.5).unwrap();
-        assert_eq!(p.apply(10, -128, 127), 10);
-        assert_eq!(p.apply(-10, -128, 127), -5);
-        assert_eq!(p.apply(-3, -128, 127), -1); // -1.5: gemmlowp's high multiply rounds it up
-    }
-
-    #[test]
-    fn prelu_values() {
-        let p = PreluParams::new(qp(0.5, 0), qp(0.25, 0), qp(0.5, 0)).unwrap();
-        assert_eq!(p.apply(10, 2, -128, 127), 10);
-        assert_eq!(p.apply(-8, 2, -128, 127), -4); // alpha = 0.5
-    }
-
-    #[test]
-    fn glue() {
-        let mut g = Graph::new();
-        let x = g.tensor(kTfLiteFloat32, &[2, 2], &[-1.0f32, 1.0, -2.0, 2.0], None, false);
-        let o = g.output(kTfLiteFloat32, None);
-        let p = TfLiteLeakyReluParams { alpha: 0.1 };
-        assert_eq!(g.run(&leaky_relu_registration(), &[x], &[o], Some(p)), TfLiteStatus::kTfLiteOk);
-        assert_eq!(g.data::<f32>(o), vec![-0.1, 1.0, -0.2, 2.0]);
-        let a = g.tensor(kTfLiteFloat32, &[2], &[0.5f32, 0.25], None, true);
-        let o2 = g.output(kTfLiteFloat32, None);
-        assert_eq!(g.run::<()>(&registration(), &[x, a], &[o2], None), TfLiteStatus::kTfLiteOk);
-        assert_eq!(g.data::<f32>(o2), vec![-0.5, 1.0, -1.0, 2.0]);
-        let big = g.tensor(kTfLiteFloat32, &[3, 2, 2], &[0.5f32; 12], None, true);
-        let o3 = g.output(kTfLiteFloat32, None);
-        assert_eq!(g.run::<()>(&registration(), &[x, big], &[o3], None), TfLiteStatus::kTfLiteError);
+        .map_err(in_op(PRELU))
     }
 }

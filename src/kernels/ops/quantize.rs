@@ -14,6 +14,7 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{Element, OpCtx, QuantParams, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{multiply_by_quantized_multiplier, try_quantize_multiplier};
 
 const QUANTIZE: &str = "QUANTIZE";
@@ -21,65 +22,12 @@ const DEQUANTIZE: &str = "DEQUANTIZE";
 
 /// The QUANTIZE registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinQuantize,
-        prepare = quantize_prepare,
-        eval = quantize_eval
-    )
+    kernel::registration::<Quantize>(TfLiteBuiltinOperator::kTfLiteBuiltinQuantize)
 }
 
 /// The DEQUANTIZE registration.
 pub fn dequantize_registration() -> TfLiteRegistration {
-    TfLiteRegistration {
-        init: Some(dequantize_init),
-        free: Some(dequantize_free),
-        ..crate::kernel_registration!(
-            TfLiteBuiltinOperator::kTfLiteBuiltinDequantize,
-            prepare = dequantize_prepare,
-            eval = dequantize_eval
-        )
-    }
-}
-
-/// Per-node state of DEQUANTIZE: for a constant input (whose output lives in the
-/// persistent arena), what the output was last computed from (input data, output data,
-/// output bytes), so Invoke computes it once, as dequantize.cc does. Prepare clears it.
-#[derive(Default)]
-struct DequantizeState {
-    computed: parking_lot::Mutex<Option<(usize, usize, usize)>>,
-}
-
-/// `init` of DEQUANTIZE.
-///
-/// # Safety
-/// Called by the runtime as a `TfLiteRegistration::init`.
-unsafe extern "C" fn dequantize_init(
-    _context: *mut crate::abi::types::TfLiteContext,
-    _buffer: *const core::ffi::c_char,
-    _length: usize,
-) -> *mut core::ffi::c_void {
-    std::panic::catch_unwind(|| Box::into_raw(Box::<DequantizeState>::default()).cast())
-        .unwrap_or(core::ptr::null_mut())
-}
-
-/// `free` of DEQUANTIZE.
-///
-/// # Safety
-/// `buffer` must be NULL or what [`dequantize_init`] returned, not yet freed.
-unsafe extern "C" fn dequantize_free(_context: *mut crate::abi::types::TfLiteContext, buffer: *mut core::ffi::c_void) {
-    if !buffer.is_null() {
-        // SAFETY: per the contract, `buffer` came from `Box::into_raw` in `dequantize_init`.
-        drop(unsafe { Box::from_raw(buffer.cast::<DequantizeState>()) });
-    }
-}
-
-/// The node's [`DequantizeState`] (`None` when `init` did not run, as in unit tests).
-fn dequantize_state<'a>(ctx: &OpCtx<'a>) -> Option<&'a DequantizeState> {
-    let p = ctx.user_data() as *const DequantizeState;
-    // SAFETY: only the DEQUANTIZE registration, whose `init` stored a live
-    // `DequantizeState` in `user_data` (alive until `free`, after the last kernel call),
-    // calls this; NULL gives `None`.
-    unsafe { p.as_ref() }
+    kernel::registration::<Dequantize>(TfLiteBuiltinOperator::kTfLiteBuiltinDequantize)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -262,65 +210,92 @@ fn requant_multiplier(input: &TensorView<'_>, out: &TensorView<'_>) -> Result<(i
     try_quantize_multiplier(m).map_err(in_op(QUANTIZE))
 }
 
-fn quantize_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, out) = quantize_operands(ctx)?;
-    if input.dtype != TfLiteType::kTfLiteFloat32 {
-        requant_multiplier(&input, &out)?;
-    } else if per_channel(&out).map_err(in_op(QUANTIZE))?.is_none() {
-        let s = out.quant().scale;
-        if !(s.is_finite() && s > 0.0) {
-            return Err(op_error(QUANTIZE, format!("output scale {s} is invalid")));
-        }
-    }
-    ctx.resize_output(0, input.shape).map_err(in_op(QUANTIZE))
+/// How a QUANTIZE node computes, chosen at Prepare.
+enum QuantizePlan {
+    /// float32 input: per-tensor or per-channel quantization by the output's parameters.
+    FromFloat,
+    /// Integer input: requantization by `QuantizeMultiplier(scale_in / scale_out)`.
+    Requantize { multiplier: i32, shift: i32 },
 }
 
-fn quantize_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, _) = quantize_operands(ctx)?;
-    let mut out = ctx.output(0).map_err(in_op(QUANTIZE))?;
-    check_out_shape(QUANTIZE, out.shape, input.shape)?;
-    use TfLiteType::*;
-    let r = if input.dtype == kTfLiteFloat32 {
-        let x = input.data::<f32>()?;
-        match per_channel(&out)? {
-            Some((s, z, d)) => match out.dtype {
-                kTfLiteInt8 => quantize_f32_per_channel::<i8>(x, input.shape, d, s, z, out.data_mut()?),
-                kTfLiteUInt8 => quantize_f32_per_channel::<u8>(x, input.shape, d, s, z, out.data_mut()?),
-                _ => quantize_f32_per_channel::<i16>(x, input.shape, d, s, z, out.data_mut()?),
-            },
-            None => {
-                let q = out.quant();
-                match out.dtype {
-                    kTfLiteInt8 => quantize_f32::<i8>(x, q, out.data_mut()?),
-                    kTfLiteUInt8 => quantize_f32::<u8>(x, q, out.data_mut()?),
-                    _ => quantize_f32::<i16>(x, q, out.data_mut()?),
+/// QUANTIZE; its State is the [`QuantizePlan`] (the requantization multiplier for integer
+/// inputs).
+struct Quantize;
+
+impl BuiltinKernel for Quantize {
+    const NAME: &'static str = QUANTIZE;
+    type Params = ();
+    type State = QuantizePlan;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<QuantizePlan> {
+        let (input, out) = quantize_operands(ctx)?;
+        let plan = if input.dtype != TfLiteType::kTfLiteFloat32 {
+            let (multiplier, shift) = requant_multiplier(&input, &out)?;
+            QuantizePlan::Requantize { multiplier, shift }
+        } else {
+            if per_channel(&out).map_err(in_op(QUANTIZE))?.is_none() {
+                let s = out.quant().scale;
+                if !(s.is_finite() && s > 0.0) {
+                    return Err(op_error(QUANTIZE, format!("output scale {s} is invalid")));
                 }
             }
-        }
-    } else {
-        let (m, s) = requant_multiplier(&input, &out)?;
-        let (zi, zo) = (input.quant().zero_point, out.quant().zero_point);
-        macro_rules! rq {
-            ($i:ty, $o:ty) => {
-                requantize::<$i, $o>(input.data()?, m, s, zi, zo, out.data_mut()?)
-            };
-        }
-        match (input.dtype, out.dtype) {
-            (kTfLiteInt32, kTfLiteInt8) => rq!(i32, i8),
-            (kTfLiteInt32, kTfLiteInt16) => rq!(i32, i16),
-            (kTfLiteInt16, kTfLiteInt8) => rq!(i16, i8),
-            (kTfLiteInt16, kTfLiteInt16) => rq!(i16, i16),
-            (kTfLiteInt16, kTfLiteInt32) => rq!(i16, i32),
-            (kTfLiteInt8, kTfLiteInt8) => rq!(i8, i8),
-            (kTfLiteInt8, kTfLiteUInt8) => rq!(i8, u8),
-            (kTfLiteUInt8, kTfLiteInt8) => rq!(u8, i8),
-            (kTfLiteUInt8, kTfLiteUInt8) => rq!(u8, u8),
-            (i, o) => {
-                Err(Error::new(format!("input type {} with output type {} is not supported", i.name(), o.name())))
+            QuantizePlan::FromFloat
+        };
+        ctx.resize_output(0, input.shape).map_err(in_op(QUANTIZE))?;
+        Ok(plan)
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), plan: &mut QuantizePlan) -> Result<()> {
+        let input = ctx.input(0).map_err(in_op(QUANTIZE))?;
+        let mut out = ctx.output(0).map_err(in_op(QUANTIZE))?;
+        check_out_shape(QUANTIZE, out.shape, input.shape)?;
+        use TfLiteType::*;
+        let r = match *plan {
+            QuantizePlan::FromFloat => {
+                let x = input.data::<f32>()?;
+                match per_channel(&out)? {
+                    Some((s, z, d)) => match out.dtype {
+                        kTfLiteInt8 => quantize_f32_per_channel::<i8>(x, input.shape, d, s, z, out.data_mut()?),
+                        kTfLiteUInt8 => quantize_f32_per_channel::<u8>(x, input.shape, d, s, z, out.data_mut()?),
+                        _ => quantize_f32_per_channel::<i16>(x, input.shape, d, s, z, out.data_mut()?),
+                    },
+                    None => {
+                        let q = out.quant();
+                        match out.dtype {
+                            kTfLiteInt8 => quantize_f32::<i8>(x, q, out.data_mut()?),
+                            kTfLiteUInt8 => quantize_f32::<u8>(x, q, out.data_mut()?),
+                            _ => quantize_f32::<i16>(x, q, out.data_mut()?),
+                        }
+                    }
+                }
             }
-        }
-    };
-    r.map_err(in_op(QUANTIZE))
+            QuantizePlan::Requantize { multiplier: m, shift: s } => {
+                let (zi, zo) = (input.quant().zero_point, out.quant().zero_point);
+                macro_rules! rq {
+                    ($i:ty, $o:ty) => {
+                        requantize::<$i, $o>(input.data()?, m, s, zi, zo, out.data_mut()?)
+                    };
+                }
+                match (input.dtype, out.dtype) {
+                    (kTfLiteInt32, kTfLiteInt8) => rq!(i32, i8),
+                    (kTfLiteInt32, kTfLiteInt16) => rq!(i32, i16),
+                    (kTfLiteInt16, kTfLiteInt8) => rq!(i16, i8),
+                    (kTfLiteInt16, kTfLiteInt16) => rq!(i16, i16),
+                    (kTfLiteInt16, kTfLiteInt32) => rq!(i16, i32),
+                    (kTfLiteInt8, kTfLiteInt8) => rq!(i8, i8),
+                    (kTfLiteInt8, kTfLiteUInt8) => rq!(i8, u8),
+                    (kTfLiteUInt8, kTfLiteInt8) => rq!(u8, i8),
+                    (kTfLiteUInt8, kTfLiteUInt8) => rq!(u8, u8),
+                    (i, o) => Err(Error::new(format!(
+                        "input type {} with output type {} is not supported",
+                        i.name(),
+                        o.name()
+                    ))),
+                }
+            }
+        };
+        r.map_err(in_op(QUANTIZE))
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -345,52 +320,60 @@ fn dequantize_input<'a>(ctx: &OpCtx<'a>) -> Result<TensorView<'a>> {
     Ok(input)
 }
 
-fn dequantize_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    if let Some(s) = dequantize_state(ctx) {
-        *s.computed.lock() = None;
-    }
-    let input = dequantize_input(ctx)?;
-    if input.is_constant() {
-        // dequantize.cc: dequantized constant weights live in the persistent arena, not
-        // among the activations.
-        ctx.set_output_persistent(0).map_err(in_op(DEQUANTIZE))?;
-    }
-    ctx.set_output_type(0, TfLiteType::kTfLiteFloat32).map_err(in_op(DEQUANTIZE))?;
-    ctx.resize_output(0, input.shape).map_err(in_op(DEQUANTIZE))
-}
+/// DEQUANTIZE; its State is, for a constant input (whose output lives in the persistent
+/// arena), what the output was last computed from (input data, output data, output
+/// bytes), so Invoke computes it once, as dequantize.cc does. Prepare starts it empty.
+struct Dequantize;
 
-fn dequantize_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let input = dequantize_input(ctx)?;
-    let mut out = ctx.output(0).map_err(in_op(DEQUANTIZE))?;
-    check_out_shape(DEQUANTIZE, out.shape, input.shape)?;
-    let o = out.data_mut::<f32>().map_err(in_op(DEQUANTIZE))?;
-    // A constant input's output (in the persistent arena) is computed once.
-    let state = if input.is_constant() && out.is_persistent() { dequantize_state(ctx) } else { None };
-    let key = (input.raw()?.as_ptr() as usize, o.as_ptr() as usize, core::mem::size_of_val(o));
-    let mut computed = state.map(|s| s.computed.lock());
-    if computed.as_deref() == Some(&Some(key)) {
-        return Ok(());
-    }
-    use TfLiteType::*;
-    let r = match (input.dtype, per_channel(&input)?) {
-        (kTfLiteFloat16, _) => {
-            let x = input.data::<u16>()?;
-            same_len(x.len(), o.len()).map(|()| {
-                for (y, &h) in o.iter_mut().zip(x) {
-                    *y = f16_to_f32(h);
-                }
-            })
+impl BuiltinKernel for Dequantize {
+    const NAME: &'static str = DEQUANTIZE;
+    type Params = ();
+    type State = Option<(usize, usize, usize)>;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<Option<(usize, usize, usize)>> {
+        let input = dequantize_input(ctx)?;
+        if input.is_constant() {
+            // dequantize.cc: dequantized constant weights live in the persistent arena, not
+            // among the activations.
+            ctx.set_output_persistent(0).map_err(in_op(DEQUANTIZE))?;
         }
-        (kTfLiteUInt8, Some((s, z, d))) => dequantize_per_channel::<u8>(input.data()?, input.shape, d, s, z, o),
-        (kTfLiteInt8, Some((s, z, d))) => dequantize_per_channel::<i8>(input.data()?, input.shape, d, s, z, o),
-        (kTfLiteUInt8, None) => dequantize::<u8>(input.data()?, input.quant(), o),
-        (kTfLiteInt8, None) => dequantize::<i8>(input.data()?, input.quant(), o),
-        _ => dequantize::<i16>(input.data()?, input.quant(), o),
-    };
-    if let Some(c) = computed.as_deref_mut() {
-        *c = r.is_ok().then_some(key);
+        ctx.set_output_type(0, TfLiteType::kTfLiteFloat32).map_err(in_op(DEQUANTIZE))?;
+        ctx.resize_output(0, input.shape).map_err(in_op(DEQUANTIZE))?;
+        Ok(None)
     }
-    r.map_err(in_op(DEQUANTIZE))
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), computed: &mut Option<(usize, usize, usize)>) -> Result<()> {
+        let input = ctx.input(0).map_err(in_op(DEQUANTIZE))?;
+        let mut out = ctx.output(0).map_err(in_op(DEQUANTIZE))?;
+        check_out_shape(DEQUANTIZE, out.shape, input.shape)?;
+        let o = out.data_mut::<f32>().map_err(in_op(DEQUANTIZE))?;
+        // A constant input's output (in the persistent arena) is computed once.
+        let once = input.is_constant() && out.is_persistent();
+        let key = (input.raw()?.as_ptr() as usize, o.as_ptr() as usize, core::mem::size_of_val(o));
+        if once && *computed == Some(key) {
+            return Ok(());
+        }
+        use TfLiteType::*;
+        let r = match (input.dtype, per_channel(&input)?) {
+            (kTfLiteFloat16, _) => {
+                let x = input.data::<u16>()?;
+                same_len(x.len(), o.len()).map(|()| {
+                    for (y, &h) in o.iter_mut().zip(x) {
+                        *y = f16_to_f32(h);
+                    }
+                })
+            }
+            (kTfLiteUInt8, Some((s, z, d))) => dequantize_per_channel::<u8>(input.data()?, input.shape, d, s, z, o),
+            (kTfLiteInt8, Some((s, z, d))) => dequantize_per_channel::<i8>(input.data()?, input.shape, d, s, z, o),
+            (kTfLiteUInt8, None) => dequantize::<u8>(input.data()?, input.quant(), o),
+            (kTfLiteInt8, None) => dequantize::<i8>(input.data()?, input.quant(), o),
+            _ => dequantize::<i16>(input.data()?, input.quant(), o),
+        };
+        if once {
+            *computed = r.is_ok().then_some(key);
+        }
+        r.map_err(in_op(DEQUANTIZE))
+    }
 }
 
 #[cfg(test)]

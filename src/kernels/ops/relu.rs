@@ -11,6 +11,7 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, QuantParams, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, try_quantize_multiplier};
 use crate::kernels::threadpool::recommended_threads;
 use crate::microkernels::f32_vunary::{self, UnaryOp};
@@ -27,7 +28,7 @@ pub enum ReluKind {
 }
 
 impl ReluKind {
-    fn name(self) -> &'static str {
+    const fn name(self) -> &'static str {
         match self {
             ReluKind::Relu => "RELU",
             ReluKind::Relu6 => "RELU6",
@@ -57,7 +58,7 @@ impl ReluKind {
 
 /// The RELU registration.
 pub fn relu_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinRelu, prepare = relu_prepare, eval = relu_eval)
+    kernel::registration::<Relu<0>>(TfLiteBuiltinOperator::kTfLiteBuiltinRelu)
 }
 
 /// The RELU registration (alias of [`relu_registration`], for the `ops::<op>::registration`
@@ -68,16 +69,12 @@ pub fn registration() -> TfLiteRegistration {
 
 /// The RELU6 registration.
 pub fn relu6_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinRelu6, prepare = relu6_prepare, eval = relu6_eval)
+    kernel::registration::<Relu<1>>(TfLiteBuiltinOperator::kTfLiteBuiltinRelu6)
 }
 
 /// The RELU_N1_TO_1 registration.
 pub fn relu_n1_to_1_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinReluN1To1,
-        prepare = relu_n1_to_1_prepare,
-        eval = relu_n1_to_1_eval
-    )
+    kernel::registration::<Relu<2>>(TfLiteBuiltinOperator::kTfLiteBuiltinReluN1To1)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -197,54 +194,63 @@ fn quant_params(kind: ReluKind, input: &TensorView<'_>, out: &TensorView<'_>) ->
         .map_err(|e| Error::new(format!("{}: {}", kind.name(), e.message)))
 }
 
-fn prepare(ctx: &OpCtx<'_>, kind: ReluKind) -> Result<()> {
-    let (input, out) = operands(ctx, kind)?;
-    if input.dtype != TfLiteType::kTfLiteFloat32 {
-        quant_params(kind, &input, &out)?;
-    }
-    ctx.resize_output(0, input.shape)
+/// The kernel to run, chosen at Prepare from the input type.
+enum Plan {
+    F32,
+    U8(QuantReluParams),
+    I8(QuantReluParams),
+    I16(QuantReluParams),
 }
 
-fn eval(ctx: &OpCtx<'_>, kind: ReluKind) -> Result<()> {
-    let (input, mut out) = operands(ctx, kind)?;
-    if out.shape != input.shape {
-        return Err(Error::new(format!(
-            "{}: output shape {:?} differs from the input shape {:?}",
-            kind.name(),
-            out.shape,
-            input.shape
-        )));
+const fn kind_of(kind: u8) -> ReluKind {
+    match kind {
+        0 => ReluKind::Relu,
+        1 => ReluKind::Relu6,
+        _ => ReluKind::ReluN1To1,
     }
-    let r = match input.dtype {
-        TfLiteType::kTfLiteFloat32 => relu_f32(kind, input.data()?, out.data_mut()?, recommended_threads(ctx)),
-        TfLiteType::kTfLiteUInt8 => {
-            relu_quantized::<u8>(input.data()?, out.data_mut()?, &quant_params(kind, &input, &out)?)
-        }
-        TfLiteType::kTfLiteInt8 => {
-            relu_quantized::<i8>(input.data()?, out.data_mut()?, &quant_params(kind, &input, &out)?)
-        }
-        _ => relu_quantized::<i16>(input.data()?, out.data_mut()?, &quant_params(kind, &input, &out)?),
-    };
-    r.map_err(|e| Error::new(format!("{}: {}", kind.name(), e.message)))
 }
 
-fn relu_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, ReluKind::Relu)
-}
-fn relu_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, ReluKind::Relu)
-}
-fn relu6_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, ReluKind::Relu6)
-}
-fn relu6_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, ReluKind::Relu6)
-}
-fn relu_n1_to_1_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, ReluKind::ReluN1To1)
-}
-fn relu_n1_to_1_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, ReluKind::ReluN1To1)
+/// A member of the ReLU family (`KIND` 0: RELU, 1: RELU6, 2: RELU_N1_TO_1); its State is
+/// the [`Plan`]: float, or the quantized requantization multiplier and clamp bounds.
+struct Relu<const KIND: u8>;
+
+impl<const KIND: u8> BuiltinKernel for Relu<KIND> {
+    const NAME: &'static str = kind_of(KIND).name();
+    type Params = ();
+    type State = Plan;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<Plan> {
+        let kind = kind_of(KIND);
+        let (input, out) = operands(ctx, kind)?;
+        let plan = match input.dtype {
+            TfLiteType::kTfLiteFloat32 => Plan::F32,
+            TfLiteType::kTfLiteUInt8 => Plan::U8(quant_params(kind, &input, &out)?),
+            TfLiteType::kTfLiteInt8 => Plan::I8(quant_params(kind, &input, &out)?),
+            _ => Plan::I16(quant_params(kind, &input, &out)?),
+        };
+        ctx.resize_output(0, input.shape)?;
+        Ok(plan)
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), plan: &mut Plan) -> Result<()> {
+        let kind = kind_of(KIND);
+        let (input, mut out) = operands(ctx, kind)?;
+        if out.shape != input.shape {
+            return Err(Error::new(format!(
+                "{}: output shape {:?} differs from the input shape {:?}",
+                kind.name(),
+                out.shape,
+                input.shape
+            )));
+        }
+        let r = match plan {
+            Plan::F32 => relu_f32(kind, input.data()?, out.data_mut()?, recommended_threads(ctx)),
+            Plan::U8(q) => relu_quantized::<u8>(input.data()?, out.data_mut()?, q),
+            Plan::I8(q) => relu_quantized::<i8>(input.data()?, out.data_mut()?, q),
+            Plan::I16(q) => relu_quantized::<i16>(input.data()?, out.data_mut()?, q),
+        };
+        r.map_err(|e| Error::new(format!("{}: {}", kind.name(), e.message)))
+    }
 }
 
 #[cfg(test)]

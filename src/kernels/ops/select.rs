@@ -10,15 +10,16 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView, broadcast_shape};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 /// The SELECT registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinSelect, prepare = v1_prepare, eval = v1_eval)
+    kernel::registration::<Select<false>>(TfLiteBuiltinOperator::kTfLiteBuiltinSelect)
 }
 
 /// The SELECT_V2 registration.
 pub fn select_v2_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinSelectV2, prepare = v2_prepare, eval = v2_eval)
+    kernel::registration::<Select<true>>(TfLiteBuiltinOperator::kTfLiteBuiltinSelectV2)
 }
 
 /// How the condition applies.
@@ -143,39 +144,41 @@ fn operands<'a>(ctx: &OpCtx<'a>, op: &'static str, v2: bool) -> Result<([TensorV
     Ok(([c, x, y], shape, mode))
 }
 
-fn prepare(ctx: &OpCtx<'_>, op: &'static str, v2: bool) -> Result<()> {
-    let ([_, x, _], shape, _) = operands(ctx, op, v2)?;
-    ctx.set_output_type(0, x.dtype).map_err(in_op(op))?;
-    ctx.resize_output(0, &shape).map_err(in_op(op))
-}
+/// SELECT (`V2` false) or SELECT_V2 (`V2` true); its State is the output shape and how
+/// the condition applies ([`plan`]'s result).
+struct Select<const V2: bool>;
 
-fn eval(ctx: &OpCtx<'_>, op: &'static str, v2: bool) -> Result<()> {
-    let ([c, x, y], shape, mode) = operands(ctx, op, v2)?;
-    let mut out = ctx.output(0).map_err(in_op(op))?;
-    check_out_shape(op, out.shape, &shape)?;
-    let cond = c.data::<u8>().map_err(in_op(op))?;
-    with_elem_type!(x.dtype, op, T => select::<T>(
-        (cond, c.shape),
-        (x.data::<T>()?, x.shape),
-        (y.data::<T>()?, y.shape),
-        &shape,
-        &mode,
-        out.data_mut::<T>()?,
-    ))
-    .map_err(in_op(op))
-}
+impl<const V2: bool> BuiltinKernel for Select<V2> {
+    const NAME: &'static str = if V2 { "SELECT_V2" } else { "SELECT" };
+    type Params = ();
+    type State = (Vec<i32>, Mode);
 
-fn v1_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, "SELECT", false)
-}
-fn v1_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, "SELECT", false)
-}
-fn v2_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, "SELECT_V2", true)
-}
-fn v2_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, "SELECT_V2", true)
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<(Vec<i32>, Mode)> {
+        let op = Self::NAME;
+        let ([_, x, _], shape, mode) = operands(ctx, op, V2)?;
+        ctx.set_output_type(0, x.dtype).map_err(in_op(op))?;
+        ctx.resize_output(0, &shape).map_err(in_op(op))?;
+        Ok((shape, mode))
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), (shape, mode): &mut (Vec<i32>, Mode)) -> Result<()> {
+        let op = Self::NAME;
+        let c = ctx.input(0).map_err(in_op(op))?;
+        let x = ctx.input(1).map_err(in_op(op))?;
+        let y = ctx.input(2).map_err(in_op(op))?;
+        let mut out = ctx.output(0).map_err(in_op(op))?;
+        check_out_shape(op, out.shape, shape)?;
+        let cond = c.data::<u8>().map_err(in_op(op))?;
+        with_elem_type!(x.dtype, op, T => select::<T>(
+            (cond, c.shape),
+            (x.data::<T>()?, x.shape),
+            (y.data::<T>()?, y.shape),
+            shape,
+            mode,
+            out.data_mut::<T>()?,
+        ))
+        .map_err(in_op(op))
+    }
 }
 
 #[cfg(test)]

@@ -4,12 +4,13 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::OpCtx;
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 const OP: &str = "SIN";
 
 /// The SIN registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinSin, prepare = prepare, eval = eval)
+    kernel::registration::<Sin>(TfLiteBuiltinOperator::kTfLiteBuiltinSin)
 }
 
 /// `out[i] = sin(input[i])` (the C library's `sinf`, as TFLite's `std::sin(float)`).
@@ -34,34 +35,43 @@ fn check_io(ctx: &OpCtx<'_>) -> Result<()> {
     Ok(())
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    check_io(ctx)?;
-    let input = ctx.input(0)?;
-    let out = ctx.output(0)?;
-    if input.dtype != TfLiteType::kTfLiteFloat32 {
-        return Err(Error::new(format!("{OP}: type {} is not supported (float32 only)", input.dtype.name())));
-    }
-    if out.dtype != input.dtype {
-        return Err(Error::new(format!(
-            "{OP}: output type {} differs from the input type {}",
-            out.dtype.name(),
-            input.dtype.name()
-        )));
-    }
-    ctx.resize_output(0, input.shape)
-}
+/// SIN; its State is empty (nothing to derive beyond the output shape).
+struct Sin;
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    check_io(ctx)?;
-    let input = ctx.input(0)?;
-    let mut out = ctx.output(0)?;
-    if out.shape != input.shape {
-        return Err(Error::new(format!(
-            "{OP}: output shape {:?} differs from the input shape {:?}",
-            out.shape, input.shape
-        )));
+impl BuiltinKernel for Sin {
+    const NAME: &'static str = OP;
+    type Params = ();
+    type State = ();
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<()> {
+        check_io(ctx)?;
+        let input = ctx.input(0)?;
+        let out = ctx.output(0)?;
+        if input.dtype != TfLiteType::kTfLiteFloat32 {
+            return Err(Error::new(format!("{OP}: type {} is not supported (float32 only)", input.dtype.name())));
+        }
+        if out.dtype != input.dtype {
+            return Err(Error::new(format!(
+                "{OP}: output type {} differs from the input type {}",
+                out.dtype.name(),
+                input.dtype.name()
+            )));
+        }
+        ctx.resize_output(0, input.shape)
     }
-    sin_f32(input.data()?, out.data_mut()?).map_err(|e| Error::new(format!("{OP}: {}", e.message)))
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), _: &mut ()) -> Result<()> {
+        check_io(ctx)?;
+        let input = ctx.input(0)?;
+        let mut out = ctx.output(0)?;
+        if out.shape != input.shape {
+            return Err(Error::new(format!(
+                "{OP}: output shape {:?} differs from the input shape {:?}",
+                out.shape, input.shape
+            )));
+        }
+        sin_f32(input.data()?, out.data_mut()?).map_err(|e| Error::new(format!("{OP}: {}", e.message)))
+    }
 }
 
 #[cfg(test)]

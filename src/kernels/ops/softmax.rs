@@ -19,6 +19,7 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::OpCtx;
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{
     multiply_by_quantized_multiplier, quantize_multiplier_greater_than_one, quantize_multiplier_smaller_than_one_exp,
     rounding_divide_by_pot, saturating_rounding_doubling_high_mul as srdhm, try_quantize_multiplier,
@@ -29,20 +30,12 @@ const LOG_SOFTMAX: &str = "LOG_SOFTMAX";
 
 /// The SOFTMAX registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinSoftmax,
-        prepare = softmax_prepare,
-        eval = softmax_eval
-    )
+    kernel::registration::<Softmax>(TfLiteBuiltinOperator::kTfLiteBuiltinSoftmax)
 }
 
 /// The LOG_SOFTMAX registration.
 pub fn log_softmax_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinLogSoftmax,
-        prepare = log_softmax_prepare,
-        eval = log_softmax_eval
-    )
+    kernel::registration::<LogSoftmax>(TfLiteBuiltinOperator::kTfLiteBuiltinLogSoftmax)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -321,21 +314,15 @@ pub fn softmax_i16(input: &[i16], depth: usize, p: &Softmax16Params, out: &mut [
 // Kernel glue
 // ---------------------------------------------------------------------------------------
 
-fn beta(ctx: &OpCtx<'_>) -> Result<f32> {
-    // SAFETY: the parser allocates a `TfLiteSoftmaxParams` for every SOFTMAX node.
-    unsafe { ctx.builtin_data::<TfLiteSoftmaxParams>() }
-        .map(|p| p.beta)
-        .ok_or_else(|| op_error(SOFTMAX, "node has no builtin params"))
-}
-
 /// What SOFTMAX computes for the node's types.
 enum SoftmaxPlan {
-    F32,
+    /// float32 with the options' `beta`.
+    F32(f32),
     Q8(Softmax8Params),
     Q16(Box<Softmax16Params>),
 }
 
-fn softmax_plan(ctx: &OpCtx<'_>) -> Result<(SoftmaxPlan, usize)> {
+fn softmax_plan(ctx: &OpCtx<'_>, b: f32) -> Result<(SoftmaxPlan, usize)> {
     crate::kernels::shape_util::check_arity(ctx, SOFTMAX, 1, 1, 1)?;
     let input = ctx.input(0).map_err(in_op(SOFTMAX))?;
     let out = ctx.output(0).map_err(in_op(SOFTMAX))?;
@@ -343,10 +330,9 @@ fn softmax_plan(ctx: &OpCtx<'_>) -> Result<(SoftmaxPlan, usize)> {
         return Err(op_error(SOFTMAX, "the input must have rank 1 or more"));
     }
     let depth = *input.shape.last().unwrap_or(&1) as usize;
-    let b = beta(ctx)?;
     use TfLiteType::*;
     let plan = match (input.dtype, out.dtype) {
-        (kTfLiteFloat32, kTfLiteFloat32) => SoftmaxPlan::F32,
+        (kTfLiteFloat32, kTfLiteFloat32) => SoftmaxPlan::F32(b),
         (kTfLiteInt8 | kTfLiteUInt8, kTfLiteInt8 | kTfLiteUInt8 | kTfLiteInt16) => {
             if (input.dtype == kTfLiteInt8) != (out.dtype == kTfLiteInt8) && out.dtype != kTfLiteInt16 {
                 return Err(op_error(SOFTMAX, "int8 and uint8 cannot be mixed"));
@@ -376,29 +362,40 @@ fn softmax_plan(ctx: &OpCtx<'_>) -> Result<(SoftmaxPlan, usize)> {
     Ok((plan, depth))
 }
 
-fn softmax_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    softmax_plan(ctx)?;
-    let input = ctx.input(0)?;
-    ctx.resize_output(0, input.shape).map_err(in_op(SOFTMAX))
-}
+/// SOFTMAX; its State is the [`SoftmaxPlan`] (the quantized scaling and, for int16, the
+/// lookup tables) and the depth of the last dimension.
+struct Softmax;
 
-fn softmax_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (plan, depth) = softmax_plan(ctx)?;
-    let input = ctx.input(0)?;
-    let mut out = ctx.output(0)?;
-    check_out_shape(SOFTMAX, out.shape, input.shape)?;
-    use TfLiteType::*;
-    match plan {
-        SoftmaxPlan::F32 => softmax_f32(input.data()?, depth, beta(ctx)?, out.data_mut()?),
-        SoftmaxPlan::Q8(p) => match (input.dtype, out.dtype) {
-            (kTfLiteInt8, kTfLiteInt8) => softmax_quantized::<i8, i8>(input.data()?, depth, &p, out.data_mut()?),
-            (kTfLiteUInt8, kTfLiteUInt8) => softmax_quantized::<u8, u8>(input.data()?, depth, &p, out.data_mut()?),
-            (kTfLiteInt8, _) => softmax_quantized::<i8, i16>(input.data()?, depth, &p, out.data_mut()?),
-            _ => softmax_quantized::<u8, i16>(input.data()?, depth, &p, out.data_mut()?),
-        },
-        SoftmaxPlan::Q16(p) => softmax_i16(input.data()?, depth, &p, out.data_mut()?),
+impl BuiltinKernel for Softmax {
+    const NAME: &'static str = SOFTMAX;
+    type Params = TfLiteSoftmaxParams;
+    type State = (SoftmaxPlan, usize);
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteSoftmaxParams) -> Result<(SoftmaxPlan, usize)> {
+        let plan = softmax_plan(ctx, p.beta)?;
+        let input = ctx.input(0)?;
+        ctx.resize_output(0, input.shape).map_err(in_op(SOFTMAX))?;
+        Ok(plan)
     }
-    .map_err(in_op(SOFTMAX))
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLiteSoftmaxParams, (plan, depth): &mut (SoftmaxPlan, usize)) -> Result<()> {
+        let depth = *depth;
+        let input = ctx.input(0)?;
+        let mut out = ctx.output(0)?;
+        check_out_shape(SOFTMAX, out.shape, input.shape)?;
+        use TfLiteType::*;
+        match plan {
+            SoftmaxPlan::F32(beta) => softmax_f32(input.data()?, depth, *beta, out.data_mut()?),
+            SoftmaxPlan::Q8(p) => match (input.dtype, out.dtype) {
+                (kTfLiteInt8, kTfLiteInt8) => softmax_quantized::<i8, i8>(input.data()?, depth, p, out.data_mut()?),
+                (kTfLiteUInt8, kTfLiteUInt8) => softmax_quantized::<u8, u8>(input.data()?, depth, p, out.data_mut()?),
+                (kTfLiteInt8, _) => softmax_quantized::<i8, i16>(input.data()?, depth, p, out.data_mut()?),
+                _ => softmax_quantized::<u8, i16>(input.data()?, depth, p, out.data_mut()?),
+            },
+            SoftmaxPlan::Q16(p) => softmax_i16(input.data()?, depth, p, out.data_mut()?),
+        }
+        .map_err(in_op(SOFTMAX))
+    }
 }
 
 fn log_softmax_params(ctx: &OpCtx<'_>) -> Result<(Option<LogSoftmax8Params>, usize)> {
@@ -422,23 +419,38 @@ fn log_softmax_params(ctx: &OpCtx<'_>) -> Result<(Option<LogSoftmax8Params>, usi
     }
 }
 
-fn log_softmax_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    log_softmax_params(ctx)?;
-    let input = ctx.input(0)?;
-    ctx.resize_output(0, input.shape).map_err(in_op(LOG_SOFTMAX))
-}
+/// LOG_SOFTMAX; its State is the 8-bit fixed-point parameters (`None` for float32) and
+/// the depth of the last dimension.
+struct LogSoftmax;
 
-fn log_softmax_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (p, depth) = log_softmax_params(ctx)?;
-    let (input, mut out) = unary_operands(ctx, LOG_SOFTMAX)?;
-    check_out_shape(LOG_SOFTMAX, out.shape, input.shape)?;
-    match (input.dtype, p) {
-        (TfLiteType::kTfLiteFloat32, _) => log_softmax_f32(input.data()?, depth, out.data_mut()?),
-        (TfLiteType::kTfLiteInt8, Some(p)) => log_softmax_quantized::<i8>(input.data()?, depth, &p, out.data_mut()?),
-        (TfLiteType::kTfLiteUInt8, Some(p)) => log_softmax_quantized::<u8>(input.data()?, depth, &p, out.data_mut()?),
-        _ => Err(Error::new("unsupported type")),
+impl BuiltinKernel for LogSoftmax {
+    const NAME: &'static str = LOG_SOFTMAX;
+    type Params = ();
+    type State = (Option<LogSoftmax8Params>, usize);
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<(Option<LogSoftmax8Params>, usize)> {
+        let params = log_softmax_params(ctx)?;
+        let input = ctx.input(0)?;
+        ctx.resize_output(0, input.shape).map_err(in_op(LOG_SOFTMAX))?;
+        Ok(params)
     }
-    .map_err(in_op(LOG_SOFTMAX))
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), (p, depth): &mut (Option<LogSoftmax8Params>, usize)) -> Result<()> {
+        let depth = *depth;
+        let (input, mut out) = unary_operands(ctx, LOG_SOFTMAX)?;
+        check_out_shape(LOG_SOFTMAX, out.shape, input.shape)?;
+        match (input.dtype, p) {
+            (TfLiteType::kTfLiteFloat32, _) => log_softmax_f32(input.data()?, depth, out.data_mut()?),
+            (TfLiteType::kTfLiteInt8, Some(p)) => {
+                log_softmax_quantized::<i8>(input.data()?, depth, p, out.data_mut()?)
+            }
+            (TfLiteType::kTfLiteUInt8, Some(p)) => {
+                log_softmax_quantized::<u8>(input.data()?, depth, p, out.data_mut()?)
+            }
+            _ => Err(Error::new("unsupported type")),
+        }
+        .map_err(in_op(LOG_SOFTMAX))
+    }
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use crate::kernels::activation::{
     activation_range_f32, activation_range_i32, activation_range_i64, activation_range_quantized, clamp_min_max,
 };
 use crate::kernels::api::{OpCtx, QuantParams};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{QuantInt, quantized_type_range};
 use crate::microkernels::f32_vbinary::BinaryOp;
 
@@ -29,7 +30,7 @@ pub fn registration() -> TfLiteRegistration {
     TfLiteRegistration {
         // sub.cc: the output may take either input's memory (LiteRT's in-place SUB).
         inplace_operator: kTfLiteInplaceOpInput0Shared | kTfLiteInplaceOpInput1Shared,
-        ..crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinSub, prepare = prepare, eval = eval)
+        ..kernel::registration::<Sub>(TfLiteBuiltinOperator::kTfLiteBuiltinSub)
     }
 }
 
@@ -144,15 +145,11 @@ pub fn quant_sub_params(
 // Kernel glue
 // ---------------------------------------------------------------------------------------
 
-fn params(ctx: &OpCtx<'_>) -> Result<TfLiteSubParams> {
-    // SAFETY: the model parser allocates a `TfLiteSubParams` as the builtin data of every
-    // SUB node, and this registration is only used for SUB.
-    let p = unsafe { ctx.builtin_data::<TfLiteSubParams>() };
-    p.copied().ok_or_else(|| Error::new(format!("{OP}: node has no builtin params")))
-}
-
+/// The kernel to run, chosen at Prepare from the types, quantization and activation as
+/// sub.cc does.
 enum Plan {
-    F32,
+    /// float32, clamped to the activation's range.
+    F32((f32, f32)),
     I32,
     I64,
     Quant(QuantSub),
@@ -160,7 +157,7 @@ enum Plan {
 
 fn plan(ops: &BinaryOperands<'_>, p: &TfLiteSubParams) -> Result<Plan> {
     Ok(match ops.a.dtype {
-        TfLiteType::kTfLiteFloat32 => Plan::F32,
+        TfLiteType::kTfLiteFloat32 => Plan::F32(activation_range_f32(p.activation)),
         TfLiteType::kTfLiteInt32 => Plan::I32,
         TfLiteType::kTfLiteInt64 => Plan::I64,
         dt @ (TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteInt16) => Plan::Quant(
@@ -171,33 +168,46 @@ fn plan(ops: &BinaryOperands<'_>, p: &TfLiteSubParams) -> Result<Plan> {
     })
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let ops = binary_operands(ctx, OP)?;
-    let p = params(ctx)?;
-    ctx.set_output_type(0, ops.b.dtype).map_err(with_op(OP))?;
-    plan(&ops, &p)?;
-    ctx.resize_output(0, &ops.out_shape).map_err(with_op(OP))
-}
+/// SUB; its State is the [`Plan`]: the variant for the input type with the float clamp or
+/// the quantized rescaling parameters.
+struct Sub;
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let mut ops = binary_operands_in_place(ctx, OP)?;
-    check_output(OP, &ops, ops.a.dtype)?;
-    let p = params(ctx)?;
-    let act = p.activation;
-    match plan(&ops, &p)? {
-        Plan::F32 => run_binary_f32(&mut ops, BinaryOp::Sub, activation_range_f32(act)),
-        Plan::I32 => run_binary::<i32>(&mut ops, |a, ash, b, bsh, o, osh| sub_i32(a, ash, b, bsh, o, osh, act)),
-        Plan::I64 => run_binary::<i64>(&mut ops, |a, ash, b, bsh, o, osh| sub_i64(a, ash, b, bsh, o, osh, act)),
-        Plan::Quant(QuantSub::General(q)) => match ops.a.dtype {
-            TfLiteType::kTfLiteUInt8 => run_binary::<u8>(&mut ops, |a, ash, b, bsh, o, osh| sub_quantized(a, ash, b, bsh, o, osh, &q)),
-            TfLiteType::kTfLiteInt8 => run_binary::<i8>(&mut ops, |a, ash, b, bsh, o, osh| sub_quantized(a, ash, b, bsh, o, osh, &q)),
-            _ => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| sub_quantized(a, ash, b, bsh, o, osh, &q)),
-        },
-        Plan::Quant(QuantSub::Pot16(q)) => {
-            run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| sub_i16_pot(a, ash, b, bsh, o, osh, &q))
-        }
+impl BuiltinKernel for Sub {
+    const NAME: &'static str = OP;
+    type Params = TfLiteSubParams;
+    type State = Plan;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteSubParams) -> Result<Plan> {
+        let ops = binary_operands(ctx, OP)?;
+        ctx.set_output_type(0, ops.b.dtype).map_err(with_op(OP))?;
+        let plan = plan(&ops, p)?;
+        ctx.resize_output(0, &ops.out_shape).map_err(with_op(OP))?;
+        Ok(plan)
     }
-    .map_err(with_op(OP))
+
+    fn invoke(ctx: &OpCtx<'_>, p: &TfLiteSubParams, plan: &mut Plan) -> Result<()> {
+        let mut ops = binary_operands_in_place(ctx, OP)?;
+        check_output(OP, &ops, ops.a.dtype)?;
+        let act = p.activation;
+        match plan {
+            Plan::F32(clamp) => run_binary_f32(&mut ops, BinaryOp::Sub, *clamp),
+            Plan::I32 => run_binary::<i32>(&mut ops, |a, ash, b, bsh, o, osh| sub_i32(a, ash, b, bsh, o, osh, act)),
+            Plan::I64 => run_binary::<i64>(&mut ops, |a, ash, b, bsh, o, osh| sub_i64(a, ash, b, bsh, o, osh, act)),
+            Plan::Quant(QuantSub::General(q)) => match ops.a.dtype {
+                TfLiteType::kTfLiteUInt8 => {
+                    run_binary::<u8>(&mut ops, |a, ash, b, bsh, o, osh| sub_quantized(a, ash, b, bsh, o, osh, q))
+                }
+                TfLiteType::kTfLiteInt8 => {
+                    run_binary::<i8>(&mut ops, |a, ash, b, bsh, o, osh| sub_quantized(a, ash, b, bsh, o, osh, q))
+                }
+                _ => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| sub_quantized(a, ash, b, bsh, o, osh, q)),
+            },
+            Plan::Quant(QuantSub::Pot16(q)) => {
+                run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| sub_i16_pot(a, ash, b, bsh, o, osh, q))
+            }
+        }
+        .map_err(with_op(OP))
+    }
 }
 
 #[cfg(test)]
