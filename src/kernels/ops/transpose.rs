@@ -12,13 +12,14 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 const OP: &str = "TRANSPOSE";
 const MAX_RANK: usize = 6;
 
 /// The TRANSPOSE registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinTranspose, prepare = prepare, eval = eval)
+    kernel::registration::<Transpose>(TfLiteBuiltinOperator::kTfLiteBuiltinTranspose)
 }
 
 /// Normalises `perm` (negative entries count from the end) and checks it is a permutation
@@ -109,22 +110,41 @@ fn perm_of(input: &TensorView<'_>, perm: &TensorView<'_>) -> Result<Vec<usize>> 
     normalize_perm(&int_values(perm, false)?, input.shape.len()).map_err(in_op(OP))
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, perm) = operands(ctx)?;
-    if !known_at_prepare(&perm) {
-        return plan_declared_output(ctx, OP, 0);
-    }
-    let p = perm_of(&input, &perm)?;
-    ctx.resize_output(0, &transposed_shape(input.shape, &p)).map_err(in_op(OP))
-}
+/// TRANSPOSE; its State is the normalised permutation when `perm` is constant (`None`
+/// when it is only known at Invoke).
+struct Transpose;
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, perm) = operands(ctx)?;
-    let p = perm_of(&input, &perm)?;
-    settle_output_shape(ctx, OP, 0, "perm values", &transposed_shape(input.shape, &p))?;
-    let mut out = ctx.output(0).map_err(in_op(OP))?;
-    with_elem_type!(input.dtype, OP, T => transpose::<T>(input.data::<T>()?, input.shape, &p, out.data_mut::<T>()?))
-        .map_err(in_op(OP))
+impl BuiltinKernel for Transpose {
+    const NAME: &'static str = OP;
+    type Params = ();
+    type State = Option<Vec<usize>>;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<Option<Vec<usize>>> {
+        let (input, perm) = operands(ctx)?;
+        if !known_at_prepare(&perm) {
+            plan_declared_output(ctx, OP, 0)?;
+            return Ok(None);
+        }
+        let p = perm_of(&input, &perm)?;
+        ctx.resize_output(0, &transposed_shape(input.shape, &p)).map_err(in_op(OP))?;
+        Ok(Some(p))
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), state: &mut Option<Vec<usize>>) -> Result<()> {
+        let input = ctx.input(0)?;
+        let dynamic;
+        let p = match state {
+            Some(p) => p.as_slice(),
+            None => {
+                dynamic = perm_of(&input, &ctx.input(1)?)?;
+                settle_output_shape(ctx, OP, 0, "perm values", &transposed_shape(input.shape, &dynamic))?;
+                dynamic.as_slice()
+            }
+        };
+        let mut out = ctx.output(0).map_err(in_op(OP))?;
+        with_elem_type!(input.dtype, OP, T => transpose::<T>(input.data::<T>()?, input.shape, p, out.data_mut::<T>()?))
+            .map_err(in_op(OP))
+    }
 }
 
 #[cfg(test)]
