@@ -15,8 +15,9 @@
 //! `shape_util::plan_declared_output`), or Eval fails with a message saying so.
 //!
 //! The per-row and per-column interpolation coordinates are computed once, at Prepare
-//! when `size` is constant (else once per call), with exactly TFLite's arithmetic (so results equal the element-by-element reference loop),
-//! and rows are split over `num_threads` for large outputs.
+//! when `size` is constant (else once per call), with exactly TFLite's arithmetic (so
+//! results equal the element-by-element reference loop), and rows are split over
+//! `num_threads` for large outputs.
 
 use super::conv_common::{parallel_rows, recommended_threads, threads_for};
 use crate::kernels::shape_util::{
