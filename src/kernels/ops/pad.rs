@@ -258,20 +258,18 @@ impl<const V2: bool> BuiltinKernel for Pad<V2> {
         let op = Self::NAME;
         let ops = operands(ctx, op, V2)?;
         let oq = ctx.output(0).map_err(in_op(op))?.quant();
-        if let Some(v) = &ops.value {
-            if v.num_elements() != 1 {
-                return Err(op_error(op, format!("pad value holds {} elements, expected 1", v.num_elements())));
-            }
+        if let Some(v) = &ops.value
+            && v.num_elements() != 1
+        {
+            return Err(op_error(op, format!("pad value holds {} elements, expected 1", v.num_elements())));
         }
         let quantized =
             matches!(ops.input.dtype, TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteInt16);
-        if quantized {
-            if let Some(v) = &ops.value {
-                let vq = v.quant();
-                if vq.zero_point != oq.zero_point || vq.scale != oq.scale {
-                    return Err(op_error(op, "the pad value must have the output's scale and zero point"));
-                }
-            }
+        if quantized
+            && let Some(v) = &ops.value
+            && (v.quant().zero_point != oq.zero_point || v.quant().scale != oq.scale)
+        {
+            return Err(op_error(op, "the pad value must have the output's scale and zero point"));
         }
         let plan = if known_at_prepare(&ops.paddings) {
             let (shape, plan) = shape_and_plan(op, &ops, &pads_of(op, &ops)?)?;

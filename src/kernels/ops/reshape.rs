@@ -198,12 +198,12 @@ impl BuiltinKernel for Reshape {
         let out = ctx.output(0).map_err(in_op(RESHAPE))?;
         check_same_type(RESHAPE, &input, &out)?;
         let src = reshape_source(ctx, p)?;
-        if let ShapeSource::Tensor(t) = &src {
-            if !known_at_prepare(t) {
-                let shape = provisional_shape(ctx, element_count(input.shape).map_err(in_op(RESHAPE))?, input.shape)?;
-                ctx.resize_output(0, &shape).map_err(in_op(RESHAPE))?;
-                return Ok(None);
-            }
+        if let ShapeSource::Tensor(t) = &src
+            && !known_at_prepare(t)
+        {
+            let shape = provisional_shape(ctx, element_count(input.shape).map_err(in_op(RESHAPE))?, input.shape)?;
+            ctx.resize_output(0, &shape).map_err(in_op(RESHAPE))?;
+            return Ok(None);
         }
         let shape = reshape_target(&input, &src)?;
         ctx.resize_output(0, &shape).map_err(in_op(RESHAPE))?;
