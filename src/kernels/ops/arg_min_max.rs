@@ -13,15 +13,16 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 /// The ARG_MAX registration.
 pub fn arg_max_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinArgMax, prepare = max_prepare, eval = max_eval)
+    kernel::registration::<ArgMax>(TfLiteBuiltinOperator::kTfLiteBuiltinArgMax)
 }
 
 /// The ARG_MIN registration.
 pub fn arg_min_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinArgMin, prepare = min_prepare, eval = min_eval)
+    kernel::registration::<ArgMin>(TfLiteBuiltinOperator::kTfLiteBuiltinArgMin)
 }
 
 /// `ArgMinMax` on a slice: for each (outer, inner) position, the index along the axis of
@@ -61,17 +62,7 @@ fn name(is_max: bool) -> &'static str {
     if is_max { "ARG_MAX" } else { "ARG_MIN" }
 }
 
-fn output_type(ctx: &OpCtx<'_>, is_max: bool) -> Result<TfLiteType> {
-    // SAFETY: the parser allocates a `TfLiteArgMaxParams` (ARG_MAX) or `TfLiteArgMinParams`
-    // (ARG_MIN) for these nodes; both are one `TfLiteType`.
-    let t = unsafe {
-        if is_max {
-            ctx.builtin_data::<TfLiteArgMaxParams>().map(|p| p.output_type)
-        } else {
-            ctx.builtin_data::<TfLiteArgMinParams>().map(|p| p.output_type)
-        }
-    }
-    .ok_or_else(|| op_error(name(is_max), "node has no builtin params"))?;
+fn output_type(t: TfLiteType, is_max: bool) -> Result<TfLiteType> {
     match t {
         TfLiteType::kTfLiteInt32 | TfLiteType::kTfLiteInt64 => Ok(t),
         other => Err(op_error(name(is_max), format!("output type {} is not supported", other.name()))),
@@ -102,27 +93,46 @@ fn geometry(input: &TensorView<'_>, axis: &TensorView<'_>, op: &'static str) -> 
     Ok((a, shape))
 }
 
-fn prepare(ctx: &OpCtx<'_>, is_max: bool) -> Result<()> {
-    let op = name(is_max);
-    let (input, axis) = operands(ctx, is_max)?;
-    ctx.set_output_type(0, output_type(ctx, is_max)?).map_err(in_op(op))?;
-    if !known_at_prepare(&axis) {
-        return plan_declared_output(ctx, op, 0);
-    }
-    let (_, shape) = geometry(&input, &axis, op)?;
-    ctx.resize_output(0, &shape).map_err(in_op(op))
+/// Sizes of the dimensions before, along and after the reduced axis.
+#[derive(Clone, Copy)]
+struct Extent {
+    outer: usize,
+    axis_size: usize,
+    inner: usize,
 }
 
-fn eval(ctx: &OpCtx<'_>, is_max: bool) -> Result<()> {
+fn extent(input: &TensorView<'_>, a: usize) -> Extent {
+    let dims: Vec<usize> = input.shape.iter().map(|&d| d.max(0) as usize).collect();
+    Extent { outer: dims[..a].iter().product(), axis_size: dims[a], inner: dims[a + 1..].iter().product() }
+}
+
+/// Prepare of both ops; the extent when the axis is constant, `None` otherwise.
+fn prepare(ctx: &OpCtx<'_>, is_max: bool, out_type: TfLiteType) -> Result<Option<Extent>> {
     let op = name(is_max);
     let (input, axis) = operands(ctx, is_max)?;
+    ctx.set_output_type(0, output_type(out_type, is_max)?).map_err(in_op(op))?;
+    if !known_at_prepare(&axis) {
+        plan_declared_output(ctx, op, 0)?;
+        return Ok(None);
+    }
     let (a, shape) = geometry(&input, &axis, op)?;
-    settle_output_shape(ctx, op, 0, "axis value", &shape)?;
+    ctx.resize_output(0, &shape).map_err(in_op(op))?;
+    Ok(Some(extent(&input, a)))
+}
+
+fn eval(ctx: &OpCtx<'_>, is_max: bool, planned: Option<Extent>) -> Result<()> {
+    let op = name(is_max);
+    let input = ctx.input(0).map_err(in_op(op))?;
+    let e = match planned {
+        Some(e) => e,
+        None => {
+            let (a, shape) = geometry(&input, &ctx.input(1).map_err(in_op(op))?, op)?;
+            settle_output_shape(ctx, op, 0, "axis value", &shape)?;
+            extent(&input, a)
+        }
+    };
     let mut out = ctx.output(0).map_err(in_op(op))?;
-    let dims: Vec<usize> = input.shape.iter().map(|&d| d.max(0) as usize).collect();
-    let outer: usize = dims[..a].iter().product();
-    let inner: usize = dims[a + 1..].iter().product();
-    let axis_size = dims[a];
+    let Extent { outer, axis_size, inner } = e;
     macro_rules! run {
         ($t:ty, $o:ty) => {{
             let o = out.data_mut::<$o>()?;
@@ -147,17 +157,38 @@ fn eval(ctx: &OpCtx<'_>, is_max: bool) -> Result<()> {
     r.map_err(in_op(op))
 }
 
-fn max_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, true)
+/// ARG_MAX; its State holds the outer / axis / inner extents when the axis is constant.
+struct ArgMax;
+
+impl BuiltinKernel for ArgMax {
+    const NAME: &'static str = "ARG_MAX";
+    type Params = TfLiteArgMaxParams;
+    type State = Option<Extent>;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteArgMaxParams) -> Result<Option<Extent>> {
+        prepare(ctx, true, p.output_type)
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLiteArgMaxParams, e: &mut Option<Extent>) -> Result<()> {
+        eval(ctx, true, *e)
+    }
 }
-fn max_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, true)
-}
-fn min_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, false)
-}
-fn min_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, false)
+
+/// ARG_MIN; its State holds the outer / axis / inner extents when the axis is constant.
+struct ArgMin;
+
+impl BuiltinKernel for ArgMin {
+    const NAME: &'static str = "ARG_MIN";
+    type Params = TfLiteArgMinParams;
+    type State = Option<Extent>;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteArgMinParams) -> Result<Option<Extent>> {
+        prepare(ctx, false, p.output_type)
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLiteArgMinParams, e: &mut Option<Extent>) -> Result<()> {
+        eval(ctx, false, *e)
+    }
 }
 
 #[cfg(test)]

@@ -13,12 +13,13 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, QuantParams, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 const OP: &str = "CONCATENATION";
 
 /// The CONCATENATION registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinConcatenation, prepare = prepare, eval = eval)
+    kernel::registration::<Concatenation>(TfLiteBuiltinOperator::kTfLiteBuiltinConcatenation)
 }
 
 /// Output shape of concatenating `shapes` along `axis` (already normalised). Rank-0
@@ -54,27 +55,71 @@ pub fn concat_shape(shapes: &[&[i32]], axis: usize) -> Result<Vec<i32>> {
     Ok(out)
 }
 
+/// How the inputs' slabs interleave in the output, from the shapes alone.
+#[derive(Debug)]
+struct Layout {
+    /// Product of the dimensions before the axis.
+    outer: usize,
+    /// Elements each input contributes per outer index.
+    chunks: Vec<usize>,
+    /// Output elements.
+    total: usize,
+}
+
+fn layout(shapes: &[&[i32]], axis: usize) -> Result<Layout> {
+    let out_shape = concat_shape(shapes, axis)?;
+    let (outer, inner) = outer_inner(&out_shape, axis);
+    let total: usize = out_shape.iter().map(|&d| d as usize).product();
+    Ok(Layout { outer, chunks: shapes.iter().map(|s| slab(s, axis) * inner).collect(), total })
+}
+
+/// Checks the buffers against the layout.
+fn check_sizes(l: &Layout, lens: impl Iterator<Item = usize>, out_len: usize) -> Result<()> {
+    if out_len != l.total {
+        crate::bail!("output holds {} elements, needs {}", out_len, l.total);
+    }
+    for (len, &n) in lens.zip(&l.chunks) {
+        if len != l.outer * n {
+            crate::bail!("input holds {len} elements, its shape needs {}", l.outer * n);
+        }
+    }
+    Ok(())
+}
+
 /// Concatenation of plain elements: for each outer index, each input's slab in turn.
 pub fn concat<T: Copy>(inputs: &[(&[T], &[i32])], axis: usize, out: &mut [T]) -> Result<()> {
     let shapes: Vec<&[i32]> = inputs.iter().map(|(_, s)| *s).collect();
-    let out_shape = concat_shape(&shapes, axis)?;
-    let (outer, inner) = outer_inner(&out_shape, axis);
-    let total: usize = out_shape.iter().map(|&d| d as usize).product();
-    if out.len() != total {
-        crate::bail!("output holds {} elements, needs {total}", out.len());
-    }
+    let data: Vec<&[T]> = inputs.iter().map(|(d, _)| *d).collect();
+    concat_laid_out(&layout(&shapes, axis)?, &data, out)
+}
+
+fn concat_laid_out<T: Copy>(l: &Layout, inputs: &[&[T]], out: &mut [T]) -> Result<()> {
+    check_sizes(l, inputs.iter().map(|d| d.len()), out.len())?;
     let mut pos = 0;
-    for k in 0..outer {
-        for (data, shape) in inputs {
-            let n = slab(shape, axis) * inner;
-            if data.len() != outer * n {
-                crate::bail!("input holds {} elements, its shape {shape:?} needs {}", data.len(), outer * n);
-            }
+    for k in 0..l.outer {
+        for (data, &n) in inputs.iter().zip(&l.chunks) {
             out[pos..pos + n].copy_from_slice(&data[k * n..(k + 1) * n]);
             pos += n;
         }
     }
     Ok(())
+}
+
+/// An input's requantization to the output's parameters: `None` copies, `Some((scale,
+/// bias))` maps `q` to `round(q * scale + bias) + zp_out`.
+type Rescale = Option<(f32, f32)>;
+
+fn rescales(qs: impl Iterator<Item = QuantParams>, out_q: QuantParams) -> Vec<Rescale> {
+    let inverse_output_scale = 1.0f32 / out_q.scale;
+    qs.map(|q| {
+        if q.zero_point == out_q.zero_point && q.scale == out_q.scale {
+            None
+        } else {
+            let scale = q.scale * inverse_output_scale;
+            Some((scale, -(q.zero_point as f32) * scale))
+        }
+    })
+    .collect()
 }
 
 /// uint8 concatenation with per-input requantization to the output's parameters.
@@ -85,30 +130,25 @@ pub fn concat_u8_rescaled(
     out: &mut [u8],
 ) -> Result<()> {
     let shapes: Vec<&[i32]> = inputs.iter().map(|(_, s, _)| *s).collect();
-    let out_shape = concat_shape(&shapes, axis)?;
-    let (outer, inner) = outer_inner(&out_shape, axis);
-    let total: usize = out_shape.iter().map(|&d| d as usize).product();
-    if out.len() != total {
-        crate::bail!("output holds {} elements, needs {total}", out.len());
-    }
-    let inverse_output_scale = 1.0f32 / out_q.scale;
+    let data: Vec<&[u8]> = inputs.iter().map(|(d, _, _)| *d).collect();
+    let r = rescales(inputs.iter().map(|(_, _, q)| *q), out_q);
+    concat_u8_laid_out(&layout(&shapes, axis)?, &data, &r, out_q.zero_point, out)
+}
+
+fn concat_u8_laid_out(l: &Layout, inputs: &[&[u8]], r: &[Rescale], out_zp: i32, out: &mut [u8]) -> Result<()> {
+    check_sizes(l, inputs.iter().map(|d| d.len()), out.len())?;
     let mut pos = 0;
-    for k in 0..outer {
-        for (data, shape, q) in inputs {
-            let n = slab(shape, axis) * inner;
-            if data.len() != outer * n {
-                crate::bail!("input holds {} elements, its shape {shape:?} needs {}", data.len(), outer * n);
-            }
+    for k in 0..l.outer {
+        for ((data, &n), rescale) in inputs.iter().zip(&l.chunks).zip(r) {
             let src = &data[k * n..(k + 1) * n];
             let dst = &mut out[pos..pos + n];
-            if q.zero_point == out_q.zero_point && q.scale == out_q.scale {
-                dst.copy_from_slice(src);
-            } else {
-                let scale = q.scale * inverse_output_scale;
-                let bias = -(q.zero_point as f32) * scale;
-                for (o, &x) in dst.iter_mut().zip(src) {
-                    let v = ((x as f32) * scale + bias).round() as i32 + out_q.zero_point;
-                    *o = v.clamp(0, 255) as u8;
+            match *rescale {
+                None => dst.copy_from_slice(src),
+                Some((scale, bias)) => {
+                    for (o, &x) in dst.iter_mut().zip(src) {
+                        let v = ((x as f32) * scale + bias).round() as i32 + out_zp;
+                        *o = v.clamp(0, 255) as u8;
+                    }
                 }
             }
             pos += n;
@@ -134,27 +174,19 @@ fn slab(shape: &[i32], axis: usize) -> usize {
 // Kernel glue
 // ---------------------------------------------------------------------------------------
 
-fn params(ctx: &OpCtx<'_>) -> Result<TfLiteConcatenationParams> {
-    // SAFETY: the parser allocates a `TfLiteConcatenationParams` for every CONCATENATION node.
-    unsafe { ctx.builtin_data::<TfLiteConcatenationParams>() }
-        .copied()
-        .ok_or_else(|| op_error(OP, "node has no builtin params"))
-}
-
 struct Operands<'a> {
     inputs: Vec<TensorView<'a>>,
     axis: usize,
     out_shape: Vec<i32>,
 }
 
-fn operands<'a>(ctx: &OpCtx<'a>) -> Result<Operands<'a>> {
+fn operands<'a>(ctx: &OpCtx<'a>, p: &TfLiteConcatenationParams) -> Result<Operands<'a>> {
     if ctx.num_inputs() == 0 || ctx.num_outputs() != 1 {
         return Err(op_error(
             OP,
             format!("expected at least 1 input and 1 output, got {} and {}", ctx.num_inputs(), ctx.num_outputs()),
         ));
     }
-    let p = params(ctx)?;
     if p.activation != TfLiteFusedActivation::kTfLiteActNone {
         return Err(op_error(OP, "fused activations are not supported"));
     }
@@ -191,8 +223,8 @@ fn operands<'a>(ctx: &OpCtx<'a>) -> Result<Operands<'a>> {
     Ok(Operands { inputs, axis: axis as usize, out_shape })
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let ops = operands(ctx)?;
+fn prepare(ctx: &OpCtx<'_>, p: &TfLiteConcatenationParams) -> Result<ConcatPlan> {
+    let ops = operands(ctx, p)?;
     let out = ctx.output(0).map_err(in_op(OP))?;
     let dtype = ops.inputs[0].dtype;
     if out.dtype != dtype {
@@ -222,29 +254,50 @@ fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
         }
         _ => {}
     }
-    ctx.resize_output(0, &ops.out_shape).map_err(in_op(OP))
+    ctx.resize_output(0, &ops.out_shape).map_err(in_op(OP))?;
+    let shapes: Vec<&[i32]> = ops.inputs.iter().map(|t| t.shape).collect();
+    let layout = layout(&shapes, ops.axis).map_err(in_op(OP))?;
+    let rescale = if dtype == TfLiteType::kTfLiteUInt8 {
+        Some((rescales(ops.inputs.iter().map(|t| t.quant()), oq), oq.zero_point))
+    } else {
+        None
+    };
+    Ok(ConcatPlan { layout, rescale })
 }
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let ops = operands(ctx)?;
-    let mut out = ctx.output(0).map_err(in_op(OP))?;
-    crate::kernels::shape_util::check_out_shape(OP, out.shape, &ops.out_shape)?;
-    let dtype = ops.inputs[0].dtype;
-    if dtype == TfLiteType::kTfLiteUInt8 {
-        let oq = out.quant();
-        let ins = ops
-            .inputs
-            .iter()
-            .map(|t| Ok((t.data::<u8>()?, t.shape, t.quant())))
-            .collect::<Result<Vec<_>>>()
-            .map_err(in_op(OP))?;
-        return concat_u8_rescaled(&ins, ops.axis, oq, out.data_mut()?).map_err(in_op(OP));
+/// CONCATENATION; its State holds the slab layout and, for uint8, each input's
+/// requantization to the output's parameters.
+struct Concatenation;
+
+/// What Prepare derives for a CONCATENATION node.
+struct ConcatPlan {
+    layout: Layout,
+    /// uint8 only: per-input rescaling and the output zero point.
+    rescale: Option<(Vec<Rescale>, i32)>,
+}
+
+impl BuiltinKernel for Concatenation {
+    const NAME: &'static str = OP;
+    type Params = TfLiteConcatenationParams;
+    type State = ConcatPlan;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteConcatenationParams) -> Result<ConcatPlan> {
+        prepare(ctx, p)
     }
-    with_elem_type!(dtype, OP, T => {
-        let ins = ops.inputs.iter().map(|t| Ok((t.data::<T>()?, t.shape))).collect::<Result<Vec<_>>>()?;
-        concat::<T>(&ins, ops.axis, out.data_mut::<T>()?)
-    })
-    .map_err(in_op(OP))
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLiteConcatenationParams, plan: &mut ConcatPlan) -> Result<()> {
+        let inputs = (0..ctx.num_inputs()).map(|i| ctx.input(i)).collect::<Result<Vec<_>>>().map_err(in_op(OP))?;
+        let mut out = ctx.output(0).map_err(in_op(OP))?;
+        if let Some((r, zp)) = &plan.rescale {
+            let ins = inputs.iter().map(|t| t.data::<u8>()).collect::<Result<Vec<_>>>().map_err(in_op(OP))?;
+            return concat_u8_laid_out(&plan.layout, &ins, r, *zp, out.data_mut()?).map_err(in_op(OP));
+        }
+        with_elem_type!(inputs[0].dtype, OP, T => {
+            let ins = inputs.iter().map(|t| t.data::<T>()).collect::<Result<Vec<_>>>()?;
+            concat_laid_out::<T>(&plan.layout, &ins, out.data_mut::<T>()?)
+        })
+        .map_err(in_op(OP))
+    }
 }
 
 #[cfg(test)]

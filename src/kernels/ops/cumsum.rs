@@ -11,12 +11,13 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 const OP: &str = "CUMSUM";
 
 /// The CUMSUM registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinCumsum, prepare = prepare, eval = eval)
+    kernel::registration::<Cumsum>(TfLiteBuiltinOperator::kTfLiteBuiltinCumsum)
 }
 
 /// Values CUMSUM adds.
@@ -102,33 +103,56 @@ fn operands<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, TensorView<'a>)> {
     Ok((input, axis))
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, _) = operands(ctx)?;
-    ctx.resize_output(0, input.shape).map_err(in_op(OP))
-}
-
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, axis_t) = operands(ctx)?;
-    let mut out = ctx.output(0).map_err(in_op(OP))?;
-    if out.shape != input.shape {
-        return Err(op_error(OP, "output shape was not prepared"));
-    }
-    // SAFETY: the parser allocates a `TfLiteCumsumParams` for every CUMSUM node.
-    let p = unsafe { ctx.builtin_data::<TfLiteCumsumParams>() }.copied().unwrap_or_default();
+/// The axis `axis_t` names, normalised against the input's rank.
+fn axis_of(input: &TensorView<'_>, axis_t: &TensorView<'_>) -> Result<usize> {
     let rank = input.shape.len() as i64;
-    let a = int_values(&axis_t, false).map_err(in_op(OP))?[0];
+    let a = int_values(axis_t, false).map_err(in_op(OP))?[0];
     let a = if a < 0 { a + rank } else { a };
     if a < 0 || a >= rank {
         return Err(op_error(OP, format!("invalid axis {a} for rank {rank}")));
     }
-    let shape: Vec<usize> = input.shape.iter().map(|&d| d as usize).collect();
-    let (ex, rev) = (p.exclusive, p.reverse);
-    let r = match input.dtype {
-        TfLiteType::kTfLiteFloat32 => cumsum(input.data::<f32>()?, &shape, a as usize, ex, rev, out.data_mut::<f32>()?),
-        TfLiteType::kTfLiteInt32 => cumsum(input.data::<i32>()?, &shape, a as usize, ex, rev, out.data_mut::<i32>()?),
-        _ => cumsum(input.data::<i64>()?, &shape, a as usize, ex, rev, out.data_mut::<i64>()?),
-    };
-    r.map_err(|e| op_error(OP, e.message))
+    Ok(a as usize)
+}
+
+/// CUMSUM; its State holds the input shape as sizes and, when the axis tensor is
+/// constant, the normalised axis.
+struct Cumsum;
+
+/// What Prepare derives for a CUMSUM node.
+struct CumsumPlan {
+    shape: Vec<usize>,
+    /// `None` when the axis is only known at Invoke.
+    axis: Option<usize>,
+}
+
+impl BuiltinKernel for Cumsum {
+    const NAME: &'static str = OP;
+    type Params = Option<TfLiteCumsumParams>;
+    type State = CumsumPlan;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &Option<TfLiteCumsumParams>) -> Result<CumsumPlan> {
+        let (input, axis_t) = operands(ctx)?;
+        ctx.resize_output(0, input.shape).map_err(in_op(OP))?;
+        let axis = if axis_t.is_constant() { Some(axis_of(&input, &axis_t)?) } else { None };
+        Ok(CumsumPlan { shape: input.shape.iter().map(|&d| d as usize).collect(), axis })
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, p: &Option<TfLiteCumsumParams>, plan: &mut CumsumPlan) -> Result<()> {
+        let input = ctx.input(0).map_err(in_op(OP))?;
+        let a = match plan.axis {
+            Some(a) => a,
+            None => axis_of(&input, &ctx.input(1).map_err(in_op(OP))?)?,
+        };
+        let mut out = ctx.output(0).map_err(in_op(OP))?;
+        let p = p.unwrap_or_default();
+        let (shape, ex, rev) = (&plan.shape, p.exclusive, p.reverse);
+        let r = match input.dtype {
+            TfLiteType::kTfLiteFloat32 => cumsum(input.data::<f32>()?, shape, a, ex, rev, out.data_mut::<f32>()?),
+            TfLiteType::kTfLiteInt32 => cumsum(input.data::<i32>()?, shape, a, ex, rev, out.data_mut::<i32>()?),
+            _ => cumsum(input.data::<i64>()?, shape, a, ex, rev, out.data_mut::<i64>()?),
+        };
+        r.map_err(|e| op_error(OP, e.message))
+    }
 }
 
 #[cfg(test)]

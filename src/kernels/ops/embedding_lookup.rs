@@ -13,12 +13,13 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 const OP: &str = "EMBEDDING_LOOKUP";
 
 /// The EMBEDDING_LOOKUP registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinEmbeddingLookup, prepare = prepare, eval = eval)
+    kernel::registration::<EmbeddingLookup>(TfLiteBuiltinOperator::kTfLiteBuiltinEmbeddingLookup)
 }
 
 /// Copies rows `lookup[i]` of `value` (rows of `row` elements) into `out`.
@@ -105,38 +106,92 @@ fn operands<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, TensorView<'a>, Vec<
     Ok((lookup, value, shape))
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (_, _, shape) = operands(ctx)?;
-    ctx.resize_output(0, &shape).map_err(in_op(OP))
+/// EMBEDDING_LOOKUP; its State holds the row length and, for hybrid lookups, the row
+/// scales and (for a constant table) the table read as int8.
+struct EmbeddingLookup;
+
+/// What Prepare derives for an EMBEDDING_LOOKUP node.
+struct LookupPlan {
+    /// Elements per row of the table.
+    row: usize,
+    /// `Some` for the dequantizing lookups.
+    hybrid: Option<Hybrid>,
 }
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (lookup, value, shape) = operands(ctx)?;
-    let mut out = ctx.output(0).map_err(in_op(OP))?;
-    if out.shape != shape.as_slice() {
-        return Err(op_error(OP, "output shape was not prepared"));
+/// The dequantizing lookup's constants.
+struct Hybrid {
+    /// One scale per row, or one for the whole table.
+    scales: Vec<f32>,
+    /// The table's values as int8 when the table is constant.
+    table: Option<Vec<i8>>,
+}
+
+/// The table's values read as int8 (uint8 tables too, as TFLite reads them).
+fn int8_table(value: &TensorView<'_>) -> Result<Vec<i8>> {
+    let raw: Vec<i8> = value.raw()?.iter().map(|&b| b as i8).collect();
+    let n = value.num_elements();
+    if raw.len() < n {
+        return Err(op_error(OP, "value holds too few bytes"));
     }
-    let idx = int_values(&lookup, false).map_err(in_op(OP))?;
-    let row: usize = value.shape[1..].iter().map(|&d| d as usize).product();
-    use TfLiteType::*;
-    let r = match (value.dtype, out.dtype) {
-        (kTfLiteFloat32, _) => lookup_rows(&idx, value.data::<f32>()?, row, out.data_mut::<f32>()?),
-        (kTfLiteUInt8, kTfLiteUInt8) => lookup_rows(&idx, value.data::<u8>()?, row, out.data_mut::<u8>()?),
-        (kTfLiteInt8, kTfLiteInt8) => lookup_rows(&idx, value.data::<i8>()?, row, out.data_mut::<i8>()?),
-        _ => {
-            let raw: Vec<i8> = value.raw()?.iter().map(|&b| b as i8).collect();
-            let n = value.num_elements();
-            if raw.len() < n {
-                return Err(op_error(OP, "value holds too few bytes"));
+    Ok(raw[..n].to_vec())
+}
+
+impl BuiltinKernel for EmbeddingLookup {
+    const NAME: &'static str = OP;
+    type Params = ();
+    type State = LookupPlan;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<LookupPlan> {
+        let (_, value, shape) = operands(ctx)?;
+        ctx.resize_output(0, &shape).map_err(in_op(OP))?;
+        let row: usize = value.shape[1..].iter().map(|&d| d as usize).product();
+        let out = ctx.output(0).map_err(in_op(OP))?;
+        use TfLiteType::*;
+        let hybrid = match (value.dtype, out.dtype) {
+            (kTfLiteUInt8 | kTfLiteInt8, kTfLiteFloat32) => {
+                let scales: Vec<f32> = match value.affine_quant() {
+                    Some((s, _, _)) if s.len() > 1 => s.to_vec(),
+                    _ => vec![value.quant().scale],
+                };
+                let table = if value.is_constant() { Some(int8_table(&value)?) } else { None };
+                Some(Hybrid { scales, table })
             }
-            let scales: Vec<f32> = match value.affine_quant() {
-                Some((s, _, _)) if s.len() > 1 => s.to_vec(),
-                _ => vec![value.quant().scale],
-            };
-            lookup_dequantize(&idx, &raw[..n], row, &scales, out.data_mut::<f32>()?)
-        }
-    };
-    r.map_err(|e| op_error(OP, e.message))
+            _ => None,
+        };
+        Ok(LookupPlan { row, hybrid })
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), plan: &mut LookupPlan) -> Result<()> {
+        let lookup = ctx.input(0).map_err(in_op(OP))?;
+        let value = ctx.input(1).map_err(in_op(OP))?;
+        let mut out = ctx.output(0).map_err(in_op(OP))?;
+        let idx = int_values(&lookup, false).map_err(in_op(OP))?;
+        let row = plan.row;
+        use TfLiteType::*;
+        let r = match (&plan.hybrid, value.dtype, out.dtype) {
+            (Some(h), _, _) => {
+                let read;
+                let table = match &h.table {
+                    Some(t) => t.as_slice(),
+                    None => {
+                        read = int8_table(&value)?;
+                        read.as_slice()
+                    }
+                };
+                lookup_dequantize(&idx, table, row, &h.scales, out.data_mut::<f32>()?)
+            }
+            (None, kTfLiteFloat32, _) => lookup_rows(&idx, value.data::<f32>()?, row, out.data_mut::<f32>()?),
+            (None, kTfLiteUInt8, kTfLiteUInt8) => lookup_rows(&idx, value.data::<u8>()?, row, out.data_mut::<u8>()?),
+            (None, kTfLiteInt8, kTfLiteInt8) => lookup_rows(&idx, value.data::<i8>()?, row, out.data_mut::<i8>()?),
+            (None, v, o) => {
+                return Err(op_error(
+                    OP,
+                    format!("value type {} with output type {} is not supported", v.name(), o.name()),
+                ));
+            }
+        };
+        r.map_err(|e| op_error(OP, e.message))
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! dynamic, sized in Eval (see `shape_util::plan_declared_output`).
 
 use crate::kernels::shape_util::{
-    check_arity, check_out_shape, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output,
+    check_arity, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output,
     settle_output_shape, to_i32, with_elem_type,
 };
 use crate::abi::builtin_op_data::TfLiteGatherParams;
@@ -17,28 +17,21 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 /// The GATHER registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinGather,
-        prepare = gather_prepare,
-        eval = gather_eval
-    )
+    kernel::registration::<Gather>(TfLiteBuiltinOperator::kTfLiteBuiltinGather)
 }
 
 /// The TILE registration.
 pub fn tile_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinTile, prepare = tile_prepare, eval = tile_eval)
+    kernel::registration::<Tile>(TfLiteBuiltinOperator::kTfLiteBuiltinTile)
 }
 
 /// The BROADCAST_TO registration.
 pub fn broadcast_to_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinBroadcastTo,
-        prepare = broadcast_to_prepare,
-        eval = broadcast_to_eval
-    )
+    kernel::registration::<BroadcastTo>(TfLiteBuiltinOperator::kTfLiteBuiltinBroadcastTo)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -164,7 +157,7 @@ pub fn repeat_to<T: Copy>(input: &[T], in_shape: &[i32], out_shape: &[i32], out:
 
 const GATHER: &str = "GATHER";
 
-fn gather_operands<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, TensorView<'a>, Vec<i32>, GatherGeometry)> {
+fn gather_operands<'a>(ctx: &OpCtx<'a>, p: &Option<TfLiteGatherParams>) -> Result<(TensorView<'a>, TensorView<'a>, Vec<i32>, GatherGeometry)> {
     check_arity(ctx, GATHER, 2, 2, 1)?;
     let input = ctx.input(0).map_err(in_op(GATHER))?;
     let positions = ctx.input(1).map_err(in_op(GATHER))?;
@@ -176,25 +169,34 @@ fn gather_operands<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, TensorView<'a
         input.dtype,
         &[kTfLiteFloat32, kTfLiteUInt8, kTfLiteInt8, kTfLiteInt16, kTfLiteInt64, kTfLiteInt32, kTfLiteBool],
     )?;
-    // SAFETY: the parser allocates a `TfLiteGatherParams` for every GATHER node.
-    let p = unsafe { ctx.builtin_data::<TfLiteGatherParams>() }.copied().unwrap_or_default();
+    let p = p.unwrap_or_default();
     let (shape, g) = gather_plan(input.shape, positions.shape, p.axis, p.batch_dims).map_err(in_op(GATHER))?;
     Ok((input, positions, shape, g))
 }
 
-fn gather_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, _, shape, _) = gather_operands(ctx)?;
-    ctx.set_output_type(0, input.dtype).map_err(in_op(GATHER))?;
-    ctx.resize_output(0, &shape).map_err(in_op(GATHER))
-}
+/// GATHER; its State is the batch / outer / axis / inner / coordinate geometry.
+struct Gather;
 
-fn gather_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, positions, shape, g) = gather_operands(ctx)?;
-    let mut out = ctx.output(0).map_err(in_op(GATHER))?;
-    check_out_shape(GATHER, out.shape, &shape)?;
-    let pos = int_values(&positions, true).map_err(in_op(GATHER))?;
-    with_elem_type!(input.dtype, GATHER, T => gather::<T>(input.data::<T>()?, &pos, &g, out.data_mut::<T>()?))
-        .map_err(in_op(GATHER))
+impl BuiltinKernel for Gather {
+    const NAME: &'static str = GATHER;
+    type Params = Option<TfLiteGatherParams>;
+    type State = GatherGeometry;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &Option<TfLiteGatherParams>) -> Result<GatherGeometry> {
+        let (input, _, shape, g) = gather_operands(ctx, p)?;
+        ctx.set_output_type(0, input.dtype).map_err(in_op(GATHER))?;
+        ctx.resize_output(0, &shape).map_err(in_op(GATHER))?;
+        Ok(g)
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &Option<TfLiteGatherParams>, g: &mut GatherGeometry) -> Result<()> {
+        let input = ctx.input(0).map_err(in_op(GATHER))?;
+        let positions = ctx.input(1).map_err(in_op(GATHER))?;
+        let mut out = ctx.output(0).map_err(in_op(GATHER))?;
+        let pos = int_values(&positions, true).map_err(in_op(GATHER))?;
+        with_elem_type!(input.dtype, GATHER, T => gather::<T>(input.data::<T>()?, &pos, g, out.data_mut::<T>()?))
+            .map_err(in_op(GATHER))
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -239,22 +241,42 @@ fn tile_operands<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, TensorView<'a>)
     Ok((input, multiples))
 }
 
-fn tile_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, multiples) = tile_operands(ctx)?;
-    if !known_at_prepare(&multiples) {
-        return plan_declared_output(ctx, TILE, 0);
-    }
-    let shape = tile_shape(input.shape, &int_values(&multiples, false).map_err(in_op(TILE))?).map_err(in_op(TILE))?;
-    ctx.resize_output(0, &shape).map_err(in_op(TILE))
-}
+/// TILE; its State is the output shape when `multiples` is constant.
+struct Tile;
 
-fn tile_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, multiples) = tile_operands(ctx)?;
-    let shape = tile_shape(input.shape, &int_values(&multiples, false).map_err(in_op(TILE))?).map_err(in_op(TILE))?;
-    settle_output_shape(ctx, TILE, 0, "multiples", &shape)?;
-    let mut out = ctx.output(0).map_err(in_op(TILE))?;
-    with_elem_type!(input.dtype, TILE, T => repeat_to::<T>(input.data::<T>()?, input.shape, &shape, out.data_mut::<T>()?))
-        .map_err(in_op(TILE))
+impl BuiltinKernel for Tile {
+    const NAME: &'static str = TILE;
+    type Params = ();
+    type State = Option<Vec<i32>>;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<Option<Vec<i32>>> {
+        let (input, multiples) = tile_operands(ctx)?;
+        if !known_at_prepare(&multiples) {
+            plan_declared_output(ctx, TILE, 0)?;
+            return Ok(None);
+        }
+        let shape =
+            tile_shape(input.shape, &int_values(&multiples, false).map_err(in_op(TILE))?).map_err(in_op(TILE))?;
+        ctx.resize_output(0, &shape).map_err(in_op(TILE))?;
+        Ok(Some(shape))
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), planned: &mut Option<Vec<i32>>) -> Result<()> {
+        let input = ctx.input(0).map_err(in_op(TILE))?;
+        let dynamic;
+        let shape = match planned {
+            Some(s) => s.as_slice(),
+            None => {
+                let multiples = int_values(&ctx.input(1).map_err(in_op(TILE))?, false).map_err(in_op(TILE))?;
+                dynamic = tile_shape(input.shape, &multiples).map_err(in_op(TILE))?;
+                settle_output_shape(ctx, TILE, 0, "multiples", &dynamic)?;
+                dynamic.as_slice()
+            }
+        };
+        let mut out = ctx.output(0).map_err(in_op(TILE))?;
+        with_elem_type!(input.dtype, TILE, T => repeat_to::<T>(input.data::<T>()?, input.shape, shape, out.data_mut::<T>()?))
+            .map_err(in_op(TILE))
+    }
 }
 
 /// BROADCAST_TO's output shape: `target`, checked against the input (numpy rules).
@@ -293,24 +315,42 @@ fn broadcast_to_operands<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, TensorV
     Ok((input, shape))
 }
 
-fn broadcast_to_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, shape) = broadcast_to_operands(ctx)?;
-    if !known_at_prepare(&shape) {
-        return plan_declared_output(ctx, BROADCAST_TO, 0);
-    }
-    let s = broadcast_to_shape(input.shape, &int_values(&shape, false).map_err(in_op(BROADCAST_TO))?)
-        .map_err(in_op(BROADCAST_TO))?;
-    ctx.resize_output(0, &s).map_err(in_op(BROADCAST_TO))
-}
+/// BROADCAST_TO; its State is the output shape when the shape tensor is constant.
+struct BroadcastTo;
 
-fn broadcast_to_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, shape) = broadcast_to_operands(ctx)?;
-    let s = broadcast_to_shape(input.shape, &int_values(&shape, false).map_err(in_op(BROADCAST_TO))?)
-        .map_err(in_op(BROADCAST_TO))?;
-    settle_output_shape(ctx, BROADCAST_TO, 0, "shape values", &s)?;
-    let mut out = ctx.output(0).map_err(in_op(BROADCAST_TO))?;
-    with_elem_type!(input.dtype, BROADCAST_TO, T => repeat_to::<T>(input.data::<T>()?, input.shape, &s, out.data_mut::<T>()?))
-        .map_err(in_op(BROADCAST_TO))
+impl BuiltinKernel for BroadcastTo {
+    const NAME: &'static str = BROADCAST_TO;
+    type Params = ();
+    type State = Option<Vec<i32>>;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<Option<Vec<i32>>> {
+        let (input, shape) = broadcast_to_operands(ctx)?;
+        if !known_at_prepare(&shape) {
+            plan_declared_output(ctx, BROADCAST_TO, 0)?;
+            return Ok(None);
+        }
+        let s = broadcast_to_shape(input.shape, &int_values(&shape, false).map_err(in_op(BROADCAST_TO))?)
+            .map_err(in_op(BROADCAST_TO))?;
+        ctx.resize_output(0, &s).map_err(in_op(BROADCAST_TO))?;
+        Ok(Some(s))
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), planned: &mut Option<Vec<i32>>) -> Result<()> {
+        let input = ctx.input(0).map_err(in_op(BROADCAST_TO))?;
+        let dynamic;
+        let s = match planned {
+            Some(s) => s.as_slice(),
+            None => {
+                let target = int_values(&ctx.input(1).map_err(in_op(BROADCAST_TO))?, false).map_err(in_op(BROADCAST_TO))?;
+                dynamic = broadcast_to_shape(input.shape, &target).map_err(in_op(BROADCAST_TO))?;
+                settle_output_shape(ctx, BROADCAST_TO, 0, "shape values", &dynamic)?;
+                dynamic.as_slice()
+            }
+        };
+        let mut out = ctx.output(0).map_err(in_op(BROADCAST_TO))?;
+        with_elem_type!(input.dtype, BROADCAST_TO, T => repeat_to::<T>(input.data::<T>()?, input.shape, s, out.data_mut::<T>()?))
+            .map_err(in_op(BROADCAST_TO))
+    }
 }
 
 #[cfg(test)]

@@ -20,26 +20,19 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 const GATHER: &str = "GATHER_ND";
 const SCATTER: &str = "SCATTER_ND";
 
 /// The GATHER_ND registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinGatherNd,
-        prepare = gather_prepare,
-        eval = gather_eval
-    )
+    kernel::registration::<GatherNd>(TfLiteBuiltinOperator::kTfLiteBuiltinGatherNd)
 }
 
 /// The SCATTER_ND registration.
 pub fn scatter_nd_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinScatterNd,
-        prepare = scatter_prepare,
-        eval = scatter_eval
-    )
+    kernel::registration::<ScatterNd>(TfLiteBuiltinOperator::kTfLiteBuiltinScatterNd)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -186,28 +179,44 @@ fn gather_operands<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, TensorView<'a
     Ok((params, indices, shape))
 }
 
-fn gather_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (params, _, shape) = gather_operands(ctx)?;
-    ctx.set_output_type(0, params.dtype).map_err(in_op(GATHER))?;
-    ctx.resize_output(0, &shape).map_err(in_op(GATHER))
+/// GATHER_ND; its State holds the params shape as sizes and the index depth.
+struct GatherNd;
+
+/// What Prepare derives for a GATHER_ND node.
+struct GatherNdPlan {
+    pshape: Vec<usize>,
+    /// Length of each index tuple (the indices' last dimension).
+    nd: usize,
 }
 
-fn gather_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (params, indices, shape) = gather_operands(ctx)?;
-    let mut out = ctx.output(0).map_err(in_op(GATHER))?;
-    if out.shape != shape.as_slice() || out.dtype != params.dtype {
-        return Err(op_error(GATHER, "output was not prepared for these inputs"));
+impl BuiltinKernel for GatherNd {
+    const NAME: &'static str = GATHER;
+    type Params = ();
+    type State = GatherNdPlan;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<GatherNdPlan> {
+        let (params, indices, shape) = gather_operands(ctx)?;
+        ctx.set_output_type(0, params.dtype).map_err(in_op(GATHER))?;
+        ctx.resize_output(0, &shape).map_err(in_op(GATHER))?;
+        Ok(GatherNdPlan {
+            pshape: params.shape.iter().map(|&d| d as usize).collect(),
+            nd: *indices.shape.last().unwrap_or(&0) as usize,
+        })
     }
-    if params.num_elements() == 0 && indices.num_elements() != 0 {
-        return Err(op_error(GATHER, "cannot gather from empty params"));
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), plan: &mut GatherNdPlan) -> Result<()> {
+        let params = ctx.input(0).map_err(in_op(GATHER))?;
+        let indices = ctx.input(1).map_err(in_op(GATHER))?;
+        let mut out = ctx.output(0).map_err(in_op(GATHER))?;
+        if params.num_elements() == 0 && indices.num_elements() != 0 {
+            return Err(op_error(GATHER, "cannot gather from empty params"));
+        }
+        let idx = int_values(&indices, true).map_err(in_op(GATHER))?;
+        with_elem_type!(params.dtype, GATHER, T => {
+            gather_nd::<T>(params.data::<T>()?, &plan.pshape, &idx, plan.nd, out.data_mut::<T>()?)
+        })
+        .map_err(|e: Error| op_error(GATHER, e.message))
     }
-    let idx = int_values(&indices, true).map_err(in_op(GATHER))?;
-    let nd = *indices.shape.last().unwrap_or(&0) as usize;
-    let pshape: Vec<usize> = params.shape.iter().map(|&d| d as usize).collect();
-    with_elem_type!(params.dtype, GATHER, T => {
-        gather_nd::<T>(params.data::<T>()?, &pshape, &idx, nd, out.data_mut::<T>()?)
-    })
-    .map_err(|e: Error| op_error(GATHER, e.message))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -263,41 +272,70 @@ fn scatter_shape(indices: &TensorView<'_>, updates: &TensorView<'_>, shape: &Ten
     Ok(values.iter().map(|&d| d as i32).collect())
 }
 
-fn scatter_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (indices, updates, shape) = scatter_operands(ctx)?;
-    ctx.set_output_type(0, updates.dtype).map_err(in_op(SCATTER))?;
-    if !known_at_prepare(&shape) {
-        return plan_declared_output(ctx, SCATTER, 0);
-    }
-    let s = scatter_shape(&indices, &updates, &shape)?;
-    ctx.resize_output(0, &s).map_err(in_op(SCATTER))
+/// SCATTER_ND; its State holds the index depth and, when the shape tensor is constant,
+/// the output shape as sizes.
+struct ScatterNd;
+
+/// What Prepare derives for a SCATTER_ND node.
+struct ScatterPlan {
+    /// Length of each index tuple (the indices' last dimension).
+    nd: usize,
+    /// `None` when the shape tensor is only known at Invoke.
+    oshape: Option<Vec<usize>>,
 }
 
-fn scatter_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (indices, updates, shape) = scatter_operands(ctx)?;
-    let s = scatter_shape(&indices, &updates, &shape)?;
-    settle_output_shape(ctx, SCATTER, 0, "shape values", &s)?;
-    let mut out = ctx.output(0).map_err(in_op(SCATTER))?;
-    if out.dtype != updates.dtype {
-        return Err(op_error(SCATTER, "output type differs from the updates type"));
-    }
-    let idx = int_values(&indices, false).map_err(in_op(SCATTER))?;
-    let nd = *indices.shape.last().unwrap_or(&0) as usize;
-    let oshape: Vec<usize> = s.iter().map(|&d| d as usize).collect();
-    use TfLiteType::*;
-    let r = match updates.dtype {
-        kTfLiteFloat32 => scatter_nd(&idx, nd, updates.data::<f32>()?, &oshape, out.data_mut::<f32>()?, |a, b| a + b),
-        kTfLiteBool => scatter_nd(&idx, nd, updates.data::<u8>()?, &oshape, out.data_mut::<u8>()?, |a, b| {
-            u8::from(a != 0 || b != 0)
-        }),
-        kTfLiteUInt8 => scatter_nd(&idx, nd, updates.data::<u8>()?, &oshape, out.data_mut::<u8>()?, u8::wrapping_add),
-        kTfLiteInt8 => scatter_nd(&idx, nd, updates.data::<i8>()?, &oshape, out.data_mut::<i8>()?, i8::wrapping_add),
-        kTfLiteInt32 => {
-            scatter_nd(&idx, nd, updates.data::<i32>()?, &oshape, out.data_mut::<i32>()?, i32::wrapping_add)
+impl BuiltinKernel for ScatterNd {
+    const NAME: &'static str = SCATTER;
+    type Params = ();
+    type State = ScatterPlan;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<ScatterPlan> {
+        let (indices, updates, shape) = scatter_operands(ctx)?;
+        ctx.set_output_type(0, updates.dtype).map_err(in_op(SCATTER))?;
+        let nd = *indices.shape.last().unwrap_or(&0) as usize;
+        if !known_at_prepare(&shape) {
+            plan_declared_output(ctx, SCATTER, 0)?;
+            return Ok(ScatterPlan { nd, oshape: None });
         }
-        _ => scatter_nd(&idx, nd, updates.data::<i64>()?, &oshape, out.data_mut::<i64>()?, i64::wrapping_add),
-    };
-    r.map_err(|e| op_error(SCATTER, e.message))
+        let s = scatter_shape(&indices, &updates, &shape)?;
+        ctx.resize_output(0, &s).map_err(in_op(SCATTER))?;
+        Ok(ScatterPlan { nd, oshape: Some(s.iter().map(|&d| d as usize).collect()) })
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), plan: &mut ScatterPlan) -> Result<()> {
+        let indices = ctx.input(0).map_err(in_op(SCATTER))?;
+        let updates = ctx.input(1).map_err(in_op(SCATTER))?;
+        let dynamic;
+        let oshape = match &plan.oshape {
+            Some(s) => s.as_slice(),
+            None => {
+                let s = scatter_shape(&indices, &updates, &ctx.input(2).map_err(in_op(SCATTER))?)?;
+                settle_output_shape(ctx, SCATTER, 0, "shape values", &s)?;
+                dynamic = s.iter().map(|&d| d as usize).collect::<Vec<_>>();
+                dynamic.as_slice()
+            }
+        };
+        let mut out = ctx.output(0).map_err(in_op(SCATTER))?;
+        if out.dtype != updates.dtype {
+            return Err(op_error(SCATTER, "output type differs from the updates type"));
+        }
+        let nd = plan.nd;
+        let idx = int_values(&indices, false).map_err(in_op(SCATTER))?;
+        use TfLiteType::*;
+        let r = match updates.dtype {
+            kTfLiteFloat32 => scatter_nd(&idx, nd, updates.data::<f32>()?, oshape, out.data_mut::<f32>()?, |a, b| a + b),
+            kTfLiteBool => scatter_nd(&idx, nd, updates.data::<u8>()?, oshape, out.data_mut::<u8>()?, |a, b| {
+                u8::from(a != 0 || b != 0)
+            }),
+            kTfLiteUInt8 => scatter_nd(&idx, nd, updates.data::<u8>()?, oshape, out.data_mut::<u8>()?, u8::wrapping_add),
+            kTfLiteInt8 => scatter_nd(&idx, nd, updates.data::<i8>()?, oshape, out.data_mut::<i8>()?, i8::wrapping_add),
+            kTfLiteInt32 => {
+                scatter_nd(&idx, nd, updates.data::<i32>()?, oshape, out.data_mut::<i32>()?, i32::wrapping_add)
+            }
+            _ => scatter_nd(&idx, nd, updates.data::<i64>()?, oshape, out.data_mut::<i64>()?, i64::wrapping_add),
+        };
+        r.map_err(|e| op_error(SCATTER, e.message))
+    }
 }
 
 #[cfg(test)]

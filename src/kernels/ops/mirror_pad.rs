@@ -18,12 +18,13 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 const OP: &str = "MIRROR_PAD";
 
 /// The MIRROR_PAD registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinMirrorPad, prepare = prepare, eval = eval)
+    kernel::registration::<MirrorPad>(TfLiteBuiltinOperator::kTfLiteBuiltinMirrorPad)
 }
 
 /// For every output position along one dimension, the input position it copies
@@ -60,6 +61,21 @@ pub fn mirror_pad<T: Copy>(
     offset: usize,
     out: &mut [T],
 ) -> Result<()> {
+    mirror_pad_planned(&mirror_plan(shape, pads, offset)?, input, out)
+}
+
+/// Every dimension's index map (output position to input position) and the input's
+/// strides: all a mirror pad needs besides the data.
+#[derive(Debug)]
+pub struct MirrorPlan {
+    maps: Vec<Vec<usize>>,
+    in_strides: Vec<usize>,
+    n_in: usize,
+    n_out: usize,
+}
+
+/// The plan of mirror-padding an input of shape `shape` by `pads`.
+pub fn mirror_plan(shape: &[usize], pads: &[(usize, usize)], offset: usize) -> Result<MirrorPlan> {
     if pads.len() != shape.len() {
         crate::bail!("{} paddings for rank {}", pads.len(), shape.len());
     }
@@ -67,20 +83,27 @@ pub fn mirror_pad<T: Copy>(
         shape.iter().zip(pads).map(|(&s, &(b, a))| mirror_indices(s, b, a, offset)).collect::<Result<_>>()?;
     let n_in: usize = shape.iter().product();
     let n_out: usize = maps.iter().map(|m| m.len()).product();
+    let rank = shape.len();
+    let mut in_strides = vec![1usize; rank];
+    for d in (0..rank.saturating_sub(1)).rev() {
+        in_strides[d] = in_strides[d + 1] * shape[d + 1];
+    }
+    Ok(MirrorPlan { maps, in_strides, n_in, n_out })
+}
+
+/// `out` = `input` mirror-padded as `plan` says.
+pub fn mirror_pad_planned<T: Copy>(plan: &MirrorPlan, input: &[T], out: &mut [T]) -> Result<()> {
+    let (maps, in_strides, n_in, n_out) = (&plan.maps, &plan.in_strides, plan.n_in, plan.n_out);
     if input.len() != n_in || out.len() != n_out {
         crate::bail!("buffers hold {} and {} elements, expected {n_in} and {n_out}", input.len(), out.len());
     }
     if n_out == 0 {
         return Ok(());
     }
-    let rank = shape.len();
+    let rank = maps.len();
     if rank == 0 {
         out[0] = input[0];
         return Ok(());
-    }
-    let mut in_strides = vec![1usize; rank];
-    for d in (0..rank - 1).rev() {
-        in_strides[d] = in_strides[d + 1] * shape[d + 1];
     }
     // Walk the output's outer positions; copy each innermost row through its index map.
     let inner = &maps[rank - 1];
@@ -105,11 +128,8 @@ pub fn mirror_pad<T: Copy>(
 // Kernel glue
 // ---------------------------------------------------------------------------------------
 
-fn offset(ctx: &OpCtx<'_>) -> Result<usize> {
-    // SAFETY: the parser allocates a `TfLiteMirrorPaddingParams` for every MIRROR_PAD node.
-    let p = unsafe { ctx.builtin_data::<TfLiteMirrorPaddingParams>() };
-    let p = p.ok_or_else(|| op_error(OP, "node has no builtin params"))?;
-    Ok(if p.mode == TfLiteMirrorPaddingMode::kTfLiteMirrorPaddingReflect { 1 } else { 0 })
+fn offset(p: &TfLiteMirrorPaddingParams) -> usize {
+    if p.mode == TfLiteMirrorPaddingMode::kTfLiteMirrorPaddingReflect { 1 } else { 0 }
 }
 
 fn operands<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, TensorView<'a>)> {
@@ -147,8 +167,7 @@ fn operands<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, TensorView<'a>)> {
 type Plan = (Vec<(usize, usize)>, Vec<i32>);
 
 /// The paddings and the output shape, checked.
-fn plan(ctx: &OpCtx<'_>, input: &TensorView<'_>, pads: &TensorView<'_>) -> Result<Plan> {
-    let off = offset(ctx)?;
+fn plan(off: usize, input: &TensorView<'_>, pads: &TensorView<'_>) -> Result<Plan> {
     let v = int_values(pads, false).map_err(in_op(OP))?;
     let mut pairs = Vec::with_capacity(input.shape.len());
     let mut shape = Vec::with_capacity(input.shape.len());
@@ -171,26 +190,48 @@ fn plan(ctx: &OpCtx<'_>, input: &TensorView<'_>, pads: &TensorView<'_>) -> Resul
     Ok((pairs, shape))
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, pads) = operands(ctx)?;
-    if !known_at_prepare(&pads) {
-        return plan_declared_output(ctx, OP, 0);
-    }
-    let (_, shape) = plan(ctx, &input, &pads)?;
-    ctx.resize_output(0, &shape).map_err(in_op(OP))
+/// The index maps of `input` padded by the paddings `pads` holds, and the output shape.
+fn maps_of(off: usize, input: &TensorView<'_>, pads: &TensorView<'_>) -> Result<(MirrorPlan, Vec<i32>)> {
+    let (pairs, shape) = plan(off, input, pads)?;
+    let dims: Vec<usize> = input.shape.iter().map(|&d| d as usize).collect();
+    Ok((mirror_plan(&dims, &pairs, off).map_err(|e: Error| op_error(OP, e.message))?, shape))
 }
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, pads) = operands(ctx)?;
-    let (pairs, shape) = plan(ctx, &input, &pads)?;
-    settle_output_shape(ctx, OP, 0, "paddings", &shape)?;
-    let mut out = ctx.output(0).map_err(in_op(OP))?;
-    let dims: Vec<usize> = input.shape.iter().map(|&d| d as usize).collect();
-    let off = offset(ctx)?;
-    with_elem_type!(input.dtype, OP, T => {
-        mirror_pad::<T>(input.data::<T>()?, &dims, &pairs, off, out.data_mut::<T>()?)
-    })
-    .map_err(|e: Error| op_error(OP, e.message))
+/// MIRROR_PAD; its State is the per-dimension index maps when the paddings are constant.
+struct MirrorPad;
+
+impl BuiltinKernel for MirrorPad {
+    const NAME: &'static str = OP;
+    type Params = TfLiteMirrorPaddingParams;
+    type State = Option<MirrorPlan>;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteMirrorPaddingParams) -> Result<Option<MirrorPlan>> {
+        let (input, pads) = operands(ctx)?;
+        if !known_at_prepare(&pads) {
+            plan_declared_output(ctx, OP, 0)?;
+            return Ok(None);
+        }
+        let (plan, shape) = maps_of(offset(p), &input, &pads)?;
+        ctx.resize_output(0, &shape).map_err(in_op(OP))?;
+        Ok(Some(plan))
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, p: &TfLiteMirrorPaddingParams, state: &mut Option<MirrorPlan>) -> Result<()> {
+        let input = ctx.input(0).map_err(in_op(OP))?;
+        let dynamic;
+        let plan = match state {
+            Some(plan) => &*plan,
+            None => {
+                let (plan, shape) = maps_of(offset(p), &input, &ctx.input(1).map_err(in_op(OP))?)?;
+                settle_output_shape(ctx, OP, 0, "paddings", &shape)?;
+                dynamic = plan;
+                &dynamic
+            }
+        };
+        let mut out = ctx.output(0).map_err(in_op(OP))?;
+        with_elem_type!(input.dtype, OP, T => mirror_pad_planned::<T>(plan, input.data::<T>()?, out.data_mut::<T>()?))
+            .map_err(|e: Error| op_error(OP, e.message))
+    }
 }
 
 #[cfg(test)]

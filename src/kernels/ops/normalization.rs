@@ -21,6 +21,7 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_smaller_than_one_exp};
 
 const L2: &str = "L2_NORMALIZATION";
@@ -28,19 +29,13 @@ const LRN: &str = "LOCAL_RESPONSE_NORMALIZATION";
 
 /// The L2_NORMALIZATION registration.
 pub fn l2_normalization_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinL2Normalization,
-        prepare = l2_prepare,
-        eval = l2_eval
-    )
+    kernel::registration::<L2Normalization>(TfLiteBuiltinOperator::kTfLiteBuiltinL2Normalization)
 }
 
 /// The LOCAL_RESPONSE_NORMALIZATION registration.
 pub fn local_response_normalization_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
+    kernel::registration::<LocalResponseNormalization>(
         TfLiteBuiltinOperator::kTfLiteBuiltinLocalResponseNormalization,
-        prepare = lrn_prepare,
-        eval = lrn_eval
     )
 }
 
@@ -181,7 +176,7 @@ fn unary<'a>(ctx: &OpCtx<'a>, op: &'static str) -> Result<TensorView<'a>> {
     Ok(input)
 }
 
-fn l2_operands<'a>(ctx: &OpCtx<'a>) -> Result<TensorView<'a>> {
+fn l2_operands<'a>(ctx: &OpCtx<'a>, p: &Option<TfLiteL2NormParams>) -> Result<TensorView<'a>> {
     let input = unary(ctx, L2)?;
     let out = ctx.output(0).map_err(in_op(L2))?;
     if input.shape.len() > 4 {
@@ -199,36 +194,42 @@ fn l2_operands<'a>(ctx: &OpCtx<'a>) -> Result<TensorView<'a>> {
         }
         other => return Err(op_error(L2, format!("type {} is not supported", other.name()))),
     }
-    // SAFETY: the parser allocates a `TfLiteL2NormParams` for every L2_NORMALIZATION node.
-    let p = unsafe { ctx.builtin_data::<TfLiteL2NormParams>() }.copied().unwrap_or_default();
+    let p = p.unwrap_or_default();
     if p.activation != TfLiteFusedActivation::kTfLiteActNone {
         return Err(op_error(L2, "fused activations are not supported"));
     }
     Ok(input)
 }
 
-fn l2_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let input = l2_operands(ctx)?;
-    ctx.resize_output(0, input.shape).map_err(in_op(L2))
-}
+/// L2_NORMALIZATION; its State is the row length (the innermost dimension) and the
+/// input zero point.
+struct L2Normalization;
 
-fn l2_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let input = l2_operands(ctx)?;
-    let mut out = ctx.output(0).map_err(in_op(L2))?;
-    if out.shape != input.shape {
-        return Err(op_error(L2, "output shape was not prepared"));
+impl BuiltinKernel for L2Normalization {
+    const NAME: &'static str = L2;
+    type Params = Option<TfLiteL2NormParams>;
+    type State = (usize, i32);
+
+    fn prepare(ctx: &OpCtx<'_>, p: &Option<TfLiteL2NormParams>) -> Result<(usize, i32)> {
+        let input = l2_operands(ctx, p)?;
+        ctx.resize_output(0, input.shape).map_err(in_op(L2))?;
+        Ok((input.shape.last().map_or(1, |&d| d as usize), input.quant().zero_point))
     }
-    let depth = input.shape.last().map_or(1, |&d| d as usize);
-    let zp = input.quant().zero_point;
-    let r = match input.dtype {
-        TfLiteType::kTfLiteFloat32 => l2_normalize_f32(input.data::<f32>()?, depth, out.data_mut::<f32>()?),
-        TfLiteType::kTfLiteUInt8 => l2_normalize_u8(input.data::<u8>()?, depth, zp, out.data_mut::<u8>()?),
-        _ => l2_normalize_i8(input.data::<i8>()?, depth, zp, out.data_mut::<i8>()?),
-    };
-    r.map_err(|e| op_error(L2, e.message))
+
+    fn invoke(ctx: &OpCtx<'_>, _: &Option<TfLiteL2NormParams>, state: &mut (usize, i32)) -> Result<()> {
+        let input = ctx.input(0).map_err(in_op(L2))?;
+        let mut out = ctx.output(0).map_err(in_op(L2))?;
+        let (depth, zp) = *state;
+        let r = match input.dtype {
+            TfLiteType::kTfLiteFloat32 => l2_normalize_f32(input.data::<f32>()?, depth, out.data_mut::<f32>()?),
+            TfLiteType::kTfLiteUInt8 => l2_normalize_u8(input.data::<u8>()?, depth, zp, out.data_mut::<u8>()?),
+            _ => l2_normalize_i8(input.data::<i8>()?, depth, zp, out.data_mut::<i8>()?),
+        };
+        r.map_err(|e| op_error(L2, e.message))
+    }
 }
 
-fn lrn_operands<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, LrnParams)> {
+fn lrn_operands<'a>(ctx: &OpCtx<'a>, p: &TfLiteLocalResponseNormParams) -> Result<(TensorView<'a>, LrnParams)> {
     let input = unary(ctx, LRN)?;
     if input.shape.len() != 4 || input.dtype != TfLiteType::kTfLiteFloat32 {
         return Err(op_error(
@@ -236,31 +237,34 @@ fn lrn_operands<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, LrnParams)> {
             format!("input must be a rank-4 float32 tensor, is {} {:?}", input.dtype.name(), input.shape),
         ));
     }
-    // SAFETY: the parser allocates a `TfLiteLocalResponseNormParams` for every
-    // LOCAL_RESPONSE_NORMALIZATION node.
-    let p = unsafe { ctx.builtin_data::<TfLiteLocalResponseNormParams>() }
-        .copied()
-        .ok_or_else(|| op_error(LRN, "node has no builtin params"))?;
     if p.radius < 0 {
         return Err(op_error(LRN, format!("radius {} must not be negative", p.radius)));
     }
     Ok((input, LrnParams { radius: p.radius as usize, bias: p.bias, alpha: p.alpha, beta: p.beta }))
 }
 
-fn lrn_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, _) = lrn_operands(ctx)?;
-    ctx.resize_output(0, input.shape).map_err(in_op(LRN))
-}
+/// LOCAL_RESPONSE_NORMALIZATION; its State is the checked window parameters and the
+/// channel count.
+struct LocalResponseNormalization;
 
-fn lrn_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, p) = lrn_operands(ctx)?;
-    let mut out = ctx.output(0).map_err(in_op(LRN))?;
-    if out.shape != input.shape {
-        return Err(op_error(LRN, "output shape was not prepared"));
+impl BuiltinKernel for LocalResponseNormalization {
+    const NAME: &'static str = LRN;
+    type Params = TfLiteLocalResponseNormParams;
+    type State = (LrnParams, usize);
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteLocalResponseNormParams) -> Result<(LrnParams, usize)> {
+        let (input, lrn) = lrn_operands(ctx, p)?;
+        ctx.resize_output(0, input.shape).map_err(in_op(LRN))?;
+        Ok((lrn, input.shape[3] as usize))
     }
-    let depth = input.shape[3] as usize;
-    local_response_normalize(input.data::<f32>()?, depth, p, out.data_mut::<f32>()?)
-        .map_err(|e| op_error(LRN, e.message))
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLiteLocalResponseNormParams, state: &mut (LrnParams, usize)) -> Result<()> {
+        let input = ctx.input(0).map_err(in_op(LRN))?;
+        let mut out = ctx.output(0).map_err(in_op(LRN))?;
+        let (p, depth) = *state;
+        local_response_normalize(input.data::<f32>()?, depth, p, out.data_mut::<f32>()?)
+            .map_err(|e| op_error(LRN, e.message))
+    }
 }
 
 #[cfg(test)]

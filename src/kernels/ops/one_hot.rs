@@ -16,12 +16,13 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 const OP: &str = "ONE_HOT";
 
 /// The ONE_HOT registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinOneHot, prepare = prepare, eval = eval)
+    kernel::registration::<OneHot>(TfLiteBuiltinOperator::kTfLiteBuiltinOneHot)
 }
 
 /// `OneHotComputeImpl`: `indices` split as `[prefix][suffix]` around the new axis.
@@ -48,11 +49,10 @@ struct Operands<'a> {
     indices: TensorView<'a>,
     depth: TensorView<'a>,
     on: TensorView<'a>,
-    off: TensorView<'a>,
     axis: usize,
 }
 
-fn operands<'a>(ctx: &OpCtx<'a>) -> Result<Operands<'a>> {
+fn operands<'a>(ctx: &OpCtx<'a>, p: &Option<TfLiteOneHotParams>) -> Result<Operands<'a>> {
     check_arity(ctx, OP, 4, 4, 1)?;
     let indices = ctx.input(0).map_err(in_op(OP))?;
     let depth = ctx.input(1).map_err(in_op(OP))?;
@@ -78,14 +78,13 @@ fn operands<'a>(ctx: &OpCtx<'a>) -> Result<Operands<'a>> {
     if indices.shape.iter().any(|&d| d < 0) {
         return Err(op_error(OP, "negative dimension"));
     }
-    // SAFETY: the parser allocates a `TfLiteOneHotParams` for every ONE_HOT node.
-    let p = unsafe { ctx.builtin_data::<TfLiteOneHotParams>() }.copied().unwrap_or(TfLiteOneHotParams { axis: -1 });
+    let p = p.unwrap_or(TfLiteOneHotParams { axis: -1 });
     let rank = indices.shape.len() as i64;
     let axis = if p.axis == -1 { rank } else { p.axis as i64 };
     if axis < 0 || axis > rank {
         return Err(op_error(OP, format!("axis {} is out of range for output rank {}", p.axis, rank + 1)));
     }
-    Ok(Operands { indices, depth, on, off, axis: axis as usize })
+    Ok(Operands { indices, depth, on, axis: axis as usize })
 }
 
 fn output_shape(ops: &Operands<'_>) -> Result<Vec<i32>> {
@@ -102,33 +101,63 @@ fn output_shape(ops: &Operands<'_>) -> Result<Vec<i32>> {
     Ok(shape)
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let ops = operands(ctx)?;
-    ctx.set_output_type(0, ops.on.dtype).map_err(in_op(OP))?;
-    if !known_at_prepare(&ops.depth) {
-        return plan_declared_output(ctx, OP, 0);
-    }
-    let shape = output_shape(&ops)?;
-    ctx.resize_output(0, &shape).map_err(in_op(OP))
+/// ONE_HOT; its State holds the normalised axis, the number of index rows before it, and
+/// the output shape when `depth` is constant.
+struct OneHot;
+
+/// What Prepare derives for a ONE_HOT node.
+struct OneHotPlan {
+    axis: usize,
+    /// Product of the index dimensions before `axis`.
+    prefix: usize,
+    /// The output shape; `None` when `depth` is only known at Invoke.
+    shape: Option<Vec<i32>>,
 }
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let ops = operands(ctx)?;
-    let shape = output_shape(&ops)?;
-    settle_output_shape(ctx, OP, 0, "depth value", &shape)?;
-    let mut out = ctx.output(0).map_err(in_op(OP))?;
-    if out.dtype != ops.on.dtype {
-        return Err(op_error(OP, "output type differs from on_value's"));
+impl BuiltinKernel for OneHot {
+    const NAME: &'static str = OP;
+    type Params = Option<TfLiteOneHotParams>;
+    type State = OneHotPlan;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &Option<TfLiteOneHotParams>) -> Result<OneHotPlan> {
+        let ops = operands(ctx, p)?;
+        ctx.set_output_type(0, ops.on.dtype).map_err(in_op(OP))?;
+        let prefix: usize = ops.indices.shape[..ops.axis].iter().map(|&d| d as usize).product();
+        let shape = if known_at_prepare(&ops.depth) {
+            let shape = output_shape(&ops)?;
+            ctx.resize_output(0, &shape).map_err(in_op(OP))?;
+            Some(shape)
+        } else {
+            plan_declared_output(ctx, OP, 0)?;
+            None
+        };
+        Ok(OneHotPlan { axis: ops.axis, prefix, shape })
     }
-    let idx = int_values(&ops.indices, false).map_err(in_op(OP))?;
-    let prefix: usize = ops.indices.shape[..ops.axis].iter().map(|&d| d as usize).product();
-    let depth = shape[ops.axis] as usize;
-    let (on, off) = (ops.on, ops.off);
-    with_elem_type!(on.dtype, OP, T => {
-        let (a, b) = (on.data::<T>()?[0], off.data::<T>()?[0]);
-        if prefix == 0 { Ok(()) } else { one_hot::<T>(&idx, prefix, depth, a, b, out.data_mut::<T>()?) }
-    })
-    .map_err(|e: Error| op_error(OP, e.message))
+
+    fn invoke(ctx: &OpCtx<'_>, _: &Option<TfLiteOneHotParams>, plan: &mut OneHotPlan) -> Result<()> {
+        let indices = ctx.input(0).map_err(in_op(OP))?;
+        let (on, off) = (ctx.input(2).map_err(in_op(OP))?, ctx.input(3).map_err(in_op(OP))?);
+        let depth = match &plan.shape {
+            Some(shape) => shape[plan.axis] as usize,
+            None => {
+                let ops = Operands { indices, depth: ctx.input(1).map_err(in_op(OP))?, on, axis: plan.axis };
+                let shape = output_shape(&ops)?;
+                settle_output_shape(ctx, OP, 0, "depth value", &shape)?;
+                shape[plan.axis] as usize
+            }
+        };
+        let mut out = ctx.output(0).map_err(in_op(OP))?;
+        if out.dtype != on.dtype {
+            return Err(op_error(OP, "output type differs from on_value's"));
+        }
+        let idx = int_values(&indices, false).map_err(in_op(OP))?;
+        let prefix = plan.prefix;
+        with_elem_type!(on.dtype, OP, T => {
+            let (a, b) = (on.data::<T>()?[0], off.data::<T>()?[0]);
+            if prefix == 0 { Ok(()) } else { one_hot::<T>(&idx, prefix, depth, a, b, out.data_mut::<T>()?) }
+        })
+        .map_err(|e: Error| op_error(OP, e.message))
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::threadpool::elementwise::elementwise_threads;
 use crate::kernels::threadpool::{parallel_chunks_mut, recommended_threads};
 
@@ -22,12 +23,12 @@ const MAX_RANK: usize = 5;
 
 /// The PAD registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinPad, prepare = pad_prepare, eval = pad_eval)
+    kernel::registration::<Pad<false>>(TfLiteBuiltinOperator::kTfLiteBuiltinPad)
 }
 
 /// The PADV2 registration.
 pub fn padv2_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinPadv2, prepare = padv2_prepare, eval = padv2_eval)
+    kernel::registration::<Pad<true>>(TfLiteBuiltinOperator::kTfLiteBuiltinPadv2)
 }
 
 /// The `(before, after)` paddings per dimension, checked: `rank` rows, values in
@@ -75,24 +76,58 @@ pub fn pad<T: Copy + Send + Sync>(
     out: &mut [T],
     threads: usize,
 ) -> Result<()> {
+    pad_planned(&pad_plan(input_shape, pads)?, input, value, out, threads)
+}
+
+/// The block plan of a pad: element counts and the dimensions up to the last padded one
+/// (those after it are copied as one block).
+#[derive(Debug)]
+struct PadPlan {
+    n_in: usize,
+    n_out: usize,
+    /// The input has rank 0.
+    scalar: bool,
+    shape: Vec<usize>,
+    pads: Vec<(usize, usize)>,
+}
+
+fn pad_plan(input_shape: &[i32], pads: &[(usize, usize)]) -> Result<PadPlan> {
     let out_shape = padded_shape(input_shape, pads)?;
     let n_out: usize = out_shape.iter().map(|&d| d as usize).product();
     let n_in: usize = input_shape.iter().map(|&d| d.max(0) as usize).product();
-    if out.len() != n_out || input.len() != n_in || pads.len() != input_shape.len() {
+    if pads.len() != input_shape.len() {
+        crate::bail!("pad: {} paddings for rank {}", pads.len(), input_shape.len());
+    }
+    let last = pads.iter().rposition(|&(b, a)| b != 0 || a != 0).unwrap_or(0);
+    let shape: Vec<usize> = input_shape.iter().map(|&d| d.max(0) as usize).collect();
+    let (shape, pads) = if shape.is_empty() {
+        (shape, pads.to_vec())
+    } else {
+        (shape[..=last].to_vec(), pads[..=last].to_vec())
+    };
+    Ok(PadPlan { n_in, n_out, scalar: input_shape.is_empty(), shape, pads })
+}
+
+fn pad_planned<T: Copy + Send + Sync>(
+    plan: &PadPlan,
+    input: &[T],
+    value: T,
+    out: &mut [T],
+    threads: usize,
+) -> Result<()> {
+    let (n_in, n_out) = (plan.n_in, plan.n_out);
+    if out.len() != n_out || input.len() != n_in {
         crate::bail!("pad: buffers hold {} and {} elements, shapes need {n_in} and {n_out}", input.len(), out.len());
     }
     if n_in == 0 {
         out.fill(value);
         return Ok(());
     }
-    let rank = input_shape.len();
-    if rank == 0 {
+    if plan.scalar {
         out[0] = input[0];
         return Ok(());
     }
-    let last = pads.iter().rposition(|&(b, a)| b != 0 || a != 0).unwrap_or(0);
-    let shape: Vec<usize> = input_shape.iter().map(|&d| d.max(0) as usize).collect();
-    pad_split(elementwise_threads(threads, out.len()), input, out, &shape[..=last], &pads[..=last], value)
+    pad_split(elementwise_threads(threads, out.len()), input, out, &plan.shape, &plan.pads, value)
 }
 
 /// [`pad_dims`], split over `t` threads along the outermost unpadded dimension of more
@@ -194,48 +229,85 @@ fn pads_of(op: &'static str, ops: &Operands<'_>) -> Result<Vec<(usize, usize)>> 
     paddings_from(&values, ops.paddings.shape, ops.input.shape.len()).map_err(in_op(op))
 }
 
-fn prepare(ctx: &OpCtx<'_>, op: &'static str, v2: bool) -> Result<()> {
-    let ops = operands(ctx, op, v2)?;
-    if !known_at_prepare(&ops.paddings) {
-        return plan_declared_output(ctx, op, 0);
-    }
-    let pads = pads_of(op, &ops)?;
-    let shape = padded_shape(ops.input.shape, &pads).map_err(in_op(op))?;
-    ctx.resize_output(0, &shape).map_err(in_op(op))
+/// The output shape and block plan for `pads`.
+fn shape_and_plan(op: &'static str, ops: &Operands<'_>, pads: &[(usize, usize)]) -> Result<(Vec<i32>, PadPlan)> {
+    let shape = padded_shape(ops.input.shape, pads).map_err(in_op(op))?;
+    Ok((shape, pad_plan(ops.input.shape, pads).map_err(in_op(op))?))
 }
 
-fn eval(ctx: &OpCtx<'_>, op: &'static str, v2: bool) -> Result<()> {
-    let ops = operands(ctx, op, v2)?;
-    let pads = pads_of(op, &ops)?;
-    let shape = padded_shape(ops.input.shape, &pads).map_err(in_op(op))?;
-    settle_output_shape(ctx, op, 0, "paddings", &shape)?;
-    let mut out = ctx.output(0).map_err(in_op(op))?;
-    let oq = out.quant();
-    if let Some(v) = &ops.value {
-        if v.num_elements() != 1 {
+/// PAD (`V2` false) and PADV2 (TFLite runs both with one kernel: both take an optional
+/// value). State: whether the default pad value is the output zero point, that zero
+/// point, and the block plan when the paddings are constant.
+struct Pad<const V2: bool>;
+
+/// What Prepare derives for a PAD / PADV2 node.
+struct PadState {
+    /// uint8 / int8 / int16: the default pad value is the output zero point.
+    quantized: bool,
+    zero_point: i32,
+    /// `None` when the paddings are only known at Invoke.
+    plan: Option<PadPlan>,
+}
+
+impl<const V2: bool> BuiltinKernel for Pad<V2> {
+    const NAME: &'static str = if V2 { "PADV2" } else { "PAD" };
+    type Params = ();
+    type State = PadState;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<PadState> {
+        let op = Self::NAME;
+        let ops = operands(ctx, op, V2)?;
+        let oq = ctx.output(0).map_err(in_op(op))?.quant();
+        if let Some(v) = &ops.value
+            && v.num_elements() != 1
+        {
             return Err(op_error(op, format!("pad value holds {} elements, expected 1", v.num_elements())));
         }
-    }
-    let quantized =
-        matches!(ops.input.dtype, TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteInt16);
-    if quantized {
-        if let Some(v) = &ops.value {
-            let vq = v.quant();
-            if vq.zero_point != oq.zero_point || vq.scale != oq.scale {
-                return Err(op_error(op, "the pad value must have the output's scale and zero point"));
-            }
+        let quantized =
+            matches!(ops.input.dtype, TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteInt16);
+        if quantized
+            && let Some(v) = &ops.value
+            && (v.quant().zero_point != oq.zero_point || v.quant().scale != oq.scale)
+        {
+            return Err(op_error(op, "the pad value must have the output's scale and zero point"));
         }
-    }
-    let input = ops.input;
-    let value = ops.value;
-    with_elem_type!(input.dtype, op, T => {
-        let pad_value: T = match &value {
-            Some(v) => v.data::<T>()?[0],
-            None => zero_value::<T>(quantized, oq.zero_point)?,
+        let plan = if known_at_prepare(&ops.paddings) {
+            let (shape, plan) = shape_and_plan(op, &ops, &pads_of(op, &ops)?)?;
+            ctx.resize_output(0, &shape).map_err(in_op(op))?;
+            Some(plan)
+        } else {
+            plan_declared_output(ctx, op, 0)?;
+            None
         };
-        pad::<T>(input.data::<T>()?, input.shape, &pads, pad_value, out.data_mut::<T>()?, recommended_threads(ctx))
-    })
-    .map_err(in_op(op))
+        Ok(PadState { quantized, zero_point: oq.zero_point, plan })
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), state: &mut PadState) -> Result<()> {
+        let op = Self::NAME;
+        let input = ctx.input(0).map_err(in_op(op))?;
+        let value = ctx.optional_input(2).map_err(in_op(op))?;
+        let dynamic;
+        let plan = match &state.plan {
+            Some(p) => p,
+            None => {
+                let ops = Operands { input, paddings: ctx.input(1).map_err(in_op(op))?, value };
+                let (shape, plan) = shape_and_plan(op, &ops, &pads_of(op, &ops)?)?;
+                settle_output_shape(ctx, op, 0, "paddings", &shape)?;
+                dynamic = plan;
+                &dynamic
+            }
+        };
+        let mut out = ctx.output(0).map_err(in_op(op))?;
+        let (quantized, zp) = (state.quantized, state.zero_point);
+        with_elem_type!(input.dtype, op, T => {
+            let pad_value: T = match &value {
+                Some(v) => v.data::<T>()?[0],
+                None => zero_value::<T>(quantized, zp)?,
+            };
+            pad_planned::<T>(plan, input.data::<T>()?, pad_value, out.data_mut::<T>()?, recommended_threads(ctx))
+        })
+        .map_err(in_op(op))
+    }
 }
 
 /// Element types that can hold a zero point.
@@ -268,19 +340,6 @@ fn zero_value<T: FromZeroPoint>(quantized: bool, zero_point: i32) -> Result<T> {
     }
     T::from_zero_point(zero_point)
         .ok_or_else(|| Error::new(format!("output zero point {zero_point} does not fit the type")))
-}
-
-fn pad_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, "PAD", false)
-}
-fn pad_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, "PAD", false)
-}
-fn padv2_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, "PADV2", true)
-}
-fn padv2_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, "PADV2", true)
 }
 
 #[cfg(test)]

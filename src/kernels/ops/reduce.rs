@@ -19,6 +19,7 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{
     QuantInt, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64, try_quantize_multiplier,
 };
@@ -36,7 +37,7 @@ pub enum Reducer {
 }
 
 impl Reducer {
-    fn name(self) -> &'static str {
+    const fn name(self) -> &'static str {
         match self {
             Reducer::Mean => "MEAN",
             Reducer::Sum => "SUM",
@@ -49,29 +50,39 @@ impl Reducer {
     }
 }
 
+impl Reducer {
+    /// The reduction a `Reduce<K>` kernel runs (`K` is the variant's index).
+    const fn of(k: u8) -> Reducer {
+        match k {
+            0 => Reducer::Mean,
+            1 => Reducer::Sum,
+            2 => Reducer::Prod,
+            3 => Reducer::Max,
+            4 => Reducer::Min,
+            5 => Reducer::Any,
+            _ => Reducer::All,
+        }
+    }
+}
+
 macro_rules! registrations {
-    ($($fn_name:ident, $prep:ident, $eval:ident, $kind:ident, $code:ident;)*) => {$(
+    ($($fn_name:ident, $kind:ident, $k:literal, $code:ident;)*) => {$(
         #[doc = concat!("The ", stringify!($kind), " registration.")]
         pub fn $fn_name() -> TfLiteRegistration {
-            crate::kernel_registration!(TfLiteBuiltinOperator::$code, prepare = $prep, eval = $eval)
-        }
-        fn $prep(ctx: &OpCtx<'_>) -> Result<()> {
-            prepare(ctx, Reducer::$kind)
-        }
-        fn $eval(ctx: &OpCtx<'_>) -> Result<()> {
-            eval(ctx, Reducer::$kind)
+            const { assert!(matches!(Reducer::of($k), Reducer::$kind)) };
+            kernel::registration::<Reduce<$k>>(TfLiteBuiltinOperator::$code)
         }
     )*};
 }
 
 registrations! {
-    mean_registration, mean_prepare, mean_eval, Mean, kTfLiteBuiltinMean;
-    sum_registration, sum_prepare, sum_eval, Sum, kTfLiteBuiltinSum;
-    prod_registration, prod_prepare, prod_eval, Prod, kTfLiteBuiltinReduceProd;
-    max_registration, max_prepare, max_eval, Max, kTfLiteBuiltinReduceMax;
-    min_registration, min_prepare, min_eval, Min, kTfLiteBuiltinReduceMin;
-    any_registration, any_prepare, any_eval, Any, kTfLiteBuiltinReduceAny;
-    all_registration, all_prepare, all_eval, All, kTfLiteBuiltinReduceAll;
+    mean_registration, Mean, 0, kTfLiteBuiltinMean;
+    sum_registration, Sum, 1, kTfLiteBuiltinSum;
+    prod_registration, Prod, 2, kTfLiteBuiltinReduceProd;
+    max_registration, Max, 3, kTfLiteBuiltinReduceMax;
+    min_registration, Min, 4, kTfLiteBuiltinReduceMin;
+    any_registration, Any, 5, kTfLiteBuiltinReduceAny;
+    all_registration, All, 6, kTfLiteBuiltinReduceAll;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -348,11 +359,6 @@ pub fn quantized_prod<T: QuantInt>(
 // Kernel glue
 // ---------------------------------------------------------------------------------------
 
-fn keep_dims(ctx: &OpCtx<'_>) -> bool {
-    // SAFETY: the parser allocates a `TfLiteReducerParams` for every reduction node.
-    unsafe { ctx.builtin_data::<TfLiteReducerParams>() }.is_some_and(|p| p.keep_dims)
-}
-
 fn operands<'a>(ctx: &OpCtx<'a>, kind: Reducer) -> Result<(TensorView<'a>, TensorView<'a>)> {
     let op = kind.name();
     check_arity(ctx, op, 2, 2, 1)?;
@@ -403,21 +409,29 @@ fn operands<'a>(ctx: &OpCtx<'a>, kind: Reducer) -> Result<(TensorView<'a>, Tenso
     Ok((input, axis))
 }
 
-fn plan_of(kind: Reducer, ctx: &OpCtx<'_>, input: &TensorView<'_>, axis: &TensorView<'_>) -> Result<Plan> {
+fn plan_of(kind: Reducer, keep_dims: bool, input: &TensorView<'_>, axis: &TensorView<'_>) -> Result<Plan> {
     let axes: Vec<i32> = crate::kernels::shape_util::int_values(axis, false)?
         .into_iter()
         .map(|a| a.clamp(i32::MIN as i64, i32::MAX as i64) as i32)
         .collect();
-    plan(input.shape, &axes, keep_dims(ctx)).map_err(in_op(kind.name()))
+    plan(input.shape, &axes, keep_dims).map_err(in_op(kind.name()))
 }
 
-fn prepare(ctx: &OpCtx<'_>, kind: Reducer) -> Result<()> {
+fn prepare(ctx: &OpCtx<'_>, kind: Reducer, keep_dims: bool) -> Result<ReduceState> {
     let (input, axis) = operands(ctx, kind)?;
+    let out = ctx.output(0).map_err(in_op(kind.name()))?;
+    use TfLiteType::*;
+    let mean_multiplier = match (kind, input.dtype) {
+        (Reducer::Mean, kTfLiteFloat32 | kTfLiteInt32 | kTfLiteInt64) => None,
+        (Reducer::Mean, _) | (Reducer::Sum, kTfLiteUInt8) => Some(mean_multiplier(&input, &out)?),
+        _ => None,
+    };
     if !known_at_prepare(&axis) {
         ctx.request_temporaries(&[])?;
-        return plan_declared_output(ctx, kind.name(), 0);
+        plan_declared_output(ctx, kind.name(), 0)?;
+        return Ok(ReduceState { plan: None, mean_multiplier, prod_multiplier: None });
     }
-    let p = plan_of(kind, ctx, &input, &axis)?;
+    let p = plan_of(kind, keep_dims, &input, &axis)?;
     // MEAN and quantized SUM accumulate output-sized sums: a node temporary (TFLite's
     // `temp_sum`), when the axis is known now.
     let sums = match kind {
@@ -431,97 +445,154 @@ fn prepare(ctx: &OpCtx<'_>, kind: Reducer) -> Result<()> {
         Vec::new()
     };
     ctx.request_temporaries(&temps)?;
-    ctx.resize_output(0, &p.out_shape).map_err(in_op(kind.name()))
+    ctx.resize_output(0, &p.out_shape).map_err(in_op(kind.name()))?;
+    let prod_multiplier = if kind == Reducer::Prod && matches!(input.dtype, kTfLiteInt8 | kTfLiteInt16) {
+        prod_multiplier(kind.name(), &input, &ctx.output(0).map_err(in_op(kind.name()))?)?
+    } else {
+        None
+    };
+    Ok(ReduceState { plan: Some(p), mean_multiplier, prod_multiplier })
 }
 
-fn mean_multiplier(input: &TensorView<'_>, out: &TensorView<'_>) -> Result<(i32, i32)> {
+fn mean_multiplier(input: &TensorView<'_>, out: &crate::kernels::api::TensorViewMut<'_>) -> Result<(i32, i32)> {
     try_quantize_multiplier(f64::from(input.quant().scale) / f64::from(out.quant().scale))
 }
 
-fn eval(ctx: &OpCtx<'_>, kind: Reducer) -> Result<()> {
+/// The quantized PROD's rescaling of the product of `n_in / n_out` values; `None` when
+/// there is nothing to compute.
+fn prod_multiplier(
+    op: &'static str,
+    input: &TensorView<'_>,
+    out: &crate::kernels::api::TensorViewMut<'_>,
+) -> Result<Option<(i32, i32)>> {
+    let (n_in, n_out) = (input.num_elements(), out.num_elements());
+    if n_in == 0 || n_out == 0 {
+        return Ok(None);
+    }
+    let (qi, qo) = (input.quant(), out.quant());
+    let reduced = (n_in / n_out) as f64;
+    let scaling = f64::from(qi.scale) / f64::from(qo.scale).powf(1.0 / reduced);
+    try_quantize_multiplier(scaling).map(Some).map_err(in_op(op))
+}
+
+/// What Prepare derives for a reduction node.
+struct ReduceState {
+    /// The reduced dimensions and output shape; `None` when the axis is only known at
+    /// Invoke.
+    plan: Option<Plan>,
+    /// Quantized MEAN and uint8 SUM: the input-to-output rescaling.
+    mean_multiplier: Option<(i32, i32)>,
+    /// Quantized PROD with a known axis: the rescaling of each product.
+    prod_multiplier: Option<(i32, i32)>,
+}
+
+/// The reduction `Reducer::of(K)`; its State holds the reduction plan and the quantized
+/// multipliers (see [`ReduceState`]).
+struct Reduce<const K: u8>;
+
+impl<const K: u8> BuiltinKernel for Reduce<K> {
+    const NAME: &'static str = Reducer::of(K).name();
+    type Params = Option<TfLiteReducerParams>;
+    type State = ReduceState;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &Option<TfLiteReducerParams>) -> Result<ReduceState> {
+        prepare(ctx, Reducer::of(K), p.is_some_and(|p| p.keep_dims))
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, p: &Option<TfLiteReducerParams>, st: &mut ReduceState) -> Result<()> {
+        eval(ctx, Reducer::of(K), p.is_some_and(|p| p.keep_dims), st)
+    }
+}
+
+fn eval(ctx: &OpCtx<'_>, kind: Reducer, keep_dims: bool, st: &ReduceState) -> Result<()> {
     let op = kind.name();
-    let (input, axis) = operands(ctx, kind)?;
-    let p = plan_of(kind, ctx, &input, &axis)?;
-    settle_output_shape(ctx, op, 0, "axis values", &p.out_shape)?;
+    let input = ctx.input(0).map_err(in_op(op))?;
+    let dynamic;
+    let p = match &st.plan {
+        Some(p) => p,
+        None => {
+            let (input, axis) = operands(ctx, kind)?;
+            dynamic = plan_of(kind, keep_dims, &input, &axis)?;
+            settle_output_shape(ctx, op, 0, "axis values", &dynamic.out_shape)?;
+            &dynamic
+        }
+    };
     let mut out = ctx.output(0).map_err(in_op(op))?;
     let sh = input.shape;
     let (qi, qo) = (input.quant(), out.quant());
     use TfLiteType::*;
     let r = match (kind, input.dtype) {
-        (Reducer::Mean, kTfLiteFloat32) => mean_f32(input.data()?, sh, &p, out.data_mut()?, accumulator(ctx, out_len(&p))),
+        (Reducer::Mean, kTfLiteFloat32) => mean_f32(input.data()?, sh, p, out.data_mut()?, accumulator(ctx, out_len(p))),
         (Reducer::Mean, kTfLiteInt32) => {
             let o = out.data_mut::<i32>()?;
-            let acc = accumulator(ctx, out_len(&p));
-            let sums = sum_into::<i32, i64>(input.data()?, sh, &p, |a, x| a.wrapping_add(i64::from(x)), acc);
+            let acc = accumulator(ctx, out_len(p));
+            let sums = sum_into::<i32, i64>(input.data()?, sh, p, |a, x| a.wrapping_add(i64::from(x)), acc);
             int_mean(o, &sums, p.count, |v| v as i32)
         }
         (Reducer::Mean, kTfLiteInt64) => {
             let o = out.data_mut::<i64>()?;
-            let acc = accumulator(ctx, out_len(&p));
-            let sums = sum_into::<i64, i64>(input.data()?, sh, &p, i64::wrapping_add, acc);
+            let acc = accumulator(ctx, out_len(p));
+            let sums = sum_into::<i64, i64>(input.data()?, sh, p, i64::wrapping_add, acc);
             int_mean(o, &sums, p.count, |v| v)
         }
         (Reducer::Mean, _) | (Reducer::Sum, kTfLiteUInt8) => {
-            let (m, s) = mean_multiplier(&input, &out)?;
+            let (m, s) = st.mean_multiplier.ok_or_else(|| Error::new("no MEAN multiplier was prepared"))?;
             let sum = kind == Reducer::Sum;
             match input.dtype {
                 kTfLiteUInt8 => quantized_mean_or_sum::<u8>(
                     input.data()?,
                     sh,
-                    &p,
+                    p,
                     qi.zero_point,
                     m,
                     s,
                     qo.zero_point,
                     sum,
                     out.data_mut()?,
-                    accumulator(ctx, out_len(&p)),
+                    accumulator(ctx, out_len(p)),
                 ),
                 kTfLiteInt8 => quantized_mean_or_sum::<i8>(
                     input.data()?,
                     sh,
-                    &p,
+                    p,
                     qi.zero_point,
                     m,
                     s,
                     qo.zero_point,
                     sum,
                     out.data_mut()?,
-                    accumulator(ctx, out_len(&p)),
+                    accumulator(ctx, out_len(p)),
                 ),
                 _ => quantized_mean_or_sum::<i16>(
                     input.data()?,
                     sh,
-                    &p,
+                    p,
                     qi.zero_point,
                     m,
                     s,
                     qo.zero_point,
                     sum,
                     out.data_mut()?,
-                    accumulator(ctx, out_len(&p)),
+                    accumulator(ctx, out_len(p)),
                 ),
             }
         }
         (Reducer::Sum, kTfLiteInt8) => {
-            let acc = accumulator(ctx, out_len(&p));
-            int8_sum_builtin(input.data()?, sh, &p, qi.scale, qi.zero_point, qo.scale, qo.zero_point, out.data_mut()?, acc)
+            let acc = accumulator(ctx, out_len(p));
+            int8_sum_builtin(input.data()?, sh, p, qi.scale, qi.zero_point, qo.scale, qo.zero_point, out.data_mut()?, acc)
         }
         (Reducer::Prod, kTfLiteInt8 | kTfLiteInt16) => {
-            let (n_in, n_out) = (input.num_elements(), out.num_elements());
-            if n_in == 0 || n_out == 0 {
+            let planned = st.prod_multiplier;
+            let Some((m, s)) = planned.map_or_else(|| prod_multiplier(op, &input, &out), |m| Ok(Some(m)))? else {
                 return Ok(());
-            }
-            let reduced = (n_in / n_out) as f64;
-            let scaling = f64::from(qi.scale) / f64::from(qo.scale).powf(1.0 / reduced);
-            let (m, s) = try_quantize_multiplier(scaling).map_err(in_op(op))?;
+            };
             if input.dtype == kTfLiteInt8 {
-                quantized_prod::<i8>(input.data()?, sh, &p, qi.zero_point, qo.zero_point, m, s, out.data_mut()?)
+                quantized_prod::<i8>(input.data()?, sh, p, qi.zero_point, qo.zero_point, m, s, out.data_mut()?)
             } else {
-                quantized_prod::<i16>(input.data()?, sh, &p, qi.zero_point, qo.zero_point, m, s, out.data_mut()?)
+                quantized_prod::<i16>(input.data()?, sh, p, qi.zero_point, qo.zero_point, m, s, out.data_mut()?)
             }
         }
-        (_, dt) => generic(kind, dt, &input, &p, &mut out),
+        (_, dt) => generic(kind, dt, &input, p, &mut out),
     };
     r.map_err(in_op(op))
 }

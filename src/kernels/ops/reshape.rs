@@ -10,7 +10,7 @@
 //! the byte count never changes, so the runtime allows that during Invoke.
 
 use crate::kernels::shape_util::{
-    check_arity, check_out_shape, check_same_quant, check_same_type, element_count, in_op, int_values,
+    check_arity, check_same_quant, check_same_type, element_count, in_op, int_values,
     known_at_prepare, op_error, scalar_int, with_elem_type,
 };
 use crate::abi::builtin_op_data::{
@@ -20,32 +20,21 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 /// The RESHAPE registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinReshape,
-        prepare = reshape_prepare,
-        eval = reshape_eval
-    )
+    kernel::registration::<Reshape>(TfLiteBuiltinOperator::kTfLiteBuiltinReshape)
 }
 
 /// The SQUEEZE registration.
 pub fn squeeze_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinSqueeze,
-        prepare = squeeze_prepare,
-        eval = squeeze_eval
-    )
+    kernel::registration::<Squeeze>(TfLiteBuiltinOperator::kTfLiteBuiltinSqueeze)
 }
 
 /// The EXPAND_DIMS registration.
 pub fn expand_dims_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinExpandDims,
-        prepare = expand_dims_prepare,
-        eval = expand_dims_eval
-    )
+    kernel::registration::<ExpandDims>(TfLiteBuiltinOperator::kTfLiteBuiltinExpandDims)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -163,16 +152,14 @@ enum ShapeSource<'a> {
     Params(Vec<i64>),
 }
 
-fn reshape_source<'a>(ctx: &OpCtx<'a>) -> Result<ShapeSource<'a>> {
+fn reshape_source<'a>(ctx: &OpCtx<'a>, p: &Option<TfLiteReshapeParams>) -> Result<ShapeSource<'a>> {
     if ctx.num_inputs() == 2 {
         let shape = ctx.input(1).map_err(in_op(RESHAPE))?;
         if shape.shape.len() == 1 && shape.dtype == TfLiteType::kTfLiteInt32 {
             return Ok(ShapeSource::Tensor(shape));
         }
     }
-    // SAFETY: the parser allocates a `TfLiteReshapeParams` for every RESHAPE node.
-    let p = unsafe { ctx.builtin_data::<TfLiteReshapeParams>() }
-        .ok_or_else(|| op_error(RESHAPE, "no shape tensor and no builtin params"))?;
+    let p = p.as_ref().ok_or_else(|| op_error(RESHAPE, "no shape tensor and no builtin params"))?;
     let n = usize::try_from(p.num_dimensions)
         .ok()
         .filter(|&n| n <= TFLITE_RESHAPE_PARAMS_MAX_DIMENSION_COUNT)
@@ -196,30 +183,43 @@ fn provisional_shape(ctx: &OpCtx<'_>, count: usize, fallback: &[i32]) -> Result<
     Ok(if element_count(out.shape).ok() == Some(count) { out.shape.to_vec() } else { fallback.to_vec() })
 }
 
-fn reshape_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    check_arity(ctx, RESHAPE, 1, 2, 1)?;
-    let input = ctx.input(0).map_err(in_op(RESHAPE))?;
-    let out = ctx.output(0).map_err(in_op(RESHAPE))?;
-    check_same_type(RESHAPE, &input, &out)?;
-    let src = reshape_source(ctx)?;
-    let shape = match &src {
-        ShapeSource::Tensor(t) if !known_at_prepare(t) => {
-            provisional_shape(ctx, element_count(input.shape).map_err(in_op(RESHAPE))?, input.shape)?
-        }
-        _ => reshape_target(&input, &src)?,
-    };
-    ctx.resize_output(0, &shape).map_err(in_op(RESHAPE))
-}
+/// RESHAPE; its State is the output shape when it is known at Prepare (from constant
+/// shape values or the params), `None` when the shape tensor is only known at Invoke.
+struct Reshape;
 
-fn reshape_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let input = ctx.input(0).map_err(in_op(RESHAPE))?;
-    let src = reshape_source(ctx)?;
-    let shape = reshape_target(&input, &src)?;
-    if ctx.output(0)?.shape != shape.as_slice() {
-        // Only reachable for a non-constant shape tensor: same bytes, new shape.
+impl BuiltinKernel for Reshape {
+    const NAME: &'static str = RESHAPE;
+    type Params = Option<TfLiteReshapeParams>;
+    type State = Option<Vec<i32>>;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &Option<TfLiteReshapeParams>) -> Result<Option<Vec<i32>>> {
+        check_arity(ctx, RESHAPE, 1, 2, 1)?;
+        let input = ctx.input(0).map_err(in_op(RESHAPE))?;
+        let out = ctx.output(0).map_err(in_op(RESHAPE))?;
+        check_same_type(RESHAPE, &input, &out)?;
+        let src = reshape_source(ctx, p)?;
+        if let ShapeSource::Tensor(t) = &src
+            && !known_at_prepare(t)
+        {
+            let shape = provisional_shape(ctx, element_count(input.shape).map_err(in_op(RESHAPE))?, input.shape)?;
+            ctx.resize_output(0, &shape).map_err(in_op(RESHAPE))?;
+            return Ok(None);
+        }
+        let shape = reshape_target(&input, &src)?;
         ctx.resize_output(0, &shape).map_err(in_op(RESHAPE))?;
+        Ok(Some(shape))
     }
-    copy_data(RESHAPE, &input, ctx)
+
+    fn invoke(ctx: &OpCtx<'_>, p: &Option<TfLiteReshapeParams>, planned: &mut Option<Vec<i32>>) -> Result<()> {
+        let input = ctx.input(0).map_err(in_op(RESHAPE))?;
+        if planned.is_none() {
+            let shape = reshape_target(&input, &reshape_source(ctx, p)?)?;
+            if ctx.output(0)?.shape != shape.as_slice() {
+                ctx.resize_output(0, &shape).map_err(in_op(RESHAPE))?;
+            }
+        }
+        copy_data(RESHAPE, &input, ctx)
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -228,9 +228,8 @@ fn reshape_eval(ctx: &OpCtx<'_>) -> Result<()> {
 
 const SQUEEZE: &str = "SQUEEZE";
 
-fn squeeze_target(ctx: &OpCtx<'_>, input: &TensorView<'_>) -> Result<Vec<i32>> {
-    // SAFETY: the parser allocates a `TfLiteSqueezeParams` for every SQUEEZE node.
-    let p = unsafe { ctx.builtin_data::<TfLiteSqueezeParams>() }.copied().unwrap_or_default();
+fn squeeze_target(p: &Option<TfLiteSqueezeParams>, input: &TensorView<'_>) -> Result<Vec<i32>> {
+    let p = p.unwrap_or_default();
     let n = usize::try_from(p.num_squeeze_dims)
         .ok()
         .filter(|&n| n <= p.squeeze_dims.len())
@@ -238,20 +237,26 @@ fn squeeze_target(ctx: &OpCtx<'_>, input: &TensorView<'_>) -> Result<Vec<i32>> {
     squeeze_shape(input.shape, &p.squeeze_dims[..n]).map_err(in_op(SQUEEZE))
 }
 
-fn squeeze_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    check_arity(ctx, SQUEEZE, 1, 1, 1)?;
-    let input = ctx.input(0).map_err(in_op(SQUEEZE))?;
-    let out = ctx.output(0).map_err(in_op(SQUEEZE))?;
-    check_same_type(SQUEEZE, &input, &out)?;
-    let shape = squeeze_target(ctx, &input)?;
-    ctx.resize_output(0, &shape).map_err(in_op(SQUEEZE))
-}
+/// SQUEEZE; the output shape is settled at Prepare, so its State is empty.
+struct Squeeze;
 
-fn squeeze_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let input = ctx.input(0).map_err(in_op(SQUEEZE))?;
-    let shape = squeeze_target(ctx, &input)?;
-    check_out_shape(SQUEEZE, ctx.output(0)?.shape, &shape)?;
-    copy_data(SQUEEZE, &input, ctx)
+impl BuiltinKernel for Squeeze {
+    const NAME: &'static str = SQUEEZE;
+    type Params = Option<TfLiteSqueezeParams>;
+    type State = ();
+
+    fn prepare(ctx: &OpCtx<'_>, p: &Option<TfLiteSqueezeParams>) -> Result<()> {
+        check_arity(ctx, SQUEEZE, 1, 1, 1)?;
+        let input = ctx.input(0).map_err(in_op(SQUEEZE))?;
+        let out = ctx.output(0).map_err(in_op(SQUEEZE))?;
+        check_same_type(SQUEEZE, &input, &out)?;
+        let shape = squeeze_target(p, &input)?;
+        ctx.resize_output(0, &shape).map_err(in_op(SQUEEZE))
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &Option<TfLiteSqueezeParams>, _: &mut ()) -> Result<()> {
+        copy_data(SQUEEZE, &ctx.input(0).map_err(in_op(SQUEEZE))?, ctx)
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -260,35 +265,50 @@ fn squeeze_eval(ctx: &OpCtx<'_>) -> Result<()> {
 
 const EXPAND_DIMS: &str = "EXPAND_DIMS";
 
-fn expand_dims_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    check_arity(ctx, EXPAND_DIMS, 2, 2, 1)?;
-    let input = ctx.input(0).map_err(in_op(EXPAND_DIMS))?;
-    let axis = ctx.input(1).map_err(in_op(EXPAND_DIMS))?;
-    ctx.set_output_type(0, input.dtype).map_err(in_op(EXPAND_DIMS))?;
-    let out = ctx.output(0).map_err(in_op(EXPAND_DIMS))?;
-    check_same_quant(EXPAND_DIMS, &input, &out)?;
-    if input.dtype == TfLiteType::kTfLiteInt16 && input.quant().zero_point != 0 {
-        return Err(op_error(EXPAND_DIMS, "int16 zero point must be 0"));
-    }
-    let shape = if known_at_prepare(&axis) {
-        expand_dims_shape(input.shape, scalar_int(&axis).map_err(in_op(EXPAND_DIMS))?).map_err(in_op(EXPAND_DIMS))?
-    } else {
-        let mut fallback = input.shape.to_vec();
-        fallback.insert(0, 1);
-        provisional_shape(ctx, element_count(input.shape).map_err(in_op(EXPAND_DIMS))?, &fallback)?
-    };
-    ctx.resize_output(0, &shape).map_err(in_op(EXPAND_DIMS))
-}
+/// EXPAND_DIMS; its State is whether the axis is constant (the output shape then settled
+/// at Prepare).
+struct ExpandDims;
 
-fn expand_dims_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let input = ctx.input(0).map_err(in_op(EXPAND_DIMS))?;
-    let axis = ctx.input(1).map_err(in_op(EXPAND_DIMS))?;
-    let shape =
-        expand_dims_shape(input.shape, scalar_int(&axis).map_err(in_op(EXPAND_DIMS))?).map_err(in_op(EXPAND_DIMS))?;
-    if ctx.output(0)?.shape != shape.as_slice() {
+impl BuiltinKernel for ExpandDims {
+    const NAME: &'static str = EXPAND_DIMS;
+    type Params = ();
+    type State = bool;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<bool> {
+        check_arity(ctx, EXPAND_DIMS, 2, 2, 1)?;
+        let input = ctx.input(0).map_err(in_op(EXPAND_DIMS))?;
+        let axis = ctx.input(1).map_err(in_op(EXPAND_DIMS))?;
+        ctx.set_output_type(0, input.dtype).map_err(in_op(EXPAND_DIMS))?;
+        let out = ctx.output(0).map_err(in_op(EXPAND_DIMS))?;
+        check_same_quant(EXPAND_DIMS, &input, &out)?;
+        if input.dtype == TfLiteType::kTfLiteInt16 && input.quant().zero_point != 0 {
+            return Err(op_error(EXPAND_DIMS, "int16 zero point must be 0"));
+        }
+        let constant = known_at_prepare(&axis);
+        let shape = if constant {
+            expand_dims_shape(input.shape, scalar_int(&axis).map_err(in_op(EXPAND_DIMS))?)
+                .map_err(in_op(EXPAND_DIMS))?
+        } else {
+            let mut fallback = input.shape.to_vec();
+            fallback.insert(0, 1);
+            provisional_shape(ctx, element_count(input.shape).map_err(in_op(EXPAND_DIMS))?, &fallback)?
+        };
         ctx.resize_output(0, &shape).map_err(in_op(EXPAND_DIMS))?;
+        Ok(constant)
     }
-    copy_data(EXPAND_DIMS, &input, ctx)
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), constant: &mut bool) -> Result<()> {
+        let input = ctx.input(0).map_err(in_op(EXPAND_DIMS))?;
+        if !*constant {
+            let axis = ctx.input(1).map_err(in_op(EXPAND_DIMS))?;
+            let shape = expand_dims_shape(input.shape, scalar_int(&axis).map_err(in_op(EXPAND_DIMS))?)
+                .map_err(in_op(EXPAND_DIMS))?;
+            if ctx.output(0)?.shape != shape.as_slice() {
+                ctx.resize_output(0, &shape).map_err(in_op(EXPAND_DIMS))?;
+            }
+        }
+        copy_data(EXPAND_DIMS, &input, ctx)
+    }
 }
 
 #[cfg(test)]

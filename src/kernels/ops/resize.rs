@@ -14,9 +14,10 @@
 //! Prepare; a non-constant one must give the shape the model declares (see
 //! `shape_util::plan_declared_output`), or Eval fails with a message saying so.
 //!
-//! The per-row and per-column interpolation coordinates are computed once per call with
-//! exactly TFLite's arithmetic (so results equal the element-by-element reference loop),
-//! and rows are split over `num_threads` for large outputs.
+//! The per-row and per-column interpolation coordinates are computed once, at Prepare
+//! when `size` is constant (else once per call), with exactly TFLite's arithmetic (so
+//! results equal the element-by-element reference loop), and rows are split over
+//! `num_threads` for large outputs.
 
 use super::conv_common::{parallel_rows, recommended_threads, threads_for};
 use crate::kernels::shape_util::{
@@ -27,6 +28,7 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::microkernels::f32_resize::{self, XTap};
 
 const BILINEAR: &str = "RESIZE_BILINEAR";
@@ -34,20 +36,12 @@ const NEAREST: &str = "RESIZE_NEAREST_NEIGHBOR";
 
 /// The RESIZE_BILINEAR registration.
 pub fn bilinear_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinResizeBilinear,
-        prepare = bilinear_prepare,
-        eval = bilinear_eval
-    )
+    kernel::registration::<ResizeBilinear>(TfLiteBuiltinOperator::kTfLiteBuiltinResizeBilinear)
 }
 
 /// The RESIZE_NEAREST_NEIGHBOR registration.
 pub fn nearest_neighbor_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinResizeNearestNeighbor,
-        prepare = nearest_prepare,
-        eval = nearest_eval
-    )
+    kernel::registration::<ResizeNearestNeighbor>(TfLiteBuiltinOperator::kTfLiteBuiltinResizeNearestNeighbor)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -196,12 +190,41 @@ pub fn resize_bilinear_float<T: BilinearFloatElem>(
     if out.is_empty() {
         return Ok(());
     }
-    let ys = axis_f32(g.in_h, g.out_h, o);
-    let xs = axis_f32(g.in_w, g.out_w, o);
-    // The same horizontal taps as element offsets and weights, for the row kernels.
-    let taps: Vec<XTap> = (0..g.out_w)
-        .map(|x| XTap { x0: xs.lo[x] * g.depth, x1: xs.hi[x] * g.depth, dx: xs.scaled[x] - xs.lo[x] as f32 })
-        .collect();
+    bilinear_float_with(g, &FloatTables::new(g, o), input, out, threads)
+}
+
+/// The float bilinear kernel's per-row and per-column coordinates.
+struct FloatTables {
+    ys: AxisF32,
+    xs: AxisF32,
+    /// The horizontal taps as element offsets and weights, for the row kernels.
+    taps: Vec<XTap>,
+}
+
+impl FloatTables {
+    fn new(g: &ResizeGeom, o: BilinearOpts) -> FloatTables {
+        let ys = axis_f32(g.in_h, g.out_h, o);
+        let xs = axis_f32(g.in_w, g.out_w, o);
+        let taps: Vec<XTap> = (0..g.out_w)
+            .map(|x| XTap { x0: xs.lo[x] * g.depth, x1: xs.hi[x] * g.depth, dx: xs.scaled[x] - xs.lo[x] as f32 })
+            .collect();
+        FloatTables { ys, xs, taps }
+    }
+}
+
+/// [`resize_bilinear_float`] with its coordinate tables (built for `g`).
+fn bilinear_float_with<T: BilinearFloatElem>(
+    g: &ResizeGeom,
+    t: &FloatTables,
+    input: &[T],
+    out: &mut [T],
+    threads: usize,
+) -> Result<()> {
+    g.check(input.len(), out.len())?;
+    if out.is_empty() {
+        return Ok(());
+    }
+    let (ys, xs, taps) = (&t.ys, &t.xs, &t.taps);
     let row_len = g.out_w * g.depth;
     let threads = threads_for(threads, out.len().saturating_mul(8), g.batches * g.out_h);
     parallel_rows(threads, out, row_len, &|first, chunk: &mut [T]| {
@@ -213,7 +236,7 @@ pub fn resize_bilinear_float<T: BilinearFloatElem>(
             let base = b * g.in_h;
             let r0 = &input[(base + y0) * g.in_w * g.depth..(base + y0 + 1) * g.in_w * g.depth];
             let r1 = &input[(base + y1) * g.in_w * g.depth..(base + y1 + 1) * g.in_w * g.depth];
-            if let Some(done) = T::row_kernel(r0, r1, &taps, dy, g.depth, orow) {
+            if let Some(done) = T::row_kernel(r0, r1, taps, dy, g.depth, orow) {
                 done?;
                 continue;
             }
@@ -314,8 +337,22 @@ pub fn resize_bilinear_integer<T: BilinearIntElem>(
     if out.is_empty() {
         return Ok(());
     }
-    let ys = axis_int(g.in_h, g.out_h, o);
-    let xs = axis_int(g.in_w, g.out_w, o);
+    bilinear_integer_with(g, &axis_int(g.in_h, g.out_h, o), &axis_int(g.in_w, g.out_w, o), input, out, threads)
+}
+
+/// [`resize_bilinear_integer`] with its row and column tables (built for `g`).
+fn bilinear_integer_with<T: BilinearIntElem>(
+    g: &ResizeGeom,
+    ys: &AxisI,
+    xs: &AxisI,
+    input: &[T],
+    out: &mut [T],
+    threads: usize,
+) -> Result<()> {
+    g.check(input.len(), out.len())?;
+    if out.is_empty() {
+        return Ok(());
+    }
     let row_len = g.out_w * g.depth;
     let threads = threads_for(threads, out.len().saturating_mul(8), g.batches * g.out_h);
     const ONE: i64 = 1 << 10;
@@ -384,11 +421,20 @@ pub fn resize_nearest<T: Copy + Send + Sync>(
     }
     let ys: Vec<usize> = (0..g.out_h).map(|y| nearest_index(y, g.in_h, g.out_h, align_corners, half_pixel)).collect();
     let xs: Vec<usize> = (0..g.out_w).map(|x| nearest_index(x, g.in_w, g.out_w, align_corners, half_pixel)).collect();
+    nearest_with(g, &ys, &xs, input, out)
+}
+
+/// [`resize_nearest`] with the source row and column of every output row and column.
+fn nearest_with<T: Copy>(g: &ResizeGeom, ys: &[usize], xs: &[usize], input: &[T], out: &mut [T]) -> Result<()> {
+    g.check(input.len(), out.len())?;
+    if out.is_empty() {
+        return Ok(());
+    }
     let mut o = 0;
     for b in 0..g.batches {
-        for &iy in &ys {
+        for &iy in ys {
             let row = (b * g.in_h + iy) * g.in_w;
-            for &ix in &xs {
+            for &ix in xs {
                 let src = (row + ix) * g.depth;
                 out[o..o + g.depth].copy_from_slice(&input[src..src + g.depth]);
                 o += g.depth;
@@ -417,29 +463,12 @@ impl Kind {
     }
 }
 
-fn options(ctx: &OpCtx<'_>, kind: Kind) -> BilinearOpts {
-    match kind {
-        Kind::Bilinear => {
-            // SAFETY: the parser allocates a `TfLiteResizeBilinearParams` for every
-            // RESIZE_BILINEAR node; this registration is only used for that op.
-            let p = unsafe { ctx.builtin_data::<TfLiteResizeBilinearParams>() }.copied().unwrap_or_default();
-            BilinearOpts { align_corners: p.align_corners, half_pixel_centers: p.half_pixel_centers }
-        }
-        Kind::Nearest => {
-            // SAFETY: as above, for RESIZE_NEAREST_NEIGHBOR.
-            let p = unsafe { ctx.builtin_data::<TfLiteResizeNearestNeighborParams>() }.copied().unwrap_or_default();
-            BilinearOpts { align_corners: p.align_corners, half_pixel_centers: p.half_pixel_centers }
-        }
-    }
-}
-
 struct Operands<'a> {
     input: TensorView<'a>,
     size: TensorView<'a>,
-    opts: BilinearOpts,
 }
 
-fn operands<'a>(ctx: &OpCtx<'a>, kind: Kind) -> Result<Operands<'a>> {
+fn operands<'a>(ctx: &OpCtx<'a>, kind: Kind, opts: BilinearOpts) -> Result<Operands<'a>> {
     let op = kind.name();
     check_arity(ctx, op, 2, 2, 1)?;
     let input = ctx.input(0).map_err(in_op(op))?;
@@ -464,11 +493,10 @@ fn operands<'a>(ctx: &OpCtx<'a>, kind: Kind) -> Result<Operands<'a>> {
     if !matches!(input.dtype, kTfLiteFloat32 | kTfLiteUInt8 | kTfLiteInt8 | kTfLiteInt16) {
         return Err(op_error(op, format!("input type {} is not supported", input.dtype.name())));
     }
-    let opts = options(ctx, kind);
     if kind == Kind::Bilinear && opts.half_pixel_centers && opts.align_corners {
         return Err(op_error(op, "if half_pixel_centers is true, align_corners must be false"));
     }
-    Ok(Operands { input, size, opts })
+    Ok(Operands { input, size })
 }
 
 /// The output shape the size values give.
@@ -483,77 +511,177 @@ fn output_shape(kind: Kind, ops: &Operands<'_>) -> Result<[i32; 4]> {
     Ok([ops.input.shape[0], h as i32, w as i32, ops.input.shape[3]])
 }
 
-fn prepare(ctx: &OpCtx<'_>, kind: Kind) -> Result<()> {
-    let op = kind.name();
-    let ops = operands(ctx, kind)?;
-    ctx.set_output_type(0, ops.input.dtype).map_err(in_op(op))?;
-    if !known_at_prepare(&ops.size) {
-        return plan_declared_output(ctx, op, 0);
-    }
-    let shape = output_shape(kind, &ops)?;
-    ctx.resize_output(0, &shape).map_err(in_op(op))
-}
-
-fn eval(ctx: &OpCtx<'_>, kind: Kind) -> Result<()> {
-    let op = kind.name();
-    let ops = operands(ctx, kind)?;
-    let shape = output_shape(kind, &ops)?;
-    settle_output_shape(ctx, op, 0, "size values", &shape)?;
-    let mut out = ctx.output(0).map_err(in_op(op))?;
-    if out.dtype != ops.input.dtype {
-        return Err(op_error(op, format!("output type {} differs from the input type", out.dtype.name())));
-    }
-    let s = ops.input.shape;
-    let g = ResizeGeom {
+/// The geometry of resizing `input` to `shape`.
+fn geometry(input: &TensorView<'_>, shape: &[i32; 4]) -> ResizeGeom {
+    let s = input.shape;
+    ResizeGeom {
         batches: s[0] as usize,
         in_h: s[1] as usize,
         in_w: s[2] as usize,
         depth: s[3] as usize,
         out_h: shape[1] as usize,
         out_w: shape[2] as usize,
+    }
+}
+
+/// Coordinate tables of one resize, chosen by op and type as Eval runs them.
+enum Tables {
+    Float(FloatTables),
+    Int { ys: AxisI, xs: AxisI },
+    Nearest { ys: Vec<usize>, xs: Vec<usize> },
+}
+
+impl Tables {
+    /// The tables for `g`, or `None` when the kernel would not read any (an empty output,
+    /// or a geometry the kernels refuse: Eval reports that).
+    fn new(kind: Kind, dtype: TfLiteType, g: &ResizeGeom, o: BilinearOpts) -> Option<Tables> {
+        let count = |h: usize, w: usize| g.batches.checked_mul(h)?.checked_mul(w)?.checked_mul(g.depth);
+        let (n_in, n_out) = (count(g.in_h, g.in_w)?, count(g.out_h, g.out_w)?);
+        if n_out == 0 || g.check(n_in, n_out).is_err() {
+            return None;
+        }
+        Some(match (kind, dtype) {
+            (Kind::Bilinear, TfLiteType::kTfLiteFloat32 | TfLiteType::kTfLiteUInt8) => {
+                Tables::Float(FloatTables::new(g, o))
+            }
+            (Kind::Bilinear, _) => Tables::Int { ys: axis_int(g.in_h, g.out_h, o), xs: axis_int(g.in_w, g.out_w, o) },
+            (Kind::Nearest, _) => {
+                let (ac, hp) = (o.align_corners, o.half_pixel_centers);
+                Tables::Nearest {
+                    ys: (0..g.out_h).map(|y| nearest_index(y, g.in_h, g.out_h, ac, hp)).collect(),
+                    xs: (0..g.out_w).map(|x| nearest_index(x, g.in_w, g.out_w, ac, hp)).collect(),
+                }
+            }
+        })
+    }
+}
+
+/// What Prepare derives for a resize node when `size` is constant.
+struct ResizePlan {
+    g: ResizeGeom,
+    /// `None` when there is nothing to interpolate or the geometry is refused.
+    tables: Option<Tables>,
+}
+
+fn prepare(ctx: &OpCtx<'_>, kind: Kind, opts: BilinearOpts) -> Result<Option<ResizePlan>> {
+    let op = kind.name();
+    let ops = operands(ctx, kind, opts)?;
+    ctx.set_output_type(0, ops.input.dtype).map_err(in_op(op))?;
+    if !known_at_prepare(&ops.size) {
+        plan_declared_output(ctx, op, 0)?;
+        return Ok(None);
+    }
+    let shape = output_shape(kind, &ops)?;
+    ctx.resize_output(0, &shape).map_err(in_op(op))?;
+    let g = geometry(&ops.input, &shape);
+    Ok(Some(ResizePlan { g, tables: Tables::new(kind, ops.input.dtype, &g, opts) }))
+}
+
+fn eval(ctx: &OpCtx<'_>, kind: Kind, opts: BilinearOpts, planned: &Option<ResizePlan>) -> Result<()> {
+    let op = kind.name();
+    let input = ctx.input(0).map_err(in_op(op))?;
+    let (g, tables) = match planned {
+        Some(p) => (p.g, p.tables.as_ref()),
+        None => {
+            let ops = operands(ctx, kind, opts)?;
+            let shape = output_shape(kind, &ops)?;
+            settle_output_shape(ctx, op, 0, "size values", &shape)?;
+            (geometry(&input, &shape), None)
+        }
     };
-    let input = ops.input;
+    let mut out = ctx.output(0).map_err(in_op(op))?;
+    if out.dtype != input.dtype {
+        return Err(op_error(op, format!("output type {} differs from the input type", out.dtype.name())));
+    }
+    let g = &g;
     use TfLiteType::*;
-    let r = match kind {
-        Kind::Bilinear => {
-            let threads = recommended_threads(ctx);
-            match input.dtype {
-                kTfLiteFloat32 => {
-                    resize_bilinear_float(&g, ops.opts, input.data::<f32>()?, out.data_mut::<f32>()?, threads)
-                }
-                kTfLiteUInt8 => {
-                    resize_bilinear_float(&g, ops.opts, input.data::<u8>()?, out.data_mut::<u8>()?, threads)
-                }
-                kTfLiteInt8 => {
-                    resize_bilinear_integer(&g, ops.opts, input.data::<i8>()?, out.data_mut::<i8>()?, threads)
-                }
-                _ => resize_bilinear_integer(&g, ops.opts, input.data::<i16>()?, out.data_mut::<i16>()?, threads),
-            }
+    let threads = recommended_threads(ctx);
+    let r = match (tables, input.dtype) {
+        (Some(Tables::Float(t)), kTfLiteFloat32) => {
+            bilinear_float_with(g, t, input.data::<f32>()?, out.data_mut::<f32>()?, threads)
         }
-        Kind::Nearest => {
-            let (ac, hp) = (ops.opts.align_corners, ops.opts.half_pixel_centers);
-            match input.dtype {
-                kTfLiteFloat32 => resize_nearest(&g, ac, hp, input.data::<f32>()?, out.data_mut::<f32>()?),
-                kTfLiteUInt8 => resize_nearest(&g, ac, hp, input.data::<u8>()?, out.data_mut::<u8>()?),
-                kTfLiteInt8 => resize_nearest(&g, ac, hp, input.data::<i8>()?, out.data_mut::<i8>()?),
-                _ => resize_nearest(&g, ac, hp, input.data::<i16>()?, out.data_mut::<i16>()?),
-            }
+        (Some(Tables::Float(t)), _) => bilinear_float_with(g, t, input.data::<u8>()?, out.data_mut::<u8>()?, threads),
+        (Some(Tables::Int { ys, xs }), kTfLiteInt8) => {
+            bilinear_integer_with(g, ys, xs, input.data::<i8>()?, out.data_mut::<i8>()?, threads)
         }
+        (Some(Tables::Int { ys, xs }), _) => {
+            bilinear_integer_with(g, ys, xs, input.data::<i16>()?, out.data_mut::<i16>()?, threads)
+        }
+        (Some(Tables::Nearest { ys, xs }), dt) => match dt {
+            kTfLiteFloat32 => nearest_with(g, ys, xs, input.data::<f32>()?, out.data_mut::<f32>()?),
+            kTfLiteUInt8 => nearest_with(g, ys, xs, input.data::<u8>()?, out.data_mut::<u8>()?),
+            kTfLiteInt8 => nearest_with(g, ys, xs, input.data::<i8>()?, out.data_mut::<i8>()?),
+            _ => nearest_with(g, ys, xs, input.data::<i16>()?, out.data_mut::<i16>()?),
+        },
+        (None, dt) => match kind {
+            Kind::Bilinear => match dt {
+                kTfLiteFloat32 => resize_bilinear_float(g, opts, input.data::<f32>()?, out.data_mut::<f32>()?, threads),
+                kTfLiteUInt8 => resize_bilinear_float(g, opts, input.data::<u8>()?, out.data_mut::<u8>()?, threads),
+                kTfLiteInt8 => resize_bilinear_integer(g, opts, input.data::<i8>()?, out.data_mut::<i8>()?, threads),
+                _ => resize_bilinear_integer(g, opts, input.data::<i16>()?, out.data_mut::<i16>()?, threads),
+            },
+            Kind::Nearest => {
+                let (ac, hp) = (opts.align_corners, opts.half_pixel_centers);
+                match dt {
+                    kTfLiteFloat32 => resize_nearest(g, ac, hp, input.data::<f32>()?, out.data_mut::<f32>()?),
+                    kTfLiteUInt8 => resize_nearest(g, ac, hp, input.data::<u8>()?, out.data_mut::<u8>()?),
+                    kTfLiteInt8 => resize_nearest(g, ac, hp, input.data::<i8>()?, out.data_mut::<i8>()?),
+                    _ => resize_nearest(g, ac, hp, input.data::<i16>()?, out.data_mut::<i16>()?),
+                }
+            }
+        },
     };
     r.map_err(|e: Error| op_error(op, e.message))
 }
 
-fn bilinear_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, Kind::Bilinear)
+/// RESIZE_BILINEAR; its State holds the geometry and the interpolation coordinate tables
+/// when `size` is constant.
+struct ResizeBilinear;
+
+impl BuiltinKernel for ResizeBilinear {
+    const NAME: &'static str = BILINEAR;
+    type Params = Option<TfLiteResizeBilinearParams>;
+    type State = Option<ResizePlan>;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &Option<TfLiteResizeBilinearParams>) -> Result<Option<ResizePlan>> {
+        prepare(ctx, Kind::Bilinear, bilinear_opts(p))
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, p: &Option<TfLiteResizeBilinearParams>, plan: &mut Option<ResizePlan>) -> Result<()> {
+        eval(ctx, Kind::Bilinear, bilinear_opts(p), plan)
+    }
 }
-fn bilinear_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, Kind::Bilinear)
+
+fn bilinear_opts(p: &Option<TfLiteResizeBilinearParams>) -> BilinearOpts {
+    let p = p.unwrap_or_default();
+    BilinearOpts { align_corners: p.align_corners, half_pixel_centers: p.half_pixel_centers }
 }
-fn nearest_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, Kind::Nearest)
+
+/// RESIZE_NEAREST_NEIGHBOR; its State holds the geometry and every output row's and
+/// column's source when `size` is constant.
+struct ResizeNearestNeighbor;
+
+impl BuiltinKernel for ResizeNearestNeighbor {
+    const NAME: &'static str = NEAREST;
+    type Params = Option<TfLiteResizeNearestNeighborParams>;
+    type State = Option<ResizePlan>;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &Option<TfLiteResizeNearestNeighborParams>) -> Result<Option<ResizePlan>> {
+        prepare(ctx, Kind::Nearest, nearest_opts(p))
+    }
+
+    fn invoke(
+        ctx: &OpCtx<'_>,
+        p: &Option<TfLiteResizeNearestNeighborParams>,
+        plan: &mut Option<ResizePlan>,
+    ) -> Result<()> {
+        eval(ctx, Kind::Nearest, nearest_opts(p), plan)
+    }
 }
-fn nearest_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, Kind::Nearest)
+
+fn nearest_opts(p: &Option<TfLiteResizeNearestNeighborParams>) -> BilinearOpts {
+    let p = p.unwrap_or_default();
+    BilinearOpts { align_corners: p.align_corners, half_pixel_centers: p.half_pixel_centers }
 }
 
 #[cfg(test)]

@@ -10,13 +10,14 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 const OP: &str = "REVERSE_V2";
 const MAX_RANK: usize = 8;
 
 /// The REVERSE_V2 registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinReverseV2, prepare = prepare, eval = eval)
+    kernel::registration::<Reverse>(TfLiteBuiltinOperator::kTfLiteBuiltinReverseV2)
 }
 
 /// `out` = `input` (shape `shape`) reversed along every dimension `d` with `flip[d]`.
@@ -81,23 +82,45 @@ fn flips(input: &TensorView<'_>, axis: &TensorView<'_>) -> Result<Vec<bool>> {
     Ok(flip)
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, _) = operands(ctx)?;
-    ctx.resize_output(0, input.shape).map_err(in_op(OP))
+/// REVERSE_V2; its State holds the input shape as sizes and, when the axes are constant,
+/// which dimensions are flipped.
+struct Reverse;
+
+/// What Prepare derives for a REVERSE_V2 node.
+struct ReversePlan {
+    shape: Vec<usize>,
+    /// The flipped dimensions; `None` when the axis tensor is only known at Invoke.
+    flip: Option<Vec<bool>>,
 }
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, axis) = operands(ctx)?;
-    let flip = flips(&input, &axis)?;
-    let mut out = ctx.output(0).map_err(in_op(OP))?;
-    if out.shape != input.shape {
-        return Err(op_error(OP, "output shape was not prepared"));
+impl BuiltinKernel for Reverse {
+    const NAME: &'static str = OP;
+    type Params = ();
+    type State = ReversePlan;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<ReversePlan> {
+        let (input, axis) = operands(ctx)?;
+        ctx.resize_output(0, input.shape).map_err(in_op(OP))?;
+        let flip = if axis.is_constant() { Some(flips(&input, &axis)?) } else { None };
+        Ok(ReversePlan { shape: input.shape.iter().map(|&d| d as usize).collect(), flip })
     }
-    let shape: Vec<usize> = input.shape.iter().map(|&d| d as usize).collect();
-    with_elem_type!(input.dtype, OP, T => {
-        reverse::<T>(input.data::<T>()?, &shape, &flip, out.data_mut::<T>()?)
-    })
-    .map_err(|e: Error| op_error(OP, e.message))
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), plan: &mut ReversePlan) -> Result<()> {
+        let input = ctx.input(0).map_err(in_op(OP))?;
+        let dynamic;
+        let flip = match &plan.flip {
+            Some(f) => f.as_slice(),
+            None => {
+                dynamic = flips(&input, &ctx.input(1).map_err(in_op(OP))?)?;
+                dynamic.as_slice()
+            }
+        };
+        let mut out = ctx.output(0).map_err(in_op(OP))?;
+        with_elem_type!(input.dtype, OP, T => {
+            reverse::<T>(input.data::<T>()?, &plan.shape, flip, out.data_mut::<T>()?)
+        })
+        .map_err(|e: Error| op_error(OP, e.message))
+    }
 }
 
 #[cfg(test)]

@@ -18,21 +18,18 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 const MAX_RANK: usize = 5;
 
 /// The SLICE registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinSlice, prepare = slice_prepare, eval = slice_eval)
+    kernel::registration::<Slice>(TfLiteBuiltinOperator::kTfLiteBuiltinSlice)
 }
 
 /// The STRIDED_SLICE registration.
 pub fn strided_slice_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinStridedSlice,
-        prepare = strided_slice_prepare,
-        eval = strided_slice_eval
-    )
+    kernel::registration::<StridedSlice>(TfLiteBuiltinOperator::kTfLiteBuiltinStridedSlice)
 }
 
 /// Gathers, for every output element in row-major order, the input element at the
@@ -154,24 +151,48 @@ fn ranges_shape(r: &[(usize, usize)]) -> Vec<i32> {
     r.iter().map(|&(_, s)| s as i32).collect()
 }
 
-fn slice_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, begin, size) = slice_operands(ctx)?;
-    if !(known_at_prepare(&begin) && known_at_prepare(&size)) {
-        return plan_declared_output(ctx, "SLICE", 0);
-    }
-    let r = slice_plan(&input, &begin, &size)?;
-    ctx.resize_output(0, &ranges_shape(&r)).map_err(in_op("SLICE"))
+fn range_lists(r: &[(usize, usize)]) -> Vec<Vec<usize>> {
+    r.iter().map(|&(b, s)| (b..b + s).collect()).collect()
 }
 
-fn slice_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    const OP: &str = "SLICE";
-    let (input, begin, size) = slice_operands(ctx)?;
-    let r = slice_plan(&input, &begin, &size)?;
-    settle_output_shape(ctx, OP, 0, "begin and size values", &ranges_shape(&r))?;
-    let mut out = ctx.output(0).map_err(in_op(OP))?;
-    let lists: Vec<Vec<usize>> = r.iter().map(|&(b, s)| (b..b + s).collect()).collect();
-    with_elem_type!(input.dtype, OP, T => gather_indices::<T>(input.data::<T>()?, input.shape, &lists, out.data_mut::<T>()?))
-        .map_err(in_op(OP))
+/// SLICE; its State is every dimension's input index list when `begin` and `size` are
+/// constant (`None` when they are only known at Invoke).
+struct Slice;
+
+impl BuiltinKernel for Slice {
+    const NAME: &'static str = "SLICE";
+    type Params = ();
+    type State = Option<Vec<Vec<usize>>>;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<Option<Vec<Vec<usize>>>> {
+        let (input, begin, size) = slice_operands(ctx)?;
+        if !(known_at_prepare(&begin) && known_at_prepare(&size)) {
+            plan_declared_output(ctx, "SLICE", 0)?;
+            return Ok(None);
+        }
+        let r = slice_plan(&input, &begin, &size)?;
+        ctx.resize_output(0, &ranges_shape(&r)).map_err(in_op("SLICE"))?;
+        Ok(Some(range_lists(&r)))
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), planned: &mut Option<Vec<Vec<usize>>>) -> Result<()> {
+        const OP: &str = "SLICE";
+        let input = ctx.input(0).map_err(in_op(OP))?;
+        let dynamic;
+        let lists = match planned {
+            Some(l) => l.as_slice(),
+            None => {
+                let (begin, size) = (ctx.input(1).map_err(in_op(OP))?, ctx.input(2).map_err(in_op(OP))?);
+                let r = slice_plan(&input, &begin, &size)?;
+                settle_output_shape(ctx, OP, 0, "begin and size values", &ranges_shape(&r))?;
+                dynamic = range_lists(&r);
+                dynamic.as_slice()
+            }
+        };
+        let mut out = ctx.output(0).map_err(in_op(OP))?;
+        with_elem_type!(input.dtype, OP, T => gather_indices::<T>(input.data::<T>()?, input.shape, lists, out.data_mut::<T>()?))
+            .map_err(in_op(OP))
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -400,7 +421,7 @@ struct SsOperands<'a> {
     params: TfLiteStridedSliceParams,
 }
 
-fn ss_operands<'a>(ctx: &OpCtx<'a>) -> Result<SsOperands<'a>> {
+fn ss_operands<'a>(ctx: &OpCtx<'a>, p: &Option<TfLiteStridedSliceParams>) -> Result<SsOperands<'a>> {
     check_arity(ctx, SS, 4, 4, 1)?;
     let input = ctx.input(0).map_err(in_op(SS))?;
     let begin = ctx.input(1).map_err(in_op(SS))?;
@@ -440,8 +461,7 @@ fn ss_operands<'a>(ctx: &OpCtx<'a>) -> Result<SsOperands<'a>> {
     if input.shape.len() > MAX_RANK {
         return Err(op_error(SS, "only 1D-5D inputs are supported"));
     }
-    // SAFETY: the parser allocates a `TfLiteStridedSliceParams` for every STRIDED_SLICE node.
-    let params = unsafe { ctx.builtin_data::<TfLiteStridedSliceParams>() }.copied().unwrap_or_default();
+    let params = p.unwrap_or_default();
     Ok(SsOperands { input, begin, end, strides, params })
 }
 
@@ -461,29 +481,63 @@ fn ss_dims(o: &SsOperands<'_>) -> Result<Vec<SliceDim>> {
     .map_err(in_op(SS))
 }
 
-fn strided_slice_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let o = ss_operands(ctx)?;
-    let known =
-        known_at_prepare(&o.strides) && (o.params.offset || (known_at_prepare(&o.begin) && known_at_prepare(&o.end)));
-    if !known {
-        return plan_declared_output(ctx, SS, 0);
-    }
-    let dims = ss_dims(&o)?;
-    let shape = strided_slice_shape(&dims, o.params.offset, &i32_values(&o.end)?).map_err(in_op(SS))?;
-    ctx.resize_output(0, &shape).map_err(in_op(SS))
+/// The index lists and effective input shape (new axes are size-1 dimensions of the same
+/// data) of a strided slice, and its output shape.
+struct SsPlan {
+    lists: Vec<Vec<usize>>,
+    eff_shape: Vec<i32>,
+    shape: Vec<i32>,
 }
 
-fn strided_slice_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let o = ss_operands(ctx)?;
-    let dims = ss_dims(&o)?;
+fn ss_plan(o: &SsOperands<'_>) -> Result<SsPlan> {
+    let dims = ss_dims(o)?;
     let (lists, shape) = strided_slice_plan(&dims, o.params.offset).map_err(in_op(SS))?;
-    settle_output_shape(ctx, SS, 0, "begin, end and strides values", &shape)?;
-    let mut out = ctx.output(0).map_err(in_op(SS))?;
-    // The effective input shape (new axes are size-1 dimensions of the same data).
-    let eff_shape: Vec<i32> = dims.iter().map(|d| d.size).collect();
-    let input = o.input;
-    with_elem_type!(input.dtype, SS, T => gather_indices::<T>(input.data::<T>()?, &eff_shape, &lists, out.data_mut::<T>()?))
+    Ok(SsPlan { lists, eff_shape: dims.iter().map(|d| d.size).collect(), shape })
+}
+
+/// STRIDED_SLICE; its State is the index lists and effective input shape when `begin`,
+/// `end` and `strides` are all constant and give the shape Prepare set (`None`
+/// otherwise: Invoke plans, and reports a mismatch, with the values it gets).
+struct StridedSlice;
+
+impl BuiltinKernel for StridedSlice {
+    const NAME: &'static str = SS;
+    type Params = Option<TfLiteStridedSliceParams>;
+    type State = Option<SsPlan>;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &Option<TfLiteStridedSliceParams>) -> Result<Option<SsPlan>> {
+        let o = ss_operands(ctx, p)?;
+        let known = known_at_prepare(&o.strides)
+            && (o.params.offset || (known_at_prepare(&o.begin) && known_at_prepare(&o.end)));
+        if !known {
+            plan_declared_output(ctx, SS, 0)?;
+            return Ok(None);
+        }
+        let dims = ss_dims(&o)?;
+        let shape = strided_slice_shape(&dims, o.params.offset, &i32_values(&o.end)?).map_err(in_op(SS))?;
+        ctx.resize_output(0, &shape).map_err(in_op(SS))?;
+        let all_constant = known_at_prepare(&o.begin) && known_at_prepare(&o.end) && known_at_prepare(&o.strides);
+        Ok(if all_constant { ss_plan(&o).ok().filter(|plan| plan.shape == shape) } else { None })
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, p: &Option<TfLiteStridedSliceParams>, planned: &mut Option<SsPlan>) -> Result<()> {
+        let input = ctx.input(0).map_err(in_op(SS))?;
+        let dynamic;
+        let plan = match planned {
+            Some(plan) => &*plan,
+            None => {
+                let plan = ss_plan(&ss_operands(ctx, p)?)?;
+                settle_output_shape(ctx, SS, 0, "begin, end and strides values", &plan.shape)?;
+                dynamic = plan;
+                &dynamic
+            }
+        };
+        let mut out = ctx.output(0).map_err(in_op(SS))?;
+        with_elem_type!(input.dtype, SS, T => {
+            gather_indices::<T>(input.data::<T>()?, &plan.eff_shape, &plan.lists, out.data_mut::<T>()?)
+        })
         .map_err(in_op(SS))
+    }
 }
 
 #[cfg(test)]

@@ -21,41 +21,26 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 /// The DEPTH_TO_SPACE registration.
 pub fn depth_to_space_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinDepthToSpace,
-        prepare = depth_to_space_prepare,
-        eval = depth_to_space_eval
-    )
+    kernel::registration::<DepthToSpace>(TfLiteBuiltinOperator::kTfLiteBuiltinDepthToSpace)
 }
 
 /// The SPACE_TO_DEPTH registration.
 pub fn space_to_depth_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinSpaceToDepth,
-        prepare = space_to_depth_prepare,
-        eval = space_to_depth_eval
-    )
+    kernel::registration::<SpaceToDepth>(TfLiteBuiltinOperator::kTfLiteBuiltinSpaceToDepth)
 }
 
 /// The SPACE_TO_BATCH_ND registration.
 pub fn space_to_batch_nd_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinSpaceToBatchNd,
-        prepare = space_to_batch_prepare,
-        eval = space_to_batch_eval
-    )
+    kernel::registration::<Nd<true>>(TfLiteBuiltinOperator::kTfLiteBuiltinSpaceToBatchNd)
 }
 
 /// The BATCH_TO_SPACE_ND registration.
 pub fn batch_to_space_nd_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinBatchToSpaceNd,
-        prepare = batch_to_space_prepare,
-        eval = batch_to_space_eval
-    )
+    kernel::registration::<Nd<false>>(TfLiteBuiltinOperator::kTfLiteBuiltinBatchToSpaceNd)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -214,23 +199,12 @@ fn nhwc(op: &str, shape: &[i32]) -> Result<Nhwc> {
     Ok(Nhwc { n: shape[0] as usize, h: shape[1] as usize, w: shape[2] as usize, c: shape[3] as usize })
 }
 
-fn block_size(ctx: &OpCtx<'_>, op: &str) -> Result<usize> {
-    let b = if op == D2S {
-        // SAFETY: the parser allocates a `TfLiteDepthToSpaceParams` for every
-        // DEPTH_TO_SPACE node (and a `TfLiteSpaceToDepthParams` for SPACE_TO_DEPTH).
-        unsafe { ctx.builtin_data::<TfLiteDepthToSpaceParams>() }.map(|p| p.block_size)
-    } else {
-        // SAFETY: as above.
-        unsafe { ctx.builtin_data::<TfLiteSpaceToDepthParams>() }.map(|p| p.block_size)
-    };
-    match b {
-        Some(b) if b > 0 => Ok(b as usize),
-        other => Err(op_error(op, format!("block_size must be positive, is {other:?}"))),
-    }
+fn block_size(b: i32, op: &str) -> Result<usize> {
+    if b > 0 { Ok(b as usize) } else { Err(op_error(op, format!("block_size must be positive, is {:?}", Some(b)))) }
 }
 
 /// (input, input shape, output shape) of DEPTH_TO_SPACE or SPACE_TO_DEPTH.
-fn d2s_plan<'a>(ctx: &OpCtx<'a>, op: &'static str) -> Result<(TensorView<'a>, Nhwc, Nhwc)> {
+fn d2s_plan<'a>(ctx: &OpCtx<'a>, op: &'static str, block: i32) -> Result<(TensorView<'a>, Nhwc, Nhwc)> {
     check_arity(ctx, op, 1, 1, 1)?;
     let input = ctx.input(0).map_err(in_op(op))?;
     let out = ctx.output(0).map_err(in_op(op))?;
@@ -241,7 +215,7 @@ fn d2s_plan<'a>(ctx: &OpCtx<'a>, op: &'static str) -> Result<(TensorView<'a>, Nh
         ));
     }
     let s = nhwc(op, input.shape)?;
-    let b = block_size(ctx, op)?;
+    let b = block_size(block, op)?;
     let o = if op == D2S {
         let bb = b.checked_mul(b).ok_or_else(|| op_error(op, "block size too large"))?;
         if s.c % bb != 0 {
@@ -268,18 +242,24 @@ fn shape_of(o: Nhwc) -> [i32; 4] {
     [o.n as i32, o.h as i32, o.w as i32, o.c as i32]
 }
 
-fn d2s_prepare(ctx: &OpCtx<'_>, op: &'static str) -> Result<()> {
-    let (_, _, o) = d2s_plan(ctx, op)?;
-    ctx.resize_output(0, &shape_of(o)).map_err(in_op(op))
+/// The input and output views and the block size of a DEPTH_TO_SPACE / SPACE_TO_DEPTH.
+#[derive(Clone, Copy)]
+struct D2sPlan {
+    s: Nhwc,
+    o: Nhwc,
+    block: usize,
 }
 
-fn d2s_eval(ctx: &OpCtx<'_>, op: &'static str) -> Result<()> {
-    let (input, s, o) = d2s_plan(ctx, op)?;
+fn d2s_prepare(ctx: &OpCtx<'_>, op: &'static str, block: i32) -> Result<D2sPlan> {
+    let (_, s, o) = d2s_plan(ctx, op, block)?;
+    ctx.resize_output(0, &shape_of(o)).map_err(in_op(op))?;
+    Ok(D2sPlan { s, o, block: block_size(block, op)? })
+}
+
+fn d2s_eval(ctx: &OpCtx<'_>, op: &'static str, plan: D2sPlan) -> Result<()> {
+    let input = ctx.input(0).map_err(in_op(op))?;
     let mut out = ctx.output(0).map_err(in_op(op))?;
-    if out.shape != shape_of(o) {
-        return Err(op_error(op, format!("output shape {:?} was not prepared", out.shape)));
-    }
-    let b = block_size(ctx, op)?;
+    let D2sPlan { s, o, block: b } = plan;
     with_elem_type!(input.dtype, op, T => {
         if op == D2S {
             depth_to_space::<T>(input.data::<T>()?, o, b, out.data_mut::<T>()?)
@@ -290,17 +270,38 @@ fn d2s_eval(ctx: &OpCtx<'_>, op: &'static str) -> Result<()> {
     .map_err(in_op(op))
 }
 
-fn depth_to_space_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    d2s_prepare(ctx, D2S)
+/// DEPTH_TO_SPACE; its State is the NHWC views of input and output and the block size.
+struct DepthToSpace;
+
+impl BuiltinKernel for DepthToSpace {
+    const NAME: &'static str = D2S;
+    type Params = TfLiteDepthToSpaceParams;
+    type State = D2sPlan;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteDepthToSpaceParams) -> Result<D2sPlan> {
+        d2s_prepare(ctx, D2S, p.block_size)
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLiteDepthToSpaceParams, plan: &mut D2sPlan) -> Result<()> {
+        d2s_eval(ctx, D2S, *plan)
+    }
 }
-fn depth_to_space_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    d2s_eval(ctx, D2S)
-}
-fn space_to_depth_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    d2s_prepare(ctx, S2D)
-}
-fn space_to_depth_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    d2s_eval(ctx, S2D)
+
+/// SPACE_TO_DEPTH; its State is the NHWC views of input and output and the block size.
+struct SpaceToDepth;
+
+impl BuiltinKernel for SpaceToDepth {
+    const NAME: &'static str = S2D;
+    type Params = TfLiteSpaceToDepthParams;
+    type State = D2sPlan;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteSpaceToDepthParams) -> Result<D2sPlan> {
+        d2s_prepare(ctx, S2D, p.block_size)
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLiteSpaceToDepthParams, plan: &mut D2sPlan) -> Result<()> {
+        d2s_eval(ctx, S2D, *plan)
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -421,56 +422,66 @@ fn nd_plan(op: &'static str, ops: &NdOperands<'_>) -> Result<(Vec<i32>, Nhwc, Bl
     Ok((out, iv, spec, ov))
 }
 
-fn nd_prepare(ctx: &OpCtx<'_>, op: &'static str) -> Result<()> {
-    let ops = nd_operands(ctx, op)?;
-    if !known_at_prepare(&ops.block) || !known_at_prepare(&ops.pads) {
-        return plan_declared_output(ctx, op, 0);
-    }
-    let (shape, ..) = nd_plan(op, &ops)?;
-    ctx.resize_output(0, &shape).map_err(in_op(op))
-}
+/// The NHWC views of input and output and the block spec of an ND op.
+type NdPlan = (Nhwc, BlockSpec, Nhwc);
 
-fn nd_eval(ctx: &OpCtx<'_>, op: &'static str) -> Result<()> {
-    let ops = nd_operands(ctx, op)?;
-    let (shape, iv, spec, ov) = nd_plan(op, &ops)?;
-    settle_output_shape(ctx, op, 0, "block_shape and paddings", &shape)?;
-    let mut out = ctx.output(0).map_err(in_op(op))?;
-    let input = ops.input;
-    let zp = out.quant().zero_point;
-    use TfLiteType::*;
-    let r = if op == S2B {
-        match input.dtype {
-            kTfLiteUInt8 => {
-                let pad = u8::try_from(zp).map_err(|_| op_error(op, "zero point out of range"))?;
-                space_to_batch(input.data::<u8>()?, iv, spec, pad, ov, out.data_mut::<u8>()?)
-            }
-            kTfLiteInt8 => {
-                let pad = i8::try_from(zp).map_err(|_| op_error(op, "zero point out of range"))?;
-                space_to_batch(input.data::<i8>()?, iv, spec, pad, ov, out.data_mut::<i8>()?)
-            }
-            dt => with_elem_type!(dt, op, T => {
-                space_to_batch::<T>(input.data::<T>()?, iv, spec, T::default(), ov, out.data_mut::<T>()?)
-            }),
+/// SPACE_TO_BATCH_ND (`S2B_` true) and BATCH_TO_SPACE_ND; the State is the NHWC views
+/// of input and output and the block spec when `block_shape` and the paddings / crops
+/// are constant (`None` when they are only known at Invoke).
+struct Nd<const S2B_: bool>;
+
+impl<const S2B_: bool> BuiltinKernel for Nd<S2B_> {
+    const NAME: &'static str = if S2B_ { S2B } else { B2S };
+    type Params = ();
+    type State = Option<NdPlan>;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<Option<NdPlan>> {
+        let op = Self::NAME;
+        let ops = nd_operands(ctx, op)?;
+        if !known_at_prepare(&ops.block) || !known_at_prepare(&ops.pads) {
+            plan_declared_output(ctx, op, 0)?;
+            return Ok(None);
         }
-    } else {
-        with_elem_type!(input.dtype, op, T => {
-            batch_to_space::<T>(input.data::<T>()?, iv, spec, ov, out.data_mut::<T>()?)
-        })
-    };
-    r.map_err(|e: Error| op_error(op, e.message))
-}
+        let (shape, iv, spec, ov) = nd_plan(op, &ops)?;
+        ctx.resize_output(0, &shape).map_err(in_op(op))?;
+        Ok(Some((iv, spec, ov)))
+    }
 
-fn space_to_batch_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    nd_prepare(ctx, S2B)
-}
-fn space_to_batch_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    nd_eval(ctx, S2B)
-}
-fn batch_to_space_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    nd_prepare(ctx, B2S)
-}
-fn batch_to_space_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    nd_eval(ctx, B2S)
+    fn invoke(ctx: &OpCtx<'_>, _: &(), planned: &mut Option<NdPlan>) -> Result<()> {
+        let op = Self::NAME;
+        let input = ctx.input(0).map_err(in_op(op))?;
+        let (iv, spec, ov) = match *planned {
+            Some(plan) => plan,
+            None => {
+                let (shape, iv, spec, ov) = nd_plan(op, &nd_operands(ctx, op)?)?;
+                settle_output_shape(ctx, op, 0, "block_shape and paddings", &shape)?;
+                (iv, spec, ov)
+            }
+        };
+        let mut out = ctx.output(0).map_err(in_op(op))?;
+        let zp = out.quant().zero_point;
+        use TfLiteType::*;
+        let r = if op == S2B {
+            match input.dtype {
+                kTfLiteUInt8 => {
+                    let pad = u8::try_from(zp).map_err(|_| op_error(op, "zero point out of range"))?;
+                    space_to_batch(input.data::<u8>()?, iv, spec, pad, ov, out.data_mut::<u8>()?)
+                }
+                kTfLiteInt8 => {
+                    let pad = i8::try_from(zp).map_err(|_| op_error(op, "zero point out of range"))?;
+                    space_to_batch(input.data::<i8>()?, iv, spec, pad, ov, out.data_mut::<i8>()?)
+                }
+                dt => with_elem_type!(dt, op, T => {
+                    space_to_batch::<T>(input.data::<T>()?, iv, spec, T::default(), ov, out.data_mut::<T>()?)
+                }),
+            }
+        } else {
+            with_elem_type!(input.dtype, op, T => {
+                batch_to_space::<T>(input.data::<T>()?, iv, spec, ov, out.data_mut::<T>()?)
+            })
+        };
+        r.map_err(|e: Error| op_error(op, e.message))
+    }
 }
 
 #[cfg(test)]

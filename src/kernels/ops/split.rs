@@ -17,33 +17,26 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 /// The SPLIT registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinSplit, prepare = split_prepare, eval = split_eval)
+    kernel::registration::<Split>(TfLiteBuiltinOperator::kTfLiteBuiltinSplit)
 }
 
 /// The SPLIT_V registration.
 pub fn split_v_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinSplitV,
-        prepare = split_v_prepare,
-        eval = split_v_eval
-    )
+    kernel::registration::<SplitV>(TfLiteBuiltinOperator::kTfLiteBuiltinSplitV)
 }
 
 /// The PACK registration.
 pub fn pack_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinPack, prepare = pack_prepare, eval = pack_eval)
+    kernel::registration::<Pack>(TfLiteBuiltinOperator::kTfLiteBuiltinPack)
 }
 
 /// The UNPACK registration.
 pub fn unpack_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinUnpack,
-        prepare = unpack_prepare,
-        eval = unpack_eval
-    )
+    kernel::registration::<Unpack>(TfLiteBuiltinOperator::kTfLiteBuiltinUnpack)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -165,7 +158,7 @@ struct SplitPlan<'a> {
     sizes: Vec<usize>,
 }
 
-fn split_plan<'a>(ctx: &OpCtx<'a>, v: bool) -> Result<(SplitPlan<'a>, bool)> {
+fn split_plan<'a>(ctx: &OpCtx<'a>, v: bool, num_splits: i32) -> Result<(SplitPlan<'a>, bool)> {
     let op = if v { "SPLIT_V" } else { "SPLIT" };
     let (input, axis_t, splits_t) = if v {
         check_arity(ctx, op, 3, 3, ctx.num_outputs().max(1))?;
@@ -175,14 +168,6 @@ fn split_plan<'a>(ctx: &OpCtx<'a>, v: bool) -> Result<(SplitPlan<'a>, bool)> {
         (ctx.input(1).map_err(in_op(op))?, ctx.input(0).map_err(in_op(op))?, None)
     };
     split_types(op, input.dtype)?;
-    let num_splits = if v {
-        // SAFETY: the parser allocates a `TfLiteSplitVParams` for every SPLIT_V node.
-        unsafe { ctx.builtin_data::<TfLiteSplitVParams>() }.map(|p| p.num_splits)
-    } else {
-        // SAFETY: the parser allocates a `TfLiteSplitParams` for every SPLIT node.
-        unsafe { ctx.builtin_data::<TfLiteSplitParams>() }.map(|p| p.num_splits)
-    }
-    .ok_or_else(|| op_error(op, "node has no builtin params"))?;
     if usize::try_from(num_splits).ok() != Some(ctx.num_outputs()) {
         return Err(op_error(op, format!("num_splits {num_splits} differs from the {} outputs", ctx.num_outputs())));
     }
@@ -201,7 +186,10 @@ fn split_plan<'a>(ctx: &OpCtx<'a>, v: bool) -> Result<(SplitPlan<'a>, bool)> {
     Ok((SplitPlan { input, axis, sizes }, known))
 }
 
-fn split_prepare_impl(ctx: &OpCtx<'_>, v: bool) -> Result<()> {
+/// The split axis and part sizes.
+type SplitSizes = (usize, Vec<usize>);
+
+fn split_prepare_impl(ctx: &OpCtx<'_>, v: bool, num_splits: i32) -> Result<Option<SplitSizes>> {
     let op = if v { "SPLIT_V" } else { "SPLIT" };
     check_arity(ctx, op, if v { 3 } else { 2 }, if v { 3 } else { 2 }, ctx.num_outputs().max(1))?;
     let input_type = if v { ctx.input(0) } else { ctx.input(1) }.map_err(in_op(op))?.dtype;
@@ -215,47 +203,75 @@ fn split_prepare_impl(ctx: &OpCtx<'_>, v: bool) -> Result<()> {
         for i in 0..ctx.num_outputs() {
             plan_declared_output(ctx, op, i)?;
         }
-        return Ok(());
+        return Ok(None);
     }
-    let (p, _) = split_plan(ctx, v)?;
+    let (p, _) = split_plan(ctx, v, num_splits)?;
     for (i, s) in split_shapes(p.input.shape, p.axis, &p.sizes).iter().enumerate() {
         ctx.resize_output(i, s).map_err(in_op(op))?;
     }
-    Ok(())
+    Ok(Some((p.axis, p.sizes)))
 }
 
-fn split_eval_impl(ctx: &OpCtx<'_>, v: bool) -> Result<()> {
+fn split_eval_impl(ctx: &OpCtx<'_>, v: bool, num_splits: i32, planned: &Option<SplitSizes>) -> Result<()> {
     let op = if v { "SPLIT_V" } else { "SPLIT" };
-    let (p, _) = split_plan(ctx, v)?;
-    let shapes = split_shapes(p.input.shape, p.axis, &p.sizes);
-    for (i, s) in shapes.iter().enumerate() {
-        settle_output_shape(ctx, op, i, "axis / size_splits values", s)?;
-    }
+    let dynamic;
+    let (input, (axis, sizes)) = match planned {
+        Some(plan) => (if v { ctx.input(0) } else { ctx.input(1) }.map_err(in_op(op))?, plan),
+        None => {
+            let (p, _) = split_plan(ctx, v, num_splits)?;
+            let shapes = split_shapes(p.input.shape, p.axis, &p.sizes);
+            for (i, s) in shapes.iter().enumerate() {
+                settle_output_shape(ctx, op, i, "axis / size_splits values", s)?;
+            }
+            dynamic = (p.axis, p.sizes);
+            (p.input, &dynamic)
+        }
+    };
     let mut outs = (0..ctx.num_outputs()).map(|i| ctx.output(i)).collect::<Result<Vec<_>>>().map_err(in_op(op))?;
     for o in &outs {
-        if o.dtype != p.input.dtype {
+        if o.dtype != input.dtype {
             return Err(op_error(op, "output types differ from the input type"));
         }
     }
-    let input = p.input;
     with_elem_type!(input.dtype, op, T => {
         let mut slices = outs.iter_mut().map(|o| o.data_mut::<T>()).collect::<Result<Vec<_>>>()?;
-        split::<T>(input.data::<T>()?, input.shape, p.axis, &p.sizes, &mut slices)
+        split::<T>(input.data::<T>()?, input.shape, *axis, sizes, &mut slices)
     })
     .map_err(in_op(op))
 }
 
-fn split_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    split_prepare_impl(ctx, false)
+/// SPLIT; its State is the axis and part sizes when the axis is constant.
+struct Split;
+
+impl BuiltinKernel for Split {
+    const NAME: &'static str = "SPLIT";
+    type Params = TfLiteSplitParams;
+    type State = Option<SplitSizes>;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteSplitParams) -> Result<Option<SplitSizes>> {
+        split_prepare_impl(ctx, false, p.num_splits)
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, p: &TfLiteSplitParams, planned: &mut Option<SplitSizes>) -> Result<()> {
+        split_eval_impl(ctx, false, p.num_splits, planned)
+    }
 }
-fn split_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    split_eval_impl(ctx, false)
-}
-fn split_v_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    split_prepare_impl(ctx, true)
-}
-fn split_v_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    split_eval_impl(ctx, true)
+
+/// SPLIT_V; its State is the axis and part sizes when the axis and sizes are constant.
+struct SplitV;
+
+impl BuiltinKernel for SplitV {
+    const NAME: &'static str = "SPLIT_V";
+    type Params = TfLiteSplitVParams;
+    type State = Option<SplitSizes>;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteSplitVParams) -> Result<Option<SplitSizes>> {
+        split_prepare_impl(ctx, true, p.num_splits)
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, p: &TfLiteSplitVParams, planned: &mut Option<SplitSizes>) -> Result<()> {
+        split_eval_impl(ctx, true, p.num_splits, planned)
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -266,11 +282,7 @@ const PACK: &str = "PACK";
 const UNPACK: &str = "UNPACK";
 
 /// PACK's checked inputs, axis and output shape.
-fn pack_plan<'a>(ctx: &OpCtx<'a>) -> Result<(Vec<TensorView<'a>>, usize, Vec<i32>)> {
-    // SAFETY: the parser allocates a `TfLitePackParams` for every PACK node.
-    let p = unsafe { ctx.builtin_data::<TfLitePackParams>() }
-        .copied()
-        .ok_or_else(|| op_error(PACK, "node has no builtin params"))?;
+fn pack_plan<'a>(ctx: &OpCtx<'a>, p: &TfLitePackParams) -> Result<(Vec<TensorView<'a>>, usize, Vec<i32>)> {
     if usize::try_from(p.values_count).ok() != Some(ctx.num_inputs()) || ctx.num_inputs() == 0 {
         return Err(op_error(
             PACK,
@@ -302,39 +314,44 @@ fn pack_plan<'a>(ctx: &OpCtx<'a>) -> Result<(Vec<TensorView<'a>>, usize, Vec<i32
     Ok((inputs, axis as usize, shape))
 }
 
-fn pack_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (inputs, _, shape) = pack_plan(ctx)?;
-    let out = ctx.output(0).map_err(in_op(PACK))?;
-    if out.dtype != inputs[0].dtype {
-        return Err(op_error(PACK, "output type differs from the input type"));
-    }
-    for t in &inputs {
-        let (a, b) = (t.quant(), out.quant());
-        if a.zero_point != b.zero_point || a.scale != b.scale {
-            return Err(op_error(PACK, "inputs must have the output's scale and zero point"));
+/// PACK; its State is the number of slabs each input is cut into (the product of the
+/// dimensions before the axis).
+struct Pack;
+
+impl BuiltinKernel for Pack {
+    const NAME: &'static str = PACK;
+    type Params = TfLitePackParams;
+    type State = usize;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLitePackParams) -> Result<usize> {
+        let (inputs, axis, shape) = pack_plan(ctx, p)?;
+        let out = ctx.output(0).map_err(in_op(PACK))?;
+        if out.dtype != inputs[0].dtype {
+            return Err(op_error(PACK, "output type differs from the input type"));
         }
+        for t in &inputs {
+            let (a, b) = (t.quant(), out.quant());
+            if a.zero_point != b.zero_point || a.scale != b.scale {
+                return Err(op_error(PACK, "inputs must have the output's scale and zero point"));
+            }
+        }
+        ctx.resize_output(0, &shape).map_err(in_op(PACK))?;
+        Ok(inputs[0].shape[..axis].iter().map(|&d| d as usize).product())
     }
-    ctx.resize_output(0, &shape).map_err(in_op(PACK))
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLitePackParams, outer: &mut usize) -> Result<()> {
+        let inputs = (0..ctx.num_inputs()).map(|i| ctx.input(i)).collect::<Result<Vec<_>>>().map_err(in_op(PACK))?;
+        let mut out = ctx.output(0).map_err(in_op(PACK))?;
+        let dtype = inputs[0].dtype;
+        with_elem_type!(dtype, PACK, T => {
+            let ins = inputs.iter().map(|t| t.data::<T>()).collect::<Result<Vec<_>>>()?;
+            pack::<T>(&ins, *outer, out.data_mut::<T>()?)
+        })
+        .map_err(in_op(PACK))
+    }
 }
 
-fn pack_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (inputs, axis, shape) = pack_plan(ctx)?;
-    let mut out = ctx.output(0).map_err(in_op(PACK))?;
-    crate::kernels::shape_util::check_out_shape(PACK, out.shape, &shape)?;
-    let outer: usize = inputs[0].shape[..axis].iter().map(|&d| d as usize).product();
-    let dtype = inputs[0].dtype;
-    with_elem_type!(dtype, PACK, T => {
-        let ins = inputs.iter().map(|t| t.data::<T>()).collect::<Result<Vec<_>>>()?;
-        pack::<T>(&ins, outer, out.data_mut::<T>()?)
-    })
-    .map_err(in_op(PACK))
-}
-
-fn unpack_plan<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, usize, Vec<i32>)> {
-    // SAFETY: the parser allocates a `TfLiteUnpackParams` for every UNPACK node.
-    let p = unsafe { ctx.builtin_data::<TfLiteUnpackParams>() }
-        .copied()
-        .ok_or_else(|| op_error(UNPACK, "node has no builtin params"))?;
+fn unpack_plan<'a>(ctx: &OpCtx<'a>, p: &TfLiteUnpackParams) -> Result<(TensorView<'a>, usize, Vec<i32>)> {
     check_arity(ctx, UNPACK, 1, 1, ctx.num_outputs())?;
     if usize::try_from(p.num).ok() != Some(ctx.num_outputs()) {
         return Err(op_error(UNPACK, format!("num {} differs from the {} outputs", p.num, ctx.num_outputs())));
@@ -359,34 +376,41 @@ fn unpack_plan<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, usize, Vec<i32>)>
     Ok((input, axis, shape))
 }
 
-fn unpack_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, _, shape) = unpack_plan(ctx)?;
-    for i in 0..ctx.num_outputs() {
-        let out = ctx.output(i).map_err(in_op(UNPACK))?;
-        if out.dtype != input.dtype {
-            return Err(op_error(UNPACK, "output types must equal the input type"));
-        }
-        let (a, b) = (input.quant(), out.quant());
-        if a.zero_point != b.zero_point || a.scale != b.scale {
-            return Err(op_error(UNPACK, "outputs must have the input's scale and zero point"));
-        }
-        ctx.resize_output(i, &shape).map_err(in_op(UNPACK))?;
-    }
-    Ok(())
-}
+/// UNPACK; its State is the normalised axis and the part sizes along it (all 1).
+struct Unpack;
 
-fn unpack_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, axis, shape) = unpack_plan(ctx)?;
-    let mut outs = (0..ctx.num_outputs()).map(|i| ctx.output(i)).collect::<Result<Vec<_>>>().map_err(in_op(UNPACK))?;
-    for o in &outs {
-        crate::kernels::shape_util::check_out_shape(UNPACK, o.shape, &shape)?;
+impl BuiltinKernel for Unpack {
+    const NAME: &'static str = UNPACK;
+    type Params = TfLiteUnpackParams;
+    type State = SplitSizes;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteUnpackParams) -> Result<SplitSizes> {
+        let (input, axis, shape) = unpack_plan(ctx, p)?;
+        for i in 0..ctx.num_outputs() {
+            let out = ctx.output(i).map_err(in_op(UNPACK))?;
+            if out.dtype != input.dtype {
+                return Err(op_error(UNPACK, "output types must equal the input type"));
+            }
+            let (a, b) = (input.quant(), out.quant());
+            if a.zero_point != b.zero_point || a.scale != b.scale {
+                return Err(op_error(UNPACK, "outputs must have the input's scale and zero point"));
+            }
+            ctx.resize_output(i, &shape).map_err(in_op(UNPACK))?;
+        }
+        Ok((axis, vec![1usize; ctx.num_outputs()]))
     }
-    let sizes = vec![1usize; outs.len()];
-    with_elem_type!(input.dtype, UNPACK, T => {
-        let mut slices = outs.iter_mut().map(|o| o.data_mut::<T>()).collect::<Result<Vec<_>>>()?;
-        split::<T>(input.data::<T>()?, input.shape, axis, &sizes, &mut slices)
-    })
-    .map_err(in_op(UNPACK))
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLiteUnpackParams, plan: &mut SplitSizes) -> Result<()> {
+        let input = ctx.input(0).map_err(in_op(UNPACK))?;
+        let mut outs =
+            (0..ctx.num_outputs()).map(|i| ctx.output(i)).collect::<Result<Vec<_>>>().map_err(in_op(UNPACK))?;
+        let (axis, sizes) = (plan.0, &plan.1);
+        with_elem_type!(input.dtype, UNPACK, T => {
+            let mut slices = outs.iter_mut().map(|o| o.data_mut::<T>()).collect::<Result<Vec<_>>>()?;
+            split::<T>(input.data::<T>()?, input.shape, axis, sizes, &mut slices)
+        })
+        .map_err(in_op(UNPACK))
+    }
 }
 
 #[cfg(test)]

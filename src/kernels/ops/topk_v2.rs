@@ -15,13 +15,14 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use core::cmp::Ordering;
 
 const OP: &str = "TOPK_V2";
 
 /// The TOPK_V2 registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinTopkV2, prepare = prepare, eval = eval)
+    kernel::registration::<TopKV2>(TfLiteBuiltinOperator::kTfLiteBuiltinTopkV2)
 }
 
 /// Values TOPK_V2 orders: `desc(a, b)` is `Less` when `a` comes first (is larger).
@@ -119,48 +120,73 @@ fn output_shape(input: &TensorView<'_>, k: &TensorView<'_>) -> Result<Vec<i32>> 
     Ok(shape)
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, k) = operands(ctx)?;
-    ctx.set_output_type(0, input.dtype).map_err(in_op(OP))?;
-    if !known_at_prepare(&k) {
-        plan_declared_output(ctx, OP, 0)?;
-        return plan_declared_output(ctx, OP, 1);
-    }
-    let shape = output_shape(&input, &k)?;
-    ctx.resize_output(0, &shape).map_err(in_op(OP))?;
-    ctx.resize_output(1, &shape).map_err(in_op(OP))
+/// TOPK_V2; its State holds the row length and, when `k` is constant, `k`.
+struct TopKV2;
+
+/// What Prepare derives for a TOPK_V2 node.
+struct TopKPlan {
+    /// Length of the innermost rows.
+    row: usize,
+    /// `None` when `k` is only known at Invoke.
+    k: Option<usize>,
 }
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, k_t) = operands(ctx)?;
-    let shape = output_shape(&input, &k_t)?;
-    settle_output_shape(ctx, OP, 0, "k value", &shape)?;
-    settle_output_shape(ctx, OP, 1, "k value", &shape)?;
-    let mut values = ctx.output(0).map_err(in_op(OP))?;
-    let mut indices = ctx.output(1).map_err(in_op(OP))?;
-    let row = *input.shape.last().unwrap_or(&0) as usize;
-    let k = *shape.last().unwrap_or(&0) as usize;
-    let mut idx = vec![0i64; values.num_elements()];
-    use TfLiteType::*;
-    let r = match input.dtype {
-        kTfLiteFloat32 => top_k(input.data::<f32>()?, row, k, values.data_mut::<f32>()?, &mut idx),
-        kTfLiteUInt8 => top_k(input.data::<u8>()?, row, k, values.data_mut::<u8>()?, &mut idx),
-        kTfLiteInt8 => top_k(input.data::<i8>()?, row, k, values.data_mut::<i8>()?, &mut idx),
-        kTfLiteInt16 => top_k(input.data::<i16>()?, row, k, values.data_mut::<i16>()?, &mut idx),
-        kTfLiteInt32 => top_k(input.data::<i32>()?, row, k, values.data_mut::<i32>()?, &mut idx),
-        _ => top_k(input.data::<i64>()?, row, k, values.data_mut::<i64>()?, &mut idx),
-    };
-    r.map_err(|e| op_error(OP, e.message))?;
-    if indices.dtype == kTfLiteInt32 {
-        for (o, &i) in indices.data_mut::<i32>()?.iter_mut().zip(&idx) {
-            *o = i as i32;
+impl BuiltinKernel for TopKV2 {
+    const NAME: &'static str = OP;
+    type Params = ();
+    type State = TopKPlan;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<TopKPlan> {
+        let (input, k) = operands(ctx)?;
+        ctx.set_output_type(0, input.dtype).map_err(in_op(OP))?;
+        let row = *input.shape.last().unwrap_or(&0) as usize;
+        if !known_at_prepare(&k) {
+            plan_declared_output(ctx, OP, 0)?;
+            plan_declared_output(ctx, OP, 1)?;
+            return Ok(TopKPlan { row, k: None });
         }
-    } else {
-        for (o, &i) in indices.data_mut::<i16>()?.iter_mut().zip(&idx) {
-            *o = i as i16;
-        }
+        let shape = output_shape(&input, &k)?;
+        ctx.resize_output(0, &shape).map_err(in_op(OP))?;
+        ctx.resize_output(1, &shape).map_err(in_op(OP))?;
+        Ok(TopKPlan { row, k: Some(*shape.last().unwrap_or(&0) as usize) })
     }
-    Ok(())
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), plan: &mut TopKPlan) -> Result<()> {
+        let input = ctx.input(0).map_err(in_op(OP))?;
+        let k = match plan.k {
+            Some(k) => k,
+            None => {
+                let shape = output_shape(&input, &ctx.input(1).map_err(in_op(OP))?)?;
+                settle_output_shape(ctx, OP, 0, "k value", &shape)?;
+                settle_output_shape(ctx, OP, 1, "k value", &shape)?;
+                *shape.last().unwrap_or(&0) as usize
+            }
+        };
+        let row = plan.row;
+        let mut values = ctx.output(0).map_err(in_op(OP))?;
+        let mut indices = ctx.output(1).map_err(in_op(OP))?;
+        let mut idx = vec![0i64; values.num_elements()];
+        use TfLiteType::*;
+        let r = match input.dtype {
+            kTfLiteFloat32 => top_k(input.data::<f32>()?, row, k, values.data_mut::<f32>()?, &mut idx),
+            kTfLiteUInt8 => top_k(input.data::<u8>()?, row, k, values.data_mut::<u8>()?, &mut idx),
+            kTfLiteInt8 => top_k(input.data::<i8>()?, row, k, values.data_mut::<i8>()?, &mut idx),
+            kTfLiteInt16 => top_k(input.data::<i16>()?, row, k, values.data_mut::<i16>()?, &mut idx),
+            kTfLiteInt32 => top_k(input.data::<i32>()?, row, k, values.data_mut::<i32>()?, &mut idx),
+            _ => top_k(input.data::<i64>()?, row, k, values.data_mut::<i64>()?, &mut idx),
+        };
+        r.map_err(|e| op_error(OP, e.message))?;
+        if indices.dtype == kTfLiteInt32 {
+            for (o, &i) in indices.data_mut::<i32>()?.iter_mut().zip(&idx) {
+                *o = i as i32;
+            }
+        } else {
+            for (o, &i) in indices.data_mut::<i16>()?.iter_mut().zip(&idx) {
+                *o = i as i16;
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

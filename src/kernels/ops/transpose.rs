@@ -12,13 +12,14 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 
 const OP: &str = "TRANSPOSE";
 const MAX_RANK: usize = 6;
 
 /// The TRANSPOSE registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinTranspose, prepare = prepare, eval = eval)
+    kernel::registration::<Transpose>(TfLiteBuiltinOperator::kTfLiteBuiltinTranspose)
 }
 
 /// Normalises `perm` (negative entries count from the end) and checks it is a permutation
@@ -49,18 +50,40 @@ pub fn transposed_shape(shape: &[i32], perm: &[usize]) -> Vec<i32> {
 
 /// `out[i_0..i_n] = input[i_perm^-1...]`: output dimension `k` walks input dimension `perm[k]`.
 pub fn transpose<T: Copy>(input: &[T], shape: &[i32], perm: &[usize], out: &mut [T]) -> Result<()> {
-    let n: usize = shape.iter().map(|&d| d.max(0) as usize).product();
+    transpose_planned(&TransposePlan::new(shape, perm), input, out)
+}
+
+/// The walk of one transpose: the output's dimensions and the input stride each of them
+/// steps.
+pub struct TransposePlan {
+    n: usize,
+    out_dims: Vec<usize>,
+    step: Vec<usize>,
+}
+
+impl TransposePlan {
+    /// The plan for an input of shape `shape` and a normalised permutation `perm`.
+    pub fn new(shape: &[i32], perm: &[usize]) -> TransposePlan {
+        let in_strides = strides(shape);
+        TransposePlan {
+            n: shape.iter().map(|&d| d.max(0) as usize).product(),
+            out_dims: transposed_shape(shape, perm).iter().map(|&d| d.max(0) as usize).collect(),
+            step: perm.iter().map(|&p| in_strides[p]).collect(),
+        }
+    }
+}
+
+/// [`transpose`] along a prepared walk.
+pub fn transpose_planned<T: Copy>(plan: &TransposePlan, input: &[T], out: &mut [T]) -> Result<()> {
+    let n = plan.n;
     if input.len() != n || out.len() != n {
-        crate::bail!("buffers hold {} and {} elements, the shape {shape:?} needs {n}", input.len(), out.len());
+        crate::bail!("buffers hold {} and {} elements, the shape needs {n}", input.len(), out.len());
     }
     if n == 0 {
         return Ok(());
     }
-    let rank = shape.len();
-    let in_strides = strides(shape);
-    let out_shape = transposed_shape(shape, perm);
-    // Input stride of each output dimension.
-    let step: Vec<usize> = perm.iter().map(|&p| in_strides[p]).collect();
+    let (step, out_dims) = (&plan.step, &plan.out_dims);
+    let rank = step.len();
     let mut idx = vec![0usize; rank];
     let mut src = 0usize;
     for o in out.iter_mut() {
@@ -68,7 +91,7 @@ pub fn transpose<T: Copy>(input: &[T], shape: &[i32], perm: &[usize], out: &mut 
         for d in (0..rank).rev() {
             idx[d] += 1;
             src += step[d];
-            if idx[d] < out_shape[d] as usize {
+            if idx[d] < out_dims[d] {
                 break;
             }
             src -= step[d] * idx[d];
@@ -109,22 +132,42 @@ fn perm_of(input: &TensorView<'_>, perm: &TensorView<'_>) -> Result<Vec<usize>> 
     normalize_perm(&int_values(perm, false)?, input.shape.len()).map_err(in_op(OP))
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, perm) = operands(ctx)?;
-    if !known_at_prepare(&perm) {
-        return plan_declared_output(ctx, OP, 0);
-    }
-    let p = perm_of(&input, &perm)?;
-    ctx.resize_output(0, &transposed_shape(input.shape, &p)).map_err(in_op(OP))
-}
+/// TRANSPOSE; its State is the walk (output dimensions and input steps) of the
+/// normalised permutation when `perm` is constant (`None` when it is only known at Invoke).
+struct Transpose;
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let (input, perm) = operands(ctx)?;
-    let p = perm_of(&input, &perm)?;
-    settle_output_shape(ctx, OP, 0, "perm values", &transposed_shape(input.shape, &p))?;
-    let mut out = ctx.output(0).map_err(in_op(OP))?;
-    with_elem_type!(input.dtype, OP, T => transpose::<T>(input.data::<T>()?, input.shape, &p, out.data_mut::<T>()?))
-        .map_err(in_op(OP))
+impl BuiltinKernel for Transpose {
+    const NAME: &'static str = OP;
+    type Params = ();
+    type State = Option<TransposePlan>;
+
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<Option<TransposePlan>> {
+        let (input, perm) = operands(ctx)?;
+        if !known_at_prepare(&perm) {
+            plan_declared_output(ctx, OP, 0)?;
+            return Ok(None);
+        }
+        let p = perm_of(&input, &perm)?;
+        ctx.resize_output(0, &transposed_shape(input.shape, &p)).map_err(in_op(OP))?;
+        Ok(Some(TransposePlan::new(input.shape, &p)))
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), state: &mut Option<TransposePlan>) -> Result<()> {
+        let input = ctx.input(0)?;
+        let dynamic;
+        let plan = match state {
+            Some(plan) => &*plan,
+            None => {
+                let p = perm_of(&input, &ctx.input(1)?)?;
+                settle_output_shape(ctx, OP, 0, "perm values", &transposed_shape(input.shape, &p))?;
+                dynamic = TransposePlan::new(input.shape, &p);
+                &dynamic
+            }
+        };
+        let mut out = ctx.output(0).map_err(in_op(OP))?;
+        with_elem_type!(input.dtype, OP, T => transpose_planned::<T>(plan, input.data::<T>()?, out.data_mut::<T>()?))
+            .map_err(in_op(OP))
+    }
 }
 
 #[cfg(test)]
