@@ -702,8 +702,6 @@ pub struct NodeState {
     pub gemm: super::conv_f32_gemm::GemmCache,
     /// Float transposed-convolution phases packed for the GEMM microkernels.
     pub transpose: super::transpose_conv_f32_gemm::TransposeGemmCache,
-    /// Float depthwise filter and bias packed for the depthwise microkernels.
-    pub dwconv: super::depthwise_conv_2d::DwCache,
 }
 
 /// `init` for kernels using [`NodeState`].
@@ -739,6 +737,75 @@ pub fn node_state<'a>(ctx: &OpCtx<'a>) -> Option<&'a NodeState> {
     // `init` stored a live `NodeState` in `user_data`; it lives until `free`, after the
     // last kernel call. A NULL pointer (no `init` run) gives `None`.
     unsafe { p.as_ref() }
+}
+
+/// Where a weight tensor's data lives: (address, bytes). Packed weights are kept while
+/// the filter and bias they were packed from stay where they were.
+type WeightsKey = (usize, usize, usize, usize);
+
+fn weights_key(filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> Result<WeightsKey> {
+    let f = filter.raw()?;
+    let (bp, bl) = match bias {
+        Some(b) => {
+            let r = b.raw()?;
+            (r.as_ptr() as usize, r.len())
+        }
+        None => (0, 0),
+    };
+    Ok((f.as_ptr() as usize, f.len(), bp, bl))
+}
+
+/// A node's filter (and bias) packed for its kernel, part of the node's state: packed at
+/// Prepare when they are model constants, at the first Invoke when they only keep their
+/// values across runs from then on (a DEQUANTIZE of constant weights into a persistent
+/// tensor), and kept, keyed by where their data lives. The packing itself (geometry, tile
+/// widths, offsets) is fixed by the state it belongs to, which Prepare rebuilds.
+pub struct PackSlot<P> {
+    kept: Option<(WeightsKey, P)>,
+}
+
+impl<P> Default for PackSlot<P> {
+    fn default() -> Self {
+        PackSlot { kept: None }
+    }
+}
+
+impl<P> PackSlot<P> {
+    /// The slot for a node at Prepare: holding the packed weights if they are constants.
+    pub fn prepare(
+        filter: &TensorView<'_>,
+        bias: Option<&TensorView<'_>>,
+        pack: impl FnOnce() -> Result<P>,
+    ) -> Result<PackSlot<P>> {
+        if !weights_constant(filter, bias) {
+            return Ok(PackSlot::default());
+        }
+        Ok(PackSlot { kept: Some((weights_key(filter, bias)?, pack()?)) })
+    }
+
+    /// The packed weights at Invoke: the kept copy while filter and bias stay where they
+    /// were packed from; packed now and kept when they keep their values across runs;
+    /// otherwise packed into `fresh` for this call.
+    pub fn get<'s>(
+        &'s mut self,
+        filter: &TensorView<'_>,
+        bias: Option<&TensorView<'_>>,
+        fresh: &'s mut Option<P>,
+        pack: impl FnOnce() -> Result<P>,
+    ) -> Result<&'s P> {
+        if !weights_stable(filter, bias) {
+            return Ok(fresh.insert(pack()?));
+        }
+        let key = weights_key(filter, bias)?;
+        if self.kept.as_ref().is_none_or(|(k, _)| *k != key) {
+            self.kept = None;
+            self.kept = Some((key, pack()?));
+        }
+        match &self.kept {
+            Some((_, p)) => Ok(p),
+            None => Err(Error::new("internal error: packed weights missing")),
+        }
+    }
 }
 
 /// A convolution geometry for tests: square stride `s` and dilation `d`, padding as

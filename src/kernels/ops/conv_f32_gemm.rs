@@ -43,6 +43,12 @@ fn pack(table: &Table, g: &ConvGeom, filter: &[f32], bias: Option<&[f32]>) -> Re
     f32_gemm::pack(&table.f32_gemm, g.out_c, ks, kc, |o, t, k| filter[o * per_output + t * kc + k], bias)
 }
 
+/// Packs `filter` (OHWI) and `bias` for this CPU's GEMM kernels.
+pub fn pack_weights(g: &ConvGeom, filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> Result<PackedGemm> {
+    let b = bias.map(|b| b.data::<f32>()).transpose()?;
+    pack(table(), g, filter.data::<f32>()?, b)
+}
+
 /// Packs a constant filter ahead of the first Invoke (called from Prepare).
 pub fn prepare(state: Option<&NodeState>, g: &ConvGeom, filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> Result<()> {
     let Some(state) = state else { return Ok(()) };
