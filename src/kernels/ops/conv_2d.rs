@@ -1287,7 +1287,8 @@ impl BuiltinKernel for Conv2d {
                 })?;
             }
             Kind::Hybrid { .. } | Kind::Quant8(_) if ungrouped => {
-                i16s = PackSlot::prepare(&filter, bias.as_ref(), || pack_i16(&geom, &kind, &filter))?;
+                // The widened filter does not hold the bias.
+                i16s = PackSlot::prepare(&filter, None, || pack_i16(&geom, &kind, &filter))?;
             }
             _ => {}
         }
@@ -1371,7 +1372,7 @@ fn run(
                     conv_hybrid_reference(g, &q, hybrid_filter(filter)?, channel_scales, bias_s, *act, out)
                 }
                 Variant::Optimized => {
-                    let packed = i16s.get(filter, bias, &mut fresh_i16, || pack_i16(g, kind, filter))?;
+                    let packed = i16s.get(filter, None, &mut fresh_i16, || pack_i16(g, kind, filter))?;
                     conv_hybrid_optimized(g, &q, packed, channel_scales, bias_s, *act, out, threads)
                 }
             }
@@ -1381,7 +1382,7 @@ fn run(
             let bias_s = bias_c.as_deref();
             let packed = match variant {
                 Variant::Reference => None,
-                Variant::Optimized => Some(&**i16s.get(filter, bias, &mut fresh_i16, || pack_i16(g, kind, filter))?),
+                Variant::Optimized => Some(&**i16s.get(filter, None, &mut fresh_i16, || pack_i16(g, kind, filter))?),
             };
             match input.dtype {
                 TfLiteType::kTfLiteUInt8 => {

@@ -801,7 +801,8 @@ impl BuiltinKernel for DepthwiseConv2d {
                 f32s = PackSlot::prepare(&filter, bias.as_ref(), || pack_views(&geom, &filter, bias.as_ref()))?;
             }
             Kind::Hybrid { .. } | Kind::Quant8(_) => {
-                wide = PackSlot::prepare(&filter, bias.as_ref(), || widen_filter(&kind, &filter))?;
+                // The widened filter does not hold the bias.
+                wide = PackSlot::prepare(&filter, None, || widen_filter(&kind, &filter))?;
             }
             _ => {}
         }
@@ -869,14 +870,14 @@ fn run(
                 }
             };
             let mut fresh = None;
-            let fw = wide.get(filter, bias, &mut fresh, || widen_filter(kind, filter))?;
+            let fw = wide.get(filter, None, &mut fresh, || widen_filter(kind, filter))?;
             dw_hybrid_wide(g, &q, fw, channel_scales, bias_s, *act, out, threads)
         }
         Kind::Quant8(p) => {
             let bias_c = opt_data_cow::<i32>(bias)?;
             let bias_s = bias_c.as_deref();
             let mut fresh = None;
-            let fw = wide.get(filter, bias, &mut fresh, || widen_filter(kind, filter))?;
+            let fw = wide.get(filter, None, &mut fresh, || widen_filter(kind, filter))?;
             match input.dtype {
                 TfLiteType::kTfLiteUInt8 => dw_q8_wide(g, input.data::<u8>()?, fw, bias_s, p, out.data_mut::<u8>()?, threads),
                 _ => dw_q8_wide(g, input.data::<i8>()?, fw, bias_s, p, out.data_mut::<i8>()?, threads),

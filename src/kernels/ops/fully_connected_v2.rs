@@ -888,10 +888,10 @@ impl BuiltinKernel for FullyConnected {
                 })?;
             }
             Kind::Hybrid { .. } if nonempty => {
-                wide = PackSlot::prepare(&weights, bias.as_ref(), || widen_weights(d, &kind, &weights))?;
+                wide = PackSlot::prepare(&weights, None, || widen_weights(d, &kind, &weights))?;
             }
             Kind::Quant(_) if nonempty && widen => {
-                wide = PackSlot::prepare(&weights, bias.as_ref(), || widen_weights(d, &kind, &weights))?;
+                wide = PackSlot::prepare(&weights, None, || widen_weights(d, &kind, &weights))?;
             }
             _ => {}
         }
@@ -1000,7 +1000,7 @@ fn run(
             let q = quantize_rows_into(input, d, p.asymmetric_quantize_inputs, *weight_scale, data, scales, offsets)?;
             let cs = channel_scales.as_deref();
             let mut fresh = None;
-            let w = wide.get(weights, bias, &mut fresh, || widen_weights(d, kind, weights))?;
+            let w = wide.get(weights, None, &mut fresh, || widen_weights(d, kind, weights))?;
             fc_hybrid_optimized(&q, &w.packed, &w.row_sums, cs, bias_s, d, p.activation, out, threads, wide_rows)
         }
         Kind::Quant(qp) => {
@@ -1009,7 +1009,7 @@ fn run(
             let bias_q = if *bias64 { QBias::I64(bias_i64.as_deref()) } else { QBias::I32(bias_i32.as_deref()) };
             let mut fresh = None;
             let packed = if *widen {
-                Some(&*wide.get(weights, bias, &mut fresh, || widen_weights(d, kind, weights))?.packed)
+                Some(&*wide.get(weights, None, &mut fresh, || widen_weights(d, kind, weights))?.packed)
             } else {
                 None
             };

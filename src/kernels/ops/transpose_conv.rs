@@ -797,7 +797,8 @@ fn pack_slots(
         Kind::F32 { .. } => {
             (PackSlot::prepare(w, b, || super::transpose_conv_f32_gemm::pack(g, w, b))?, PackSlot::default())
         }
-        _ => (PackSlot::default(), PackSlot::prepare(w, b, || pack_int(g, kind, w))?),
+        // Reordered integer weights do not hold the bias.
+        _ => (PackSlot::default(), PackSlot::prepare(w, None, || pack_int(g, kind, w))?),
     })
 }
 
@@ -870,7 +871,7 @@ fn run_node(ctx: &OpCtx<'_>, p: &TfLiteTransposeConvParams, state: &mut State, v
     let mut fresh_ints = None;
     let int_weights = match (&*kind, variant) {
         (Kind::F32 { .. }, _) | (_, Variant::Reference) => None,
-        _ => Some(ints.get(weights, bias, &mut fresh_ints, || pack_int(&g, kind, weights))?),
+        _ => Some(ints.get(weights, None, &mut fresh_ints, || pack_int(&g, kind, weights))?),
     };
     match &*kind {
         Kind::F32 { act } => {
