@@ -44,6 +44,9 @@ pub fn compute(
     if out.len() != rows * n || packed.n != n {
         return Err(Error::new(format!("output has {} values, the geometry needs {}", out.len(), rows * n)));
     }
+    if g.input_len() != Some(input.len()) {
+        return Err(Error::new(format!("input has {} values, the geometry needs {:?}", input.len(), g.input_len())));
+    }
     let work = rows.saturating_mul(n).saturating_mul(packed.ks * packed.kc);
     let dense = g.f_h == 1
         && g.f_w == 1

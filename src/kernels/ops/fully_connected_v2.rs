@@ -819,6 +819,11 @@ fn as_conv(d: FcDims) -> super::conv_common::ConvGeom {
     }
 }
 
+/// The first `n` input values (the whole rows); an error if the input holds fewer.
+fn rows<T>(input: &[T], n: usize) -> Result<&[T]> {
+    input.get(..n).ok_or_else(|| Error::new(format!("input holds {} values, the layer needs {n}", input.len())))
+}
+
 /// A hybrid layer's weights as int8 (TFLite reads uint8 hybrid weights as int8 too).
 fn hybrid_weights<'a>(weights: &TensorView<'a>) -> Result<&'a [i8]> {
     match weights.dtype {
@@ -976,7 +981,7 @@ fn run(
     let input_n = d.batches * d.depth;
     match &*kind {
         Kind::F32 { act } => {
-            let input = &input.data::<f32>()?[..input_n];
+            let input = rows(input.data::<f32>()?, input_n)?;
             let out = out.data_mut::<f32>()?;
             let g = as_conv(d);
             let mut fresh = None;
@@ -984,7 +989,7 @@ fn run(
             super::conv_f32_gemm::compute(table(), &g, input, packed, out, *act, threads)
         }
         Kind::Hybrid { channel_scales, weight_scale } => {
-            let input = &input.data::<f32>()?[..input_n];
+            let input = rows(input.data::<f32>()?, input_n)?;
             let bias_c = opt_data_cow::<f32>(bias)?;
             let bias_s = bias_c.as_deref();
             let out = out.data_mut::<f32>()?;
@@ -1021,7 +1026,7 @@ fn run(
                     quant::<i16, i8, i16>(input, weights, d, bias_q, qp, out.data_mut()?, threads, packed)
                 }
                 (kTfLiteUInt8, kTfLiteInt16) => {
-                    let input = &input.data::<u8>()?[..input_n];
+                    let input = rows(input.data::<u8>()?, input_n)?;
                     fc_quant_reference(input, weights.data::<u8>()?, bias_q, d, qp, out.data_mut::<i16>()?)
                 }
                 (i, o) => Err(Error::new(format!("{} input with {} output is not supported", i.name(), o.name()))),
@@ -1043,7 +1048,7 @@ fn quant<T: QuantInt + crate::kernels::api::Element, W: QuantInt + crate::kernel
     threads: usize,
     packed: Option<&[i16]>,
 ) -> Result<()> {
-    let input = &input.data::<T>()?[..d.batches * d.depth];
+    let input = rows(input.data::<T>()?, d.batches * d.depth)?;
     let Some(packed) = packed else {
         return fc_quant_reference(input, weights.data::<W>()?, bias, d, qp, out);
     };

@@ -484,6 +484,10 @@ pub fn compute(p: &Phases, g: &TransposeGeom, input: &[f32], out: &mut [f32], ac
     if want_out != Some(out.len()) {
         return Err(Error::new(format!("output holds {} values, the geometry needs {want_out:?}", out.len())));
     }
+    let want_in = [g.batches, g.in_h, g.in_w, g.in_c].iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+    if want_in != Some(input.len()) {
+        return Err(Error::new(format!("input holds {} values, the geometry needs {want_in:?}", input.len())));
+    }
     if out.is_empty() {
         return Ok(());
     }
