@@ -20,10 +20,12 @@
 //! kernel computes the mathematically defined result in every case.
 
 use super::conv_common::{
-    QuantMul, affine, asymmetric_quantize, legacy_quant_mul, parallel_rows, recommended_threads, symmetric_quantize,
-    threads_for,
+    PackSlot, QuantMul, affine, asymmetric_quantize, legacy_quant_mul, parallel_rows, recommended_threads,
+    symmetric_quantize, threads_for,
 };
-use crate::kernels::shape_util::{check_arity, in_op, op_error};
+use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::microkernels::packed::Packed;
+use crate::kernels::shape_util::{check_arity, op_error};
 use crate::abi::builtin_op_data::TfLiteBatchMatMulParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
@@ -36,7 +38,7 @@ const MAX_RANK: usize = 5;
 
 /// The BATCH_MATMUL registration.
 pub fn registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinBatchMatmul, prepare = prepare, eval = eval)
+    kernel::registration::<BatchMatMul>(TfLiteBuiltinOperator::kTfLiteBuiltinBatchMatmul)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -379,10 +381,31 @@ fn err(e: Error) -> Error {
     Error::with_status(e.status, format!("{OP}: {}", e.message))
 }
 
-fn params(ctx: &OpCtx<'_>) -> TfLiteBatchMatMulParams {
-    // SAFETY: the parser allocates a `TfLiteBatchMatMulParams` for every BATCH_MATMUL
-    // node; this registration is only used for that op. Absent params mean no adjoints.
-    unsafe { ctx.builtin_data::<TfLiteBatchMatMulParams>() }.copied().unwrap_or_default()
+/// BATCH_MATMUL. State: the shape plan (output shape, broadcast batches), the layouts the
+/// operands are brought to, the type path with its requantization, and the right operand
+/// in its canonical layout when it is a constant (or keeps its values across runs).
+struct BatchMatMul;
+
+/// What Prepare derives for a BATCH_MATMUL node.
+struct State {
+    plan: MatMulPlan,
+    kind: Kind,
+    adj_x: bool,
+    adj_y: bool,
+    /// Matrices in the left and right operands.
+    counts: (usize, usize),
+    /// Rows and columns of each stored left and right matrix.
+    lhs_dims: (usize, usize),
+    rhs_dims: (usize, usize),
+    /// The right operand relaid out: `[k][n]` (float) or `[n][k]` (integer).
+    rhs: PackSlot<Rhs>,
+}
+
+/// A right operand in its canonical layout.
+enum Rhs {
+    F32(Packed<f32>),
+    I8(Packed<i8>),
+    I16(Packed<i16>),
 }
 
 enum Kind {
@@ -393,20 +416,13 @@ enum Kind {
     I16 { q: IntRequant },
 }
 
-struct Operands<'a> {
-    lhs: TensorView<'a>,
-    rhs: TensorView<'a>,
-    p: TfLiteBatchMatMulParams,
-    plan: MatMulPlan,
-    kind: Kind,
-}
-
-fn operands<'a>(ctx: &OpCtx<'a>) -> Result<Operands<'a>> {
-    check_arity(ctx, OP, 2, 2, 1)?;
-    let lhs = ctx.input(0).map_err(in_op(OP))?;
-    let rhs = ctx.input(1).map_err(in_op(OP))?;
-    let out = ctx.output(0).map_err(in_op(OP))?;
-    let p = params(ctx);
+/// Checks the node; its shape plan and type path.
+fn plan_node(
+    p: &TfLiteBatchMatMulParams,
+    lhs: &TensorView<'_>,
+    rhs: &TensorView<'_>,
+    out: &TensorView<'_>,
+) -> Result<(MatMulPlan, Kind)> {
     let plan = plan_matmul(lhs.shape, rhs.shape, p.adj_x, p.adj_y).map_err(err)?;
     use TfLiteType::*;
     let kind = match (lhs.dtype, rhs.dtype) {
@@ -416,7 +432,7 @@ fn operands<'a>(ctx: &OpCtx<'a>) -> Result<Operands<'a>> {
         }
         (kTfLiteFloat32, kTfLiteInt8) => {
             expect_output(out.dtype, kTfLiteFloat32)?;
-            let (scales, _, _) = affine(OP, "rhs", &rhs)?;
+            let (scales, _, _) = affine(OP, "rhs", rhs)?;
             let column_scales = if scales.len() > 1 {
                 if scales.len() != plan.n {
                     return Err(op_error(OP, format!("{} rhs scales for {} output columns", scales.len(), plan.n)));
@@ -428,7 +444,7 @@ fn operands<'a>(ctx: &OpCtx<'a>) -> Result<Operands<'a>> {
             Kind::Hybrid { column_scales, asymmetric: p.asymmetric_quantize_inputs }
         }
         (kTfLiteInt8, kTfLiteInt8) => match out.dtype {
-            kTfLiteInt8 => Kind::I8 { q: requant(&lhs, &rhs, &out.quant(), (-128, 127))? },
+            kTfLiteInt8 => Kind::I8 { q: requant(lhs, rhs, &out.quant(), (-128, 127))? },
             kTfLiteInt32 => Kind::I8ToI32,
             other => return Err(op_error(OP, format!("output type {} with int8 inputs", other.name()))),
         },
@@ -438,11 +454,11 @@ fn operands<'a>(ctx: &OpCtx<'a>) -> Result<Operands<'a>> {
             if lhs.quant().zero_point != 0 || rhs.quant().zero_point != 0 || oq.zero_point != 0 {
                 return Err(op_error(OP, "int16 zero points must be 0"));
             }
-            Kind::I16 { q: requant(&lhs, &rhs, &oq, (-32768, 32767))? }
+            Kind::I16 { q: requant(lhs, rhs, &oq, (-32768, 32767))? }
         }
         (a, b) => return Err(op_error(OP, format!("input types {} and {} are not supported", a.name(), b.name()))),
     };
-    Ok(Operands { lhs, rhs, p, plan, kind })
+    Ok((plan, kind))
 }
 
 fn expect_output(got: TfLiteType, want: TfLiteType) -> Result<()> {
@@ -472,54 +488,85 @@ fn requant(
     Ok(IntRequant { lhs_offset: -lq.zero_point, rhs_offset: -rq.zero_point, output_offset: out.zero_point, mult, act })
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let ops = operands(ctx)?;
-    ctx.resize_output(0, &ops.plan.out_shape).map_err(in_op(OP))
+/// Relays the right operand out to its canonical layout.
+fn relayout_rhs(st: &State, rhs: &TensorView<'_>) -> Result<Rhs> {
+    let (rc, (rr, rcols)) = (st.counts.1, st.rhs_dims);
+    Ok(match st.kind {
+        Kind::F32 => Rhs::F32(Packed::new(relayout(rhs.data::<f32>()?, rc, rr, rcols, st.adj_y))),
+        Kind::Hybrid { .. } | Kind::I8 { .. } | Kind::I8ToI32 => {
+            Rhs::I8(Packed::new(relayout(rhs.data::<i8>()?, rc, rr, rcols, !st.adj_y)))
+        }
+        Kind::I16 { .. } => Rhs::I16(Packed::new(relayout(rhs.data::<i16>()?, rc, rr, rcols, !st.adj_y))),
+    })
 }
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let ops = operands(ctx)?;
-    let mut out = ctx.output(0).map_err(in_op(OP))?;
-    if out.shape != ops.plan.out_shape.as_slice() {
-        return Err(op_error(OP, format!("output shape {:?} was not prepared as {:?}", out.shape, ops.plan.out_shape)));
+impl BuiltinKernel for BatchMatMul {
+    const NAME: &'static str = OP;
+    /// Absent params mean no adjoints.
+    type Params = Option<TfLiteBatchMatMulParams>;
+    type State = State;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &Option<TfLiteBatchMatMulParams>) -> Result<State> {
+        check_arity(ctx, OP, 2, 2, 1)?;
+        let p = p.unwrap_or_default();
+        let lhs = ctx.input(0)?;
+        let rhs = ctx.input(1)?;
+        let out = ctx.output(0)?;
+        let (plan, kind) = plan_node(&p, &lhs, &rhs, &out)?;
+        let (m, k, n) = (plan.m, plan.k, plan.n);
+        // Canonical layouts: lhs [m][k]; rhs [k][n] (float) or [n][k] (integer).
+        let lhs_dims = if p.adj_x { (k, m) } else { (m, k) };
+        let rhs_dims = if p.adj_y { (n, k) } else { (k, n) };
+        let counts = (matrices(lhs.shape), matrices(rhs.shape));
+        ctx.resize_output(0, &plan.out_shape)?;
+        let mut st =
+            State { plan, kind, adj_x: p.adj_x, adj_y: p.adj_y, counts, lhs_dims, rhs_dims, rhs: PackSlot::default() };
+        st.rhs = PackSlot::prepare(&rhs, None, || relayout_rhs(&st, &rhs))?;
+        Ok(st)
     }
-    let threads = recommended_threads(ctx);
-    let plan = &ops.plan;
-    let (m, k, n) = (plan.m, plan.k, plan.n);
-    let (lc, rc) = (matrices(ops.lhs.shape), matrices(ops.rhs.shape));
-    // Canonical layouts: lhs [m][k]; rhs [k][n] (float) or [n][k] (integer).
-    let lhs_rows = |adj: bool| (if adj { k } else { m }, if adj { m } else { k });
-    let (lr, lcols) = lhs_rows(ops.p.adj_x);
-    let (rr, rcols) = if ops.p.adj_y { (n, k) } else { (k, n) };
-    let r = match &ops.kind {
-        Kind::F32 => {
-            let lhs = relayout(ops.lhs.data::<f32>()?, lc, lr, lcols, ops.p.adj_x);
-            let rhs = relayout(ops.rhs.data::<f32>()?, rc, rr, rcols, ops.p.adj_y);
-            matmul_f32(plan, &lhs, &rhs, out.data_mut::<f32>()?, threads)
+
+    fn invoke(ctx: &OpCtx<'_>, _: &Option<TfLiteBatchMatMulParams>, st: &mut State) -> Result<()> {
+        let (lhs, rhs) = (ctx.input(0)?, ctx.input(1)?);
+        let mut out = ctx.output(0)?;
+        if out.shape != st.plan.out_shape.as_slice() {
+            return Err(op_error(OP, format!("output shape {:?} was not prepared as {:?}", out.shape, st.plan.out_shape)));
         }
-        Kind::Hybrid { column_scales, asymmetric } => {
-            let lhs = relayout(ops.lhs.data::<f32>()?, lc, lr, lcols, ops.p.adj_x);
-            let rhs = relayout(ops.rhs.data::<i8>()?, rc, rr, rcols, !ops.p.adj_y);
-            let q = quantize_rows(&lhs, k, *asymmetric);
-            matmul_hybrid(plan, &q, &rhs, column_scales, out.data_mut::<f32>()?, threads)
-        }
-        Kind::I8 { q } => {
-            let lhs = relayout(ops.lhs.data::<i8>()?, lc, lr, lcols, ops.p.adj_x);
-            let rhs = relayout(ops.rhs.data::<i8>()?, rc, rr, rcols, !ops.p.adj_y);
-            matmul_i8(plan, &lhs, &rhs, Some(*q), out.data_mut::<i8>()?, threads, |v| v as i8)
-        }
-        Kind::I8ToI32 => {
-            let lhs = relayout(ops.lhs.data::<i8>()?, lc, lr, lcols, ops.p.adj_x);
-            let rhs = relayout(ops.rhs.data::<i8>()?, rc, rr, rcols, !ops.p.adj_y);
-            matmul_i8(plan, &lhs, &rhs, None, out.data_mut::<i32>()?, threads, |v| v)
-        }
-        Kind::I16 { q } => {
-            let lhs = relayout(ops.lhs.data::<i16>()?, lc, lr, lcols, ops.p.adj_x);
-            let rhs = relayout(ops.rhs.data::<i16>()?, rc, rr, rcols, !ops.p.adj_y);
-            matmul_i16(plan, &lhs, &rhs, *q, out.data_mut::<i16>()?, threads)
-        }
-    };
-    r.map_err(err)
+        let threads = recommended_threads(ctx);
+        let k = st.plan.k;
+        let (lc, (lr, lcols)) = (st.counts.0, st.lhs_dims);
+        let mut fresh = None;
+        let mut slot = core::mem::take(&mut st.rhs);
+        let r = (|| {
+            let rhs_c = slot.get(&rhs, None, &mut fresh, || relayout_rhs(st, &rhs))?;
+            let plan = &st.plan;
+            match (&st.kind, rhs_c) {
+                (Kind::F32, Rhs::F32(rhs)) => {
+                    let lhs = relayout(lhs.data::<f32>()?, lc, lr, lcols, st.adj_x);
+                    matmul_f32(plan, &lhs, rhs, out.data_mut::<f32>()?, threads)
+                }
+                (Kind::Hybrid { column_scales, asymmetric }, Rhs::I8(rhs)) => {
+                    let lhs = relayout(lhs.data::<f32>()?, lc, lr, lcols, st.adj_x);
+                    let q = quantize_rows(&lhs, k, *asymmetric);
+                    matmul_hybrid(plan, &q, rhs, column_scales, out.data_mut::<f32>()?, threads)
+                }
+                (Kind::I8 { q }, Rhs::I8(rhs)) => {
+                    let lhs = relayout(lhs.data::<i8>()?, lc, lr, lcols, st.adj_x);
+                    matmul_i8(plan, &lhs, rhs, Some(*q), out.data_mut::<i8>()?, threads, |v| v as i8)
+                }
+                (Kind::I8ToI32, Rhs::I8(rhs)) => {
+                    let lhs = relayout(lhs.data::<i8>()?, lc, lr, lcols, st.adj_x);
+                    matmul_i8(plan, &lhs, rhs, None, out.data_mut::<i32>()?, threads, |v| v)
+                }
+                (Kind::I16 { q }, Rhs::I16(rhs)) => {
+                    let lhs = relayout(lhs.data::<i16>()?, lc, lr, lcols, st.adj_x);
+                    matmul_i16(plan, &lhs, rhs, *q, out.data_mut::<i16>()?, threads)
+                }
+                _ => Err(op_error(OP, "internal error: right operand of the wrong type")),
+            }
+        })();
+        st.rhs = slot;
+        r
+    }
 }
 
 #[cfg(test)]

@@ -21,8 +21,7 @@
 
 use super::conv_common::{opt_data_cow, Requant, 
     ConvGeom, QuantMul, affine, check_len, checked_product, compute_padding_height_width, dim, legacy_quant_mul,
-    node_state, parallel_rows, per_channel_multipliers, positive_param, recommended_threads, threads_for,
-    with_node_state, with_packed,
+    PackSlot, parallel_rows, per_channel_multipliers, positive_param, recommended_threads, threads_for,
 };
 use crate::abi::builtin_op_data::{TfLiteConvParams, TfLiteFusedActivation};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
@@ -30,13 +29,17 @@ use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::activation::{activation_range_f32, activation_range_quantized, clamp_min_max};
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::microkernels::f32_gemm::PackedGemm;
+use crate::microkernels::packed::Packed;
+use crate::microkernels::table;
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64};
 
 const OP: &str = "CONV_2D";
 
 /// The CONV_2D registration.
 pub fn registration() -> TfLiteRegistration {
-    with_node_state(crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinConv2d, prepare = prepare, eval = eval))
+    kernel::registration::<Conv2d>(TfLiteBuiltinOperator::kTfLiteBuiltinConv2d)
 }
 
 /// Which implementation computes a convolution.
@@ -984,15 +987,20 @@ pub fn conv_hybrid_optimized(
 // Kernel glue
 // ---------------------------------------------------------------------------------------
 
-fn params(ctx: &OpCtx<'_>) -> Result<TfLiteConvParams> {
-    // SAFETY: the model parser allocates a `TfLiteConvParams` as the builtin data of every
-    // CONV_2D node, and this registration is only used for CONV_2D.
-    let p = unsafe { ctx.builtin_data::<TfLiteConvParams>() };
-    p.copied().ok_or_else(|| Error::new(format!("{OP}: node has no builtin params")))
-}
+/// CONV_2D. State: the geometry, how the node computes (type path, activation range,
+/// quantized multipliers, hybrid filter scales), the output shape, and the filter packed
+/// for the optimized paths (GEMM blocks for float32, widened `i16` for integer and hybrid).
+struct Conv2d;
 
-fn err(e: Error) -> Error {
-    Error::with_status(e.status, format!("{OP}: {}", e.message))
+/// What Prepare derives for a CONV_2D node.
+struct State {
+    geom: ConvGeom,
+    kind: Kind,
+    out_shape: [i32; 4],
+    /// The float filter and bias packed for the GEMM microkernels (ungrouped float32).
+    gemm: PackSlot<PackedGemm>,
+    /// The integer or hybrid filter widened and packed for [`conv_rows_i16`] (ungrouped).
+    i16s: PackSlot<Packed<i16>>,
 }
 
 /// How the node computes, decided from the types and quantization as conv.cc does.
@@ -1004,27 +1012,22 @@ enum Kind {
     Quant16 { mults: Vec<QuantMul>, act: (i32, i32), bias64: bool },
 }
 
-struct Plan<'a> {
-    input: TensorView<'a>,
-    filter: TensorView<'a>,
-    bias: Option<TensorView<'a>>,
-    geom: ConvGeom,
-    kind: Kind,
+/// The node's input, filter, optional bias and output.
+fn operands<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, TensorView<'a>, Option<TensorView<'a>>)> {
+    let n_in = ctx.num_inputs();
+    let input = ctx.input(0)?;
+    let filter = ctx.input(1)?;
+    let bias = if n_in == 3 { ctx.optional_input(2)? } else { None };
+    Ok((input, filter, bias))
 }
 
-fn plan<'a>(ctx: &OpCtx<'a>) -> Result<Plan<'a>> {
-    let p = params(ctx)?;
-    let n_in = ctx.num_inputs();
-    if n_in != 2 && n_in != 3 {
-        return Err(Error::new(format!("{OP}: expected 2 or 3 inputs, got {n_in}")));
-    }
-    if ctx.num_outputs() != 1 {
-        return Err(Error::new(format!("{OP}: expected 1 output, got {}", ctx.num_outputs())));
-    }
-    let input = ctx.input(0).map_err(err)?;
-    let filter = ctx.input(1).map_err(err)?;
-    let bias = if n_in == 3 { ctx.optional_input(2).map_err(err)? } else { None };
-    let output = ctx.output(0).map_err(err)?;
+fn plan(
+    p: &TfLiteConvParams,
+    input: &TensorView<'_>,
+    filter: &TensorView<'_>,
+    bias: Option<&TensorView<'_>>,
+    output: &TensorView<'_>,
+) -> Result<(ConvGeom, Kind)> {
     if input.shape.len() != 4 || filter.shape.len() != 4 {
         return Err(Error::new(format!(
             "{OP}: input {:?} and filter {:?} must have rank 4",
@@ -1032,8 +1035,8 @@ fn plan<'a>(ctx: &OpCtx<'a>) -> Result<Plan<'a>> {
         )));
     }
     let d = |t: &TensorView<'_>, what, i| dim(OP, what, t.shape, i);
-    let (batches, in_h, in_w, in_c) = (d(&input, "input", 0)?, d(&input, "input", 1)?, d(&input, "input", 2)?, d(&input, "input", 3)?);
-    let (out_c, f_h, f_w, f_c) = (d(&filter, "filter", 0)?, d(&filter, "filter", 1)?, d(&filter, "filter", 2)?, d(&filter, "filter", 3)?);
+    let (batches, in_h, in_w, in_c) = (d(input, "input", 0)?, d(input, "input", 1)?, d(input, "input", 2)?, d(input, "input", 3)?);
+    let (out_c, f_h, f_w, f_c) = (d(filter, "filter", 0)?, d(filter, "filter", 1)?, d(filter, "filter", 2)?, d(filter, "filter", 3)?);
     if in_h == 0 || in_w == 0 || in_c == 0 || out_c == 0 || f_h == 0 || f_w == 0 || f_c == 0 {
         return Err(Error::new(format!(
             "{OP}: input {:?} and filter {:?} need positive spatial and channel dimensions",
@@ -1058,7 +1061,7 @@ fn plan<'a>(ctx: &OpCtx<'a>) -> Result<Plan<'a>> {
     let dil_h = positive_param(OP, "dilation_height_factor", p.dilation_height_factor)?;
     let dil_w = positive_param(OP, "dilation_width_factor", p.dilation_width_factor)?;
     let (out_h, out_w, pad) =
-        compute_padding_height_width(stride_h, stride_w, dil_h, dil_w, in_h, in_w, f_h, f_w, p.padding).map_err(err)?;
+        compute_padding_height_width(stride_h, stride_w, dil_h, dil_w, in_h, in_w, f_h, f_w, p.padding)?;
     let geom = ConvGeom {
         batches,
         in_h,
@@ -1080,12 +1083,12 @@ fn plan<'a>(ctx: &OpCtx<'a>) -> Result<Plan<'a>> {
     geom.check_index_range(OP)?;
     checked_product(OP, &[batches, out_h, out_w, out_c])?;
     checked_product(OP, &[batches, in_h, in_w, in_c])?;
-    if let Some(b) = &bias {
+    if let Some(b) = bias {
         if b.num_elements() != out_c {
             return Err(Error::new(format!("{OP}: bias has {} elements for {out_c} filters", b.num_elements())));
         }
     }
-    let bias_type = bias.as_ref().map(|b| b.dtype);
+    let bias_type = bias.map(|b| b.dtype);
     let kind = match dtype {
         TfLiteType::kTfLiteFloat32 => {
             let act = activation_range_f32(p.activation);
@@ -1094,7 +1097,7 @@ fn plan<'a>(ctx: &OpCtx<'a>) -> Result<Plan<'a>> {
             }
             match filter.dtype {
                 TfLiteType::kTfLiteFloat32 => Kind::F32 { act },
-                TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteUInt8 => hybrid_kind(&filter, out_c, in_c / f_c, act)?,
+                TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteUInt8 => hybrid_kind(filter, out_c, in_c / f_c, act)?,
                 other => return Err(Error::new(format!("{OP}: filter type {} with float32 input", other.name()))),
             }
         }
@@ -1106,12 +1109,12 @@ fn plan<'a>(ctx: &OpCtx<'a>) -> Result<Plan<'a>> {
             if let Some(bt) = bias_type.filter(|&t| t != TfLiteType::kTfLiteInt32) {
                 return Err(Error::new(format!("{OP}: bias of type {} with {} input", bt.name(), dtype.name())));
             }
-            if let Some(b) = &bias {
+            if let Some(b) = bias {
                 if b.quant().zero_point != 0 {
                     return Err(Error::new(format!("{OP}: bias zero point must be 0")));
                 }
             }
-            Kind::Quant8(quant8_params(&input, &filter, bias.as_ref(), &output, out_c, p.activation)?)
+            Kind::Quant8(quant8_params(input, filter, bias, output, out_c, p.activation)?)
         }
         _ => {
             // int16 activations, int8 filter.
@@ -1121,7 +1124,7 @@ fn plan<'a>(ctx: &OpCtx<'a>) -> Result<Plan<'a>> {
             if input.quant().zero_point != 0 || output.quant().zero_point != 0 {
                 return Err(Error::new(format!("{OP}: int16 input and output zero points must be 0")));
             }
-            check_zero_filter_zero_points(&filter)?;
+            check_zero_filter_zero_points(filter)?;
             let qbt = p.quantized_bias_type;
             let bias64 = match (bias_type, qbt) {
                 (Some(TfLiteType::kTfLiteInt64), _) => true,
@@ -1141,20 +1144,20 @@ fn plan<'a>(ctx: &OpCtx<'a>) -> Result<Plan<'a>> {
                     )));
                 }
             }
-            if let Some(b) = &bias {
+            if let Some(b) = bias {
                 if b.quant().zero_point != 0 {
                     return Err(Error::new(format!("{OP}: bias zero point must be 0")));
                 }
             }
-            let (scales, _, _) = affine(OP, "filter", &filter)?;
-            let in_q = affine(OP, "input", &input).map(|_| input.quant())?;
+            let (scales, _, _) = affine(OP, "filter", filter)?;
+            let in_q = affine(OP, "input", input).map(|_| input.quant())?;
             let out_q = output.quant();
             let mults = per_channel_multipliers(OP, in_q.scale, scales, out_q.scale, out_c)?;
-            let act = activation_range_quantized(p.activation, dtype, out_q.scale, out_q.zero_point).map_err(err)?;
+            let act = activation_range_quantized(p.activation, dtype, out_q.scale, out_q.zero_point)?;
             Kind::Quant16 { mults, act, bias64 }
         }
     };
-    Ok(Plan { input, filter, bias, geom, kind })
+    Ok((geom, kind))
 }
 
 fn check_zero_filter_zero_points(filter: &TensorView<'_>) -> Result<()> {
@@ -1218,86 +1221,142 @@ fn quant8_params(
         check_zero_filter_zero_points(filter)?;
         per_channel_multipliers(OP, in_q.scale, scales, out_q.scale, out_c)?
     };
-    let (act_min, act_max) = activation_range_quantized(act, input.dtype, out_q.scale, out_q.zero_point).map_err(err)?;
+    let (act_min, act_max) = activation_range_quantized(act, input.dtype, out_q.scale, out_q.zero_point)?;
     let filter_offset = if input.dtype == TfLiteType::kTfLiteUInt8 { -filter.quant().zero_point } else { 0 };
     Quant8Params::checked(OP, in_q.zero_point, filter_offset, out_q.zero_point, mults, (act_min, act_max))
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let plan = plan(ctx)?;
-    // Hybrid: the quantized input and its per-batch parameters are node temporaries.
-    let temps = match plan.kind {
-        Kind::Hybrid { .. } => hybrid_temporary_bytes(plan.geom.input_len().unwrap_or(0), plan.geom.batches)?.to_vec(),
-        _ => Vec::new(),
-    };
-    ctx.request_temporaries(&temps)?;
-    if matches!(plan.kind, Kind::F32 { .. }) && plan.geom.f_c == plan.geom.in_c {
-        super::conv_f32_gemm::prepare(node_state(ctx), &plan.geom, &plan.filter, plan.bias.as_ref()).map_err(err)?;
-    }
-    ctx.resize_output(0, &plan.geom.output_shape(OP)?).map_err(err)
-}
-
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let plan = plan(ctx)?;
-    let mut out = ctx.output(0).map_err(err)?;
-    let want = plan.geom.output_shape(OP)?;
-    if out.shape != want {
-        return Err(Error::new(format!("{OP}: output shape {:?} does not match the expected {want:?}", out.shape)));
-    }
-    if plan.geom.output_len() == Some(0) {
-        return Ok(());
-    }
-    let threads = recommended_threads(ctx);
-    let state = node_state(ctx);
-    let scratch = match plan.kind {
-        Kind::Hybrid { .. } => {
-            Some(hybrid_temporaries(ctx, 0, plan.geom.input_len().unwrap_or(0), plan.geom.batches)?)
+/// A hybrid filter's values as int8 (TFLite reads a uint8 hybrid filter's bytes as int8).
+fn hybrid_filter<'a>(filter: &TensorView<'a>) -> Result<&'a [i8]> {
+    match filter.dtype {
+        TfLiteType::kTfLiteInt8 => filter.data::<i8>(),
+        _ => {
+            let raw = filter.data::<u8>()?;
+            // SAFETY: u8 and i8 have the same size and alignment, and every bit
+            // pattern is a valid i8.
+            Ok(unsafe { core::slice::from_raw_parts(raw.as_ptr().cast::<i8>(), raw.len()) })
         }
-        _ => None,
-    };
-    run(&plan, &mut out, threads, state, Variant::Optimized, scratch).map_err(err)
+    }
 }
 
+/// Packs the filter of an ungrouped hybrid or 8-bit node for [`conv_rows_i16`] (8-bit
+/// filters widened with their offset).
+fn pack_i16(g: &ConvGeom, kind: &Kind, filter: &TensorView<'_>) -> Result<Packed<i16>> {
+    let pg = packing_geom_i16(g);
+    let packed = match kind {
+        Kind::Hybrid { .. } => pack_filter_i16(&pg, hybrid_filter(filter)?, |v| v as i16)?,
+        Kind::Quant8(p) => match filter.dtype {
+            TfLiteType::kTfLiteUInt8 => {
+                pack_filter_i16(&pg, filter.data::<u8>()?, |v| v.to_i32().wrapping_add(p.filter_offset) as i16)?
+            }
+            _ => pack_filter_i16(&pg, filter.data::<i8>()?, |v| v.to_i32().wrapping_add(p.filter_offset) as i16)?,
+        },
+        _ => return Err(Error::new(format!("{OP}: internal error: no integer filter to pack"))),
+    };
+    Ok(Packed::new(packed))
+}
+
+impl BuiltinKernel for Conv2d {
+    const NAME: &'static str = OP;
+    type Params = TfLiteConvParams;
+    type State = State;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteConvParams) -> Result<State> {
+        let n_in = ctx.num_inputs();
+        if n_in != 2 && n_in != 3 {
+            return Err(Error::new(format!("{OP}: expected 2 or 3 inputs, got {n_in}")));
+        }
+        if ctx.num_outputs() != 1 {
+            return Err(Error::new(format!("{OP}: expected 1 output, got {}", ctx.num_outputs())));
+        }
+        let (input, filter, bias) = operands(ctx)?;
+        let output = ctx.output(0)?;
+        let (geom, kind) = plan(p, &input, &filter, bias.as_ref(), &output)?;
+        // Hybrid: the quantized input and its per-batch parameters are node temporaries.
+        let temps = match kind {
+            Kind::Hybrid { .. } => hybrid_temporary_bytes(geom.input_len().unwrap_or(0), geom.batches)?.to_vec(),
+            _ => Vec::new(),
+        };
+        ctx.request_temporaries(&temps)?;
+        let ungrouped = geom.f_c == geom.in_c;
+        let (mut gemm, mut i16s) = (PackSlot::default(), PackSlot::default());
+        match kind {
+            Kind::F32 { .. } if ungrouped => {
+                gemm = PackSlot::prepare(&filter, bias.as_ref(), || {
+                    super::conv_f32_gemm::pack_weights(&geom, &filter, bias.as_ref())
+                })?;
+            }
+            Kind::Hybrid { .. } | Kind::Quant8(_) if ungrouped => {
+                // The widened filter does not hold the bias.
+                i16s = PackSlot::prepare(&filter, None, || pack_i16(&geom, &kind, &filter))?;
+            }
+            _ => {}
+        }
+        let out_shape = geom.output_shape(OP)?;
+        ctx.resize_output(0, &out_shape)?;
+        Ok(State { geom, kind, out_shape, gemm, i16s })
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLiteConvParams, state: &mut State) -> Result<()> {
+        let (input, filter, bias) = operands(ctx)?;
+        let mut out = ctx.output(0)?;
+        if out.shape != state.out_shape {
+            return Err(Error::new(format!(
+                "{OP}: output shape {:?} does not match the expected {:?}",
+                out.shape, state.out_shape
+            )));
+        }
+        if state.geom.output_len() == Some(0) {
+            return Ok(());
+        }
+        let threads = recommended_threads(ctx);
+        let scratch = match state.kind {
+            Kind::Hybrid { .. } => {
+                Some(hybrid_temporaries(ctx, 0, state.geom.input_len().unwrap_or(0), state.geom.batches)?)
+            }
+            _ => None,
+        };
+        run(state, &input, &filter, bias.as_ref(), &mut out, threads, Variant::Optimized, scratch)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn run(
-    plan: &Plan<'_>,
+    state: &mut State,
+    input: &TensorView<'_>,
+    filter: &TensorView<'_>,
+    bias: Option<&TensorView<'_>>,
     out: &mut crate::kernels::api::TensorViewMut<'_>,
     threads: usize,
-    state: Option<&super::conv_common::NodeState>,
     variant: Variant,
     scratch: Option<HybridBuffers<'_>>,
 ) -> Result<()> {
-    let g = &plan.geom;
+    let State { geom, kind, gemm, i16s, .. } = state;
+    let g = &*geom;
     let grouped = g.f_c != g.in_c;
     let variant = if grouped { Variant::Reference } else { variant };
-    let i16_cache = state.map(|s| &s.i16s);
-    match &plan.kind {
+    let (mut fresh_gemm, mut fresh_i16) = (None, None);
+    match &*kind {
         Kind::F32 { act } => {
-            let input = plan.input.data::<f32>()?;
-            let filter = plan.filter.data::<f32>()?;
-            let bias_c = opt_data_cow::<f32>(plan.bias.as_ref())?;
-            let bias = bias_c.as_deref();
+            let input = input.data::<f32>()?;
             let out = out.data_mut::<f32>()?;
             match variant {
-                Variant::Reference => conv_f32_reference(g, input, filter, bias, out, *act),
+                Variant::Reference => {
+                    let bias_c = opt_data_cow::<f32>(bias)?;
+                    conv_f32_reference(g, input, filter.data::<f32>()?, bias_c.as_deref(), out, *act)
+                }
                 Variant::Optimized => {
-                    super::conv_f32_gemm::run(state, g, input, &plan.filter, plan.bias.as_ref(), out, *act, threads)
+                    let packed = gemm.get(filter, bias, &mut fresh_gemm, || {
+                        super::conv_f32_gemm::pack_weights(g, filter, bias)
+                    })?;
+                    super::conv_f32_gemm::compute(table(), g, input, packed, out, *act, threads)
                 }
             }
         }
         Kind::Hybrid { per_channel, channel_scales, filter_scale, act } => {
-            let input = plan.input.data::<f32>()?;
-            let filter: &[i8] = match plan.filter.dtype {
-                TfLiteType::kTfLiteInt8 => plan.filter.data::<i8>()?,
-                _ => {
-                    // TFLite reads a uint8 hybrid filter's bytes as int8.
-                    let raw = plan.filter.data::<u8>()?;
-                    // SAFETY: u8 and i8 have the same size and alignment, and every bit
-                    // pattern is a valid i8.
-                    unsafe { core::slice::from_raw_parts(raw.as_ptr().cast::<i8>(), raw.len()) }
-                }
-            };
-            let bias_c = opt_data_cow::<f32>(plan.bias.as_ref())?;
-            let bias = bias_c.as_deref();
+            let input = input.data::<f32>()?;
+            let bias_c = opt_data_cow::<f32>(bias)?;
+            let bias_s = bias_c.as_deref();
             let out = out.data_mut::<f32>()?;
             let batch_len = g.in_h * g.in_w * g.in_c;
             let owned;
@@ -1309,51 +1368,47 @@ fn run(
                 }
             };
             match variant {
-                Variant::Reference => conv_hybrid_reference(g, &q, filter, channel_scales, bias, *act, out),
-                Variant::Optimized => with_packed(
-                    i16_cache,
-                    &plan.filter,
-                    2 | (block_channels() << 4),
-                    || pack_filter_i16(&packing_geom_i16(g), filter, |v| v as i16),
-                    |packed| conv_hybrid_optimized(g, &q, packed, channel_scales, bias, *act, out, threads),
-                ),
+                Variant::Reference => {
+                    conv_hybrid_reference(g, &q, hybrid_filter(filter)?, channel_scales, bias_s, *act, out)
+                }
+                Variant::Optimized => {
+                    let packed = i16s.get(filter, None, &mut fresh_i16, || pack_i16(g, kind, filter))?;
+                    conv_hybrid_optimized(g, &q, packed, channel_scales, bias_s, *act, out, threads)
+                }
             }
         }
         Kind::Quant8(p) => {
-            let bias_c = opt_data_cow::<i32>(plan.bias.as_ref())?;
-            let bias = bias_c.as_deref();
-            match plan.input.dtype {
+            let bias_c = opt_data_cow::<i32>(bias)?;
+            let bias_s = bias_c.as_deref();
+            let packed = match variant {
+                Variant::Reference => None,
+                Variant::Optimized => Some(&**i16s.get(filter, None, &mut fresh_i16, || pack_i16(g, kind, filter))?),
+            };
+            match input.dtype {
                 TfLiteType::kTfLiteUInt8 => {
-                    let (input, filter) = (plan.input.data::<u8>()?, plan.filter.data::<u8>()?);
-                    let out = out.data_mut::<u8>()?;
-                    q8(g, input, filter, bias, p, out, threads, i16_cache, &plan.filter, variant)
+                    let (input, filter) = (input.data::<u8>()?, filter.data::<u8>()?);
+                    q8(g, input, filter, bias_s, p, out.data_mut::<u8>()?, threads, packed)
                 }
                 _ => {
-                    let (input, filter) = (plan.input.data::<i8>()?, plan.filter.data::<i8>()?);
-                    let out = out.data_mut::<i8>()?;
-                    q8(g, input, filter, bias, p, out, threads, i16_cache, &plan.filter, variant)
+                    let (input, filter) = (input.data::<i8>()?, filter.data::<i8>()?);
+                    q8(g, input, filter, bias_s, p, out.data_mut::<i8>()?, threads, packed)
                 }
             }
         }
         Kind::Quant16 { mults, act, bias64 } => {
-            let input = plan.input.data::<i16>()?;
-            let filter = plan.filter.data::<i8>()?;
+            let input = input.data::<i16>()?;
+            let filter = filter.data::<i8>()?;
             let out = out.data_mut::<i16>()?;
-            let (bias_i64, bias_i32) = if *bias64 {
-                (opt_data_cow::<i64>(plan.bias.as_ref())?, None)
-            } else {
-                (None, opt_data_cow::<i32>(plan.bias.as_ref())?)
-            };
-            let bias = if *bias64 {
-                Bias16::I64(bias_i64.as_deref())
-            } else {
-                Bias16::I32(bias_i32.as_deref())
-            };
+            let (bias_i64, bias_i32) =
+                if *bias64 { (opt_data_cow::<i64>(bias)?, None) } else { (None, opt_data_cow::<i32>(bias)?) };
+            let bias = if *bias64 { Bias16::I64(bias_i64.as_deref()) } else { Bias16::I32(bias_i32.as_deref()) };
             conv_i16_reference(g, input, filter, bias, mults, *act, out)
         }
     }
 }
 
+/// 8-bit convolution: the reference loop, or the optimized one on `packed` (the filter
+/// packed by [`pack_i16`]).
 #[allow(clippy::too_many_arguments)]
 fn q8<T: QuantInt>(
     g: &ConvGeom,
@@ -1363,22 +1418,11 @@ fn q8<T: QuantInt>(
     p: &Quant8Params,
     out: &mut [T],
     threads: usize,
-    cache: Option<&parking_lot::Mutex<super::conv_common::PackCache<i16>>>,
-    filter_view: &TensorView<'_>,
-    variant: Variant,
+    packed: Option<&[i16]>,
 ) -> Result<()> {
-    match variant {
-        Variant::Reference => conv_q8_reference(g, input, filter, bias, p, out),
-        Variant::Optimized => {
-            let tag = 3 | (block_channels() << 4) | ((p.filter_offset as u32 as usize) << 16);
-            with_packed(
-                cache,
-                filter_view,
-                tag,
-                || pack_filter_i16(&packing_geom_i16(g), filter, |v| v.to_i32().wrapping_add(p.filter_offset) as i16),
-                |packed| conv_q8_optimized(g, input, packed, bias, p, out, threads),
-            )
-        }
+    match packed {
+        None => conv_q8_reference(g, input, filter, bias, p, out),
+        Some(packed) => conv_q8_optimized(g, input, packed, bias, p, out, threads),
     }
 }
 

@@ -3,17 +3,14 @@
 //! (`kernel_util.cc` `PopulateConvolutionQuantizationParams` /
 //! `GetQuantizedConvolutionMultipler`), the on-the-fly input quantization of the hybrid
 //! kernels (`portable_tensor_utils.cc` `SymmetricQuantizeFloats` /
-//! `AsymmetricQuantizeFloats`), and a per-node cache for repacked constant weights.
+//! `AsymmetricQuantizeFloats`), and the per-node slot for repacked constant weights.
 
 use crate::abi::builtin_op_data::TfLitePadding;
-use crate::abi::types::{TfLiteContext, TfLiteType};
+use crate::abi::types::TfLiteType;
 use crate::error::{Error, Result};
-use crate::kernels::api::{Element, OpCtx, TensorView};
+use crate::kernels::api::{Element, TensorView};
 use std::borrow::Cow;
 use crate::kernels::quant::try_quantize_multiplier;
-use core::ffi::{c_char, c_void};
-use crate::microkernels::packed::Packed;
-use parking_lot::Mutex;
 
 // The kernels' thread pool lives in `crate::kernels::threadpool`; the ops import it from here.
 pub use crate::kernels::threadpool::{parallel_rows, recommended_threads, threads_for};
@@ -686,59 +683,73 @@ pub fn asymmetric_quantize(values: &[f32], out: &mut [i8]) -> (f32, i32) {
 // Per-node state: repacked constant weights
 // ---------------------------------------------------------------------------------------
 
-/// Weights repacked once for a node, keyed by where the constant data lives. The copy
-/// counts in `microkernels::packed::live_packed_bytes`, the memory it adds beside the arena.
-#[derive(Default)]
-pub struct PackCache<T> {
-    key: Option<(usize, usize, usize)>,
-    data: Packed<T>,
+/// Where a weight tensor's data lives: (address, bytes). Packed weights are kept while
+/// the filter and bias they were packed from stay where they were.
+type WeightsKey = (usize, usize, usize, usize);
+
+fn weights_key(filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> Result<WeightsKey> {
+    let f = filter.raw()?;
+    let (bp, bl) = match bias {
+        Some(b) => {
+            let r = b.raw()?;
+            (r.as_ptr() as usize, r.len())
+        }
+        None => (0, 0),
+    };
+    Ok((f.as_ptr() as usize, f.len(), bp, bl))
 }
 
-/// Per-node state of the conv / FC kernels (`init` creates it, `free` drops it).
-#[derive(Default)]
-pub struct NodeState {
-    pub i16s: Mutex<PackCache<i16>>,
-    /// Float filters packed for the GEMM microkernels.
-    pub gemm: super::conv_f32_gemm::GemmCache,
-    /// Float transposed-convolution phases packed for the GEMM microkernels.
-    pub transpose: super::transpose_conv_f32_gemm::TransposeGemmCache,
-    /// Float depthwise filter and bias packed for the depthwise microkernels.
-    pub dwconv: super::depthwise_conv_2d::DwCache,
+/// A node's filter (and bias) packed for its kernel, part of the node's state: packed at
+/// Prepare when they are model constants, at the first Invoke when they only keep their
+/// values across runs from then on (a DEQUANTIZE of constant weights into a persistent
+/// tensor), and kept, keyed by where their data lives. The packing itself (geometry, tile
+/// widths, offsets) is fixed by the state it belongs to, which Prepare rebuilds.
+pub struct PackSlot<P> {
+    kept: Option<(WeightsKey, P)>,
 }
 
-/// `init` for kernels using [`NodeState`].
-///
-/// # Safety
-/// Called by the runtime as a `TfLiteRegistration::init`.
-unsafe extern "C" fn node_state_init(_context: *mut TfLiteContext, _buffer: *const c_char, _length: usize) -> *mut c_void {
-    Box::into_raw(Box::<NodeState>::default()).cast()
-}
-
-/// `free` for kernels using [`NodeState`].
-///
-/// # Safety
-/// `buffer` must be NULL or what [`node_state_init`] returned, not yet freed.
-unsafe extern "C" fn node_state_free(_context: *mut TfLiteContext, buffer: *mut c_void) {
-    if !buffer.is_null() {
-        // SAFETY: per the contract, `buffer` came from `Box::into_raw` in `node_state_init`.
-        drop(unsafe { Box::from_raw(buffer.cast::<NodeState>()) });
+impl<P> Default for PackSlot<P> {
+    fn default() -> Self {
+        PackSlot { kept: None }
     }
 }
 
-/// Adds [`NodeState`]'s `init` / `free` to a registration.
-pub fn with_node_state(mut reg: crate::abi::types::TfLiteRegistration) -> crate::abi::types::TfLiteRegistration {
-    reg.init = Some(node_state_init);
-    reg.free = Some(node_state_free);
-    reg
-}
+impl<P> PackSlot<P> {
+    /// The slot for a node at Prepare: holding the packed weights if they are constants.
+    pub fn prepare(
+        filter: &TensorView<'_>,
+        bias: Option<&TensorView<'_>>,
+        pack: impl FnOnce() -> Result<P>,
+    ) -> Result<PackSlot<P>> {
+        if !weights_constant(filter, bias) {
+            return Ok(PackSlot::default());
+        }
+        Ok(PackSlot { kept: Some((weights_key(filter, bias)?, pack()?)) })
+    }
 
-/// The node's [`NodeState`], if the node was initialised by [`node_state_init`].
-pub fn node_state<'a>(ctx: &OpCtx<'a>) -> Option<&'a NodeState> {
-    let p = ctx.user_data() as *const NodeState;
-    // SAFETY: kernels call this only from registrations made with `with_node_state`, whose
-    // `init` stored a live `NodeState` in `user_data`; it lives until `free`, after the
-    // last kernel call. A NULL pointer (no `init` run) gives `None`.
-    unsafe { p.as_ref() }
+    /// The packed weights at Invoke: the kept copy while filter and bias stay where they
+    /// were packed from; packed now and kept when they keep their values across runs;
+    /// otherwise packed into `fresh` for this call.
+    pub fn get<'s>(
+        &'s mut self,
+        filter: &TensorView<'_>,
+        bias: Option<&TensorView<'_>>,
+        fresh: &'s mut Option<P>,
+        pack: impl FnOnce() -> Result<P>,
+    ) -> Result<&'s P> {
+        if !weights_stable(filter, bias) {
+            return Ok(fresh.insert(pack()?));
+        }
+        let key = weights_key(filter, bias)?;
+        if self.kept.as_ref().is_none_or(|(k, _)| *k != key) {
+            self.kept = None;
+            self.kept = Some((key, pack()?));
+        }
+        match &self.kept {
+            Some((_, p)) => Ok(p),
+            None => Err(Error::new("internal error: packed weights missing")),
+        }
+    }
 }
 
 /// A convolution geometry for tests: square stride `s` and dilation `d`, padding as
@@ -776,34 +787,6 @@ pub fn weights_stable(filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) ->
 /// True if filter and (optional) bias are model constants, whose data is there at Prepare.
 pub fn weights_constant(filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> bool {
     filter.is_constant() && bias.is_none_or(|b| b.is_constant())
-}
-
-/// Runs `use_packed` on `source` repacked by `pack`; when `cache` is given and `source`
-/// keeps its values across runs (a constant, or dequantized constant weights), the packed copy is kept in the cache and reused while the tensor's
-/// data pointer, size and `tag` stay the same.
-pub fn with_packed<T: Clone, R>(
-    cache: Option<&Mutex<PackCache<T>>>,
-    source: &TensorView<'_>,
-    tag: usize,
-    pack: impl FnOnce() -> Result<Vec<T>>,
-    use_packed: impl FnOnce(&[T]) -> Result<R>,
-) -> Result<R> {
-    let raw = source.raw()?;
-    match cache {
-        Some(c) if source.is_stable_across_runs() => {
-            let mut g = c.lock();
-            let key = (raw.as_ptr() as usize, raw.len(), tag);
-            if g.key != Some(key) {
-                g.data = Packed::new(pack()?);
-                g.key = Some(key);
-            }
-            use_packed(&g.data)
-        }
-        _ => {
-            let packed = pack()?;
-            use_packed(&packed)
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,35 +1,15 @@
 //! Float32 convolution on the GEMM microkernels: the filter packed once per node into the
-//! microkernels' layout (at Prepare for constant filters), every output pixel a GEMM row
+//! microkernels' layout (at Prepare for constant filters, kept in the node's state), every output pixel a GEMM row
 //! whose taps point straight into the NHWC input (no im2col), rows split over threads.
 //! Used by CONV_2D for ungrouped float convolutions; the fused activation is the
 //! microkernels' clamp.
 
-use super::conv_common::{ConvGeom, NodeState, parallel_rows, threads_for, weights_constant, weights_stable};
+use super::conv_common::{ConvGeom, parallel_rows, threads_for};
 use crate::kernels::threadpool::parallel_chunks_mut;
 use crate::error::{Error, Result};
 use crate::kernels::api::TensorView;
 use crate::microkernels::f32_gemm::{self, ConvRows, DenseRows, PackedGemm};
 use crate::microkernels::{Table, table};
-use parking_lot::Mutex;
-
-/// A node's packed filter, with what it was packed from.
-#[derive(Default)]
-pub struct GemmCache {
-    slot: Mutex<Option<(PackKey, std::sync::Arc<PackedGemm>)>>,
-}
-
-/// Identifies the constant data a packing was made from (location, size) and the
-/// geometry it was packed for.
-type PackKey = (usize, usize, usize, usize, usize, usize);
-
-fn key(filter: &TensorView<'_>, bias: Option<&TensorView<'_>>, g: &ConvGeom) -> Result<PackKey> {
-    let f = filter.raw()?;
-    let b = match bias {
-        Some(b) => b.raw()?.as_ptr() as usize,
-        None => 0,
-    };
-    Ok((f.as_ptr() as usize, f.len(), b, g.out_c, g.f_h * g.f_w, g.in_c))
-}
 
 /// Packs `filter` (OHWI) and `bias` for `table`'s GEMM kernels.
 fn pack(table: &Table, g: &ConvGeom, filter: &[f32], bias: Option<&[f32]>) -> Result<PackedGemm> {
@@ -43,49 +23,10 @@ fn pack(table: &Table, g: &ConvGeom, filter: &[f32], bias: Option<&[f32]>) -> Re
     f32_gemm::pack(&table.f32_gemm, g.out_c, ks, kc, |o, t, k| filter[o * per_output + t * kc + k], bias)
 }
 
-/// Packs a constant filter ahead of the first Invoke (called from Prepare).
-pub fn prepare(state: Option<&NodeState>, g: &ConvGeom, filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> Result<()> {
-    let Some(state) = state else { return Ok(()) };
-    if !weights_constant(filter, bias) {
-        return Ok(());
-    }
-    cached(&state.gemm, g, filter, bias).map(|_| ())
-}
-
-fn cached(cache: &GemmCache, g: &ConvGeom, filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> Result<std::sync::Arc<PackedGemm>> {
-    let k = key(filter, bias, g)?;
-    let mut slot = cache.slot.lock();
-    if let Some((have, p)) = slot.as_ref() {
-        if *have == k {
-            return Ok(p.clone());
-        }
-    }
+/// Packs `filter` (OHWI) and `bias` for this CPU's GEMM kernels.
+pub fn pack_weights(g: &ConvGeom, filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> Result<PackedGemm> {
     let b = bias.map(|b| b.data::<f32>()).transpose()?;
-    let p = std::sync::Arc::new(pack(table(), g, filter.data::<f32>()?, b)?);
-    *slot = Some((k, p.clone()));
-    Ok(p)
-}
-
-/// Runs the convolution.
-#[allow(clippy::too_many_arguments)]
-pub fn run(
-    state: Option<&NodeState>,
-    g: &ConvGeom,
-    input: &[f32],
-    filter: &TensorView<'_>,
-    bias: Option<&TensorView<'_>>,
-    out: &mut [f32],
-    act: (f32, f32),
-    max_threads: usize,
-) -> Result<()> {
-    let packed = match state {
-        Some(s) if weights_stable(filter, bias) => cached(&s.gemm, g, filter, bias)?,
-        _ => {
-            let b = bias.map(|b| b.data::<f32>()).transpose()?;
-            std::sync::Arc::new(pack(table(), g, filter.data::<f32>()?, b)?)
-        }
-    };
-    compute(table(), g, input, &packed, out, act, max_threads)
+    pack(table(), g, filter.data::<f32>()?, b)
 }
 
 /// The convolution on weights packed for `table`.
@@ -102,6 +43,9 @@ pub fn compute(
     let n = g.out_c;
     if out.len() != rows * n || packed.n != n {
         return Err(Error::new(format!("output has {} values, the geometry needs {}", out.len(), rows * n)));
+    }
+    if g.input_len() != Some(input.len()) {
+        return Err(Error::new(format!("input has {} values, the geometry needs {:?}", input.len(), g.input_len())));
     }
     let work = rows.saturating_mul(n).saturating_mul(packed.ks * packed.kc);
     let dense = g.f_h == 1

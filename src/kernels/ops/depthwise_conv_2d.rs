@@ -22,7 +22,8 @@ use super::conv_common::{opt_data_cow, Requant,
     ConvGeom, QuantMul, affine, check_len, checked_product, compute_padding_height_width, dim, legacy_quant_mul,
     parallel_rows, per_channel_multipliers, positive_param, recommended_threads, threads_for,
 };
-use super::conv_common::{NodeState, node_state, with_node_state};
+use super::conv_common::PackSlot;
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::abi::builtin_op_data::{TfLiteDepthwiseConvParams, TfLiteFusedActivation};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
@@ -33,18 +34,12 @@ use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, multiply
 use crate::microkernels::f32_dwconv::{self, DwGeom};
 use crate::microkernels::packed::Packed;
 use crate::microkernels::table;
-use parking_lot::Mutex;
-use std::sync::Arc;
 
 const OP: &str = "DEPTHWISE_CONV_2D";
 
 /// The DEPTHWISE_CONV_2D registration.
 pub fn registration() -> TfLiteRegistration {
-    with_node_state(crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinDepthwiseConv2d,
-        prepare = prepare,
-        eval = eval
-    ))
+    kernel::registration::<DepthwiseConv2d>(TfLiteBuiltinOperator::kTfLiteBuiltinDepthwiseConv2d)
 }
 
 /// Which implementation computes a depthwise convolution.
@@ -429,66 +424,6 @@ pub fn dw_f32_microkernel(
     })
 }
 
-/// A node's float filter and bias packed for the depthwise microkernels, with what they
-/// were packed from.
-#[derive(Default)]
-pub struct DwCache {
-    slot: Mutex<Option<(PackKey, Arc<Packed<f32>>)>>,
-}
-
-/// Identifies the constant data a packing was made from: filter and bias location and
-/// size, channels and taps.
-type PackKey = (usize, usize, usize, usize, usize, usize);
-
-/// True if filter and bias are model constants (their packing can be kept, and made at
-/// Prepare).
-fn constant_weights(plan: &Plan<'_>) -> bool {
-    super::conv_common::weights_constant(&plan.filter, plan.bias.as_ref())
-}
-
-/// True if filter and bias keep their values across Invokes (their packing is cached).
-fn stable_weights(plan: &Plan<'_>) -> bool {
-    super::conv_common::weights_stable(&plan.filter, plan.bias.as_ref())
-}
-
-/// Packs the plan's float filter and bias.
-fn pack_plan(plan: &Plan<'_>) -> Result<Packed<f32>> {
-    let bias = opt_data_cow::<f32>(plan.bias.as_ref())?;
-    pack_f32(&plan.geom, plan.filter.data::<f32>()?, bias.as_deref())
-}
-
-/// The plan's packed float weights: from the node's cache when they keep their values
-/// across Invokes (packed on first use: at Prepare for model constants, at the first
-/// Invoke for dequantized weights), otherwise packed for this call.
-fn packed_f32(state: Option<&NodeState>, plan: &Plan<'_>) -> Result<Arc<Packed<f32>>> {
-    let Some(state) = state.filter(|_| stable_weights(plan)) else {
-        return Ok(Arc::new(pack_plan(plan)?));
-    };
-    let f = plan.filter.raw()?;
-    let (b_ptr, b_len) = match &plan.bias {
-        Some(b) => {
-            let raw = b.raw()?;
-            (raw.as_ptr() as usize, raw.len())
-        }
-        None => (0, 0),
-    };
-    let key = (f.as_ptr() as usize, f.len(), b_ptr, b_len, plan.geom.out_c, plan.geom.f_h * plan.geom.f_w);
-    let mut slot = state.dwconv.slot.lock();
-    if let Some((have, p)) = slot.as_ref() {
-        if *have == key {
-            return Ok(p.clone());
-        }
-    }
-    let p = Arc::new(pack_plan(plan)?);
-    *slot = Some((key, p.clone()));
-    Ok(p)
-}
-
-/// True when the plan's float convolution runs on the depthwise microkernels.
-fn uses_microkernels(plan: &Plan<'_>) -> bool {
-    matches!(plan.kind, Kind::F32 { .. }) && plan.geom.in_c == plan.geom.out_c
-}
-
 /// 8-bit depthwise convolution on the operands `x + input_offset` (widened while the
 /// input is read) and `w + filter_offset` (`filter_wide`, as `i16`); identical to
 /// [`dw_q8_reference`].
@@ -501,18 +436,46 @@ pub fn dw_q8_optimized<T: QuantInt>(
     out: &mut [T],
     threads: usize,
 ) -> Result<()> {
+    dw_q8_wide(g, input, &WideFilter::new(filter_wide.to_vec()), bias, p, out, threads)
+}
+
+/// An integer depthwise filter widened to `i16` (offset applied), with its values as
+/// `f32` and its largest magnitude, for the float loop of [`exact_in_f32`] sums.
+pub struct WideFilter {
+    wide: Packed<i16>,
+    as_f32: Packed<f32>,
+    max_abs: u64,
+}
+
+impl WideFilter {
+    /// The filter `wide` (values `w + filter_offset`).
+    pub fn new(wide: Vec<i16>) -> WideFilter {
+        let max_abs = wide.iter().map(|&x| (x as i32).unsigned_abs() as u64).max().unwrap_or(0);
+        WideFilter { as_f32: Packed::new(to_f32(&wide)), wide: Packed::new(wide), max_abs }
+    }
+}
+
+/// [`dw_q8_optimized`] on a filter widened ahead.
+fn dw_q8_wide<T: QuantInt>(
+    g: &ConvGeom,
+    input: &[T],
+    filter: &WideFilter,
+    bias: Option<&[i32]>,
+    p: &Quant8Params,
+    out: &mut [T],
+    threads: usize,
+) -> Result<()> {
     if let Some(b) = bias {
         check_len("bias", b.len(), Some(g.out_c))?;
     }
     check_len("multipliers", p.mults.len(), Some(g.out_c))?;
     let rq = Requant::new(&p.mults, bias, p.output_offset, p.act_min, p.act_max);
     let offsets = vec![p.input_offset; g.batches];
-    if exact_in_f32(g, max_abs_wide(g, input, &offsets), filter_wide) {
-        let wf = to_f32(filter_wide);
+    if exact_in_f32(g, max_abs_wide(g, input, &offsets), filter.max_abs) {
         let cv = |x: T, off: i32| wide(x, off) as f32;
-        return dw_rows(g, input, &cv, &offsets, &wf, out, threads, &|acc: &[f32], _b, c0, out: &mut [T]| rq.apply(c0, acc, out));
+        return dw_rows(g, input, &cv, &offsets, &filter.as_f32, out, threads, &|acc: &[f32], _b, c0, out: &mut [T]| rq.apply(c0, acc, out));
     }
-    dw_rows(g, input, &wide::<T>, &offsets, filter_wide, out, threads, &|acc: &[i32], _b, c0, out: &mut [T]| rq.apply(c0, acc, out))
+    dw_rows(g, input, &wide::<T>, &offsets, &filter.wide, out, threads, &|acc: &[i32], _b, c0, out: &mut [T]| rq.apply(c0, acc, out))
 }
 
 /// An 8-bit value widened with an offset (`x + off` as `i16`).
@@ -536,10 +499,9 @@ fn max_abs_wide<T: QuantInt>(g: &ConvGeom, input: &[T], offsets: &[i32]) -> u64 
 /// `f32`: every product and partial sum is an integer below 2^24 in magnitude (the window
 /// has at most `2^24 / max|x| / max|w|` taps). The optimized integer kernels then use the
 /// (faster) float loop and convert the exact sums back.
-fn exact_in_f32(g: &ConvGeom, input_max_abs: u64, filter: &[i16]) -> bool {
-    let max_abs = |v: &[i16]| v.iter().map(|&x| (x as i32).unsigned_abs() as u64).max().unwrap_or(0);
+fn exact_in_f32(g: &ConvGeom, input_max_abs: u64, filter_max_abs: u64) -> bool {
     let taps = (g.f_h * g.f_w) as u64;
-    taps.saturating_mul(input_max_abs).saturating_mul(max_abs(filter)) < 1 << 24
+    taps.saturating_mul(input_max_abs).saturating_mul(filter_max_abs) < 1 << 24
 }
 
 fn to_f32(v: &[i16]) -> Vec<f32> {
@@ -558,6 +520,22 @@ pub fn dw_hybrid_optimized(
     out: &mut [f32],
     threads: usize,
 ) -> Result<()> {
+    let fw = WideFilter::new(filter.iter().map(|&w| w as i16).collect());
+    dw_hybrid_wide(g, q, &fw, channel_scales, bias, act, out, threads)
+}
+
+/// [`dw_hybrid_optimized`] on the filter widened ahead.
+#[allow(clippy::too_many_arguments)]
+fn dw_hybrid_wide(
+    g: &ConvGeom,
+    q: &HybridInput<'_>,
+    filter: &WideFilter,
+    channel_scales: &[f32],
+    bias: Option<&[f32]>,
+    act: (f32, f32),
+    out: &mut [f32],
+    threads: usize,
+) -> Result<()> {
     check_len("batch scales", q.scales.len(), Some(g.batches))?;
     check_len("batch offsets", q.offsets.len(), Some(g.batches))?;
     check_len("quantized input", q.data.len(), g.input_len())?;
@@ -568,17 +546,15 @@ pub fn dw_hybrid_optimized(
         check_len("bias", b.len(), Some(g.out_c))?;
     }
     let offsets: Vec<i32> = q.offsets.iter().map(|&o| o.wrapping_neg()).collect();
-    let fw: Vec<i16> = filter.iter().map(|&w| w as i16).collect();
-    if exact_in_f32(g, max_abs_wide(g, q.data, &offsets), &fw) {
-        let wf = to_f32(&fw);
+    if exact_in_f32(g, max_abs_wide(g, q.data, &offsets), filter.max_abs) {
         let cv = |x: i8, off: i32| wide(x, off) as f32;
-        return dw_rows(g, q.data, &cv, &offsets, &wf, out, threads, &|acc: &[f32], b, c0, out: &mut [f32]| {
+        return dw_rows(g, q.data, &cv, &offsets, &filter.as_f32, out, threads, &|acc: &[f32], b, c0, out: &mut [f32]| {
             for (j, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
                 *o = hybrid_finish(a as i32, channel_scales, c0 + j, q.scales[b], bias, act);
             }
         });
     }
-    dw_rows(g, q.data, &wide::<i8>, &offsets, &fw, out, threads, &|acc: &[i32], b, c0, out: &mut [f32]| {
+    dw_rows(g, q.data, &wide::<i8>, &offsets, &filter.wide, out, threads, &|acc: &[i32], b, c0, out: &mut [f32]| {
         for (j, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
             *o = hybrid_finish(a, channel_scales, c0 + j, q.scales[b], bias, act);
         }
@@ -589,15 +565,21 @@ pub fn dw_hybrid_optimized(
 // Kernel glue
 // ---------------------------------------------------------------------------------------
 
-fn params(ctx: &OpCtx<'_>) -> Result<TfLiteDepthwiseConvParams> {
-    // SAFETY: the model parser allocates a `TfLiteDepthwiseConvParams` as the builtin data
-    // of every DEPTHWISE_CONV_2D node, and this registration is only used for that op.
-    let p = unsafe { ctx.builtin_data::<TfLiteDepthwiseConvParams>() };
-    p.copied().ok_or_else(|| Error::new(format!("{OP}: node has no builtin params")))
-}
+/// DEPTHWISE_CONV_2D. State: the geometry, how the node computes (type path, activation
+/// range, quantized multipliers, hybrid channel scales), the output shape, and the filter
+/// packed for the optimized paths (float filter and bias for the depthwise microkernels,
+/// integer filters widened to `i16` and `f32`).
+struct DepthwiseConv2d;
 
-fn err(e: Error) -> Error {
-    Error::with_status(e.status, format!("{OP}: {}", e.message))
+/// What Prepare derives for a DEPTHWISE_CONV_2D node.
+struct State {
+    geom: ConvGeom,
+    kind: Kind,
+    out_shape: [i32; 4],
+    /// Float filter and bias packed for the microkernels (float32, depth multiplier 1).
+    f32s: PackSlot<Packed<f32>>,
+    /// The 8-bit or hybrid filter widened with its offset.
+    wide: PackSlot<WideFilter>,
 }
 
 enum Kind {
@@ -607,33 +589,27 @@ enum Kind {
     Quant16 { mults: Vec<QuantMul>, act: (i32, i32) },
 }
 
-struct Plan<'a> {
-    input: TensorView<'a>,
-    filter: TensorView<'a>,
-    bias: Option<TensorView<'a>>,
-    geom: ConvGeom,
-    kind: Kind,
+/// The node's input, filter and optional bias.
+fn operands<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, TensorView<'a>, Option<TensorView<'a>>)> {
+    let input = ctx.input(0)?;
+    let filter = ctx.input(1)?;
+    let bias = if ctx.num_inputs() == 3 { ctx.optional_input(2)? } else { None };
+    Ok((input, filter, bias))
 }
 
-fn plan<'a>(ctx: &OpCtx<'a>) -> Result<Plan<'a>> {
-    let p = params(ctx)?;
-    let n_in = ctx.num_inputs();
-    if n_in != 2 && n_in != 3 {
-        return Err(Error::new(format!("{OP}: expected 2 or 3 inputs, got {n_in}")));
-    }
-    if ctx.num_outputs() != 1 {
-        return Err(Error::new(format!("{OP}: expected 1 output, got {}", ctx.num_outputs())));
-    }
-    let input = ctx.input(0).map_err(err)?;
-    let filter = ctx.input(1).map_err(err)?;
-    let bias = if n_in == 3 { ctx.optional_input(2).map_err(err)? } else { None };
-    let output = ctx.output(0).map_err(err)?;
+fn plan(
+    p: &TfLiteDepthwiseConvParams,
+    input: &TensorView<'_>,
+    filter: &TensorView<'_>,
+    bias: Option<&TensorView<'_>>,
+    output: &TensorView<'_>,
+) -> Result<(ConvGeom, Kind)> {
     if input.shape.len() != 4 || filter.shape.len() != 4 {
         return Err(Error::new(format!("{OP}: input {:?} and filter {:?} must have rank 4", input.shape, filter.shape)));
     }
     let d = |t: &TensorView<'_>, what, i| dim(OP, what, t.shape, i);
-    let (batches, in_h, in_w, in_c) = (d(&input, "input", 0)?, d(&input, "input", 1)?, d(&input, "input", 2)?, d(&input, "input", 3)?);
-    let (f_n, f_h, f_w, out_c) = (d(&filter, "filter", 0)?, d(&filter, "filter", 1)?, d(&filter, "filter", 2)?, d(&filter, "filter", 3)?);
+    let (batches, in_h, in_w, in_c) = (d(input, "input", 0)?, d(input, "input", 1)?, d(input, "input", 2)?, d(input, "input", 3)?);
+    let (f_n, f_h, f_w, out_c) = (d(filter, "filter", 0)?, d(filter, "filter", 1)?, d(filter, "filter", 2)?, d(filter, "filter", 3)?);
     if in_h == 0 || in_w == 0 || in_c == 0 || f_h == 0 || f_w == 0 || out_c == 0 {
         return Err(Error::new(format!(
             "{OP}: input {:?} and filter {:?} need positive spatial and channel dimensions",
@@ -674,7 +650,7 @@ fn plan<'a>(ctx: &OpCtx<'a>) -> Result<Plan<'a>> {
     if dtype == TfLiteType::kTfLiteInt16 && (input.quant().zero_point != 0 || output.quant().zero_point != 0) {
         return Err(Error::new(format!("{OP}: int16 input and output zero points must be 0")));
     }
-    if let Some(b) = &bias {
+    if let Some(b) = bias {
         let want = match dtype {
             TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 => TfLiteType::kTfLiteInt32,
             TfLiteType::kTfLiteInt16 => TfLiteType::kTfLiteInt64,
@@ -691,7 +667,7 @@ fn plan<'a>(ctx: &OpCtx<'a>) -> Result<Plan<'a>> {
         }
     }
     let (out_h, out_w, pad) =
-        compute_padding_height_width(stride_h, stride_w, dil_h, dil_w, in_h, in_w, f_h, f_w, p.padding).map_err(err)?;
+        compute_padding_height_width(stride_h, stride_w, dil_h, dil_w, in_h, in_w, f_h, f_w, p.padding)?;
     let geom = ConvGeom {
         batches,
         in_h,
@@ -716,7 +692,7 @@ fn plan<'a>(ctx: &OpCtx<'a>) -> Result<Plan<'a>> {
     let kind = if dtype == TfLiteType::kTfLiteFloat32 {
         let act = activation_range_f32(p.activation);
         if hybrid {
-            let (scales, _, qdim) = affine(OP, "filter", &filter)?;
+            let (scales, _, qdim) = affine(OP, "filter", filter)?;
             let channel_scales = if scales.len() == out_c && (qdim == 3 || out_c == 1) {
                 scales.to_vec()
             } else if scales.len() == 1 {
@@ -732,10 +708,11 @@ fn plan<'a>(ctx: &OpCtx<'a>) -> Result<Plan<'a>> {
             Kind::F32 { act }
         }
     } else {
-        quant_kind(&input, &filter, bias.as_ref(), &output, out_c, p.activation)?
+        quant_kind(input, filter, bias, output, out_c, p.activation)?
     };
-    Ok(Plan { input, filter, bias, geom, kind })
+    Ok((geom, kind))
 }
+
 
 fn quant_kind(
     input: &TensorView<'_>,
@@ -754,7 +731,7 @@ fn quant_kind(
         return Err(Error::new(format!("{OP}: per-channel filter scales must be along dimension 3, not {qdim}")));
     }
     let (in_q, out_q) = (input.quant(), output.quant());
-    let (act_min, act_max) = activation_range_quantized(act, input.dtype, out_q.scale, out_q.zero_point).map_err(err)?;
+    let (act_min, act_max) = activation_range_quantized(act, input.dtype, out_q.scale, out_q.zero_point)?;
     match input.dtype {
         TfLiteType::kTfLiteInt16 => {
             let mults = per_channel_multipliers(OP, in_q.scale, scales, out_q.scale, out_c)?;
@@ -776,70 +753,112 @@ fn quant_kind(
     }
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let plan = plan(ctx)?;
-    // Hybrid: the quantized input and its per-batch parameters are node temporaries.
-    let temps = match plan.kind {
-        Kind::Hybrid { .. } => hybrid_temporary_bytes(plan.geom.input_len().unwrap_or(0), plan.geom.batches)?.to_vec(),
-        _ => Vec::new(),
+/// Widens the filter of an 8-bit or hybrid node with its offset.
+fn widen_filter(kind: &Kind, filter: &TensorView<'_>) -> Result<WideFilter> {
+    let wide = match kind {
+        Kind::Hybrid { .. } => filter.data::<i8>()?.iter().map(|&w| w as i16).collect(),
+        Kind::Quant8(p) => match filter.dtype {
+            TfLiteType::kTfLiteUInt8 => widen(filter.data::<u8>()?, p.filter_offset),
+            _ => widen(filter.data::<i8>()?, p.filter_offset),
+        },
+        _ => return Err(Error::new(format!("{OP}: internal error: no integer filter to widen"))),
     };
-    ctx.request_temporaries(&temps)?;
-    // Constant float weights are packed here, so the first Invoke does not pay for it.
-    if uses_microkernels(&plan) && constant_weights(&plan) {
-        if let Some(state) = node_state(ctx) {
-            packed_f32(Some(state), &plan).map_err(err)?;
-        }
-    }
-    ctx.resize_output(0, &plan.geom.output_shape(OP)?).map_err(err)
+    Ok(WideFilter::new(wide))
 }
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let plan = plan(ctx)?;
-    let mut out = ctx.output(0).map_err(err)?;
-    let want = plan.geom.output_shape(OP)?;
-    if out.shape != want {
-        return Err(Error::new(format!("{OP}: output shape {:?} does not match the expected {want:?}", out.shape)));
-    }
-    if plan.geom.output_len() == Some(0) {
-        return Ok(());
-    }
-    let scratch = match plan.kind {
-        Kind::Hybrid { .. } => {
-            Some(hybrid_temporaries(ctx, 0, plan.geom.input_len().unwrap_or(0), plan.geom.batches)?)
+/// Packs the float filter and bias for the microkernels.
+fn pack_views(g: &ConvGeom, filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> Result<Packed<f32>> {
+    let b = opt_data_cow::<f32>(bias)?;
+    pack_f32(g, filter.data::<f32>()?, b.as_deref())
+}
+
+impl BuiltinKernel for DepthwiseConv2d {
+    const NAME: &'static str = OP;
+    type Params = TfLiteDepthwiseConvParams;
+    type State = State;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteDepthwiseConvParams) -> Result<State> {
+        let n_in = ctx.num_inputs();
+        if n_in != 2 && n_in != 3 {
+            return Err(Error::new(format!("{OP}: expected 2 or 3 inputs, got {n_in}")));
         }
-        _ => None,
-    };
-    run(&plan, &mut out, recommended_threads(ctx), Variant::Optimized, scratch, node_state(ctx)).map_err(err)
+        if ctx.num_outputs() != 1 {
+            return Err(Error::new(format!("{OP}: expected 1 output, got {}", ctx.num_outputs())));
+        }
+        let (input, filter, bias) = operands(ctx)?;
+        let output = ctx.output(0)?;
+        let (geom, kind) = plan(p, &input, &filter, bias.as_ref(), &output)?;
+        // Hybrid: the quantized input and its per-batch parameters are node temporaries.
+        let temps = match kind {
+            Kind::Hybrid { .. } => hybrid_temporary_bytes(geom.input_len().unwrap_or(0), geom.batches)?.to_vec(),
+            _ => Vec::new(),
+        };
+        ctx.request_temporaries(&temps)?;
+        // Constant weights are packed here, so the first Invoke does not pay for it.
+        let (mut f32s, mut wide) = (PackSlot::default(), PackSlot::default());
+        match kind {
+            Kind::F32 { .. } if geom.in_c == geom.out_c => {
+                f32s = PackSlot::prepare(&filter, bias.as_ref(), || pack_views(&geom, &filter, bias.as_ref()))?;
+            }
+            Kind::Hybrid { .. } | Kind::Quant8(_) => {
+                // The widened filter does not hold the bias.
+                wide = PackSlot::prepare(&filter, None, || widen_filter(&kind, &filter))?;
+            }
+            _ => {}
+        }
+        let out_shape = geom.output_shape(OP)?;
+        ctx.resize_output(0, &out_shape)?;
+        Ok(State { geom, kind, out_shape, f32s, wide })
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLiteDepthwiseConvParams, state: &mut State) -> Result<()> {
+        let (input, filter, bias) = operands(ctx)?;
+        let mut out = ctx.output(0)?;
+        if out.shape != state.out_shape {
+            return Err(Error::new(format!(
+                "{OP}: output shape {:?} does not match the expected {:?}",
+                out.shape, state.out_shape
+            )));
+        }
+        if state.geom.output_len() == Some(0) {
+            return Ok(());
+        }
+        let scratch = match state.kind {
+            Kind::Hybrid { .. } => {
+                Some(hybrid_temporaries(ctx, 0, state.geom.input_len().unwrap_or(0), state.geom.batches)?)
+            }
+            _ => None,
+        };
+        run(state, &input, &filter, bias.as_ref(), &mut out, recommended_threads(ctx), scratch)
+    }
 }
 
 fn run(
-    plan: &Plan<'_>,
+    state: &mut State,
+    input: &TensorView<'_>,
+    filter: &TensorView<'_>,
+    bias: Option<&TensorView<'_>>,
     out: &mut TensorViewMut<'_>,
     threads: usize,
-    variant: Variant,
     scratch: Option<HybridBuffers<'_>>,
-    state: Option<&NodeState>,
 ) -> Result<()> {
-    let g = &plan.geom;
-    match &plan.kind {
-        Kind::F32 { act } if variant == Variant::Optimized && uses_microkernels(plan) => {
-            let packed = packed_f32(state, plan)?;
-            dw_f32_microkernel(g, plan.input.data::<f32>()?, &packed, out.data_mut::<f32>()?, *act, threads)
+    let State { geom, kind, f32s, wide, .. } = state;
+    let g = &*geom;
+    match &*kind {
+        Kind::F32 { act } if g.in_c == g.out_c => {
+            let mut fresh = None;
+            let packed = f32s.get(filter, bias, &mut fresh, || pack_views(g, filter, bias))?;
+            dw_f32_microkernel(g, input.data::<f32>()?, packed, out.data_mut::<f32>()?, *act, threads)
         }
         Kind::F32 { act } => {
-            let (input, filter) = (plan.input.data::<f32>()?, plan.filter.data::<f32>()?);
-            let bias_c = opt_data_cow::<f32>(plan.bias.as_ref())?;
-            let bias = bias_c.as_deref();
-            let out = out.data_mut::<f32>()?;
-            match variant {
-                Variant::Reference => dw_f32_reference(g, input, filter, bias, out, *act),
-                Variant::Optimized => dw_f32_optimized(g, input, filter, bias, out, *act, threads),
-            }
+            let (input, filter) = (input.data::<f32>()?, filter.data::<f32>()?);
+            let bias_c = opt_data_cow::<f32>(bias)?;
+            dw_f32_optimized(g, input, filter, bias_c.as_deref(), out.data_mut::<f32>()?, *act, threads)
         }
         Kind::Hybrid { channel_scales, act } => {
-            let (input, filter) = (plan.input.data::<f32>()?, plan.filter.data::<i8>()?);
-            let bias_c = opt_data_cow::<f32>(plan.bias.as_ref())?;
-            let bias = bias_c.as_deref();
+            let input = input.data::<f32>()?;
+            let bias_c = opt_data_cow::<f32>(bias)?;
+            let bias_s = bias_c.as_deref();
             let out = out.data_mut::<f32>()?;
             let batch_len = g.in_h * g.in_w * g.in_c;
             let owned;
@@ -850,34 +869,31 @@ fn run(
                     owned.view()
                 }
             };
-            match variant {
-                Variant::Reference => dw_hybrid_reference(g, &q, filter, channel_scales, bias, *act, out),
-                Variant::Optimized => dw_hybrid_optimized(g, &q, filter, channel_scales, bias, *act, out, threads),
-            }
+            let mut fresh = None;
+            let fw = wide.get(filter, None, &mut fresh, || widen_filter(kind, filter))?;
+            dw_hybrid_wide(g, &q, fw, channel_scales, bias_s, *act, out, threads)
         }
         Kind::Quant8(p) => {
-            let bias_c = opt_data_cow::<i32>(plan.bias.as_ref())?;
-            let bias = bias_c.as_deref();
-            match plan.input.dtype {
-                TfLiteType::kTfLiteUInt8 => {
-                    let (input, filter) = (plan.input.data::<u8>()?, plan.filter.data::<u8>()?);
-                    q8(g, input, filter, bias, p, out.data_mut::<u8>()?, threads, variant)
-                }
-                _ => {
-                    let (input, filter) = (plan.input.data::<i8>()?, plan.filter.data::<i8>()?);
-                    q8(g, input, filter, bias, p, out.data_mut::<i8>()?, threads, variant)
-                }
+            let bias_c = opt_data_cow::<i32>(bias)?;
+            let bias_s = bias_c.as_deref();
+            let mut fresh = None;
+            let fw = wide.get(filter, None, &mut fresh, || widen_filter(kind, filter))?;
+            match input.dtype {
+                TfLiteType::kTfLiteUInt8 => dw_q8_wide(g, input.data::<u8>()?, fw, bias_s, p, out.data_mut::<u8>()?, threads),
+                _ => dw_q8_wide(g, input.data::<i8>()?, fw, bias_s, p, out.data_mut::<i8>()?, threads),
             }
         }
         Kind::Quant16 { mults, act } => {
-            let (input, filter) = (plan.input.data::<i16>()?, plan.filter.data::<i8>()?);
-            let bias_c = opt_data_cow::<i64>(plan.bias.as_ref())?;
-            let bias = bias_c.as_deref();
-            dw_i16_reference(g, input, filter, bias, mults, *act, out.data_mut::<i16>()?)
+            let (input, filter) = (input.data::<i16>()?, filter.data::<i8>()?);
+            let bias_c = opt_data_cow::<i64>(bias)?;
+            dw_i16_reference(g, input, filter, bias_c.as_deref(), mults, *act, out.data_mut::<i16>()?)
         }
     }
 }
 
+/// 8-bit depthwise convolution by `variant` (the reference loop, or the optimized one on
+/// the filter widened for this call).
+#[cfg(test)]
 #[allow(clippy::too_many_arguments)]
 fn q8<T: QuantInt>(
     g: &ConvGeom,

@@ -28,7 +28,7 @@
 //! Not supported (an error): shuffled, sparse, int4 and int16 weights.
 
 use super::conv_common::{opt_data_cow, 
-    checked_product, node_state, per_channel_multipliers, recommended_threads, threads_for, with_node_state, with_packed,
+    PackSlot, checked_product, per_channel_multipliers, recommended_threads, threads_for,
 };
 use crate::abi::builtin_op_data::{
     TfLiteFullyConnectedParams, TfLiteFullyConnectedWeightsFormat, TfLiteFusedActivation,
@@ -39,16 +39,16 @@ use crate::error::{Error, Result};
 use crate::kernels::activation::{activation_range_f32, activation_range_quantized, apply_f32, clamp_min_max};
 use crate::kernels::api::{OpCtx, TensorView, TensorViewMut};
 use crate::kernels::quant::QuantInt;
+use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::microkernels::f32_gemm::PackedGemm;
+use crate::microkernels::packed::Packed;
+use crate::microkernels::table;
 
 const OP: &str = "FULLY_CONNECTED";
 
 /// The FULLY_CONNECTED registration.
 pub fn registration() -> TfLiteRegistration {
-    with_node_state(crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinFullyConnected,
-        prepare = prepare,
-        eval = eval
-    ))
+    kernel::registration::<FullyConnected>(TfLiteBuiltinOperator::kTfLiteBuiltinFullyConnected)
 }
 
 /// Which implementation computes a fully-connected layer.
@@ -244,12 +244,13 @@ pub fn quantize_rows(input: &[f32], d: FcDims, asymmetric: bool, weight_scale: O
 
 /// The node temporaries a hybrid layer requests in Prepare (byte sizes): the int8 input
 /// rows, their scales and zero points (TFLite's `input_quantized`, `scaling_factors`,
-/// `input_offsets`), the rows widened to int16 and the weight row sums (`row_sums`).
-fn hybrid_temporary_bytes(d: FcDims) -> Result<[usize; 5]> {
+/// `input_offsets`) and the rows widened to int16. The weight row sums are computed from
+/// the weights once, with their packing.
+fn hybrid_temporary_bytes(d: FcDims) -> Result<[usize; 4]> {
     let of = || Error::new(format!("{OP}: scratch size overflow"));
     let n = d.batches.checked_mul(d.depth).ok_or_else(of)?;
     let b4 = d.batches.checked_mul(4).ok_or_else(of)?;
-    Ok([n, b4, b4, n.checked_mul(2).ok_or_else(of)?, d.units.checked_mul(4).ok_or_else(of)?])
+    Ok([n, b4, b4, n.checked_mul(2).ok_or_else(of)?])
 }
 
 /// `BatchQuantizeFloats`: each of the `d.batches` rows symmetrically (zero point 0) or
@@ -542,17 +543,6 @@ pub fn fc_hybrid_optimized(
 // Kernel glue
 // ---------------------------------------------------------------------------------------
 
-fn params(ctx: &OpCtx<'_>) -> Result<TfLiteFullyConnectedParams> {
-    // SAFETY: the model parser allocates a `TfLiteFullyConnectedParams` as the builtin
-    // data of every FULLY_CONNECTED node, and this registration is only used for it.
-    let p = unsafe { ctx.builtin_data::<TfLiteFullyConnectedParams>() };
-    p.copied().ok_or_else(|| Error::new(format!("{OP}: node has no builtin params")))
-}
-
-fn err(e: Error) -> Error {
-    Error::with_status(e.status, format!("{OP}: {}", e.message))
-}
-
 /// The output shape TFLite's Prepare gives (see the module doc); `input` and `weights` are
 /// shapes. An input whose size is not a multiple of the depth is truncated to whole rows.
 pub fn output_shape(input: &[i32], weights: &[i32], keep_num_dims: bool) -> Result<Vec<i32>> {
@@ -588,43 +578,60 @@ pub fn output_shape(input: &[i32], weights: &[i32], keep_num_dims: bool) -> Resu
     Ok(vec![batches, units])
 }
 
+/// FULLY_CONNECTED. State: the layer's dimensions, type path (activation range, quantized
+/// scales and offsets, hybrid weight scales), output shape and type, and the weights packed
+/// for the optimized paths (GEMM blocks for float32; integer weights widened to `i16` in
+/// blocks of units, with the hybrid path's weight row sums).
+struct FullyConnected;
+
+/// What Prepare derives for a FULLY_CONNECTED node.
+struct State {
+    out_shape: Vec<i32>,
+    dims: FcDims,
+    kind: Kind,
+    /// int64 accumulation for int16 layers.
+    bias64: bool,
+    in_type: TfLiteType,
+    out_type: TfLiteType,
+    /// Whether an 8-bit layer runs on widened `i16` operands (else the reference loop).
+    widen: bool,
+    gemm: PackSlot<PackedGemm>,
+    wide: PackSlot<WideWeights>,
+}
+
+/// Integer weights widened and packed by [`pack_weights`], with each unit's weight sum
+/// (hybrid layers).
+struct WideWeights {
+    packed: Packed<i16>,
+    row_sums: Vec<i32>,
+}
+
 enum Kind {
     F32 { act: (f32, f32) },
     Quant(QuantFcParams),
     Hybrid { channel_scales: Option<Vec<f32>>, weight_scale: Option<f32> },
 }
 
-struct Plan<'a> {
-    input: TensorView<'a>,
-    weights: TensorView<'a>,
-    bias: Option<TensorView<'a>>,
-    out_shape: Vec<i32>,
-    dims: FcDims,
-    kind: Kind,
-    /// int64 accumulation for int16 layers.
-    bias64: bool,
-    out_type: TfLiteType,
+/// The node's input, weights and optional bias.
+fn operands<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, TensorView<'a>, Option<TensorView<'a>>)> {
+    let input = ctx.input(0)?;
+    let weights = ctx.input(1)?;
+    let bias = if ctx.num_inputs() == 3 { ctx.optional_input(2)? } else { None };
+    Ok((input, weights, bias))
 }
 
-fn plan<'a>(ctx: &OpCtx<'a>, p: &TfLiteFullyConnectedParams) -> Result<Plan<'a>> {
-    let n_in = ctx.num_inputs();
-    if n_in != 2 && n_in != 3 {
-        return Err(Error::new(format!("{OP}: expected 2 or 3 inputs, got {n_in}")));
-    }
-    if p.weights_format != TfLiteFullyConnectedWeightsFormat::kTfLiteFullyConnectedWeightsFormatDefault {
-        return Err(Error::new(format!("{OP}: shuffled weights (format {:?}) are not supported", p.weights_format)));
-    }
-    if ctx.num_outputs() != 1 {
-        return Err(Error::new(format!("{OP}: expected 1 output, got {}", ctx.num_outputs())));
-    }
-    let input = ctx.input(0).map_err(err)?;
-    let weights = ctx.input(1).map_err(err)?;
-    let bias = if n_in == 3 { ctx.optional_input(2).map_err(err)? } else { None };
-    let output = ctx.output(0).map_err(err)?;
+/// Checks the node; its dimensions, kind, output shape and whether int64 accumulates.
+fn plan(
+    p: &TfLiteFullyConnectedParams,
+    input: &TensorView<'_>,
+    weights: &TensorView<'_>,
+    bias: Option<&TensorView<'_>>,
+    output: &TensorView<'_>,
+) -> Result<(FcDims, Kind, Vec<i32>, bool)> {
     use TfLiteType::*;
     let wq = matches!(weights.dtype, kTfLiteUInt8 | kTfLiteInt8);
     let hybrid = wq && input.dtype == kTfLiteFloat32;
-    let bias_type = bias.as_ref().map(|b| b.dtype);
+    let bias_type = bias.map(|b| b.dtype);
     if wq {
         if hybrid {
             if output.dtype != kTfLiteFloat32 || bias_type.is_some_and(|t| t != kTfLiteFloat32) {
@@ -655,28 +662,29 @@ fn plan<'a>(ctx: &OpCtx<'a>, p: &TfLiteFullyConnectedParams) -> Result<Plan<'a>>
             return Err(Error::new(format!("{OP}: fused activation {:?} is not supported", p.activation)));
         }
     }
-    let out_shape = output_shape(input.shape, weights.shape, p.keep_num_dims).map_err(err)?;
+    let out_shape = output_shape(input.shape, weights.shape, p.keep_num_dims)?;
     let (units, depth) = (weights.shape[0] as usize, weights.shape[1] as usize);
     let total = checked_product(OP, &input.shape.iter().map(|&d| d as usize).collect::<Vec<_>>())?;
     let batches = total.checked_div(depth).unwrap_or_else(|| out_shape.iter().rev().skip(1).map(|&d| d as usize).product());
     checked_product(OP, &[batches, units])?;
-    if let Some(b) = &bias {
+    if let Some(b) = bias {
         if b.num_elements() != units {
             return Err(Error::new(format!("{OP}: bias shape {:?} does not match {units} units", b.shape)));
         }
     }
     let mut bias64 = false;
     let kind = if hybrid {
-        hybrid_kind(&weights, units)?
+        hybrid_kind(weights, units)?
     } else if wq {
-        let (q, b64) = quant_kind(&input, &weights, bias.as_ref(), &output, units, p)?;
+        let (q, b64) = quant_kind(input, weights, bias, output, units, p)?;
         bias64 = b64;
         Kind::Quant(q)
     } else {
         Kind::F32 { act: activation_range_f32(p.activation) }
     };
-    Ok(Plan { input, weights, bias, out_shape, dims: FcDims { batches, depth, units }, kind, bias64, out_type: output.dtype })
+    Ok((FcDims { batches, depth, units }, kind, out_shape, bias64))
 }
+
 
 fn hybrid_kind(weights: &TensorView<'_>, units: usize) -> Result<Kind> {
     match weights.affine_quant() {
@@ -747,7 +755,7 @@ fn quant_kind(
     if scales_f64.iter().any(|s| !s.is_finite()) {
         return Err(Error::new(format!("{OP}: invalid quantization scales")));
     }
-    let (act_min, act_max) = activation_range_quantized(p.activation, output.dtype, out_q.scale, out_q.zero_point).map_err(err)?;
+    let (act_min, act_max) = activation_range_quantized(p.activation, output.dtype, out_q.scale, out_q.zero_point)?;
     let mut bias64 = false;
     if input.dtype == kTfLiteInt16 && output.dtype == kTfLiteInt16 {
         if in_q.zero_point != 0 || out_q.zero_point != 0 {
@@ -811,47 +819,129 @@ fn as_conv(d: FcDims) -> super::conv_common::ConvGeom {
     }
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let p = params(ctx)?;
-    let plan = plan(ctx, &p)?;
-    if matches!(plan.kind, Kind::F32 { .. }) && plan.dims.batches * plan.dims.units * plan.dims.depth != 0 {
-        super::conv_f32_gemm::prepare(node_state(ctx), &as_conv(plan.dims), &plan.weights, plan.bias.as_ref()).map_err(err)?;
-    }
-    let temps = match plan.kind {
-        Kind::Hybrid { .. } => hybrid_temporary_bytes(plan.dims)?.to_vec(),
-        _ => Vec::new(),
-    };
-    ctx.request_temporaries(&temps)?;
-    ctx.resize_output(0, &plan.out_shape).map_err(err)
+/// The first `n` input values (the whole rows); an error if the input holds fewer.
+fn rows<T>(input: &[T], n: usize) -> Result<&[T]> {
+    input.get(..n).ok_or_else(|| Error::new(format!("input holds {} values, the layer needs {n}", input.len())))
 }
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let p = params(ctx)?;
-    let plan = plan(ctx, &p)?;
-    let mut out = ctx.output(0).map_err(err)?;
-    if out.shape != plan.out_shape.as_slice() {
-        return Err(Error::new(format!("{OP}: output shape {:?} does not match the expected {:?}", out.shape, plan.out_shape)));
-    }
-    let d = plan.dims;
-    let scratch = match plan.kind {
-        Kind::Hybrid { .. } if d.batches * d.units * d.depth != 0 => {
-            let n = d.batches * d.depth;
-            let (data, scales, offsets) = (ctx.temporary_mut::<i8>(0)?, ctx.temporary_mut::<f32>(1)?, ctx.temporary_mut::<i32>(2)?);
-            let (wide, row_sums) = (ctx.temporary_mut::<i16>(3)?, ctx.temporary_mut::<i32>(4)?);
-            if data.len() < n || scales.len() < d.batches || offsets.len() < d.batches || wide.len() < n || row_sums.len() < d.units {
-                return Err(Error::new(format!("{OP}: hybrid temporaries are smaller than the input needs")));
-            }
-            Some(HybridScratch {
-                data: &mut data[..n],
-                scales: &mut scales[..d.batches],
-                offsets: &mut offsets[..d.batches],
-                wide: &mut wide[..n],
-                row_sums: &mut row_sums[..d.units],
-            })
+/// A hybrid layer's weights as int8 (TFLite reads uint8 hybrid weights as int8 too).
+fn hybrid_weights<'a>(weights: &TensorView<'a>) -> Result<&'a [i8]> {
+    match weights.dtype {
+        TfLiteType::kTfLiteInt8 => weights.data::<i8>(),
+        _ => {
+            let raw = weights.data::<u8>()?;
+            // SAFETY: u8 and i8 have the same layout and every bit pattern is a
+            // valid i8.
+            Ok(unsafe { core::slice::from_raw_parts(raw.as_ptr().cast::<i8>(), raw.len()) })
         }
-        _ => None,
-    };
-    run(&plan, &p, &mut out, recommended_threads(ctx), node_state(ctx), Variant::Optimized, scratch).map_err(err)
+    }
+}
+
+/// Widens and packs the weights of a hybrid or 8-bit layer (with the hybrid row sums).
+fn widen_weights(d: FcDims, kind: &Kind, weights: &TensorView<'_>) -> Result<WideWeights> {
+    match kind {
+        Kind::Hybrid { .. } => {
+            let w = hybrid_weights(weights)?;
+            let row_sums =
+                w.chunks_exact(d.depth.max(1)).map(|r| r.iter().fold(0i32, |a, &v| a.wrapping_add(v as i32))).collect();
+            Ok(WideWeights { packed: Packed::new(pack_weights(w, d, |v| v as i16)?), row_sums })
+        }
+        Kind::Quant(qp) => {
+            let off = qp.weights_offset;
+            let packed = match weights.dtype {
+                TfLiteType::kTfLiteUInt8 => pack_weights(weights.data::<u8>()?, d, |v| v.to_i32().wrapping_add(off) as i16)?,
+                _ => pack_weights(weights.data::<i8>()?, d, |v| v.to_i32().wrapping_add(off) as i16)?,
+            };
+            Ok(WideWeights { packed: Packed::new(packed), row_sums: Vec::new() })
+        }
+        Kind::F32 { .. } => Err(Error::new(format!("{OP}: internal error: no integer weights to widen"))),
+    }
+}
+
+impl BuiltinKernel for FullyConnected {
+    const NAME: &'static str = OP;
+    type Params = TfLiteFullyConnectedParams;
+    type State = State;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteFullyConnectedParams) -> Result<State> {
+        let n_in = ctx.num_inputs();
+        if n_in != 2 && n_in != 3 {
+            return Err(Error::new(format!("{OP}: expected 2 or 3 inputs, got {n_in}")));
+        }
+        if p.weights_format != TfLiteFullyConnectedWeightsFormat::kTfLiteFullyConnectedWeightsFormatDefault {
+            return Err(Error::new(format!("{OP}: shuffled weights (format {:?}) are not supported", p.weights_format)));
+        }
+        if ctx.num_outputs() != 1 {
+            return Err(Error::new(format!("{OP}: expected 1 output, got {}", ctx.num_outputs())));
+        }
+        let (input, weights, bias) = operands(ctx)?;
+        let output = ctx.output(0)?;
+        let (d, kind, out_shape, bias64) = plan(p, &input, &weights, bias.as_ref(), &output)?;
+        let nonempty = d.batches * d.units * d.depth != 0;
+        let (mut gemm, mut wide) = (PackSlot::default(), PackSlot::default());
+        // The optimized path widens to i16; int16 inputs (16x8) stay on the reference loop.
+        let widen = match (input.dtype, output.dtype) {
+            (TfLiteType::kTfLiteUInt8, TfLiteType::kTfLiteUInt8) | (TfLiteType::kTfLiteInt8, TfLiteType::kTfLiteInt8) => {
+                !(bias64 && d.depth >= 1 << 14)
+            }
+            _ => false,
+        };
+        match kind {
+            Kind::F32 { .. } if nonempty => {
+                gemm = PackSlot::prepare(&weights, bias.as_ref(), || {
+                    super::conv_f32_gemm::pack_weights(&as_conv(d), &weights, bias.as_ref())
+                })?;
+            }
+            Kind::Hybrid { .. } if nonempty => {
+                wide = PackSlot::prepare(&weights, None, || widen_weights(d, &kind, &weights))?;
+            }
+            Kind::Quant(_) if nonempty && widen => {
+                wide = PackSlot::prepare(&weights, None, || widen_weights(d, &kind, &weights))?;
+            }
+            _ => {}
+        }
+        let temps = match kind {
+            Kind::Hybrid { .. } => hybrid_temporary_bytes(d)?.to_vec(),
+            _ => Vec::new(),
+        };
+        ctx.request_temporaries(&temps)?;
+        ctx.resize_output(0, &out_shape)?;
+        Ok(State { out_shape, dims: d, kind, bias64, in_type: input.dtype, out_type: output.dtype, widen, gemm, wide })
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, p: &TfLiteFullyConnectedParams, state: &mut State) -> Result<()> {
+        let (input, weights, bias) = operands(ctx)?;
+        let mut out = ctx.output(0)?;
+        if out.shape != state.out_shape.as_slice() {
+            return Err(Error::new(format!(
+                "{OP}: output shape {:?} does not match the expected {:?}",
+                out.shape, state.out_shape
+            )));
+        }
+        if input.dtype != state.in_type {
+            return Err(Error::new(format!("{OP}: input type changed since Prepare")));
+        }
+        let d = state.dims;
+        let scratch = match state.kind {
+            Kind::Hybrid { .. } if d.batches * d.units * d.depth != 0 => {
+                let n = d.batches * d.depth;
+                let (data, scales, offsets) =
+                    (ctx.temporary_mut::<i8>(0)?, ctx.temporary_mut::<f32>(1)?, ctx.temporary_mut::<i32>(2)?);
+                let wide = ctx.temporary_mut::<i16>(3)?;
+                if data.len() < n || scales.len() < d.batches || offsets.len() < d.batches || wide.len() < n {
+                    return Err(Error::new(format!("{OP}: hybrid temporaries are smaller than the input needs")));
+                }
+                Some(HybridScratch {
+                    data: &mut data[..n],
+                    scales: &mut scales[..d.batches],
+                    offsets: &mut offsets[..d.batches],
+                    wide: &mut wide[..n],
+                })
+            }
+            _ => None,
+        };
+        run(state, p, &input, &weights, bias.as_ref(), &mut out, recommended_threads(ctx), scratch)
+    }
 }
 
 /// A hybrid layer's per-invoke buffers (the node's temporaries).
@@ -860,25 +950,27 @@ struct HybridScratch<'a> {
     scales: &'a mut [f32],
     offsets: &'a mut [i32],
     wide: &'a mut [i16],
-    row_sums: &'a mut [i32],
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run(
-    plan: &Plan<'_>,
+    state: &mut State,
     p: &TfLiteFullyConnectedParams,
+    input: &TensorView<'_>,
+    weights: &TensorView<'_>,
+    bias: Option<&TensorView<'_>>,
     out: &mut TensorViewMut<'_>,
     threads: usize,
-    state: Option<&super::conv_common::NodeState>,
-    variant: Variant,
     scratch: Option<HybridScratch<'_>>,
 ) -> Result<()> {
-    let d = plan.dims;
+    let State { dims, kind, bias64, out_type, widen, gemm, wide, .. } = state;
+    let d = *dims;
     if d.batches * d.units == 0 {
         return Ok(());
     }
     if d.depth == 0 {
         // TFLite zero-fills the output when the weights have no columns.
-        match plan.out_type {
+        match *out_type {
             TfLiteType::kTfLiteFloat32 => out.data_mut::<f32>()?.fill(0.0),
             TfLiteType::kTfLiteInt16 => out.data_mut::<i16>()?.fill(0),
             TfLiteType::kTfLiteInt8 => out.data_mut::<i8>()?.fill(0),
@@ -886,87 +978,56 @@ fn run(
         }
         return Ok(());
     }
-    let i16_cache = state.map(|s| &s.i16s);
     let input_n = d.batches * d.depth;
-    match &plan.kind {
+    match &*kind {
         Kind::F32 { act } => {
-            let input = &plan.input.data::<f32>()?[..input_n];
+            let input = rows(input.data::<f32>()?, input_n)?;
             let out = out.data_mut::<f32>()?;
-            match variant {
-                Variant::Reference => {
-                    let bias = opt_data_cow::<f32>(plan.bias.as_ref())?;
-                    fc_f32_reference(input, plan.weights.data::<f32>()?, bias.as_deref(), d, out, *act)
-                }
-                Variant::Optimized => {
-                    super::conv_f32_gemm::run(state, &as_conv(d), input, &plan.weights, plan.bias.as_ref(), out, *act, threads)
-                }
-            }
+            let g = as_conv(d);
+            let mut fresh = None;
+            let packed = gemm.get(weights, bias, &mut fresh, || super::conv_f32_gemm::pack_weights(&g, weights, bias))?;
+            super::conv_f32_gemm::compute(table(), &g, input, packed, out, *act, threads)
         }
         Kind::Hybrid { channel_scales, weight_scale } => {
-            let input = &plan.input.data::<f32>()?[..input_n];
-            let weights: &[i8] = match plan.weights.dtype {
-                TfLiteType::kTfLiteInt8 => plan.weights.data::<i8>()?,
-                _ => {
-                    let raw = plan.weights.data::<u8>()?;
-                    // SAFETY: u8 and i8 have the same layout and every bit pattern is a
-                    // valid i8; TFLite reads uint8 hybrid weights as int8 too.
-                    unsafe { core::slice::from_raw_parts(raw.as_ptr().cast::<i8>(), raw.len()) }
-                }
-            };
-            let bias_c = opt_data_cow::<f32>(plan.bias.as_ref())?;
-            let bias = bias_c.as_deref();
+            let input = rows(input.data::<f32>()?, input_n)?;
+            let bias_c = opt_data_cow::<f32>(bias)?;
+            let bias_s = bias_c.as_deref();
             let out = out.data_mut::<f32>()?;
             let n = input_n;
             let mut owned = None;
-            let HybridScratch { data, scales, offsets, wide, row_sums } = match scratch {
+            let HybridScratch { data, scales, offsets, wide: wide_rows } = match scratch {
                 Some(s) => s,
                 None => {
-                    let o = owned.insert((vec![0i8; n], vec![0f32; d.batches], vec![0i32; d.batches], vec![0i16; n], vec![0i32; d.units]));
-                    HybridScratch { data: &mut o.0, scales: &mut o.1, offsets: &mut o.2, wide: &mut o.3, row_sums: &mut o.4 }
+                    let o = owned.insert((vec![0i8; n], vec![0f32; d.batches], vec![0i32; d.batches], vec![0i16; n]));
+                    HybridScratch { data: &mut o.0, scales: &mut o.1, offsets: &mut o.2, wide: &mut o.3 }
                 }
             };
             let q = quantize_rows_into(input, d, p.asymmetric_quantize_inputs, *weight_scale, data, scales, offsets)?;
             let cs = channel_scales.as_deref();
-            match variant {
-                Variant::Reference => fc_hybrid_reference(&q, weights, cs, bias, d, p.activation, out),
-                Variant::Optimized => {
-                    for (r, w) in row_sums.iter_mut().zip(weights.chunks_exact(d.depth)) {
-                        *r = w.iter().fold(0i32, |a, &v| a.wrapping_add(v as i32));
-                    }
-                    let row_sums = &*row_sums;
-                    with_packed(
-                        i16_cache,
-                        &plan.weights,
-                        2,
-                        || pack_weights(weights, d, |v| v as i16),
-                        |packed| fc_hybrid_optimized(&q, packed, row_sums, cs, bias, d, p.activation, out, threads, wide),
-                    )
-                }
-            }
+            let mut fresh = None;
+            let w = wide.get(weights, None, &mut fresh, || widen_weights(d, kind, weights))?;
+            fc_hybrid_optimized(&q, &w.packed, &w.row_sums, cs, bias_s, d, p.activation, out, threads, wide_rows)
         }
         Kind::Quant(qp) => {
-            let (bias_i64, bias_i32) = if plan.bias64 {
-                (opt_data_cow::<i64>(plan.bias.as_ref())?, None)
+            let (bias_i64, bias_i32) =
+                if *bias64 { (opt_data_cow::<i64>(bias)?, None) } else { (None, opt_data_cow::<i32>(bias)?) };
+            let bias_q = if *bias64 { QBias::I64(bias_i64.as_deref()) } else { QBias::I32(bias_i32.as_deref()) };
+            let mut fresh = None;
+            let packed = if *widen {
+                Some(&*wide.get(weights, None, &mut fresh, || widen_weights(d, kind, weights))?.packed)
             } else {
-                (None, opt_data_cow::<i32>(plan.bias.as_ref())?)
-            };
-            let bias = if plan.bias64 {
-                QBias::I64(bias_i64.as_deref())
-            } else {
-                QBias::I32(bias_i32.as_deref())
+                None
             };
             use TfLiteType::*;
-            match (plan.input.dtype, plan.out_type) {
-                (kTfLiteUInt8, kTfLiteUInt8) => {
-                    quant::<u8, u8, u8>(plan, bias, qp, out.data_mut()?, threads, i16_cache, variant)
-                }
-                (kTfLiteInt8, kTfLiteInt8) => quant::<i8, i8, i8>(plan, bias, qp, out.data_mut()?, threads, i16_cache, variant),
+            match (input.dtype, *out_type) {
+                (kTfLiteUInt8, kTfLiteUInt8) => quant::<u8, u8, u8>(input, weights, d, bias_q, qp, out.data_mut()?, threads, packed),
+                (kTfLiteInt8, kTfLiteInt8) => quant::<i8, i8, i8>(input, weights, d, bias_q, qp, out.data_mut()?, threads, packed),
                 (kTfLiteInt16, kTfLiteInt16) => {
-                    quant::<i16, i8, i16>(plan, bias, qp, out.data_mut()?, threads, i16_cache, variant)
+                    quant::<i16, i8, i16>(input, weights, d, bias_q, qp, out.data_mut()?, threads, packed)
                 }
                 (kTfLiteUInt8, kTfLiteInt16) => {
-                    let input = &plan.input.data::<u8>()?[..input_n];
-                    fc_quant_reference(input, plan.weights.data::<u8>()?, bias, d, qp, out.data_mut::<i16>()?)
+                    let input = rows(input.data::<u8>()?, input_n)?;
+                    fc_quant_reference(input, weights.data::<u8>()?, bias_q, d, qp, out.data_mut::<i16>()?)
                 }
                 (i, o) => Err(Error::new(format!("{} input with {} output is not supported", i.name(), o.name()))),
             }
@@ -974,32 +1035,25 @@ fn run(
     }
 }
 
+/// A quantized layer: on `packed` weights (widened by [`widen_weights`]) when given, else
+/// TFLite's reference loop.
+#[allow(clippy::too_many_arguments)]
 fn quant<T: QuantInt + crate::kernels::api::Element, W: QuantInt + crate::kernels::api::Element, O: QuantInt + crate::kernels::api::Element>(
-    plan: &Plan<'_>,
+    input: &TensorView<'_>,
+    weights: &TensorView<'_>,
+    d: FcDims,
     bias: QBias<'_>,
     qp: &QuantFcParams,
     out: &mut [O],
     threads: usize,
-    cache: Option<&parking_lot::Mutex<super::conv_common::PackCache<i16>>>,
-    variant: Variant,
+    packed: Option<&[i16]>,
 ) -> Result<()> {
-    let d = plan.dims;
-    let input = &plan.input.data::<T>()?[..d.batches * d.depth];
-    let weights = plan.weights.data::<W>()?;
-    // The optimized path widens to i16; int16 inputs (16x8) stay on the reference loop.
-    let widenable = T::MAX <= 255 && variant == Variant::Optimized && !(bias.wide() && d.depth >= 1 << 14);
-    if !widenable {
-        return fc_quant_reference(input, weights, bias, d, qp, out);
-    }
+    let input = rows(input.data::<T>()?, d.batches * d.depth)?;
+    let Some(packed) = packed else {
+        return fc_quant_reference(input, weights.data::<W>()?, bias, d, qp, out);
+    };
     let wide: Vec<i16> = input.iter().map(|v| v.to_i32().wrapping_add(qp.input_offset) as i16).collect();
-    let tag = 3 | ((qp.weights_offset as u32 as usize) << 8);
-    with_packed(
-        cache,
-        &plan.weights,
-        tag,
-        || pack_weights(weights, d, |v: W| v.to_i32().wrapping_add(qp.weights_offset) as i16),
-        |packed| fc_quant_optimized(&wide, packed, bias, d, qp, out, threads),
-    )
+    fc_quant_optimized(&wide, packed, bias, d, qp, out, threads)
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::activation::{activation_range_f32, activation_range_quantized, clamp_min_max, cpp_max};
 use crate::kernels::api::OpCtx;
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::QuantInt;
 
 /// Which pooling an op computes.
@@ -32,7 +33,7 @@ pub enum PoolKind {
 }
 
 impl PoolKind {
-    fn name(self) -> &'static str {
+    const fn name(self) -> &'static str {
         match self {
             PoolKind::Average => "AVERAGE_POOL_2D",
             PoolKind::Max => "MAX_POOL_2D",
@@ -50,17 +51,17 @@ pub enum Variant {
 
 /// The AVERAGE_POOL_2D registration.
 pub fn average_pool_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinAveragePool2d, prepare = prepare_avg, eval = eval_avg)
+    kernel::registration::<Pool<AVERAGE>>(TfLiteBuiltinOperator::kTfLiteBuiltinAveragePool2d)
 }
 
 /// The MAX_POOL_2D registration.
 pub fn max_pool_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinMaxPool2d, prepare = prepare_max, eval = eval_max)
+    kernel::registration::<Pool<MAX>>(TfLiteBuiltinOperator::kTfLiteBuiltinMaxPool2d)
 }
 
 /// The L2_POOL_2D registration.
 pub fn l2_pool_registration() -> TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinL2Pool2d, prepare = prepare_l2, eval = eval_l2)
+    kernel::registration::<Pool<L2>>(TfLiteBuiltinOperator::kTfLiteBuiltinL2Pool2d)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -355,16 +356,8 @@ pub fn pool_q<T: QuantInt>(kind: PoolKind, variant: Variant, g: &ConvGeom, input
 // Kernel glue
 // ---------------------------------------------------------------------------------------
 
-fn params(ctx: &OpCtx<'_>, op: &str) -> Result<TfLitePoolParams> {
-    // SAFETY: the model parser allocates a `TfLitePoolParams` as the builtin data of every
-    // AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D node, the only ops these kernels serve.
-    let p = unsafe { ctx.builtin_data::<TfLitePoolParams>() };
-    p.copied().ok_or_else(|| Error::new(format!("{op}: node has no builtin params")))
-}
-
-fn geometry(ctx: &OpCtx<'_>, kind: PoolKind) -> Result<(ConvGeom, TfLiteType, TfLitePoolParams)> {
+fn geometry(ctx: &OpCtx<'_>, kind: PoolKind, p: &TfLitePoolParams) -> Result<(ConvGeom, TfLiteType)> {
     let op = kind.name();
-    let p = params(ctx, op)?;
     if ctx.num_inputs() != 1 || ctx.num_outputs() != 1 {
         return Err(Error::new(format!(
             "{op}: expected 1 input and 1 output, got {} and {}",
@@ -423,7 +416,7 @@ fn geometry(ctx: &OpCtx<'_>, kind: PoolKind) -> Result<(ConvGeom, TfLiteType, Tf
     g.check_index_range(op)?;
     checked_product(op, &[batches, in_h, in_w, c])?;
     checked_product(op, &[batches, out_h, out_w, c])?;
-    Ok((g, input.dtype, p))
+    Ok((g, input.dtype))
 }
 
 fn quant_range(ctx: &OpCtx<'_>, op: &str, p: &TfLitePoolParams, dtype: TfLiteType) -> Result<(i32, i32)> {
@@ -431,58 +424,85 @@ fn quant_range(ctx: &OpCtx<'_>, op: &str, p: &TfLitePoolParams, dtype: TfLiteTyp
     activation_range_quantized(p.activation, dtype, oq.scale, oq.zero_point).map_err(|e| Error::new(format!("{op}: {e}")))
 }
 
-fn prepare(ctx: &OpCtx<'_>, kind: PoolKind) -> Result<()> {
-    let op = kind.name();
-    let (g, dtype, p) = geometry(ctx, kind)?;
-    if dtype != TfLiteType::kTfLiteFloat32 {
-        quant_range(ctx, op, &p, dtype)?;
-    }
-    ctx.resize_output(0, &g.output_shape(op)?).map_err(|e| Error::new(format!("{op}: {e}")))
+const AVERAGE: u8 = 0;
+const MAX: u8 = 1;
+const L2: u8 = 2;
+
+/// AVERAGE_POOL_2D, MAX_POOL_2D or L2_POOL_2D (`K`: [`AVERAGE`], [`MAX`], [`L2`]). State:
+/// the window geometry, the input type, the activation range and the output shape.
+struct Pool<const K: u8>;
+
+/// What Prepare derives for a pooling node.
+struct State {
+    geom: ConvGeom,
+    dtype: TfLiteType,
+    range: Range,
+    out_shape: [i32; 4],
 }
 
-fn eval(ctx: &OpCtx<'_>, kind: PoolKind) -> Result<()> {
-    let op = kind.name();
-    let (g, dtype, p) = geometry(ctx, kind)?;
-    let input = ctx.input(0)?;
-    let mut out = ctx.output(0)?;
-    let want = g.output_shape(op)?;
-    if out.shape != want {
-        return Err(Error::new(format!("{op}: output shape {:?} does not match the expected {want:?}", out.shape)));
-    }
-    let threads = recommended_threads(ctx);
-    let v = Variant::Optimized;
-    let r = match dtype {
-        TfLiteType::kTfLiteFloat32 => {
-            pool_f32(kind, v, &g, input.data()?, out.data_mut()?, activation_range_f32(p.activation), threads)
-        }
-        TfLiteType::kTfLiteUInt8 => {
-            pool_q::<u8>(kind, v, &g, input.data()?, out.data_mut()?, quant_range(ctx, op, &p, dtype)?, threads)
-        }
-        TfLiteType::kTfLiteInt8 => {
-            pool_q::<i8>(kind, v, &g, input.data()?, out.data_mut()?, quant_range(ctx, op, &p, dtype)?, threads)
-        }
-        _ => pool_q::<i16>(kind, v, &g, input.data()?, out.data_mut()?, quant_range(ctx, op, &p, dtype)?, threads),
-    };
-    r.map_err(|e| Error::new(format!("{op}: {e}")))
+/// The fused activation's range, in the output's domain.
+enum Range {
+    F32((f32, f32)),
+    Quant((i32, i32)),
 }
 
-fn prepare_avg(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, PoolKind::Average)
+const fn pool_kind(k: u8) -> PoolKind {
+    match k {
+        AVERAGE => PoolKind::Average,
+        MAX => PoolKind::Max,
+        _ => PoolKind::L2,
+    }
 }
-fn eval_avg(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, PoolKind::Average)
-}
-fn prepare_max(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, PoolKind::Max)
-}
-fn eval_max(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, PoolKind::Max)
-}
-fn prepare_l2(ctx: &OpCtx<'_>) -> Result<()> {
-    prepare(ctx, PoolKind::L2)
-}
-fn eval_l2(ctx: &OpCtx<'_>) -> Result<()> {
-    eval(ctx, PoolKind::L2)
+
+impl<const K: u8> BuiltinKernel for Pool<K> {
+    const NAME: &'static str = pool_kind(K).name();
+    type Params = TfLitePoolParams;
+    type State = State;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLitePoolParams) -> Result<State> {
+        let kind = pool_kind(K);
+        let op = kind.name();
+        let (geom, dtype) = geometry(ctx, kind, p)?;
+        let range = if dtype == TfLiteType::kTfLiteFloat32 {
+            Range::F32(activation_range_f32(p.activation))
+        } else {
+            Range::Quant(quant_range(ctx, op, p, dtype)?)
+        };
+        let out_shape = geom.output_shape(op)?;
+        ctx.resize_output(0, &out_shape).map_err(|e| Error::new(format!("{op}: {e}")))?;
+        Ok(State { geom, dtype, range, out_shape })
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLitePoolParams, state: &mut State) -> Result<()> {
+        let kind = pool_kind(K);
+        let op = kind.name();
+        let input = ctx.input(0)?;
+        let mut out = ctx.output(0)?;
+        if out.shape != state.out_shape {
+            return Err(Error::new(format!(
+                "{op}: output shape {:?} does not match the expected {:?}",
+                out.shape, state.out_shape
+            )));
+        }
+        if input.dtype != state.dtype {
+            return Err(Error::new(format!("{op}: input type changed since Prepare")));
+        }
+        let threads = recommended_threads(ctx);
+        let (v, g) = (Variant::Optimized, &state.geom);
+        match (state.dtype, &state.range) {
+            (TfLiteType::kTfLiteFloat32, &Range::F32(act)) => {
+                pool_f32(kind, v, g, input.data()?, out.data_mut()?, act, threads)
+            }
+            (TfLiteType::kTfLiteUInt8, &Range::Quant(act)) => {
+                pool_q::<u8>(kind, v, g, input.data()?, out.data_mut()?, act, threads)
+            }
+            (TfLiteType::kTfLiteInt8, &Range::Quant(act)) => {
+                pool_q::<i8>(kind, v, g, input.data()?, out.data_mut()?, act, threads)
+            }
+            (_, &Range::Quant(act)) => pool_q::<i16>(kind, v, g, input.data()?, out.data_mut()?, act, threads),
+            _ => Err(Error::new(format!("{op}: internal error: activation range of the wrong type"))),
+        }
+    }
 }
 
 #[cfg(test)]

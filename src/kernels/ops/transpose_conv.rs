@@ -25,8 +25,8 @@
 //! and output rows split over `num_threads`.
 
 use super::conv_common::{
-    QuantMul, affine, asymmetric_quantize, data_cow, legacy_quant_mul, node_state, opt_data_cow,
-    parallel_rows, per_channel_multipliers, positive_param, recommended_threads, threads_for, with_node_state,
+    PackSlot, QuantMul, affine, asymmetric_quantize, data_cow, legacy_quant_mul, opt_data_cow,
+    parallel_rows, per_channel_multipliers, positive_param, recommended_threads, threads_for,
 
 };
 use crate::kernels::shape_util::{int_values, known_at_prepare, plan_declared_output, settle_output_shape};
@@ -38,17 +38,15 @@ use crate::kernels::activation::{activation_range_f32, activation_range_quantize
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64};
 use core::ffi::{c_char, c_void};
+use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::microkernels::packed::Packed;
 
 const OP: &str = "TRANSPOSE_CONV";
 const CUSTOM_OP: &str = "Convolution2DTransposeBias";
 
 /// The TRANSPOSE_CONV registration.
 pub fn registration() -> TfLiteRegistration {
-    with_node_state(crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinTransposeConv,
-        prepare = prepare,
-        eval = eval
-    ))
+    kernel::registration::<TransposeConv>(TfLiteBuiltinOperator::kTfLiteBuiltinTransposeConv)
 }
 
 /// The registration of MediaPipe's custom op `Convolution2DTransposeBias`.
@@ -455,7 +453,8 @@ pub fn transpose_conv_optimized<P: TransposeOps>(
     })
 }
 
-/// Runs one of the two paths; `cache` keeps packed constant float weights.
+/// Runs one of the two paths, packing the weights for this call.
+#[cfg(test)]
 fn run<P: TransposeOps>(
     variant: Variant,
     g: &TransposeGeom,
@@ -482,12 +481,28 @@ fn err(e: Error) -> Error {
     Error::with_status(e.status, format!("{OP}: {}", e.message))
 }
 
-fn params(ctx: &OpCtx<'_>) -> Result<TfLiteTransposeConvParams> {
-    // SAFETY: the parser allocates a `TfLiteTransposeConvParams` for every TRANSPOSE_CONV
-    // node; this registration is only used for that op.
-    unsafe { ctx.builtin_data::<TfLiteTransposeConvParams>() }
-        .copied()
-        .ok_or_else(|| Error::new(format!("{OP}: node has no builtin params")))
+/// TRANSPOSE_CONV. State: how the node computes (type path, activation range, quantized
+/// multipliers and offsets, hybrid channel scales), the output shape and geometry when
+/// `output_shape` is a constant, and the weights packed for the optimized paths (float
+/// phases for the GEMM microkernels with the bias, integer weights reordered), with the
+/// geometry they were packed for.
+struct TransposeConv;
+
+/// What Prepare derives for a TRANSPOSE_CONV node.
+struct State {
+    kind: Kind,
+    /// The output shape and geometry, when `output_shape` is known at Prepare.
+    fixed: Option<([i32; 4], TransposeGeom)>,
+    /// The geometry the packings were made for (a dynamic output shape may change it).
+    packed_for: Option<TransposeGeom>,
+    gemm: PackSlot<super::transpose_conv_f32_gemm::Phases>,
+    ints: PackSlot<IntWeights>,
+}
+
+/// Integer weights reordered by [`pack_weights`].
+enum IntWeights {
+    U8(Packed<u8>),
+    I8(Packed<i8>),
 }
 
 enum Kind {
@@ -497,21 +512,30 @@ enum Kind {
     Quant16 { mults: Vec<QuantMul>, act: (i32, i32), bias64: bool },
 }
 
+/// The node's tensors and options.
 struct Plan<'a> {
     output_shape: TensorView<'a>,
     weights: TensorView<'a>,
     input: TensorView<'a>,
     bias: Option<TensorView<'a>>,
     p: TfLiteTransposeConvParams,
-    kind: Kind,
+}
+
+/// The node's tensors (checked at Prepare).
+fn operands<'a>(ctx: &OpCtx<'a>, p: &TfLiteTransposeConvParams) -> Result<Plan<'a>> {
+    let output_shape = ctx.input(0)?;
+    let weights = ctx.input(1)?;
+    let input = ctx.input(2)?;
+    let bias = if ctx.num_inputs() == 4 { ctx.optional_input(3)? } else { None };
+    Ok(Plan { output_shape, weights, input, bias, p: *p })
 }
 
 fn dim_of(what: &str, t: &TensorView<'_>, i: usize) -> Result<usize> {
     super::conv_common::dim(OP, what, t.shape, i)
 }
 
-fn plan<'a>(ctx: &OpCtx<'a>) -> Result<Plan<'a>> {
-    let p = params(ctx)?;
+fn plan<'a>(ctx: &OpCtx<'a>, p: &TfLiteTransposeConvParams) -> Result<(Plan<'a>, Kind)> {
+    let p = *p;
     let n_in = ctx.num_inputs();
     if n_in != 3 && n_in != 4 {
         return Err(Error::new(format!("{OP}: expected 3 or 4 inputs, got {n_in}")));
@@ -661,7 +685,7 @@ fn plan<'a>(ctx: &OpCtx<'a>) -> Result<Plan<'a>> {
             Kind::Quant16 { mults, act, bias64 }
         }
     };
-    Ok(Plan { output_shape, weights, input, bias, p, kind })
+    Ok((Plan { output_shape, weights, input, bias, p }, kind))
 }
 
 fn check_weight_scales(scales: &[f32], zps: &[i32], qdim: i32, out_c: usize) -> Result<()> {
@@ -752,63 +776,117 @@ fn geometry(plan: &Plan<'_>, out: [i32; 4]) -> Result<TransposeGeom> {
     Ok(g)
 }
 
-fn prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let plan = plan(ctx)?;
-    // Hybrid: the quantized input and its per-batch parameters are node temporaries
-    // (sized by the input, known even when the output shape is not).
-    let temps = match plan.kind {
-        Kind::Hybrid { .. } => {
-            let batches = plan.input.shape.first().map_or(0, |&d| d.max(0) as usize);
-            super::conv_2d::hybrid_temporary_bytes(plan.input.num_elements(), batches)?.to_vec()
+/// Reorders the integer weights for `g`.
+fn pack_int(g: &TransposeGeom, kind: &Kind, weights: &TensorView<'_>) -> Result<IntWeights> {
+    match kind {
+        Kind::Quant8 { .. } if weights.dtype == TfLiteType::kTfLiteUInt8 => {
+            Ok(IntWeights::U8(Packed::new(pack_weights(g, weights.data::<u8>()?)?)))
         }
-        _ => Vec::new(),
-    };
-    ctx.request_temporaries(&temps)?;
-    if !known_at_prepare(&plan.output_shape) {
-        return plan_declared_output(ctx, OP, 0);
+        _ => Ok(IntWeights::I8(Packed::new(pack_weights(g, weights.data::<i8>()?)?))),
     }
-    let shape = wanted_shape(&plan)?;
-    let g = geometry(&plan, shape)?;
+}
+
+/// Packs constant weights for `g` into fresh slots.
+fn pack_slots(
+    g: &TransposeGeom,
+    kind: &Kind,
+    plan: &Plan<'_>,
+) -> Result<(PackSlot<super::transpose_conv_f32_gemm::Phases>, PackSlot<IntWeights>)> {
+    let (w, b) = (&plan.weights, plan.bias.as_ref());
+    Ok(match kind {
+        Kind::F32 { .. } => {
+            (PackSlot::prepare(w, b, || super::transpose_conv_f32_gemm::pack(g, w, b))?, PackSlot::default())
+        }
+        // Reordered integer weights do not hold the bias.
+        _ => (PackSlot::default(), PackSlot::prepare(w, None, || pack_int(g, kind, w))?),
+    })
+}
+
+impl BuiltinKernel for TransposeConv {
+    const NAME: &'static str = OP;
+    type Params = TfLiteTransposeConvParams;
+    type State = State;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteTransposeConvParams) -> Result<State> {
+        let (plan, kind) = plan(ctx, p)?;
+        // Hybrid: the quantized input and its per-batch parameters are node temporaries
+        // (sized by the input, known even when the output shape is not).
+        let temps = match kind {
+            Kind::Hybrid { .. } => {
+                let batches = plan.input.shape.first().map_or(0, |&d| d.max(0) as usize);
+                super::conv_2d::hybrid_temporary_bytes(plan.input.num_elements(), batches)?.to_vec()
+            }
+            _ => Vec::new(),
+        };
+        ctx.request_temporaries(&temps)?;
+        if !known_at_prepare(&plan.output_shape) {
+            plan_declared_output(ctx, OP, 0)?;
+            return Ok(State { kind, fixed: None, packed_for: None, gemm: PackSlot::default(), ints: PackSlot::default() });
+        }
+        let shape = wanted_shape(&plan)?;
+        let g = geometry(&plan, shape)?;
+        check_geometry(&g)?;
+        ctx.resize_output(0, &shape)?;
+        let (gemm, ints) = pack_slots(&g, &kind, &plan)?;
+        Ok(State { kind, fixed: Some((shape, g)), packed_for: Some(g), gemm, ints })
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, p: &TfLiteTransposeConvParams, state: &mut State) -> Result<()> {
+        run_node(ctx, p, state, Variant::Optimized, recommended_threads(ctx))
+    }
+}
+
+/// Checks the tensor sizes a geometry implies.
+fn check_geometry(g: &TransposeGeom) -> Result<()> {
     g.check(
         g.len(&[g.batches, g.in_h, g.in_w, g.in_c]).unwrap_or(usize::MAX),
         g.len(&[g.out_c, g.f_h, g.f_w, g.in_c]).unwrap_or(usize::MAX),
         g.len(&[g.batches, g.out_h, g.out_w, g.out_c]).unwrap_or(usize::MAX),
     )
-    .map_err(err)?;
-    ctx.resize_output(0, &shape).map_err(err)
 }
 
-fn eval(ctx: &OpCtx<'_>) -> Result<()> {
-    let threads = recommended_threads(ctx);
-    run_node(ctx, Variant::Optimized, threads)
-}
-
-fn run_node(ctx: &OpCtx<'_>, variant: Variant, threads: usize) -> Result<()> {
-    let plan = plan(ctx)?;
-    let shape = wanted_shape(&plan)?;
+fn run_node(ctx: &OpCtx<'_>, p: &TfLiteTransposeConvParams, state: &mut State, variant: Variant, threads: usize) -> Result<()> {
+    let plan = operands(ctx, p)?;
+    let (shape, g) = match state.fixed {
+        Some(f) => f,
+        None => {
+            // The output shape comes from `output_shape`'s values, known only now.
+            let shape = wanted_shape(&plan)?;
+            let g = geometry(&plan, shape)?;
+            check_geometry(&g)?;
+            (shape, g)
+        }
+    };
     settle_output_shape(ctx, OP, 0, "output_shape values", &shape)?;
-    let g = geometry(&plan, shape)?;
-    let mut out = ctx.output(0).map_err(err)?;
+    if state.packed_for != Some(g) {
+        state.gemm = PackSlot::default();
+        state.ints = PackSlot::default();
+        state.packed_for = Some(g);
+    }
+    let mut out = ctx.output(0)?;
     let input = &plan.input;
     let weights = &plan.weights;
     let bias = plan.bias.as_ref();
-    let r = match &plan.kind {
+    let State { kind, gemm, ints, .. } = state;
+    let mut fresh_ints = None;
+    let int_weights = match (&*kind, variant) {
+        (Kind::F32 { .. }, _) | (_, Variant::Reference) => None,
+        _ => Some(ints.get(weights, None, &mut fresh_ints, || pack_int(&g, kind, weights))?),
+    };
+    match &*kind {
         Kind::F32 { act } => {
-            let b = opt_data_cow::<f32>(bias)?;
-            let ops = FloatOps { bias: b.as_deref(), bias_first: false, act: *act };
             let (x, o) = (input.data::<f32>()?, out.data_mut::<f32>()?);
             match variant {
-                Variant::Reference => transpose_conv_reference(&g, &ops, x, weights.data::<f32>()?, o),
-                Variant::Optimized => super::transpose_conv_f32_gemm::run(
-                    node_state(ctx).map(|s| &s.transpose),
-                    &g,
-                    x,
-                    weights,
-                    bias,
-                    o,
-                    *act,
-                    threads,
-                ),
+                Variant::Reference => {
+                    let b = opt_data_cow::<f32>(bias)?;
+                    let ops = FloatOps { bias: b.as_deref(), bias_first: false, act: *act };
+                    transpose_conv_reference(&g, &ops, x, weights.data::<f32>()?, o)
+                }
+                Variant::Optimized => {
+                    let mut fresh = None;
+                    let packed = gemm.get(weights, bias, &mut fresh, || super::transpose_conv_f32_gemm::pack(&g, weights, bias))?;
+                    super::transpose_conv_f32_gemm::compute(packed, &g, x, o, *act, threads)
+                }
             }
         }
         Kind::Hybrid { channel_scales, act } => {
@@ -837,12 +915,16 @@ fn run_node(ctx: &OpCtx<'_>, variant: Variant, threads: usize) -> Result<()> {
                 bias: b.as_deref(),
                 act: *act,
             };
-            run(variant, &g, &ops, q, weights.data::<i8>()?, out.data_mut::<f32>()?, threads)
+            let o = out.data_mut::<f32>()?;
+            match int_weights {
+                Some(IntWeights::I8(w)) => transpose_conv_optimized(&g, &ops, q, w, o, threads),
+                _ => transpose_conv_reference(&g, &ops, q, weights.data::<i8>()?, o),
+            }
         }
         Kind::Quant8 { input_offset, filter_offset, output_offset, mults, act } => {
             let b = opt_data_cow::<i32>(bias)?;
             macro_rules! q8 {
-                ($t:ty) => {{
+                ($t:ty, $v:ident) => {{
                     let ops = Quant8Ops::<$t> {
                         input_offset: *input_offset,
                         filter_offset: *filter_offset,
@@ -852,25 +934,38 @@ fn run_node(ctx: &OpCtx<'_>, variant: Variant, threads: usize) -> Result<()> {
                         act: *act,
                         _t: core::marker::PhantomData,
                     };
-                    run(variant, &g, &ops, input.data::<$t>()?, weights.data::<$t>()?, out.data_mut::<$t>()?, threads)
+                    let (x, o) = (input.data::<$t>()?, out.data_mut::<$t>()?);
+                    match int_weights {
+                        Some(IntWeights::$v(w)) => transpose_conv_optimized(&g, &ops, x, w, o, threads),
+                        _ => transpose_conv_reference(&g, &ops, x, weights.data::<$t>()?, o),
+                    }
                 }};
             }
-            if input.dtype == TfLiteType::kTfLiteUInt8 { q8!(u8) } else { q8!(i8) }
+            if input.dtype == TfLiteType::kTfLiteUInt8 { q8!(u8, U8) } else { q8!(i8, I8) }
         }
         Kind::Quant16 { mults, act, bias64 } => {
-            let (x, w, o) = (input.data::<i16>()?, weights.data::<i8>()?, out.data_mut::<i16>()?);
+            let (x, o) = (input.data::<i16>()?, out.data_mut::<i16>()?);
+            let w = match int_weights {
+                Some(IntWeights::I8(w)) => Some(&**w),
+                _ => None,
+            };
             if *bias64 {
                 let b = opt_data_cow::<i64>(bias)?;
                 let ops = Quant16x64Ops { bias: b.as_deref(), mults, act: *act };
-                run(variant, &g, &ops, x, w, o, threads)
+                match w {
+                    Some(w) => transpose_conv_optimized(&g, &ops, x, w, o, threads),
+                    None => transpose_conv_reference(&g, &ops, x, weights.data::<i8>()?, o),
+                }
             } else {
                 let b = opt_data_cow::<i32>(bias)?;
                 let ops = Quant16x32Ops { bias: b.as_deref(), mults, act: *act };
-                run(variant, &g, &ops, x, w, o, threads)
+                match w {
+                    Some(w) => transpose_conv_optimized(&g, &ops, x, w, o, threads),
+                    None => transpose_conv_reference(&g, &ops, x, weights.data::<i8>()?, o),
+                }
             }
         }
-    };
-    r.map_err(err)
+    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -471,6 +471,29 @@ fn merged_row(
     Ok(())
 }
 
+/// Packs `weights` and `bias` for `g` (for [`compute`]).
+pub fn pack(g: &TransposeGeom, weights: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> Result<Phases> {
+    let bias_data = bias.map(|b| b.data::<f32>()).transpose()?;
+    build(g, weights.data::<f32>()?, bias_data)
+}
+
+/// Runs the transposed convolution on weights packed by [`pack`] for `g`: `act` clamps
+/// every output (the bias is in the packing).
+pub fn compute(p: &Phases, g: &TransposeGeom, input: &[f32], out: &mut [f32], act: (f32, f32), max_threads: usize) -> Result<()> {
+    let want_out = [g.batches, g.out_h, g.out_w, g.out_c].iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+    if want_out != Some(out.len()) {
+        return Err(Error::new(format!("output holds {} values, the geometry needs {want_out:?}", out.len())));
+    }
+    let want_in = [g.batches, g.in_h, g.in_w, g.in_c].iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+    if want_in != Some(input.len()) {
+        return Err(Error::new(format!("input holds {} values, the geometry needs {want_in:?}", input.len())));
+    }
+    if out.is_empty() {
+        return Ok(());
+    }
+    run_phases(p, g, input, out, act, max_threads)
+}
+
 /// Runs the transposed convolution: `act` clamps every output (the bias is in the packing).
 #[allow(clippy::too_many_arguments)]
 pub fn run(
