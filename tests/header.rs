@@ -19,10 +19,10 @@ fn generated() -> PathBuf {
         let Ok(entries) = std::fs::read_dir(&build) else { continue };
         for e in entries.flatten() {
             let p = e.path().join("out").join("c_api.h");
-            if let Ok(m) = p.metadata().and_then(|m| m.modified()) {
-                if best.as_ref().is_none_or(|(t, _)| m > *t) {
-                    best = Some((m, p));
-                }
+            if let Ok(m) = p.metadata().and_then(|m| m.modified())
+                && best.as_ref().is_none_or(|(t, _)| m > *t)
+            {
+                best = Some((m, p));
             }
         }
     }

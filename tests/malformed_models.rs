@@ -123,10 +123,10 @@ impl<'a> Walker<'a> {
         let mut fields = Vec::new();
         for k in (0..vt_len as usize).step_by(2) {
             self.map.vtables.push(vt + k);
-            if k >= 4 {
-                if let Some(f) = rd16(self.b, vt + k).filter(|&f| f != 0) {
-                    fields.push((k as u16, loc + f as usize));
-                }
+            if k >= 4
+                && let Some(f) = rd16(self.b, vt + k).filter(|&f| f != 0)
+            {
+                fields.push((k as u16, loc + f as usize));
             }
         }
         fields
@@ -183,10 +183,10 @@ impl<'a> Walker<'a> {
         self.int_buffers = vec![false; nbuf as usize];
         for sg in model.subgraphs().into_iter().flatten() {
             for t in sg.tensors().into_iter().flatten() {
-                if matches!(t.type_(), fb::TensorType::INT32 | fb::TensorType::INT64) {
-                    if let Some(x) = self.int_buffers.get_mut(t.buffer() as usize) {
-                        *x = true;
-                    }
+                if matches!(t.type_(), fb::TensorType::INT32 | fb::TensorType::INT64)
+                    && let Some(x) = self.int_buffers.get_mut(t.buffer() as usize)
+                {
+                    *x = true;
                 }
             }
         }
@@ -1004,7 +1004,7 @@ fn mutated_models_of_the_whole_corpus_never_crash() {
     for (label, [n, load, later, ran]) in &by_label {
         println!("  single '{label}' mutations: {n} cases, {load} rejected at load, {later} later, {ran} ran");
     }
-    slow.sort_by(|a, b| b.0.cmp(&a.0));
+    slow.sort_by_key(|s| std::cmp::Reverse(s.0));
     for (el, case) in slow.iter().take(10) {
         println!("  slow case: {case}: {el:?}");
     }

@@ -14,11 +14,11 @@ fn main() -> ExitCode {
     ];
     for (rel, bytes) in models {
         let path = root.join(rel);
-        if let Some(dir) = path.parent() {
-            if let Err(e) = std::fs::create_dir_all(dir) {
-                eprintln!("make-test-models: cannot create {}: {e}", dir.display());
-                return ExitCode::FAILURE;
-            }
+        if let Some(dir) = path.parent()
+            && let Err(e) = std::fs::create_dir_all(dir)
+        {
+            eprintln!("make-test-models: cannot create {}: {e}", dir.display());
+            return ExitCode::FAILURE;
         }
         if let Err(e) = std::fs::write(&path, &bytes) {
             eprintln!("make-test-models: cannot write {}: {e}", path.display());

@@ -396,11 +396,11 @@ impl Subgraph {
         }
 
         if !dynamic_ok {
-            if !single {
-                if let Err(e) = self.ensure_memory_allocations() {
-                    self.report(&e.message);
-                    return Err(self.restore_after_failure());
-                }
+            if !single
+                && let Err(e) = self.ensure_memory_allocations()
+            {
+                self.report(&e.message);
+                return Err(self.restore_after_failure());
             }
             self.state = State::InvokableAndImmutable;
         } else if pre_state == State::InvokableAndImmutable {
@@ -424,11 +424,11 @@ impl Subgraph {
                 return Err(self.restore_after_failure());
             }
             self.state = State::InvokableAndImmutable;
-        } else if pre_state == State::Invokable {
-            if let Err(e) = self.ensure_memory_allocations() {
-                self.report(&e.message);
-                return Err(self.restore_after_failure());
-            }
+        } else if pre_state == State::Invokable
+            && let Err(e) = self.ensure_memory_allocations()
+        {
+            self.report(&e.message);
+            return Err(self.restore_after_failure());
         }
         self.delegation.applied.push(delegate);
         Ok(())

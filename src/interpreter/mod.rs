@@ -59,7 +59,7 @@ impl Default for InterpreterConfig {
             reporter: stderr_reporter(),
             preserve_intermediates: false,
             enable_cancellation: false,
-            fuse_activations: !std::env::var_os("TFLITE_RS_NO_FUSION").is_some_and(|v| v != "0"),
+            fuse_activations: std::env::var_os("TFLITE_RS_NO_FUSION").is_none_or(|v| v == "0"),
         }
     }
 }
@@ -222,10 +222,10 @@ impl Interpreter {
                 break;
             }
         }
-        if let Err(e) = &result {
-            if e.status == crate::abi::types::TfLiteStatus::kTfLiteDelegateError {
-                self.remove_all_delegates()?;
-            }
+        if let Err(e) = &result
+            && e.status == crate::abi::types::TfLiteStatus::kTfLiteDelegateError
+        {
+            self.remove_all_delegates()?;
         }
         result
     }

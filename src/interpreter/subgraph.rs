@@ -295,7 +295,7 @@ impl Subgraph {
         let base = self.tensors.as_ptr() as usize;
         let p = t as usize;
         let sz = core::mem::size_of::<TfLiteTensor>();
-        if p < base || (p - base) % sz != 0 {
+        if p < base || !(p - base).is_multiple_of(sz) {
             return None;
         }
         let i = (p - base) / sz;
@@ -807,7 +807,7 @@ impl Subgraph {
         if data.is_null() {
             return Err(Error::new("SetCustomAllocationForTensor: allocation data is NULL"));
         }
-        if !skip_align_check && (data as usize) % memory::DEFAULT_TENSOR_ALIGNMENT != 0 {
+        if !skip_align_check && !(data as usize).is_multiple_of(memory::DEFAULT_TENSOR_ALIGNMENT) {
             return Err(Error::new("SetCustomAllocationForTensor: allocation is not 64-byte aligned"));
         }
         let t = &mut self.tensors[i];

@@ -178,7 +178,7 @@ impl<'a> TensorView<'a> {
         if n == 0 {
             return Ok(&[]);
         }
-        if (raw.as_ptr() as usize) % core::mem::align_of::<T>() != 0 {
+        if !(raw.as_ptr() as usize).is_multiple_of(core::mem::align_of::<T>()) {
             return Err(Error::new(format!("tensor {} data is misaligned", self.index)));
         }
         // SAFETY: size, alignment and type were checked above; `T: Element` is valid for any

@@ -195,10 +195,10 @@ pub fn random_graph(rng: &mut XorShift) -> TestGraph {
             g.outputs.push(t);
         }
     }
-    if let Some(&last) = produced.last() {
-        if !g.outputs.contains(&last) && !rng.one_in(4) {
-            g.outputs.push(last);
-        }
+    if let Some(&last) = produced.last()
+        && !g.outputs.contains(&last) && !rng.one_in(4)
+    {
+        g.outputs.push(last);
     }
     if rng.one_in(6) && !g.inputs.is_empty() {
         let t = g.inputs[0];

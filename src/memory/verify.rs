@@ -51,10 +51,10 @@ pub fn check_no_overlap(req: &PlanRequest<'_>, plan: &MemoryPlan) -> Result<(), 
             .chain(node.outputs)
             .chain(node.temporaries)
         {
-            if let Some(t) = index(raw) {
-                if planned(t) && !live_at(t, i) {
-                    return Err(format!("tensor {t} is used by node {i} but not live there"));
-                }
+            if let Some(t) = index(raw)
+                && planned(t) && !live_at(t, i)
+            {
+                return Err(format!("tensor {t} is used by node {i} but not live there"));
             }
         }
     }

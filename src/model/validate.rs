@@ -166,10 +166,10 @@ fn validate_subgraph(
                 return Err(Error::new(format!("{}: rank {} is over {MAX_RANK}", ctx(), shape.len())));
             }
             let bytes = tensor_bytes(dtype, &shape).map_err(|e| Error::new(format!("{}: {e}", ctx())))?;
-            if let Some(sig) = t.shape_signature() {
-                if sig.len() != shape.len() || sig.iter().any(|d| d < -1) {
-                    return Err(Error::new(format!("{}: shape_signature does not match shape", ctx())));
-                }
+            if let Some(sig) = t.shape_signature()
+                && (sig.len() != shape.len() || sig.iter().any(|d| d < -1))
+            {
+                return Err(Error::new(format!("{}: shape_signature does not match shape", ctx())));
             }
             let b = t.buffer() as usize;
             if b >= num_buffers && !(b == 0 && num_buffers == 0) {

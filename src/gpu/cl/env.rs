@@ -66,11 +66,11 @@ impl ClEnv {
         let mut chosen = None;
         for ty in [CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_ALL] {
             for p in &platforms {
-                if let Ok(ids) = p.get_devices(ty) {
-                    if let Some(&id) = ids.first() {
-                        chosen = Some(id);
-                        break;
-                    }
+                if let Ok(ids) = p.get_devices(ty)
+                    && let Some(&id) = ids.first()
+                {
+                    chosen = Some(id);
+                    break;
                 }
             }
             if chosen.is_some() {

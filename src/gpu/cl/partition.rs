@@ -263,10 +263,10 @@ impl Partition {
         }
         let mut in_list = Vec::new();
         for &t in inputs {
-            if let (Some(&o), Some(g)) = (plan.offsets.get(&t), gtensors.get(&t)) {
-                if g.constant.is_none() {
-                    in_list.push((t, o, crate::gpu::graph::elements(g.shape)));
-                }
+            if let (Some(&o), Some(g)) = (plan.offsets.get(&t), gtensors.get(&t))
+                && g.constant.is_none()
+            {
+                in_list.push((t, o, crate::gpu::graph::elements(g.shape)));
             }
         }
         let mut out_list = Vec::new();

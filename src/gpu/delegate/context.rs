@@ -103,9 +103,10 @@ unsafe fn params(op: i32, data: *const core::ffi::c_void, custom: Option<&[u8]>)
     if data.is_null() {
         return Ok(Params::None);
     }
-    // SAFETY (all reads below): `data` is the builtin_data of this op, whose C struct
-    // starts with at least the number of 4-byte fields read.
+    // Each read below stays inside the C options struct of the op tested for: `data` is
+    // non-NULL and, by the caller's contract, that struct's builtin_data.
     let p = if is(B::kTfLiteBuiltinConv2d) {
+        // SAFETY: TfLiteConvParams starts with 7 4-byte fields; 6 are read.
         let w = unsafe { words(data, 6) };
         Params::Conv(TfLiteConvParams {
             padding: padding(w[0]),
@@ -117,6 +118,7 @@ unsafe fn params(op: i32, data: *const core::ffi::c_void, custom: Option<&[u8]>)
             quantized_bias_type: TfLiteType::kTfLiteNoType,
         })
     } else if is(B::kTfLiteBuiltinDepthwiseConv2d) {
+        // SAFETY: TfLiteDepthwiseConvParams starts with 7 4-byte fields; all 7 are read.
         let w = unsafe { words(data, 7) };
         Params::Depthwise(TfLiteDepthwiseConvParams {
             padding: padding(w[0]),
@@ -128,6 +130,7 @@ unsafe fn params(op: i32, data: *const core::ffi::c_void, custom: Option<&[u8]>)
             dilation_height_factor: w[6],
         })
     } else if is(B::kTfLiteBuiltinAveragePool2d) || is(B::kTfLiteBuiltinMaxPool2d) {
+        // SAFETY: TfLitePoolParams starts with 6 4-byte fields (padding to activation).
         let w = unsafe { words(data, 6) };
         Params::Pool(TfLitePoolParams {
             padding: padding(w[0]),
@@ -139,7 +142,10 @@ unsafe fn params(op: i32, data: *const core::ffi::c_void, custom: Option<&[u8]>)
             ..Default::default()
         })
     } else if is(B::kTfLiteBuiltinFullyConnected) {
+        // SAFETY: TfLiteFullyConnectedParams starts with two 4-byte enums
+        // (activation, weights_format)...
         let w = unsafe { words(data, 2) };
+        // SAFETY: ...followed by the `bool keep_num_dims` at byte 8.
         let keep = unsafe { data.cast::<u8>().add(8).read() } != 0;
         let mut f = TfLiteFullyConnectedParams { activation: activation(w[0])?, keep_num_dims: keep, ..Default::default() };
         if w[1] != 0 {
@@ -151,18 +157,24 @@ unsafe fn params(op: i32, data: *const core::ffi::c_void, custom: Option<&[u8]>)
         || is(B::kTfLiteBuiltinMul)
         || is(B::kTfLiteBuiltinDiv)
     {
+        // SAFETY: the Add, Sub, Mul and Div params all start with the 4-byte activation.
         Params::Binary(activation(unsafe { words(data, 1) }[0])?)
     } else if is(B::kTfLiteBuiltinConcatenation) {
+        // SAFETY: TfLiteConcatenationParams is two 4-byte fields (axis, activation).
         let w = unsafe { words(data, 2) };
         Params::Concat(TfLiteConcatenationParams { axis: w[0], activation: activation(w[1])? })
     } else if is(B::kTfLiteBuiltinSoftmax) {
+        // SAFETY: TfLiteSoftmaxParams is one 4-byte float (beta).
         Params::Softmax(f32::from_bits(unsafe { words(data, 1) }[0] as u32))
     } else if is(B::kTfLiteBuiltinMean) {
+        // SAFETY: TfLiteReducerParams starts with the `bool keep_dims`.
         Params::Reducer(unsafe { data.cast::<u8>().read() } != 0)
     } else if is(B::kTfLiteBuiltinResizeBilinear) {
+        // SAFETY: TfLiteResizeBilinearParams is two bools (align_corners, half_pixel_centers).
         let b = unsafe { [data.cast::<u8>().read(), data.cast::<u8>().add(1).read()] };
         Params::ResizeBilinear(TfLiteResizeBilinearParams { align_corners: b[0] != 0, half_pixel_centers: b[1] != 0 })
     } else if is(B::kTfLiteBuiltinTransposeConv) {
+        // SAFETY: TfLiteTransposeConvParams starts with 5 4-byte fields; 4 are read.
         let w = unsafe { words(data, 4) };
         Params::TransposeConv(TfLiteTransposeConvParams {
             padding: padding(w[0]),
@@ -209,8 +221,9 @@ pub unsafe fn node(context: *mut TfLiteContext, index: i32) -> Result<NodeDesc, 
         op: r.builtin_code,
         custom_name,
         version: r.version,
-        // SAFETY: the node's arrays are live.
+        // SAFETY: the node's arrays are NULL or live while the node is (all of Prepare).
         inputs: unsafe { ints(n.inputs) },
+        // SAFETY: as above, NULL or the node's live output array.
         outputs: unsafe { ints(n.outputs) },
         // SAFETY: builtin_data belongs to this node's builtin op.
         params: unsafe { params(r.builtin_code, n.builtin_data, custom) }?,
@@ -241,8 +254,10 @@ pub unsafe fn tensor(context: *mut TfLiteContext, t: TensorId) -> Result<TensorD
     // SAFETY: dims is NULL or the tensor's live shape array.
     let dims = unsafe { ints(tp.dims) };
     let constant = tp.allocation() == Some(TfLiteAllocationType::kTfLiteMmapRo);
-    // SAFETY: `data.raw_const` of a read-only tensor points to `bytes` bytes.
+    // SAFETY: every member of the `data` union is a pointer, so reading `raw_const` is
+    // reading that pointer.
     let data = if constant && !unsafe { tp.data.raw_const }.is_null() {
+        // SAFETY: `data.raw_const` of a non-NULL read-only tensor points to `bytes` bytes.
         Some(unsafe { core::slice::from_raw_parts(tp.data.raw_const.cast::<u8>(), tp.bytes) }.to_vec())
     } else {
         None
@@ -253,6 +268,7 @@ pub unsafe fn tensor(context: *mut TfLiteContext, t: TensorId) -> Result<TensorD
         let q = unsafe { &*(tp.quantization.params as *const TfLiteAffineQuantization) };
         // SAFETY: NULL or live arrays.
         let scales = if q.scale.is_null() { Vec::new() } else { unsafe { crate::abi::arrays::float_array_slice(q.scale) }.to_vec() };
+        // SAFETY: zero_point is NULL or the live array of the same params.
         let zps = unsafe { ints(q.zero_point) };
         per_channel = scales.len() > 1;
         scale = scales.first().copied().unwrap_or(0.0);

@@ -123,10 +123,10 @@ impl Settings {
             return Err(format!("invalid inference priorities {prio:?}"));
         }
         // AUTO may only follow fully specified priorities (TFLite's IsValid).
-        if let Some(first_auto) = prio.iter().position(|&p| p == AUTO) {
-            if prio[first_auto..].iter().any(|&p| p != AUTO) {
-                return Err(format!("invalid inference priorities {prio:?}: AUTO must come last"));
-            }
+        if let Some(first_auto) = prio.iter().position(|&p| p == AUTO)
+            && prio[first_auto..].iter().any(|&p| p != AUTO)
+        {
+            return Err(format!("invalid inference priorities {prio:?}: AUTO must come last"));
         }
         if o.experimental_flags & TFLITE_GPU_EXPERIMENTAL_FLAGS_GL_ONLY as i64 != 0 {
             return Err("the OpenGL backend (GL_ONLY) is not available; this delegate runs OpenCL".into());

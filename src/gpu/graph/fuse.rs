@@ -67,14 +67,13 @@ fn try_fuse(
     if s == full {
         options.push((src, q.steps.clone()));
     }
-    if let Some(Step { code, operand: Some((u, us)), node }) = q.steps.first().cloned() {
-        if us == full && s == full {
-            if let Some(c) = swapped(code) {
-                let mut steps = q.steps.clone();
-                steps[0] = Step { code: c, operand: Some((src, full)), node };
-                options.push((u, steps));
-            }
-        }
+    if let Some(Step { code, operand: Some((u, us)), node }) = q.steps.first().cloned()
+        && us == full && s == full
+        && let Some(c) = swapped(code)
+    {
+        let mut steps = q.steps.clone();
+        steps[0] = Step { code: c, operand: Some((src, full)), node };
+        options.push((u, steps));
     }
     for (t, steps) in options {
         if keep.contains(&t) || readers.get(&t) != Some(&1) {

@@ -302,7 +302,7 @@ impl<'a> Lowering<'a> {
             let (ws, w) = self.constant(wid)?;
             let (units, in_f) = (ws[2], ws[3]);
             let rows = elements(ti.shape) / in_f.max(1);
-            if in_f == 0 || elements(ti.shape) % in_f != 0 || o[3] != units || elements(o) != rows * units {
+            if in_f == 0 || !elements(ti.shape).is_multiple_of(in_f) || o[3] != units || elements(o) != rows * units {
                 return Err(format!("input {:?}, weights {ws:?} and output {o:?} do not fit", ti.shape));
             }
             let bias = self.bias(n, 2, units)?;
@@ -446,10 +446,10 @@ impl<'a> Lowering<'a> {
         }
         if is(B::kTfLiteBuiltinReshape) {
             let (src, ti) = (self.input(n, 0)?, self.value(self.input(n, 0)?)?);
-            if let Some(s) = self.optional_input(n, 1) {
-                if self.desc(s)?.data.is_none() && !self.known.contains_key(&s) {
-                    return Err("a runtime shape input makes the output shape dynamic".into());
-                }
+            if let Some(s) = self.optional_input(n, 1)
+                && self.desc(s)?.data.is_none() && !self.known.contains_key(&s)
+            {
+                return Err("a runtime shape input makes the output shape dynamic".into());
             }
             if elements(ti.shape) != elements(o) {
                 return Err(format!("input {:?} and output {o:?} differ in size", ti.shape));
@@ -669,7 +669,7 @@ fn activation_steps(a: TfLiteFusedActivation, node: i32) -> Result<Vec<Step>, St
 }
 
 fn positive(v: i32, what: &str) -> Result<usize, String> {
-    if v >= 1 && v <= 1 << 16 { Ok(v as usize) } else { Err(format!("{what} {v} is not supported")) }
+    if (1..=1 << 16).contains(&v) { Ok(v as usize) } else { Err(format!("{what} {v} is not supported")) }
 }
 
 fn check_out(o: Shape4, want: Shape4) -> Result<(), String> {
@@ -804,12 +804,14 @@ mod tests {
         t.insert(3, f32_tensor(&[1, 4, 4, 4], None));
         t.insert(4, f32_tensor(&[1, 5, 4, 4], None));
         let known = HashMap::new();
-        let mut conv = TfLiteConvParams::default();
-        conv.padding = TfLitePadding::kTfLitePaddingSame;
-        conv.stride_width = 2;
-        conv.stride_height = 2;
-        conv.dilation_width_factor = 1;
-        conv.dilation_height_factor = 1;
+        let conv = TfLiteConvParams {
+            padding: TfLitePadding::kTfLitePaddingSame,
+            stride_width: 2,
+            stride_height: 2,
+            dilation_width_factor: 1,
+            dilation_height_factor: 1,
+            ..Default::default()
+        };
         let mut l = Lowering::new(&t, &known);
         l.add_node(&node(B::kTfLiteBuiltinConv2d, &[0, 1, 2], &[3], Params::Conv(conv))).unwrap();
         assert_eq!(l.ops.len(), 1);

@@ -457,12 +457,12 @@ impl TuneCache {
     ) -> io::Result<SaveReport> {
         let guard = acquire_lock(path, LOCK_WAIT);
         let merged = guard.is_some();
-        if merged {
-            if let (disk, LoadStatus::Loaded { .. }) = TuneCache::load(path, &self.scope) {
-                for (k, v) in disk.entries {
-                    if keep(&k) {
-                        self.entries.entry(k).or_insert(v);
-                    }
+        if merged
+            && let (disk, LoadStatus::Loaded { .. }) = TuneCache::load(path, &self.scope)
+        {
+            for (k, v) in disk.entries {
+                if keep(&k) {
+                    self.entries.entry(k).or_insert(v);
                 }
             }
         }

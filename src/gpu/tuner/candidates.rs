@@ -227,12 +227,12 @@ pub fn divide_round_up(n: usize, d: usize) -> usize {
     if d == 0 {
         return 0;
     }
-    n / d + usize::from(n % d != 0)
+    n / d + usize::from(!n.is_multiple_of(d))
 }
 
 /// `n % d == 0`, false for `d == 0` (TFLite: undefined behaviour).
 fn divides(d: usize, n: usize) -> bool {
-    d != 0 && n % d == 0
+    d != 0 && n.is_multiple_of(d)
 }
 
 /// `static_cast<int>(std::sqrt(n))` for non-negative integers: the floor square root.
@@ -426,7 +426,7 @@ pub fn generate_work_group_sizes_aligned_to_grid(
 /// `<= max_divider`), else the biggest divider `<= max_divider`, else 1.
 pub fn get_biggest_divider_with_priority(number: usize, max_divider: usize) -> usize {
     for p in [8, 4, 2] {
-        if number % p == 0 && p <= max_divider {
+        if number.is_multiple_of(p) && p <= max_divider {
             return p;
         }
     }
@@ -437,7 +437,7 @@ pub fn get_biggest_divider_with_priority(number: usize, max_divider: usize) -> u
 pub fn get_biggest_divider(number: usize, max_divider: usize) -> usize {
     (1..=max_divider)
         .rev()
-        .find(|&i| number % i == 0)
+        .find(|&i| number.is_multiple_of(i))
         .unwrap_or(1)
 }
 
@@ -456,7 +456,7 @@ pub fn get_work_group_conv(grid: WorkGroup, max_size: usize, max_z_size: usize) 
     let wg_xy_size = 256usize.min(max_size) / wg_z;
     let wg_x = grid[0].min(wg_xy_size);
     let mut wg_y = wg_xy_size.checked_div(wg_x).unwrap_or(0).min(grid[1]);
-    if wg_y == grid[1] && grid[1] % 2 == 0 {
+    if wg_y == grid[1] && grid[1].is_multiple_of(2) {
         wg_y = grid[1] / 2;
     }
     [wg_x, wg_y, wg_z]
@@ -660,7 +660,7 @@ pub fn work_groups_xy_multiple_of(
         let mut y = 1usize;
         while y <= kmax {
             let xy = x.saturating_mul(y);
-            if xy % multiplier == 0 && xy <= kmax {
+            if xy.is_multiple_of(multiplier) && xy <= kmax {
                 for &z in &zs {
                     if xy.saturating_mul(z) > kmax {
                         continue;
@@ -830,7 +830,7 @@ fn rank_key(grid: WorkGroup, wg: WorkGroup, opts: &CandidateOptions) -> (u8, u8,
     let groups = product(c);
     let under = u8::from(opts.compute_units > 0 && groups < opts.compute_units);
     let total = product(wg);
-    let not_mult = u8::from(opts.preferred_multiple > 1 && total % opts.preferred_multiple != 0);
+    let not_mult = u8::from(opts.preferred_multiple > 1 && !total.is_multiple_of(opts.preferred_multiple));
     let waste = (padding_waste(grid, wg).min(1e9) * 1000.0) as u64;
     (under, not_mult, waste)
 }

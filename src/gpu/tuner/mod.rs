@@ -271,12 +271,12 @@ impl Tuner {
             return Ok(plain(wg, ChoiceSource::Fixed));
         }
         let key = self.key(k);
-        if let Some(e) = self.cache.get(&key) {
-            if candidates::is_valid(e.work_group, &self.device, &k.kernel) {
-                return Ok(plain(e.work_group, ChoiceSource::Cache));
-            }
-            // A cached size that no longer validates (e.g. a lower kernel limit after a
-            // driver update) is a miss.
+        // A cached size that no longer validates (e.g. a lower kernel limit after a
+        // driver update) is a miss.
+        if let Some(e) = self.cache.get(&key)
+            && candidates::is_valid(e.work_group, &self.device, &k.kernel)
+        {
+            return Ok(plain(e.work_group, ChoiceSource::Cache));
         }
         if self.config.level == TuneLevel::Fast || self.device.is_mali_t6xx() {
             return Ok(plain(self.fast(k)?, ChoiceSource::Fast));
@@ -317,11 +317,11 @@ impl Tuner {
         // best-so-far now and are tuned on a later init.
         let mut policy = self.config.policy;
         let mut deadline = self.model_deadline;
-        if self.measured_this_model == 0 {
-            if let Some(d) = deadline.take() {
-                let left = d.saturating_sub(clock.now_ns()).max(1);
-                policy.op_budget_ns = Some(policy.op_budget_ns.map_or(left, |c| c.min(left)));
-            }
+        if self.measured_this_model == 0
+            && let Some(d) = deadline.take()
+        {
+            let left = d.saturating_sub(clock.now_ns()).max(1);
+            policy.op_budget_ns = Some(policy.op_budget_ns.map_or(left, |c| c.min(left)));
         }
         let sel = select::select(&list, 0, profiler, clock, &policy, deadline)?;
         if sel.launches > 0 {

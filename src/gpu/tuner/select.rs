@@ -492,12 +492,12 @@ pub fn select(
         .collect();
     let fix_baseline = |race: &Race, alive: &mut Vec<usize>, b: &mut usize| {
         alive.retain(|&i| !race.failed[i]);
-        if race.failed[*b] {
-            if let Some(nb) = race.first_working() {
-                *b = nb;
-                if !alive.contains(&nb) {
-                    alive.insert(0, nb);
-                }
+        if race.failed[*b]
+            && let Some(nb) = race.first_working()
+        {
+            *b = nb;
+            if !alive.contains(&nb) {
+                alive.insert(0, nb);
             }
         }
     };
@@ -646,51 +646,51 @@ pub fn select(
     // The difference is looked at when the fresh sample count doubles, stopping early
     // only when it is beyond `z_stop` standard errors or when the tie margin is resolved.
     let mut duel: Option<(usize, usize, usize)> = None; // (contender, fresh start b, fresh start c)
-    if race.stop.is_none() {
-        if let Some((c, _)) = best_contender(&race, &alive, b) {
-            let (sb, sc) = (race.samples[b].len(), race.samples[c].len());
-            duel = Some((c, sb, sc));
-            let pair = [b, c];
-            let first_look = policy.min_samples.max(2);
-            let mut next_look = first_look;
-            let mut r = round_no;
-            let last_round = round_no + 4 * policy.tie_max_samples + 8;
-            loop {
-                if race.failed[b] || race.failed[c] || r > last_round {
-                    break;
-                }
-                let fb = &race.samples[b][sb..];
-                let fc = &race.samples[c][sc..];
-                if fb.len() >= policy.tie_max_samples && fc.len() >= policy.tie_max_samples {
-                    break;
-                }
-                if fb.len().min(fc.len()) >= next_look {
-                    next_look = next_look.saturating_mul(2);
-                    if let (Some(mb), Some(mc)) = (median(fb), median(fc)) {
-                        let sigma = race.sigma_all().unwrap_or(policy.prior_sigma);
-                        let se = se_of(sigma, fb.len(), fc.len());
-                        let d = mb.ln() - mc.ln();
-                        // Stop when the contender is clearly beyond the tie margin, clearly
-                        // not, or when the measurement is precise enough (the tie margin is at
-                        // least twice the noise margin, so a true difference well inside the
-                        // margin rarely measures outside). Testing against the margin, not
-                        // against zero, keeps optional stopping from inflating switches.
-                        let thr = (1.0 + policy.tie_min).ln();
-                        let clearly_faster = d - policy.z_stop * se > thr;
-                        let clearly_not = d + policy.z_stop * se < thr;
-                        if clearly_faster || clearly_not || 2.0 * policy.z_tie * se <= thr {
-                            break;
-                        }
+    if race.stop.is_none()
+        && let Some((c, _)) = best_contender(&race, &alive, b)
+    {
+        let (sb, sc) = (race.samples[b].len(), race.samples[c].len());
+        duel = Some((c, sb, sc));
+        let pair = [b, c];
+        let first_look = policy.min_samples.max(2);
+        let mut next_look = first_look;
+        let mut r = round_no;
+        let last_round = round_no + 4 * policy.tie_max_samples + 8;
+        loop {
+            if race.failed[b] || race.failed[c] || r > last_round {
+                break;
+            }
+            let fb = &race.samples[b][sb..];
+            let fc = &race.samples[c][sc..];
+            if fb.len() >= policy.tie_max_samples && fc.len() >= policy.tie_max_samples {
+                break;
+            }
+            if fb.len().min(fc.len()) >= next_look {
+                next_look = next_look.saturating_mul(2);
+                if let (Some(mb), Some(mc)) = (median(fb), median(fc)) {
+                    let sigma = race.sigma_all().unwrap_or(policy.prior_sigma);
+                    let se = se_of(sigma, fb.len(), fc.len());
+                    let d = mb.ln() - mc.ln();
+                    // Stop when the contender is clearly beyond the tie margin, clearly
+                    // not, or when the measurement is precise enough (the tie margin is at
+                    // least twice the noise margin, so a true difference well inside the
+                    // margin rarely measures outside). Testing against the margin, not
+                    // against zero, keeps optional stopping from inflating switches.
+                    let thr = (1.0 + policy.tie_min).ln();
+                    let clearly_faster = d - policy.z_stop * se > thr;
+                    let clearly_not = d + policy.z_stop * se < thr;
+                    if clearly_faster || clearly_not || 2.0 * policy.z_tie * se <= thr {
+                        break;
                     }
                 }
-                race.round(&pair, r, false);
-                r += 1;
-                if race.stop.is_some() {
-                    break;
-                }
             }
-            fix_baseline(&race, &mut alive, &mut b);
+            race.round(&pair, r, false);
+            r += 1;
+            if race.stop.is_some() {
+                break;
+            }
         }
+        fix_baseline(&race, &mut alive, &mut b);
     }
 
     // 6. Decide.
