@@ -2,12 +2,13 @@
 //!
 //! Builtin kernels are `TfLiteRegistration`s, exactly like TFLite's (so delegates see the
 //! same `init/prepare/invoke/free` table for every node), but their bodies are safe Rust
-//! functions taking an [`OpCtx`]. The `kernel_registration!` macro builds the
-//! `extern "C"` trampolines with a panic boundary.
+//! functions taking an [`OpCtx`]; `kernel.rs` builds the `extern "C"` trampolines (with
+//! the panic boundary, [`run_step_in`]) around them.
 //!
-//! Kernels depend only on `abi`: they reach tensors through `context->tensors` and resize
-//! outputs through `context->ResizeTensor`, as TFLite kernels do, so the interpreter is
-//! free to change underneath them.
+//! Kernels reach tensors through `context->tensors` and resize outputs through
+//! `context->ResizeTensor`, as TFLite kernels do, so the interpreter is free to change
+//! underneath them (control flow and resource variables are the exceptions: they call
+//! into the subgraphs).
 //!
 //! Aliasing: an [`OpCtx`] hands out a shared view of each input and a mutable view of each
 //! output. That is sound because (1) `output()` refuses a tensor that is also an input of
@@ -22,7 +23,6 @@ use crate::abi::arrays::{int_array_from_slice, int_array_slice};
 use crate::abi::types::*;
 use crate::error::{Error, Result};
 use core::cell::{Cell, RefCell};
-use core::ffi::c_void;
 use core::marker::PhantomData;
 
 /// Element types a tensor's data can be viewed as.
@@ -256,7 +256,7 @@ pub struct OpCtx<'a> {
     context: *mut TfLiteContext,
     node: *mut TfLiteNode,
     phase: Phase,
-    /// Byte sizes requested in this Prepare, applied by `run_step` once it returns OK.
+    /// Byte sizes requested in this Prepare, applied by [`run_step_in`] once it returns OK.
     requested: RefCell<Option<Vec<usize>>>,
     /// Temporaries handed out in this call (bit `i` for temporary `i`).
     temps_taken: Cell<u64>,
@@ -427,10 +427,19 @@ impl<'a> OpCtx<'a> {
         unsafe { p.as_ref() }
     }
 
-    /// The pointer `init` returned for this node.
-    pub fn user_data(&self) -> *mut c_void {
-        self.node().user_data
+    /// The node's custom options (`custom_initial_data`), empty when it has none.
+    pub fn custom_initial_data(&self) -> &'a [u8] {
+        let n = self.node();
+        match usize::try_from(n.custom_initial_data_size) {
+            Ok(len) if len > 0 && !n.custom_initial_data.is_null() => {
+                // SAFETY: the runtime keeps `custom_initial_data_size` readable bytes at
+                // `custom_initial_data` (the model's custom options) for the node's life.
+                unsafe { core::slice::from_raw_parts(n.custom_initial_data.cast::<u8>(), len) }
+            }
+            _ => &[],
+        }
     }
+
 
     fn tensor_view(&self, index: i32) -> Result<TensorView<'a>> {
         // SAFETY: `context` is live for the call.
@@ -724,39 +733,13 @@ pub unsafe fn report_to_context(context: *mut TfLiteContext, message: &str) {
     }
 }
 
-/// Runs a safe kernel step, turning errors (and panics) into a reported `kTfLiteError`.
-///
-/// # Safety
-/// `context` and `node` must be the live pointers the runtime passed to a kernel callback.
-pub unsafe fn run_step(
-    context: *mut TfLiteContext,
-    node: *mut TfLiteNode,
-    step: fn(&OpCtx<'_>) -> Result<()>,
-) -> TfLiteStatus {
-    // SAFETY: per the function contract.
-    unsafe { run_step_in(context, node, Phase::Invoke, None, step) }
-}
-
-/// [`run_step`] for a kernel's Prepare: also applies the temporaries it requested.
-///
-/// # Safety
-/// As [`run_step`].
-pub unsafe fn run_prepare_step(
-    context: *mut TfLiteContext,
-    node: *mut TfLiteNode,
-    step: fn(&OpCtx<'_>) -> Result<()>,
-) -> TfLiteStatus {
-    // SAFETY: per the function contract.
-    unsafe { run_step_in(context, node, Phase::Prepare, None, step) }
-}
-
 /// Runs `step` for one kernel callback: a panic becomes an internal error, an error is
 /// reported through the context (its message prefixed with `op`, the op's name, unless
 /// it already starts with it), and after a successful Prepare the temporaries the step
 /// requested are applied.
 ///
 /// # Safety
-/// As [`run_step`].
+/// `context` and `node` must be the live pointers the runtime passed to a kernel callback.
 pub(crate) unsafe fn run_step_in(
     context: *mut TfLiteContext,
     node: *mut TfLiteNode,
@@ -812,37 +795,6 @@ pub(crate) fn panic_message(payload: &(dyn core::any::Any + Send)) -> String {
 /// `message` prefixed with `"{op}: "`, unless it already starts with the op's name.
 pub(crate) fn with_op_name(op: &str, message: &str) -> String {
     if message.starts_with(op) { message.to_string() } else { format!("{op}: {message}") }
-}
-
-/// Builds a builtin `TfLiteRegistration` from safe `prepare`/`eval` functions.
-///
-/// ```ignore
-/// kernel_registration!(BuiltinOp::kTfLiteBuiltinAdd, prepare = add_prepare, eval = add_eval)
-/// ```
-#[macro_export]
-macro_rules! kernel_registration {
-    ($code:expr, prepare = $prepare:path, eval = $eval:path) => {{
-        unsafe extern "C" fn prepare_tramp(
-            context: *mut $crate::abi::types::TfLiteContext,
-            node: *mut $crate::abi::types::TfLiteNode,
-        ) -> $crate::abi::types::TfLiteStatus {
-            // SAFETY: the runtime calls prepare with live context and node pointers.
-            unsafe { $crate::kernels::api::run_prepare_step(context, node, $prepare) }
-        }
-        unsafe extern "C" fn eval_tramp(
-            context: *mut $crate::abi::types::TfLiteContext,
-            node: *mut $crate::abi::types::TfLiteNode,
-        ) -> $crate::abi::types::TfLiteStatus {
-            // SAFETY: the runtime calls invoke with live context and node pointers.
-            unsafe { $crate::kernels::api::run_step(context, node, $eval) }
-        }
-        $crate::abi::types::TfLiteRegistration {
-            prepare: Some(prepare_tramp),
-            invoke: Some(eval_tramp),
-            builtin_code: $code as i32,
-            ..$crate::abi::types::TfLiteRegistration::empty()
-        }
-    }};
 }
 
 /// Broadcast-aware output shape of two inputs (numpy rules), or an error naming both.

@@ -7,6 +7,7 @@ use crate::abi::types::{TfLiteAllocationType, TfLiteType};
 use crate::error::{Error, Result};
 use crate::interpreter::{Interpreter, InterpreterConfig};
 use crate::kernels::api::{MAX_TEMPORARIES, OpCtx};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::model::writer::ModelWriter;
 use crate::model::{Model, fb};
 use crate::resolver::builtin::builtin_op_resolver;
@@ -56,9 +57,6 @@ fn too_many_prepare(ctx: &OpCtx<'_>) -> Result<()> {
     Ok(())
 }
 
-fn eval_nothing(_ctx: &OpCtx<'_>) -> Result<()> {
-    Ok(())
-}
 
 /// x -> RELU -> a -> SIN -> b -> RELU -> c -> RELU -> y, all [n] float32.
 fn chain(n: i32) -> Arc<Model> {
@@ -85,8 +83,38 @@ fn interpreter(n: i32, sin: Option<crate::abi::types::TfLiteRegistration>) -> Re
     Interpreter::new(chain(n), &r, config)
 }
 
+/// A SIN kernel that uses temporaries (`temp_prepare` / `temp_eval`).
+struct TempSin;
+
+impl BuiltinKernel for TempSin {
+    const NAME: &'static str = "SIN";
+    type Params = ();
+    type State = ();
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<()> {
+        temp_prepare(ctx)
+    }
+    fn invoke(ctx: &OpCtx<'_>, _: &(), _: &mut ()) -> Result<()> {
+        temp_eval(ctx)
+    }
+}
+
+/// A kernel asking for more temporaries than a node may have.
+struct TooMany;
+
+impl BuiltinKernel for TooMany {
+    const NAME: &'static str = "SIN";
+    type Params = ();
+    type State = ();
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<()> {
+        too_many_prepare(ctx)
+    }
+    fn invoke(_: &OpCtx<'_>, _: &(), _: &mut ()) -> Result<()> {
+        Ok(())
+    }
+}
+
 fn temp_registration() -> crate::abi::types::TfLiteRegistration {
-    crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinSin, prepare = temp_prepare, eval = temp_eval)
+    kernel::registration::<TempSin>(TfLiteBuiltinOperator::kTfLiteBuiltinSin)
 }
 
 /// The node's temporaries: (tensor index, bytes, data address).
@@ -185,7 +213,7 @@ fn reprepare_after_resize_resizes_temporaries() {
 
 #[test]
 fn bad_requests_are_errors() {
-    let reg = crate::kernel_registration!(TfLiteBuiltinOperator::kTfLiteBuiltinSin, prepare = too_many_prepare, eval = eval_nothing);
+    let reg = kernel::registration::<TooMany>(TfLiteBuiltinOperator::kTfLiteBuiltinSin);
     let mut interp = interpreter(4, Some(reg)).expect("interp");
     assert!(interp.allocate_tensors().is_err());
 }

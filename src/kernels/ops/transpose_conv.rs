@@ -32,12 +32,11 @@ use super::conv_common::{
 use crate::kernels::shape_util::{int_values, known_at_prepare, plan_declared_output, settle_output_shape};
 use crate::abi::builtin_op_data::{TfLiteFusedActivation, TfLitePadding, TfLiteTransposeConvParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
-use crate::abi::types::{TfLiteContext, TfLiteRegistration, TfLiteType};
+use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::activation::{activation_range_f32, activation_range_quantized, clamp_min_max};
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64};
-use core::ffi::{c_char, c_void};
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::microkernels::packed::Packed;
 
@@ -51,14 +50,7 @@ pub fn registration() -> TfLiteRegistration {
 
 /// The registration of MediaPipe's custom op `Convolution2DTransposeBias`.
 pub fn transpose_conv_bias_registration() -> TfLiteRegistration {
-    let mut reg = crate::kernel_registration!(
-        TfLiteBuiltinOperator::kTfLiteBuiltinCustom,
-        prepare = custom_prepare,
-        eval = custom_eval
-    );
-    reg.init = Some(custom_init);
-    reg.free = Some(custom_free);
-    reg
+    kernel::registration::<TransposeConvBias>(TfLiteBuiltinOperator::kTfLiteBuiltinCustom)
 }
 
 /// Which implementation computes a transposed convolution.
@@ -972,46 +964,40 @@ fn run_node(ctx: &OpCtx<'_>, p: &TfLiteTransposeConvParams, state: &mut State, v
 // Convolution2DTransposeBias glue
 // ---------------------------------------------------------------------------------------
 
-/// Per-node state of `Convolution2DTransposeBias`: the parsed custom options and the
-/// packed weights.
-struct CustomState {
-    /// `(padding, stride_width, stride_height)`, or `None` when the options are too short.
-    options: Option<(i32, i32, i32)>,
-    gemm: super::transpose_conv_f32_gemm::TransposeGemmCache,
-}
+/// `Convolution2DTransposeBias`: its state is the geometry worked out at Prepare from
+/// the custom options and shapes, and the packed weights.
+struct TransposeConvBias;
 
-/// Parses the custom options (MediaPipe casts them to `TfLiteTransposeConvParams` and reads
-/// the first three int32 fields).
-///
-/// # Safety
-/// Called by the runtime as a `TfLiteRegistration::init` with the node's custom options
-/// (`buffer` NULL or pointing to `length` readable bytes).
-unsafe extern "C" fn custom_init(_context: *mut TfLiteContext, buffer: *const c_char, length: usize) -> *mut c_void {
-    let options = if buffer.is_null() || length < 12 {
-        None
-    } else {
-        // SAFETY: `buffer` points to `length >= 12` readable bytes (init's contract).
-        let b = unsafe { core::slice::from_raw_parts(buffer.cast::<u8>(), 12) };
-        let word = |i: usize| i32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
-        Some((word(0), word(1), word(2)))
-    };
-    Box::into_raw(Box::new(CustomState { options, gemm: Default::default() })).cast()
-}
+impl BuiltinKernel for TransposeConvBias {
+    const NAME: &'static str = CUSTOM_OP;
+    type Params = ();
+    type State = CustomState;
 
-/// # Safety
-/// `buffer` must be NULL or what [`custom_init`] returned, not yet freed.
-unsafe extern "C" fn custom_free(_context: *mut TfLiteContext, buffer: *mut c_void) {
-    if !buffer.is_null() {
-        // SAFETY: per the contract, `buffer` came from `Box::into_raw` in `custom_init`.
-        drop(unsafe { Box::from_raw(buffer.cast::<CustomState>()) });
+    fn prepare(ctx: &OpCtx<'_>, _: &()) -> Result<CustomState> {
+        let options = parse_custom_options(ctx.custom_initial_data());
+        let plan = custom_plan(ctx, options)?;
+        ctx.resize_output(0, &custom_out_shape(&plan.geom)).map_err(custom_err)?;
+        Ok(CustomState { options, geom: plan.geom, gemm: Default::default() })
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &(), state: &mut CustomState) -> Result<()> {
+        custom_run(ctx, state, Variant::Optimized, recommended_threads(ctx))
     }
 }
 
-fn custom_state<'a>(ctx: &OpCtx<'a>) -> Result<&'a CustomState> {
-    let p = ctx.user_data() as *const CustomState;
-    // SAFETY: this registration's `init` stored a live `CustomState` in `user_data`; it
-    // lives until `free`, after the last kernel call. NULL (no init) gives an error.
-    unsafe { p.as_ref() }.ok_or_else(|| Error::new(format!("{CUSTOM_OP}: node was not initialised")))
+/// What Prepare keeps for a `Convolution2DTransposeBias` node.
+struct CustomState {
+    /// `(padding, stride_width, stride_height)`, or `None` when the options are too short.
+    options: Option<(i32, i32, i32)>,
+    geom: TransposeGeom,
+    gemm: super::transpose_conv_f32_gemm::TransposeGemmCache,
+}
+
+/// Parses the custom options: MediaPipe casts them to `TfLiteTransposeConvParams` and reads
+/// the first three int32 fields. `None` when they are shorter.
+fn parse_custom_options(b: &[u8]) -> Option<(i32, i32, i32)> {
+    let word = |i: usize| Some(i32::from_le_bytes(b.get(4 * i..4 * i + 4)?.try_into().ok()?));
+    Some((word(0)?, word(1)?, word(2)?))
 }
 
 fn custom_err(e: Error) -> Error {
@@ -1040,10 +1026,9 @@ struct CustomPlan<'a> {
     geom: TransposeGeom,
 }
 
-fn custom_plan<'a>(ctx: &OpCtx<'a>) -> Result<CustomPlan<'a>> {
-    let state = custom_state(ctx)?;
+fn custom_plan<'a>(ctx: &OpCtx<'a>, options: Option<(i32, i32, i32)>) -> Result<CustomPlan<'a>> {
     let (padding, stride_w, stride_h) =
-        state.options.ok_or_else(|| Error::new(format!("{CUSTOM_OP}: custom options are missing or too short")))?;
+        options.ok_or_else(|| Error::new(format!("{CUSTOM_OP}: custom options are missing or too short")))?;
     if ctx.num_inputs() != 3 || ctx.num_outputs() != 1 {
         return Err(Error::new(format!(
             "{CUSTOM_OP}: expected 3 inputs and 1 output, got {} and {}",
@@ -1101,18 +1086,12 @@ fn custom_out_shape(g: &TransposeGeom) -> [i32; 4] {
     [g.batches as i32, g.out_h as i32, g.out_w as i32, g.out_c as i32]
 }
 
-fn custom_prepare(ctx: &OpCtx<'_>) -> Result<()> {
-    let plan = custom_plan(ctx)?;
-    ctx.resize_output(0, &custom_out_shape(&plan.geom)).map_err(custom_err)
-}
-
-fn custom_eval(ctx: &OpCtx<'_>) -> Result<()> {
-    custom_run(ctx, Variant::Optimized, recommended_threads(ctx))
-}
-
-fn custom_run(ctx: &OpCtx<'_>, variant: Variant, threads: usize) -> Result<()> {
-    let plan = custom_plan(ctx)?;
+fn custom_run(ctx: &OpCtx<'_>, state: &CustomState, variant: Variant, threads: usize) -> Result<()> {
+    let plan = custom_plan(ctx, state.options)?;
     let g = plan.geom;
+    if g != state.geom {
+        return Err(Error::new(format!("{CUSTOM_OP}: the tensors changed shape since Prepare")));
+    }
     let mut out = ctx.output(0).map_err(custom_err)?;
     if out.shape != custom_out_shape(&g) {
         return Err(Error::new(format!("{CUSTOM_OP}: output shape {:?} was not prepared", out.shape)));
@@ -1123,7 +1102,6 @@ fn custom_run(ctx: &OpCtx<'_>, variant: Variant, threads: usize) -> Result<()> {
     let r = match variant {
         Variant::Reference => transpose_conv_reference(&g, &ops, x, plan.weights.data::<f32>()?, o),
         Variant::Optimized => {
-            let state = custom_state(ctx)?;
             super::transpose_conv_f32_gemm::run(
                 Some(&state.gemm),
                 &g,
@@ -1389,18 +1367,8 @@ mod tests {
     #[test]
     fn custom_options_are_parsed() {
         let opts: [u8; 12] = [1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0];
-        // SAFETY: a 12-byte buffer, as init's contract requires.
-        let p = unsafe { custom_init(core::ptr::null_mut(), opts.as_ptr().cast(), opts.len()) };
-        // SAFETY: `p` came from `custom_init`.
-        let s = unsafe { &*(p as *const CustomState) };
-        assert_eq!(s.options, Some((1, 2, 3)));
-        // SAFETY: `p` came from `custom_init` and is freed once.
-        unsafe { custom_free(core::ptr::null_mut(), p) };
-        // SAFETY: a NULL buffer is allowed.
-        let p = unsafe { custom_init(core::ptr::null_mut(), core::ptr::null(), 0) };
-        // SAFETY: as above.
-        assert_eq!(unsafe { &*(p as *const CustomState) }.options, None);
-        // SAFETY: as above.
-        unsafe { custom_free(core::ptr::null_mut(), p) };
+        assert_eq!(parse_custom_options(&opts), Some((1, 2, 3)));
+        assert_eq!(parse_custom_options(&opts[..11]), None);
+        assert_eq!(parse_custom_options(&[]), None);
     }
 }

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 /// the same way, so each thread's share is already in its own cache, while a single
 /// thread would have to fetch the other thread's half from the other core. Below this,
 /// the hand-off to a worker and back costs more than the share.
-pub const MIN_ELEMENTS_PER_THREAD: usize = 1 << 12;
+pub(crate) const MIN_ELEMENTS_PER_THREAD: usize = 1 << 12;
 
 /// How many threads an elementwise op of `len` values uses, at most `max_threads`: the
 /// rule every op splits by (`threads_for`), a value counting as the work that makes
