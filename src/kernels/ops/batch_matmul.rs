@@ -475,10 +475,8 @@ fn requant(
     act: (i32, i32),
 ) -> Result<IntRequant> {
     let (lq, rq) = (lhs.quant(), rhs.quant());
-    if let Some((s, _, _)) = rhs.affine_quant() {
-        if s.len() > 1 {
-            return Err(op_error(OP, "per-channel quantization of the rhs needs a float lhs (hybrid)"));
-        }
+    if let Some((s, _, _)) = rhs.affine_quant() && s.len() > 1 {
+        return Err(op_error(OP, "per-channel quantization of the rhs needs a float lhs (hybrid)"));
     }
     let mult = legacy_quant_mul(OP, lq.scale, rq.scale, None, out.scale)?;
     let in_range = |z: i32| (-32768..=32767).contains(&z);

@@ -319,10 +319,10 @@ fn call_once_prepare(ctx: &OpCtx<'_>, p: &TfLiteCallOnceParams) -> Result<()> {
     if usize::try_from(p.init_subgraph_index).ok() == own {
         return Err(op_error(CALL_ONCE, "the init subgraph is the calling subgraph itself"));
     }
-    if let Ok(i) = usize::try_from(p.init_subgraph_index) {
-        if shared.lock().unwrap_or_else(|e| e.into_inner()).is_initialized(i) {
-            return Ok(());
-        }
+    if let Ok(i) = usize::try_from(p.init_subgraph_index)
+        && shared.lock().unwrap_or_else(|e| e.into_inner()).is_initialized(i)
+    {
+        return Ok(());
     }
     if ctx.num_inputs() != 0 || ctx.num_outputs() != 0 {
         return Err(op_error(CALL_ONCE, "takes no inputs and gives no outputs"));

@@ -56,11 +56,11 @@ pub enum Variant {
 // ---------------------------------------------------------------------------------------
 
 fn groups(g: &ConvGeom) -> Result<(usize, usize)> {
-    if g.f_c == 0 || g.in_c % g.f_c != 0 {
+    if g.f_c == 0 || !g.in_c.is_multiple_of(g.f_c) {
         return Err(Error::new(format!("filter depth {} does not divide input depth {}", g.f_c, g.in_c)));
     }
     let groups = g.in_c / g.f_c;
-    if groups == 0 || g.out_c % groups != 0 {
+    if groups == 0 || !g.out_c.is_multiple_of(groups) {
         return Err(Error::new(format!("{} output channels are not a multiple of {groups} groups", g.out_c)));
     }
     Ok((groups, g.out_c / groups))
@@ -1083,10 +1083,8 @@ fn plan(
     geom.check_index_range(OP)?;
     checked_product(OP, &[batches, out_h, out_w, out_c])?;
     checked_product(OP, &[batches, in_h, in_w, in_c])?;
-    if let Some(b) = bias {
-        if b.num_elements() != out_c {
-            return Err(Error::new(format!("{OP}: bias has {} elements for {out_c} filters", b.num_elements())));
-        }
+    if let Some(b) = bias && b.num_elements() != out_c {
+        return Err(Error::new(format!("{OP}: bias has {} elements for {out_c} filters", b.num_elements())));
     }
     let bias_type = bias.map(|b| b.dtype);
     let kind = match dtype {
@@ -1109,10 +1107,8 @@ fn plan(
             if let Some(bt) = bias_type.filter(|&t| t != TfLiteType::kTfLiteInt32) {
                 return Err(Error::new(format!("{OP}: bias of type {} with {} input", bt.name(), dtype.name())));
             }
-            if let Some(b) = bias {
-                if b.quant().zero_point != 0 {
-                    return Err(Error::new(format!("{OP}: bias zero point must be 0")));
-                }
+            if let Some(b) = bias && b.quant().zero_point != 0 {
+                return Err(Error::new(format!("{OP}: bias zero point must be 0")));
             }
             Kind::Quant8(quant8_params(input, filter, bias, output, out_c, p.activation)?)
         }
@@ -1135,19 +1131,15 @@ fn plan(
                 (None, TfLiteType::kTfLiteInt32) => false,
                 (None, _) => true,
             };
-            if let (Some(bt), TfLiteType::kTfLiteInt32 | TfLiteType::kTfLiteInt64) = (bias_type, qbt) {
-                if bt != qbt {
-                    return Err(Error::new(format!(
-                        "{OP}: bias type {} differs from quantized_bias_type {}",
-                        bt.name(),
-                        qbt.name()
-                    )));
-                }
+            if let (Some(bt), TfLiteType::kTfLiteInt32 | TfLiteType::kTfLiteInt64) = (bias_type, qbt) && bt != qbt {
+                return Err(Error::new(format!(
+                    "{OP}: bias type {} differs from quantized_bias_type {}",
+                    bt.name(),
+                    qbt.name()
+                )));
             }
-            if let Some(b) = bias {
-                if b.quant().zero_point != 0 {
-                    return Err(Error::new(format!("{OP}: bias zero point must be 0")));
-                }
+            if let Some(b) = bias && b.quant().zero_point != 0 {
+                return Err(Error::new(format!("{OP}: bias zero point must be 0")));
             }
             let (scales, _, _) = affine(OP, "filter", filter)?;
             let in_q = affine(OP, "input", input).map(|_| input.quant())?;

@@ -57,7 +57,7 @@ pub enum Variant {
 
 /// `out_c / in_c`, checked.
 fn multiplier(g: &ConvGeom) -> Result<usize> {
-    if g.in_c == 0 || g.out_c % g.in_c != 0 {
+    if g.in_c == 0 || !g.out_c.is_multiple_of(g.in_c) {
         return Err(Error::new(format!("{} output channels are not a multiple of {} input channels", g.out_c, g.in_c)));
     }
     Ok(g.out_c / g.in_c)

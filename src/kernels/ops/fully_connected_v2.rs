@@ -667,10 +667,8 @@ fn plan(
     let total = checked_product(OP, &input.shape.iter().map(|&d| d as usize).collect::<Vec<_>>())?;
     let batches = total.checked_div(depth).unwrap_or_else(|| out_shape.iter().rev().skip(1).map(|&d| d as usize).product());
     checked_product(OP, &[batches, units])?;
-    if let Some(b) = bias {
-        if b.num_elements() != units {
-            return Err(Error::new(format!("{OP}: bias shape {:?} does not match {units} units", b.shape)));
-        }
+    if let Some(b) = bias && b.num_elements() != units {
+        return Err(Error::new(format!("{OP}: bias shape {:?} does not match {units} units", b.shape)));
     }
     let mut bias64 = false;
     let kind = if hybrid {

@@ -137,7 +137,7 @@ pub fn repeat_to<T: Copy>(input: &[T], in_shape: &[i32], out_shape: &[i32], out:
             idx[d] += 1;
             let id = ins[d] as usize;
             // Moving within the input dimension, or wrapping back to its start.
-            if idx[d] % id == 0 {
+            if idx[d].is_multiple_of(id) {
                 src -= (id - 1) * in_strides[d];
             } else {
                 src += in_strides[d];

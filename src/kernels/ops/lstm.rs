@@ -402,10 +402,11 @@ fn check_operands(ctx: &OpCtx<'_>, kind: Kind, p: &Params) -> Result<(Dims, Mode
     if hybrid {
         for g in 0..4 {
             for i in [INPUT_TO_GATE[g], RECURRENT_TO_GATE[g]] {
-                if let Some(w) = ctx.optional_input(i).map_err(in_op(kind))? {
-                    if w.dtype == TfLiteType::kTfLiteInt8 && w.quant().zero_point != 0 {
-                        return Err(op_error(name, "hybrid weights must be symmetric (zero point 0)"));
-                    }
+                if let Some(w) = ctx.optional_input(i).map_err(in_op(kind))?
+                    && w.dtype == TfLiteType::kTfLiteInt8
+                    && w.quant().zero_point != 0
+                {
+                    return Err(op_error(name, "hybrid weights must be symmetric (zero point 0)"));
                 }
             }
         }

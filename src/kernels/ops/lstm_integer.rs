@@ -519,7 +519,7 @@ pub fn eval(ctx: &OpCtx<'_>, p: &Params, d: Dims, ip: &IntegerParams) -> Result<
     };
     if p.time_major {
         for s in 0..t_max {
-            step(&t, &ip, d, nb, &input[s * nb * ni..(s + 1) * nb * ni], h, c, &mut output[s * nb * no..(s + 1) * nb * no], &mut sc);
+            step(&t, ip, d, nb, &input[s * nb * ni..(s + 1) * nb * ni], h, c, &mut output[s * nb * no..(s + 1) * nb * no], &mut sc);
         }
     } else {
         for b in 0..nb {
@@ -527,7 +527,7 @@ pub fn eval(ctx: &OpCtx<'_>, p: &Params, d: Dims, ip: &IntegerParams) -> Result<
                 let k = b * t_max + s;
                 step(
                     &t,
-                    &ip,
+                    ip,
                     d,
                     1,
                     &input[k * ni..(k + 1) * ni],

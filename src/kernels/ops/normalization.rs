@@ -44,7 +44,7 @@ pub fn local_response_normalization_registration() -> TfLiteRegistration {
 // ---------------------------------------------------------------------------------------
 
 fn check_rows(len_in: usize, len_out: usize, depth: usize) -> Result<()> {
-    if len_in != len_out || (depth == 0 && len_in != 0) || (depth != 0 && len_in % depth != 0) {
+    if len_in != len_out || (depth == 0 && len_in != 0) || (depth != 0 && !len_in.is_multiple_of(depth)) {
         crate::bail!("buffers of {len_in} and {len_out} values do not hold rows of {depth}");
     }
     Ok(())

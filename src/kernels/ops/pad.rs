@@ -202,13 +202,11 @@ fn operands<'a>(ctx: &OpCtx<'a>, op: &'static str, v2: bool) -> Result<Operands<
             format!("output type {} differs from the input type {}", out.dtype.name(), input.dtype.name()),
         ));
     }
-    if let Some(v) = &value {
-        if v.dtype != input.dtype {
-            return Err(op_error(
-                op,
-                format!("pad value type {} differs from the input type {}", v.dtype.name(), input.dtype.name()),
-            ));
-        }
+    if let Some(v) = &value && v.dtype != input.dtype {
+        return Err(op_error(
+            op,
+            format!("pad value type {} differs from the input type {}", v.dtype.name(), input.dtype.name()),
+        ));
     }
     use TfLiteType::*;
     check_type(

@@ -312,10 +312,10 @@ fn dequantize_input<'a>(ctx: &OpCtx<'a>) -> Result<TensorView<'a>> {
     if input.dtype == kTfLiteInt16 && input.quant().zero_point != 0 {
         return Err(op_error(DEQUANTIZE, "int16 zero point must be 0"));
     }
-    if let Some((_, _, _)) = per_channel(&input).map_err(in_op(DEQUANTIZE))? {
-        if !matches!(input.dtype, kTfLiteUInt8 | kTfLiteInt8) {
-            return Err(op_error(DEQUANTIZE, format!("per-channel {} is not supported", input.dtype.name())));
-        }
+    if let Some((_, _, _)) = per_channel(&input).map_err(in_op(DEQUANTIZE))?
+        && !matches!(input.dtype, kTfLiteUInt8 | kTfLiteInt8)
+    {
+        return Err(op_error(DEQUANTIZE, format!("per-channel {} is not supported", input.dtype.name())));
     }
     Ok(input)
 }

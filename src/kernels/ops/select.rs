@@ -90,7 +90,7 @@ pub fn select<T: Copy>(
             }
         }
         Mode::RankOne(slabs) => {
-            if x.0.len() != n || y.0.len() != n || cond.0.len() != *slabs || (*slabs > 0 && n % slabs != 0) {
+            if x.0.len() != n || y.0.len() != n || cond.0.len() != *slabs || (*slabs > 0 && !n.is_multiple_of(*slabs)) {
                 crate::bail!("input sizes do not match the condition");
             }
             let inner = if *slabs == 0 { 0 } else { n / slabs };

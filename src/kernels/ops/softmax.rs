@@ -43,7 +43,7 @@ pub fn log_softmax_registration() -> TfLiteRegistration {
 // ---------------------------------------------------------------------------------------
 
 fn rows<T>(data: &[T], depth: usize) -> Result<core::slice::ChunksExact<'_, T>> {
-    if depth == 0 || data.len() % depth != 0 {
+    if depth == 0 || !data.len().is_multiple_of(depth) {
         if data.is_empty() {
             return Ok(data.chunks_exact(depth.max(1)));
         }

@@ -73,7 +73,7 @@ fn check_len(what: &str, got: usize, want: Option<usize>) -> Result<()> {
 /// w * b, c]` (`o` is the output shape).
 pub fn depth_to_space<T: Copy>(input: &[T], o: Nhwc, block: usize, out: &mut [T]) -> Result<()> {
     check_len("output", out.len(), o.len())?;
-    if block == 0 || o.h % block != 0 || o.w % block != 0 {
+    if block == 0 || !o.h.is_multiple_of(block) || !o.w.is_multiple_of(block) {
         crate::bail!("block size {block} does not divide the output {o:?}");
     }
     let (ih, iw, ic) = (o.h / block, o.w / block, o.c * block * block);
@@ -96,7 +96,7 @@ pub fn depth_to_space<T: Copy>(input: &[T], o: Nhwc, block: usize, out: &mut [T]
 /// w / b, c * b * b]`.
 pub fn space_to_depth<T: Copy>(input: &[T], s: Nhwc, block: usize, out: &mut [T]) -> Result<()> {
     check_len("input", input.len(), s.len())?;
-    if block == 0 || s.h % block != 0 || s.w % block != 0 {
+    if block == 0 || !s.h.is_multiple_of(block) || !s.w.is_multiple_of(block) {
         crate::bail!("block size {block} does not divide the input {s:?}");
     }
     let (oh, ow, oc) = (s.h / block, s.w / block, s.c * block * block);

@@ -116,7 +116,7 @@ fn split_shapes(shape: &[i32], axis: usize, sizes: &[usize]) -> Vec<Vec<i32>> {
 
 fn even_sizes(op: &str, shape: &[i32], axis: usize, n: usize) -> Result<Vec<usize>> {
     let d = shape[axis] as usize;
-    if n == 0 || d % n != 0 {
+    if n == 0 || !d.is_multiple_of(n) {
         return Err(op_error(op, format!("cannot split dimension {axis} of size {d} evenly into {n}")));
     }
     Ok(vec![d / n; n])

@@ -586,13 +586,11 @@ fn plan<'a>(ctx: &OpCtx<'a>, p: &TfLiteTransposeConvParams) -> Result<(Plan<'a>,
             dtype.name()
         )));
     }
-    if let Some(b) = &bias {
-        if b.num_elements() != out_c {
-            return Err(Error::new(format!(
-                "{OP}: bias has {} elements for {out_c} output channels",
-                b.num_elements()
-            )));
-        }
+    if let Some(b) = &bias && b.num_elements() != out_c {
+        return Err(Error::new(format!(
+            "{OP}: bias has {} elements for {out_c} output channels",
+            b.num_elements()
+        )));
     }
     let bias_type = bias.as_ref().map(|b| b.dtype);
     let kind = match dtype {
@@ -656,14 +654,12 @@ fn plan<'a>(ctx: &OpCtx<'a>, p: &TfLiteTransposeConvParams) -> Result<(Plan<'a>,
                 (None, kTfLiteInt32) => false,
                 (None, _) => true,
             };
-            if let (Some(bt), kTfLiteInt32 | kTfLiteInt64) = (bias_type, qbt) {
-                if bt != qbt {
-                    return Err(Error::new(format!(
-                        "{OP}: bias type {} differs from quantized_bias_type {}",
-                        bt.name(),
-                        qbt.name()
-                    )));
-                }
+            if let (Some(bt), kTfLiteInt32 | kTfLiteInt64) = (bias_type, qbt) && bt != qbt {
+                return Err(Error::new(format!(
+                    "{OP}: bias type {} differs from quantized_bias_type {}",
+                    bt.name(),
+                    qbt.name()
+                )));
             }
             if bias.as_ref().is_some_and(|b| b.quant().zero_point != 0) {
                 return Err(Error::new(format!("{OP}: bias zero point must be 0")));

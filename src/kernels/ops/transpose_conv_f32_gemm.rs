@@ -182,10 +182,8 @@ fn phases(
     };
     let k = key(weights, bias, g)?;
     let mut slot = cache.slot.lock();
-    if let Some((have, p)) = slot.as_ref() {
-        if *have == k {
-            return Ok(p.clone());
-        }
+    if let Some((have, p)) = slot.as_ref() && *have == k {
+        return Ok(p.clone());
     }
     let p = Arc::new(build(g, weights.data::<f32>()?, bias_data)?);
     *slot = Some((k, p.clone()));
