@@ -13,13 +13,13 @@
 //! - `c_api`: the exported `extern "C"` functions (the only place with `no_mangle`).
 
 pub mod abi;
+pub mod c_api;
+pub mod delegate;
 pub mod error;
+pub mod gpu;
+pub mod interpreter;
+pub mod kernels;
+pub mod memory;
+pub mod microkernels;
 pub mod model;
 pub mod resolver;
-pub mod memory;
-pub mod delegate;
-pub mod microkernels;
-pub mod kernels;
-pub mod interpreter;
-pub mod gpu;
-pub mod c_api;

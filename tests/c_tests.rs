@@ -42,12 +42,8 @@ fn repo_root() -> PathBuf {
 /// `<target>/<profile>`: this test binary runs from `<target>/<profile>/deps/`.
 fn profile_dir() -> PathBuf {
     let exe = env::current_exe().expect("current_exe() failed");
-    let deps = exe
-        .parent()
-        .unwrap_or_else(|| panic!("test binary {} has no parent dir", exe.display()));
-    deps.parent()
-        .unwrap_or_else(|| panic!("{} has no parent dir", deps.display()))
-        .to_path_buf()
+    let deps = exe.parent().unwrap_or_else(|| panic!("test binary {} has no parent dir", exe.display()));
+    deps.parent().unwrap_or_else(|| panic!("{} has no parent dir", deps.display())).to_path_buf()
 }
 
 /// Directory holding the library under test; panics with a clear message if
@@ -56,12 +52,7 @@ fn lib_dir() -> PathBuf {
     if let Some(dir) = env::var_os("TFLITE_C_LIB_DIR").filter(|d| !d.is_empty()) {
         let dir = PathBuf::from(dir);
         let lib = dir.join(LIB_FILE);
-        assert!(
-            lib.is_file(),
-            "TFLITE_C_LIB_DIR={} but {} does not exist",
-            dir.display(),
-            lib.display()
-        );
+        assert!(lib.is_file(), "TFLITE_C_LIB_DIR={} but {} does not exist", dir.display(), lib.display());
         return absolute(&dir);
     }
     let profile = profile_dir();
@@ -87,11 +78,7 @@ fn include_dir() -> PathBuf {
         Some(d) => PathBuf::from(d),
         None => repo_root().join("include"),
     };
-    assert!(
-        dir.is_dir(),
-        "TFLite include directory {} does not exist (set TFLITE_C_INCLUDE_DIR)",
-        dir.display()
-    );
+    assert!(dir.is_dir(), "TFLite include directory {} does not exist (set TFLITE_C_INCLUDE_DIR)", dir.display());
     absolute(&dir)
 }
 
@@ -112,15 +99,13 @@ fn corpus_dir() -> PathBuf {
 }
 
 fn absolute(p: &Path) -> PathBuf {
-    p.canonicalize()
-        .unwrap_or_else(|e| panic!("cannot resolve {}: {e}", p.display()))
+    p.canonicalize().unwrap_or_else(|e| panic!("cannot resolve {}: {e}", p.display()))
 }
 
 /// Where compiled programs go: `<target>/<profile>/c_tests_build/`.
 fn build_dir() -> PathBuf {
     let dir = profile_dir().join("c_tests_build");
-    std::fs::create_dir_all(&dir)
-        .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
     dir
 }
 
@@ -149,24 +134,14 @@ struct RunOutput {
 }
 
 fn split_flags(var: &str) -> Vec<String> {
-    env::var(var)
-        .unwrap_or_default()
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect()
+    env::var(var).unwrap_or_default().split_whitespace().map(str::to_owned).collect()
 }
 
 /// Compiles `source` into `<build_dir>/<exe_name>`; panics with the
 /// compiler's output on failure.
 fn compile(source: &Path, exe_name: &str, std: Std) -> PathBuf {
-    assert!(
-        source.is_file(),
-        "C source {} does not exist",
-        source.display()
-    );
-    let cc = env::var_os("CC")
-        .filter(|c| !c.is_empty())
-        .unwrap_or_else(|| OsString::from("cc"));
+    assert!(source.is_file(), "C source {} does not exist", source.display());
+    let cc = env::var_os("CC").filter(|c| !c.is_empty()).unwrap_or_else(|| OsString::from("cc"));
     let lib = lib_dir();
     let exe = build_dir().join(exe_name);
     let mut cmd = Command::new(&cc);
@@ -182,9 +157,7 @@ fn compile(source: &Path, exe_name: &str, std: Std) -> PathBuf {
         .arg("-ltensorflowlite_c")
         .arg(format!("-Wl,-rpath,{}", lib.display()))
         .arg("-lm");
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run C compiler {:?}: {e}", cc));
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run C compiler {:?}: {e}", cc));
     assert!(
         out.status.success(),
         "compiling {} failed ({}):\n$ {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
@@ -231,9 +204,7 @@ fn run_env(exe: &Path, args: &[&str], envs: &[(&str, &str)]) -> RunOutput {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", exe.display()));
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {}: {e}", exe.display()));
 
     let mut stdout = child.stdout.take().expect("piped stdout");
     let mut stderr = child.stderr.take().expect("piped stderr");
@@ -248,12 +219,7 @@ fn run_env(exe: &Path, args: &[&str], envs: &[(&str, &str)]) -> RunOutput {
         String::from_utf8_lossy(&s).into_owned()
     });
 
-    let limit = Duration::from_secs(
-        env::var("C_TESTS_TIMEOUT_SECS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(300),
-    );
+    let limit = Duration::from_secs(env::var("C_TESTS_TIMEOUT_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(300));
     let start = Instant::now();
     let mut timed_out = false;
     let status = loop {
@@ -318,11 +284,7 @@ fn run_c_test(name: &str, std: Std) {
 /// the program runs from the repository root).
 fn c_example(name: &str, args: &[&str]) {
     let source = repo_root().join("examples_c").join(format!("{name}.c"));
-    assert!(
-        source.is_file(),
-        "example program {} is missing",
-        source.display()
-    );
+    assert!(source.is_file(), "example program {} is missing", source.display());
     build_and_run(&source, &format!("example_{name}"), Std::C99, args);
 }
 
@@ -434,7 +396,11 @@ fn example_gpu_delegate() {
 fn gpu_delegate_create_without_opencl() {
     let Some(exe) = gpu_example_or_skip("gpu_delegate_create_without_opencl") else { return };
     let model = corpus_dir().join("models/face_detection_short_range.tflite");
-    let out = run_env(&exe, &[model.to_str().unwrap()], &[("OCL_ICD_VENDORS", "/nonexistent"), ("OPENCL_VENDOR_PATH", "/nonexistent")]);
+    let out = run_env(
+        &exe,
+        &[model.to_str().unwrap()],
+        &[("OCL_ICD_VENDORS", "/nonexistent"), ("OPENCL_VENDOR_PATH", "/nonexistent")],
+    );
     assert_eq!(out.status, Some(3), "expected Create to return NULL:\n{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stderr.contains("TfLiteGpuDelegateV2Create") && out.stderr.contains("OpenCL"),

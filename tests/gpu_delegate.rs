@@ -44,7 +44,8 @@ fn f32s(b: &[u8]) -> Vec<f32> {
 fn try_run_case(suite: &str, name: &str, delegate: Option<*mut c_void>) -> Option<Vec<(i32, Vec<u8>)>> {
     let base = if suite.is_empty() { corpus() } else { corpus().join(suite) };
     let dir = base.join("golden").join(name);
-    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
     let path = CString::new(base.join(meta["model"].as_str().unwrap()).to_string_lossy().as_bytes()).unwrap();
     // SAFETY: plain C API calls with valid arguments; everything is deleted below.
     unsafe {
@@ -109,7 +110,10 @@ fn relative_error(cpu: &[f32], gpu: &[f32]) -> f64 {
     assert_eq!(cpu.len(), gpu.len());
     let (lo, hi) = cpu.iter().fold((f32::MAX, f32::MIN), |(l, h), &v| (l.min(v), h.max(v)));
     let range = if hi > lo { (hi - lo) as f64 } else { (hi.abs() as f64).max(1e-6) };
-    cpu.iter().zip(gpu).map(|(a, b)| ((a - b).abs() as f64) / range).fold(0.0, |m, e| if e.is_nan() { f64::INFINITY } else { m.max(e) })
+    cpu.iter()
+        .zip(gpu)
+        .map(|(a, b)| ((a - b).abs() as f64) / range)
+        .fold(0.0, |m, e| if e.is_nan() { f64::INFINITY } else { m.max(e) })
 }
 
 fn check_model(name: &str) {
@@ -189,7 +193,8 @@ fn tuning_cache_makes_the_second_init_tune_nothing() {
     opts.experimental_flags |= 8; // ENABLE_SERIALIZATION
     opts.serialization_dir = cdir.as_ptr();
     opts.model_token = c"cache_test".as_ptr();
-    let models = ["conv_2d_relu6_f32.tflite", "depthwise_conv_2d_m2_f32.tflite", "average_pool_2d_3x3_s2_same_f32.tflite"];
+    let models =
+        ["conv_2d_relu6_f32.tflite", "depthwise_conv_2d_m2_f32.tflite", "average_pool_2d_3x3_s2_same_f32.tflite"];
     let mut reports = Vec::new();
     for round in 0..2 {
         let Some(d) = gpu(&opts, "tuning_cache_makes_the_second_init_tune_nothing") else { return };
@@ -262,7 +267,9 @@ fn ops_corpus_on_gpu_matches_cpu() {
         delegated.push(name.clone());
         let cpu = run_case("ops", name, None);
         for (i, ((tc, c), (tg, g))) in cpu.iter().zip(&got).enumerate() {
-            let ok = tc == tg && c.len() == g.len() && if *tc == 1 { relative_error(&f32s(c), &f32s(g)) <= 1e-4 } else { c == g };
+            let ok = tc == tg
+                && c.len() == g.len()
+                && if *tc == 1 { relative_error(&f32s(c), &f32s(g)) <= 1e-4 } else { c == g };
             if !ok {
                 failures.push(format!("{name} output {i}"));
             }
@@ -306,7 +313,8 @@ fn all_golden_models_on_gpu_match_cpu() {
                 after.partitions - before.partitions
             );
             for (i, ((tc, c), (tg, g))) in cpu.iter().zip(&got).enumerate() {
-                let err = if *tc == 1 && tc == tg && c.len() == g.len() { relative_error(&f32s(c), &f32s(g)) } else { 0.0 };
+                let err =
+                    if *tc == 1 && tc == tg && c.len() == g.len() { relative_error(&f32s(c), &f32s(g)) } else { 0.0 };
                 // 1e-4 of the range, or what TFLite's own kernel families disagree by on
                 // this output (the corpus rule: 2x their spread), whichever is larger.
                 let allowed = 1e-4f64.max(2.0 * family_spread(name, i) / range_of(&f32s(c)));
@@ -326,7 +334,8 @@ fn all_golden_models_on_gpu_match_cpu() {
 /// case (`tflite_family_spread` in its meta.json; 0 if absent).
 fn family_spread(name: &str, i: usize) -> f64 {
     let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(corpus().join("golden").join(name).join("meta.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(corpus().join("golden").join(name).join("meta.json")).unwrap())
+            .unwrap();
     meta["outputs"][i]["tflite_family_spread"]
         .as_object()
         .map(|m| m.values().filter_map(|v| v.as_f64()).fold(0.0, f64::max))

@@ -61,17 +61,33 @@ fn public_headers(dir: &Path, out: &mut Vec<PathBuf>) {
 fn compile(lang: &str, std_flag: &str, header: &Path, scratch: &Path) {
     let inc = repo().join("include");
     let rel = header.strip_prefix(&inc).expect("header under include");
-    let src = scratch.join(format!("tu_{}.{}", rel.to_string_lossy().replace(['/', '.'], "_"), if lang == "c" { "c" } else { "cc" }));
-    std::fs::write(&src, format!("#include \"{}\"\n#include \"{}\"\nint main(void) {{ return 0; }}\n", rel.display(), rel.display()))
-        .expect("write TU");
-    let compiler = if lang == "c" { std::env::var("CC").unwrap_or_else(|_| "cc".into()) } else { std::env::var("CXX").unwrap_or_else(|_| "c++".into()) };
+    let src = scratch.join(format!(
+        "tu_{}.{}",
+        rel.to_string_lossy().replace(['/', '.'], "_"),
+        if lang == "c" { "c" } else { "cc" }
+    ));
+    std::fs::write(
+        &src,
+        format!("#include \"{}\"\n#include \"{}\"\nint main(void) {{ return 0; }}\n", rel.display(), rel.display()),
+    )
+    .expect("write TU");
+    let compiler = if lang == "c" {
+        std::env::var("CC").unwrap_or_else(|_| "cc".into())
+    } else {
+        std::env::var("CXX").unwrap_or_else(|_| "c++".into())
+    };
     let out = Command::new(&compiler)
         .args([std_flag, "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-I"])
         .arg(&inc)
         .arg(&src)
         .output()
         .unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
-    assert!(out.status.success(), "{} does not compile as {lang} ({std_flag}):\n{}", rel.display(), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{} does not compile as {lang} ({std_flag}):\n{}",
+        rel.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

@@ -390,7 +390,8 @@ impl<'a> Walker<'a> {
             } else {
                 if voff == fb::Buffer::VT_OFFSET {
                     let off = self.b.get(p..p + 8).map_or(0, |s| u64::from_le_bytes(s.try_into().unwrap())) as usize;
-                    let size = self.b.get(p + 8..p + 16).map_or(0, |s| u64::from_le_bytes(s.try_into().unwrap())) as usize;
+                    let size =
+                        self.b.get(p + 8..p + 16).map_or(0, |s| u64::from_le_bytes(s.try_into().unwrap())) as usize;
                     if off > 1 && size > 64 {
                         self.data.push((off, off.saturating_add(size).min(self.b.len())));
                     }
@@ -475,14 +476,40 @@ fn mutate_once(rng: &mut Rng, map: &Map, m: &mut Vec<u8>) -> &'static str {
                 let (p, n) = map.indices[rng.below(map.indices.len())];
                 let r = rng.next();
                 let orig = get32(m, p);
-                let v = rng.pick(&[n.wrapping_sub(1), n, n + 1, 0, u32::MAX, u32::MAX - 1, 0x7FFF_FFFF, orig.wrapping_add(1), orig ^ 0x8000_0000, r as u32 % (n + 2)]);
+                let v = rng.pick(&[
+                    n.wrapping_sub(1),
+                    n,
+                    n + 1,
+                    0,
+                    u32::MAX,
+                    u32::MAX - 1,
+                    0x7FFF_FFFF,
+                    orig.wrapping_add(1),
+                    orig ^ 0x8000_0000,
+                    r as u32 % (n + 2),
+                ]);
                 put32(m, p, v);
                 return "index";
             }
             4..=5 if !map.dims.is_empty() => {
                 let p = map.dims[rng.below(map.dims.len())];
                 let orig = get32(m, p) as i32;
-                let v = rng.pick(&[0, -1, -2, 1, 2, 3, 1 << 16, 1 << 24, i32::MAX, i32::MIN, orig.wrapping_add(1), orig.wrapping_sub(1), orig.wrapping_mul(2), orig.wrapping_mul(1000)]);
+                let v = rng.pick(&[
+                    0,
+                    -1,
+                    -2,
+                    1,
+                    2,
+                    3,
+                    1 << 16,
+                    1 << 24,
+                    i32::MAX,
+                    i32::MIN,
+                    orig.wrapping_add(1),
+                    orig.wrapping_sub(1),
+                    orig.wrapping_mul(2),
+                    orig.wrapping_mul(1000),
+                ]);
                 put32(m, p, v as u32);
                 return "dim";
             }
@@ -502,7 +529,22 @@ fn mutate_once(rng: &mut Rng, map: &Map, m: &mut Vec<u8>) -> &'static str {
                     }
                     _ => {
                         let orig = get32(m, p);
-                        let v = rng.pick(&[0, 1, 2, 3, u32::MAX, 0x7FFF_FFFF, 0x8000_0000, 0x7F80_0000 /* inf */, 0x7FC0_0000 /* nan */, 0xFF80_0000, orig.wrapping_add(1), orig.wrapping_neg(), small.wrapping_sub(8), r as u32]);
+                        let v = rng.pick(&[
+                            0,
+                            1,
+                            2,
+                            3,
+                            u32::MAX,
+                            0x7FFF_FFFF,
+                            0x8000_0000,
+                            0x7F80_0000, /* inf */
+                            0x7FC0_0000, /* nan */
+                            0xFF80_0000,
+                            orig.wrapping_add(1),
+                            orig.wrapping_neg(),
+                            small.wrapping_sub(8),
+                            r as u32,
+                        ]);
                         put32(m, p, v);
                     }
                 }
@@ -512,7 +554,19 @@ fn mutate_once(rng: &mut Rng, map: &Map, m: &mut Vec<u8>) -> &'static str {
                 let p = map.vtables[rng.below(map.vtables.len())];
                 let r = rng.next();
                 if let Some(orig) = rd16(m, p) {
-                    let v = rng.pick(&[0u16, 2, 4, orig.wrapping_add(2), orig.wrapping_add(4), orig.wrapping_sub(2), orig.wrapping_sub(4), 0xFFFF, 0x8000, orig.wrapping_mul(2), r as u16]);
+                    let v = rng.pick(&[
+                        0u16,
+                        2,
+                        4,
+                        orig.wrapping_add(2),
+                        orig.wrapping_add(4),
+                        orig.wrapping_sub(2),
+                        orig.wrapping_sub(4),
+                        0xFFFF,
+                        0x8000,
+                        orig.wrapping_mul(2),
+                        r as u16,
+                    ]);
                     m[p..p + 2].copy_from_slice(&v.to_le_bytes());
                 }
                 return "vtable";
@@ -520,14 +574,50 @@ fn mutate_once(rng: &mut Rng, map: &Map, m: &mut Vec<u8>) -> &'static str {
             11..=12 if !map.offsets.is_empty() => {
                 let p = map.offsets[rng.below(map.offsets.len())];
                 let orig = get32(m, p);
-                let v = rng.pick(&[0, 1, 4, orig.wrapping_add(4), orig.wrapping_sub(4), orig.wrapping_add(8), orig.wrapping_add(1), orig.wrapping_mul(2), orig / 2, len as u32, (len as u32).wrapping_sub(p as u32), u32::MAX, 0x7FFF_FFFF, 0x8000_0000, 0xFFFF]);
+                let v = rng.pick(&[
+                    0,
+                    1,
+                    4,
+                    orig.wrapping_add(4),
+                    orig.wrapping_sub(4),
+                    orig.wrapping_add(8),
+                    orig.wrapping_add(1),
+                    orig.wrapping_mul(2),
+                    orig / 2,
+                    len as u32,
+                    (len as u32).wrapping_sub(p as u32),
+                    u32::MAX,
+                    0x7FFF_FFFF,
+                    0x8000_0000,
+                    0xFFFF,
+                ]);
                 put32(m, p, v);
                 return "offset";
             }
             13..=14 if !map.params.is_empty() => {
                 let p = map.params[rng.below(map.params.len())];
                 let orig = get32(m, p) as i32;
-                let v = rng.pick(&[0, -1, -2, 1, 2, 3, 4, 5, 6, 7, i32::MAX, i32::MIN, 1 << 20, 1 << 30, 100, orig.wrapping_add(1), orig.wrapping_sub(1), orig.wrapping_mul(4), orig.wrapping_neg()]);
+                let v = rng.pick(&[
+                    0,
+                    -1,
+                    -2,
+                    1,
+                    2,
+                    3,
+                    4,
+                    5,
+                    6,
+                    7,
+                    i32::MAX,
+                    i32::MIN,
+                    1 << 20,
+                    1 << 30,
+                    100,
+                    orig.wrapping_add(1),
+                    orig.wrapping_sub(1),
+                    orig.wrapping_mul(4),
+                    orig.wrapping_neg(),
+                ]);
                 put32(m, p, v as u32);
                 return "param";
             }
@@ -613,7 +703,14 @@ fn watch<R>(f: impl FnOnce(&mut Watch) -> R) -> R {
 }
 
 fn start_watchdog() {
-    *WATCH.lock().unwrap() = Some(Watch { interp: 0, invoke_start: None, case: String::new(), case_start: Instant::now(), cancel_after: CANCEL_AFTER, cancels: 0 });
+    *WATCH.lock().unwrap() = Some(Watch {
+        interp: 0,
+        invoke_start: None,
+        case: String::new(),
+        case_start: Instant::now(),
+        cancel_after: CANCEL_AFTER,
+        cancels: 0,
+    });
     // Panics inside the library are caught at the ABI boundary and become error statuses;
     // record them here so that they fail the test.
     let previous = std::panic::take_hook();
@@ -628,7 +725,11 @@ fn start_watchdog() {
             let mut g = WATCH.lock().unwrap_or_else(|e| e.into_inner());
             let Some(w) = g.as_mut() else { continue };
             if w.case_start.elapsed() > HARD_LIMIT && !w.case.is_empty() {
-                eprintln!("HANG: case {} has run for {:?} (cancellation did not stop it)", w.case, w.case_start.elapsed());
+                eprintln!(
+                    "HANG: case {} has run for {:?} (cancellation did not stop it)",
+                    w.case,
+                    w.case_start.elapsed()
+                );
                 std::process::exit(3);
             }
             if w.interp != 0 && w.invoke_start.is_some_and(|s| s.elapsed() > w.cancel_after) {
@@ -840,7 +941,8 @@ fn mutated_models_of_the_whole_corpus_never_crash() {
     let only_case: Option<usize> = std::env::var("MALFORMED_CASE").ok().and_then(|c| c.parse().ok());
     let mut files: Vec<(std::path::PathBuf, bool)> = Vec::new();
     for (dir, single_op) in [("capi", false), ("models", false), ("ops/models", true)] {
-        let mut v: Vec<_> = std::fs::read_dir(corpus.join(dir)).expect("corpus dir").flatten().map(|e| e.path()).collect();
+        let mut v: Vec<_> =
+            std::fs::read_dir(corpus.join(dir)).expect("corpus dir").flatten().map(|e| e.path()).collect();
         v.sort();
         files.extend(v.into_iter().map(|p| (p, single_op)));
     }
@@ -876,7 +978,10 @@ fn mutated_models_of_the_whole_corpus_never_crash() {
         // by zero); it must load and allocate, except two C API fixtures (custom_sinh.bin,
         // with_metadata.bin) whose custom ops are not registered here.
         let base_ok = base_total.is_some();
-        assert!(base_ok || path.parent().is_some_and(|d| d.ends_with("capi")), "{name}: the unmutated model did not allocate (MALFORMED_TRACE=1 shows why)");
+        assert!(
+            base_ok || path.parent().is_some_and(|d| d.ends_with("capi")),
+            "{name}: the unmutated model did not allocate (MALFORMED_TRACE=1 shows why)"
+        );
         let mut model_tally = Tally::default();
         let small = base.len() < 200_000;
         let invokes = if small { 2 } else { 1 };
@@ -948,13 +1053,27 @@ fn mutated_models_of_the_whole_corpus_never_crash() {
             let gpu_start = Instant::now();
             GPU.with(|g| g.set((&raw mut d.base).cast()));
             let mut gpu_tally = Tally::default();
-            let mut gpu_models: Vec<(std::path::PathBuf, usize)> = ["face_detection_short_range.tflite", "selfie_segmentation.tflite"]
-                .iter()
-                .map(|m| (corpus.join("models").join(m), 25))
-                .collect();
+            let mut gpu_models: Vec<(std::path::PathBuf, usize)> =
+                ["face_detection_short_range.tflite", "selfie_segmentation.tflite"]
+                    .iter()
+                    .map(|m| (corpus.join("models").join(m), 25))
+                    .collect();
             for (path, single_op) in &files {
                 let n = path.file_name().unwrap().to_string_lossy();
-                let gpu_op = ["conv_2d", "depthwise", "pool", "concatenation", "pad", "resize_bilinear", "mean", "softmax", "fully_connected", "transpose_conv", "prelu", "add_bcast"];
+                let gpu_op = [
+                    "conv_2d",
+                    "depthwise",
+                    "pool",
+                    "concatenation",
+                    "pad",
+                    "resize_bilinear",
+                    "mean",
+                    "softmax",
+                    "fully_connected",
+                    "transpose_conv",
+                    "prelu",
+                    "add_bcast",
+                ];
                 if *single_op && n.ends_with("_f32.tflite") && gpu_op.iter().any(|o| n.starts_with(o)) {
                     gpu_models.push((path.clone(), 20));
                 }
@@ -1024,7 +1143,12 @@ fn mutated_models_of_the_whole_corpus_never_crash() {
         peak_rss_mib(),
         start.elapsed().as_secs_f64()
     );
-    assert!(panics.is_empty(), "{} panics inside the library:\n{}", panics.len(), panics.iter().take(30).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(
+        panics.is_empty(),
+        "{} panics inside the library:\n{}",
+        panics.len(),
+        panics.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
+    );
     if only.is_none() && only_case.is_none() {
         assert!(tally.rejected_at_create > 0 && tally.rejected_later > 0 && tally.ran > 0);
     }

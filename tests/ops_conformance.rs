@@ -10,9 +10,9 @@ use common::golden::run_case;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use tensorflowlite_c::abi::builtin_ops::TfLiteBuiltinOperator;
+use tensorflowlite_c::model::{Model, fb};
 use tensorflowlite_c::resolver::OpFinder;
 use tensorflowlite_c::resolver::builtin::builtin_op_resolver;
-use tensorflowlite_c::model::{Model, fb};
 
 /// The (op name, version) pairs a model uses that our resolver cannot run.
 fn missing_ops(model_path: &Path) -> Vec<String> {
@@ -57,20 +57,26 @@ fn check_pinned(label: &str, list: &str, passed: &BTreeSet<String>, all: &BTreeS
 
 /// Every case directory under `base/golden`.
 fn all_cases(base: &Path) -> BTreeSet<String> {
-    std::fs::read_dir(base.join("golden")).expect("golden dir").flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect()
+    std::fs::read_dir(base.join("golden"))
+        .expect("golden dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect()
 }
 
 fn run_suite(base: &Path) -> (BTreeSet<String>, BTreeMap<String, usize>, Vec<String>) {
     let mut passed = BTreeSet::new();
     let mut unsupported: BTreeMap<String, usize> = BTreeMap::new();
     let mut failures = Vec::new();
-    let mut cases: Vec<_> = std::fs::read_dir(base.join("golden")).expect("golden dir").flatten().map(|e| e.file_name()).collect();
+    let mut cases: Vec<_> =
+        std::fs::read_dir(base.join("golden")).expect("golden dir").flatten().map(|e| e.file_name()).collect();
     cases.sort();
     for case in cases {
         let name = case.to_string_lossy().to_string();
-        let meta: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(base.join("golden").join(&name).join("meta.json")).expect("meta"))
-                .expect("meta.json");
+        let meta: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(base.join("golden").join(&name).join("meta.json")).expect("meta"),
+        )
+        .expect("meta.json");
         let model = base.join(meta["model"].as_str().expect("model"));
         let missing = missing_ops(&model);
         if !missing.is_empty() {
@@ -87,7 +93,9 @@ fn run_suite(base: &Path) -> (BTreeSet<String>, BTreeMap<String, usize>, Vec<Str
             (Ok(()), true) => failures.push(format!("{name} passes now: remove it from KNOWN_UNSUPPORTED")),
             (Err(e), false) => failures.push(e),
             // Known gap: it must fail cleanly before Invoke, never produce a wrong answer.
-            (Err(e), true) if e.contains("AllocateTensors failed") => *unsupported.entry(format!("{name} (kernel variant)")).or_default() += 1,
+            (Err(e), true) if e.contains("AllocateTensors failed") => {
+                *unsupported.entry(format!("{name} (kernel variant)")).or_default() += 1
+            }
             (Err(e), true) => failures.push(format!("known-unsupported case failed late: {e}")),
         }
     }
@@ -96,7 +104,11 @@ fn run_suite(base: &Path) -> (BTreeSet<String>, BTreeMap<String, usize>, Vec<Str
 
 fn report(label: &str, (passed, unsupported, failures): &(BTreeSet<String>, BTreeMap<String, usize>, Vec<String>)) {
     let skipped: usize = unsupported.values().sum();
-    println!("{label}: {} supported cases passed, {} failed; cases needing ops we lack: {skipped}", passed.len(), failures.len());
+    println!(
+        "{label}: {} supported cases passed, {} failed; cases needing ops we lack: {skipped}",
+        passed.len(),
+        failures.len()
+    );
     println!("{label}: ops still missing (op:version × cases): {unsupported:?}");
     for f in failures {
         println!("{label}: FAIL {f}");

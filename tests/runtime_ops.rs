@@ -107,7 +107,10 @@ fn options<'a>(b: &mut FlatBufferBuilder<'a>, op: &Op) -> (fb::BuiltinOptions, O
             (fb::BuiltinOptions::IfOptions, Some(o.as_union_value()))
         }
         (Opt::While(c, body), _) => {
-            let o = fb::WhileOptions::create(b, &fb::WhileOptionsArgs { cond_subgraph_index: *c, body_subgraph_index: *body });
+            let o = fb::WhileOptions::create(
+                b,
+                &fb::WhileOptionsArgs { cond_subgraph_index: *c, body_subgraph_index: *body },
+            );
             (fb::BuiltinOptions::WhileOptions, Some(o.as_union_value()))
         }
         (Opt::CallOnce(i), _) => {
@@ -116,11 +119,15 @@ fn options<'a>(b: &mut FlatBufferBuilder<'a>, op: &Op) -> (fb::BuiltinOptions, O
         }
         (Opt::VarHandle(name), _) => {
             let n = b.create_string(name);
-            let o = fb::VarHandleOptions::create(b, &fb::VarHandleOptionsArgs { container: None, shared_name: Some(n) });
+            let o =
+                fb::VarHandleOptions::create(b, &fb::VarHandleOptionsArgs { container: None, shared_name: Some(n) });
             (fb::BuiltinOptions::VarHandleOptions, Some(o.as_union_value()))
         }
         (Opt::Concat(axis), _) => {
-            let o = fb::ConcatenationOptions::create(b, &fb::ConcatenationOptionsArgs { axis: *axis, ..Default::default() });
+            let o = fb::ConcatenationOptions::create(
+                b,
+                &fb::ConcatenationOptionsArgs { axis: *axis, ..Default::default() },
+            );
             (fb::BuiltinOptions::ConcatenationOptions, Some(o.as_union_value()))
         }
         (Opt::Rnn(a, asym), _) => {
@@ -133,7 +140,11 @@ fn options<'a>(b: &mut FlatBufferBuilder<'a>, op: &Op) -> (fb::BuiltinOptions, O
         (Opt::SeqRnn(a, time_major), _) => {
             let o = fb::SequenceRNNOptions::create(
                 b,
-                &fb::SequenceRNNOptionsArgs { time_major: *time_major, fused_activation_function: *a, ..Default::default() },
+                &fb::SequenceRNNOptionsArgs {
+                    time_major: *time_major,
+                    fused_activation_function: *a,
+                    ..Default::default()
+                },
             );
             (fb::BuiltinOptions::SequenceRNNOptions, Some(o.as_union_value()))
         }
@@ -189,7 +200,8 @@ fn build(sgs: &[Sg]) -> Vec<u8> {
             let buffer = match &t.data {
                 Some(d) => {
                     let data = b.create_vector(d);
-                    buffers.push(fb::Buffer::create(&mut b, &fb::BufferArgs { data: Some(data), ..Default::default() }));
+                    buffers
+                        .push(fb::Buffer::create(&mut b, &fb::BufferArgs { data: Some(data), ..Default::default() }));
                     buffers.len() as u32 - 1
                 }
                 None => 0,
@@ -341,11 +353,19 @@ impl Run {
         let n = t.bytes / std::mem::size_of::<E>();
         let mut out = vec![E::default(); n];
         // SAFETY: the tensor holds `bytes` readable bytes.
-        unsafe { std::ptr::copy_nonoverlapping(t.data.data as *const u8, out.as_mut_ptr() as *mut u8, n * std::mem::size_of::<E>()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                t.data.data as *const u8,
+                out.as_mut_ptr() as *mut u8,
+                n * std::mem::size_of::<E>(),
+            )
+        };
         out
     }
     fn allocate(&mut self) -> Result<(), String> {
-        self.interp.allocate_tensors().map_err(|e| format!("{} / reported: {:?}", e.message, self.errors.lock().unwrap()))
+        self.interp
+            .allocate_tensors()
+            .map_err(|e| format!("{} / reported: {:?}", e.message, self.errors.lock().unwrap()))
     }
     fn invoke(&mut self) -> Result<(), String> {
         self.interp.invoke().map_err(|e| format!("{} / reported: {:?}", e.message, self.errors.lock().unwrap()))
@@ -720,7 +740,13 @@ fn act(x: f64, a: fb::ActivationFunctionType) -> f64 {
     match a {
         fb::ActivationFunctionType::TANH => x.tanh(),
         fb::ActivationFunctionType::RELU => x.max(0.0),
-        fb::ActivationFunctionType::SIGN_BIT => if x < 0.0 { 1.0 } else { 0.0 },
+        fb::ActivationFunctionType::SIGN_BIT => {
+            if x < 0.0 {
+                1.0
+            } else {
+                0.0
+            }
+        }
         _ => x,
     }
 }
@@ -741,7 +767,15 @@ fn rnn_ref(w: &[f32], r: &[f32], b: &[f32], x: &[f64], h: &mut Vec<f64>, a: fb::
     *h = (0..u).map(|k| act(f64::from(b[k]) + wx[k] + rh[k], a)).collect();
 }
 
-fn seq_rnn_model(batch: i32, time: i32, n: i32, u: i32, time_major: bool, hybrid: bool, rng: &mut Lcg) -> (Sg, Vec<f32>, Vec<f32>, Vec<f32>) {
+fn seq_rnn_model(
+    batch: i32,
+    time: i32,
+    n: i32,
+    u: i32,
+    time_major: bool,
+    hybrid: bool,
+    rng: &mut Lcg,
+) -> (Sg, Vec<f32>, Vec<f32>, Vec<f32>) {
     let mut g = Sg::default();
     let shape = if time_major { [time, batch, n] } else { [batch, time, n] };
     let x = g.f(&shape);
@@ -873,13 +907,18 @@ impl LstmRef {
         let pre = |g: usize, c: &[f64], peep: Option<&Vec<f32>>| -> Vec<f64> {
             let wx = matvec(self.w[g].as_ref().unwrap(), nc, n, x);
             let rh = matvec(self.r[g].as_ref().unwrap(), nc, no, h);
-            let mut v: Vec<f64> = (0..nc).map(|k| wx[k] + rh[k] + peep.map_or(0.0, |p| f64::from(p[k]) * c[k])).collect();
+            let mut v: Vec<f64> =
+                (0..nc).map(|k| wx[k] + rh[k] + peep.map_or(0.0, |p| f64::from(p[k]) * c[k])).collect();
             let bias = self.b[g].as_ref().unwrap();
             if let Some(ln) = &self.ln[g] {
                 let mean = v.iter().sum::<f64>() / nc as f64;
                 let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / nc as f64;
                 let inv = 1.0 / (var + 1e-8).sqrt();
-                v = v.iter().enumerate().map(|(k, x)| (x - mean) * inv * f64::from(ln[k]) + f64::from(bias[k])).collect();
+                v = v
+                    .iter()
+                    .enumerate()
+                    .map(|(k, x)| (x - mean) * inv * f64::from(ln[k]) + f64::from(bias[k]))
+                    .collect();
             } else {
                 v = v.iter().enumerate().map(|(k, x)| x + f64::from(bias[k])).collect();
             }
@@ -887,7 +926,11 @@ impl LstmRef {
         };
         let cifg = self.w[0].is_none();
         let f: Vec<f64> = pre(1, cs, self.p[1].as_ref()).into_iter().map(sigmoid).collect();
-        let i: Vec<f64> = if cifg { f.iter().map(|v| 1.0 - v).collect() } else { pre(0, cs, self.p[0].as_ref()).into_iter().map(sigmoid).collect() };
+        let i: Vec<f64> = if cifg {
+            f.iter().map(|v| 1.0 - v).collect()
+        } else {
+            pre(0, cs, self.p[0].as_ref()).into_iter().map(sigmoid).collect()
+        };
         let g: Vec<f64> = pre(2, cs, None).into_iter().map(|v| v.tanh()).collect();
         for k in 0..nc {
             let mut v = f[k] * cs[k] + i[k] * g[k];
@@ -914,7 +957,15 @@ impl LstmRef {
 }
 
 /// An LSTM (or sequence LSTM) model with the given features and its f64 twin.
-fn lstm_model(seq: bool, batch: i32, time: i32, cifg: bool, peephole: bool, projection: bool, layer_norm: bool) -> (Sg, LstmRef) {
+fn lstm_model(
+    seq: bool,
+    batch: i32,
+    time: i32,
+    cifg: bool,
+    peephole: bool,
+    projection: bool,
+    layer_norm: bool,
+) -> (Sg, LstmRef) {
     let (n, nc) = (3usize, 4usize);
     let no = if projection { 2 } else { nc };
     let mut rng = Lcg(1234);
@@ -994,7 +1045,12 @@ fn lstm_model(seq: bool, batch: i32, time: i32, cifg: bool, peephole: bool, proj
     }
     let y = g.f(&[1]);
     if seq {
-        g.op(B::UNIDIRECTIONAL_SEQUENCE_LSTM, &inputs, &[y], Opt::SeqLstm(fb::ActivationFunctionType::TANH, 0.8, r.proj_clip as f32, false));
+        g.op(
+            B::UNIDIRECTIONAL_SEQUENCE_LSTM,
+            &inputs,
+            &[y],
+            Opt::SeqLstm(fb::ActivationFunctionType::TANH, 0.8, r.proj_clip as f32, false),
+        );
     } else {
         g.op(B::LSTM, &inputs, &[y], Opt::Lstm(fb::ActivationFunctionType::TANH, 0.8, r.proj_clip as f32));
     }
@@ -1015,7 +1071,8 @@ fn lstm_variants_match_a_reference_and_keep_state() {
         ] {
             let (batch, time) = (2usize, if seq { 3usize } else { 1 });
             let (g, r) = lstm_model(seq, batch as i32, time as i32, cifg, peephole, projection, layer_norm);
-            let label = format!("seq {seq} cifg {cifg} peephole {peephole} projection {projection} layer_norm {layer_norm}");
+            let label =
+                format!("seq {seq} cifg {cifg} peephole {peephole} projection {projection} layer_norm {layer_norm}");
             let mut run = interpreter(&[g]).unwrap_or_else(|e| panic!("{label}: {e}"));
             run.allocate().unwrap_or_else(|e| panic!("{label}: {e}"));
             let mut h = vec![vec![0f64; r.o]; batch];
@@ -1034,7 +1091,12 @@ fn lstm_variants_match_a_reference_and_keep_state() {
                         r.step(&xs, &mut h[b], &mut c[b]);
                         for j in 0..r.o {
                             let d = (f64::from(got[k * r.o + j]) - h[b][j]).abs();
-                            assert!(d < 2e-5, "{label} invoke {invoke} b {b} t {t} j {j}: {} vs {}", got[k * r.o + j], h[b][j]);
+                            assert!(
+                                d < 2e-5,
+                                "{label} invoke {invoke} b {b} t {t} j {j}: {} vs {}",
+                                got[k * r.o + j],
+                                h[b][j]
+                            );
                         }
                     }
                 }
@@ -1140,7 +1202,13 @@ fn mutate_model(rng: &mut Rng, base: &[Sg]) -> Vec<Sg> {
                 let ti = rng.below(nt as usize);
                 let t = &mut sg.tensors[ti];
                 if t.data.is_none() {
-                    t.ty = [fb::TensorType::FLOAT32, fb::TensorType::INT32, fb::TensorType::BOOL, fb::TensorType::INT8, fb::TensorType::RESOURCE][rng.below(5)];
+                    t.ty = [
+                        fb::TensorType::FLOAT32,
+                        fb::TensorType::INT32,
+                        fb::TensorType::BOOL,
+                        fb::TensorType::INT8,
+                        fb::TensorType::RESOURCE,
+                    ][rng.below(5)];
                 }
             }
             5 if nt > 0 => {
@@ -1176,7 +1244,8 @@ fn mutate_model(rng: &mut Rng, base: &[Sg]) -> Vec<Sg> {
 /// forever, as it would in TFLite). Returns whether it ran.
 fn exercise(sgs: &[Sg]) -> bool {
     let Ok(model) = Model::from_vec(build(sgs)) else { return false };
-    let config = InterpreterConfig { reporter: Arc::new(|_: &str| {}), enable_cancellation: true, ..Default::default() };
+    let config =
+        InterpreterConfig { reporter: Arc::new(|_: &str| {}), enable_cancellation: true, ..Default::default() };
     let Ok(mut interp) = Interpreter::new(Arc::new(model), &builtin_op_resolver(), config) else { return false };
     if interp.allocate_tensors().is_err() {
         return false;
@@ -1185,7 +1254,9 @@ fn exercise(sgs: &[Sg]) -> bool {
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     // Every invoke clears the flag when it starts, so the watchdog keeps setting it.
     let watchdog = std::thread::spawn(move || {
-        while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = done_rx.recv_timeout(std::time::Duration::from_millis(300)) {
+        while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+            done_rx.recv_timeout(std::time::Duration::from_millis(300))
+        {
             flag.store(true, std::sync::atomic::Ordering::SeqCst);
         }
     });
@@ -1247,7 +1318,8 @@ fn hybridize(g: &mut Sg, r: &mut LstmRef) {
             return None;
         }
         let t = &mut g.tensors[ti as usize];
-        let v: Vec<f32> = t.data.as_ref()?.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let v: Vec<f32> =
+            t.data.as_ref()?.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
         let s = v.iter().fold(0f32, |m, x| m.max(x.abs())) / 127.0;
         let q: Vec<i8> = v.iter().map(|x| (x / s).round() as i8).collect();
         t.ty = fb::TensorType::INT8;
@@ -1273,7 +1345,8 @@ fn hybrid_lstm_tracks_the_float_reference() {
             let (batch, time) = (2usize, if seq { 3usize } else { 1 });
             let (mut g, mut r) = lstm_model(seq, batch as i32, time as i32, cifg, peephole, projection, layer_norm);
             hybridize(&mut g, &mut r);
-            let label = format!("hybrid seq {seq} cifg {cifg} peephole {peephole} projection {projection} ln {layer_norm}");
+            let label =
+                format!("hybrid seq {seq} cifg {cifg} peephole {peephole} projection {projection} ln {layer_norm}");
             let mut run = interpreter(&[g]).unwrap_or_else(|e| panic!("{label}: {e}"));
             run.allocate().unwrap_or_else(|e| panic!("{label}: {e}"));
             let mut h = vec![vec![0f64; r.o]; batch];

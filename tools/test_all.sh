@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: what CI runs and what the README's test command runs.
+#  0. formatting and lints: `cargo fmt --check`, `cargo clippy --all-targets -D warnings`;
 #  1. cargo test (unit tests, header check, layout, C tests + examples against our
 #     library, corpus goldens, the mutated-model test), then the conformance suites again
 #     with the SIMD microkernel tables switched off (TFLITE_RS_NO_SIMD=1: scalar twins);
@@ -16,6 +17,10 @@ if [ ! -d "$shared/corpus" ]; then
   exit 1
 fi
 export TFLITE_CORPUS_DIR="$shared/corpus"
+
+echo "== 0. cargo fmt --check, cargo clippy -D warnings"
+cargo fmt --check
+cargo clippy --release --all-targets -- -D warnings
 
 echo "== 1. cargo test (release)"
 cargo test --release 2>&1 | tee /tmp/tflite_cargo_test.log

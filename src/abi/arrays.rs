@@ -32,9 +32,7 @@ pub fn int_array_from_slice(values: &[c_int]) -> *mut TfLiteIntArray {
     let p = int_array_create(n);
     if !p.is_null() {
         // SAFETY: `p` has room for `n` elements after the header (allocated above).
-        unsafe {
-            core::ptr::copy_nonoverlapping(values.as_ptr(), (*p).data.as_mut_ptr(), values.len())
-        };
+        unsafe { core::ptr::copy_nonoverlapping(values.as_ptr(), (*p).data.as_mut_ptr(), values.len()) };
     }
     p
 }
@@ -103,9 +101,7 @@ pub fn float_array_from_slice(values: &[f32]) -> *mut TfLiteFloatArray {
     let p = float_array_create(n);
     if !p.is_null() {
         // SAFETY: `p` has room for `n` elements.
-        unsafe {
-            core::ptr::copy_nonoverlapping(values.as_ptr(), (*p).data.as_mut_ptr(), values.len())
-        };
+        unsafe { core::ptr::copy_nonoverlapping(values.as_ptr(), (*p).data.as_mut_ptr(), values.len()) };
     }
     p
 }

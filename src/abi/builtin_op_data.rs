@@ -1020,26 +1020,16 @@ mod tests {
     #[test]
     fn enum_values_match_tflite_header() {
         assert_eq!(TfLitePadding::kTfLitePaddingValid as i32, 2);
-        assert_eq!(
-            TfLiteMirrorPaddingMode::kTfLiteMirrorPaddingSymmetric as i32,
-            2
-        );
+        assert_eq!(TfLiteMirrorPaddingMode::kTfLiteMirrorPaddingSymmetric as i32, 2);
         assert_eq!(TfLiteFusedActivation::kTfLiteActReluN1To1 as i32, 2);
         assert_eq!(TfLiteFusedActivation::kTfLiteActRelu6 as i32, 3);
         assert_eq!(TfLiteFusedActivation::kTfLiteActSigmoid as i32, 6);
-        assert_eq!(
-            TfLiteFullyConnectedWeightsFormat::kTfLiteFullyConnectedWeightsFormatShuffled4x16Int8
-                as i32,
-            1
-        );
+        assert_eq!(TfLiteFullyConnectedWeightsFormat::kTfLiteFullyConnectedWeightsFormatShuffled4x16Int8 as i32, 1);
         assert_eq!(TfLiteLSHProjectionType::kTfLiteLshProjectionDense as i32, 2);
         assert_eq!(TfLiteLSTMKernelType::kTfLiteLSTMBasicKernel as i32, 1);
         assert_eq!(TfLiteCombinerType::kTfLiteCombinerTypeSqrtn as i32, 2);
         assert_eq!(TfLiteRngAlgorithm::kTfLiteRngAlgorithmThreefry as i32, 3);
-        assert_eq!(
-            TfLiteReduceWindowFunction::TfLiteReduceWindowFunctionAny as i32,
-            6
-        );
+        assert_eq!(TfLiteReduceWindowFunction::TfLiteReduceWindowFunctionAny as i32, 6);
     }
 
     #[test]

@@ -665,9 +665,7 @@ impl TfLiteBuiltinOperator {
 
     /// Converts a raw operator code (from a model or from C) into the enum, if it is one.
     pub fn from_raw(v: i32) -> Option<Self> {
-        usize::try_from(v)
-            .ok()
-            .and_then(|i| Self::ALL.get(i).copied())
+        usize::try_from(v).ok().and_then(|i| Self::ALL.get(i).copied())
     }
 
     /// The operator's raw value.
@@ -709,10 +707,7 @@ mod tests {
         assert_eq!(Op::kTfLiteBuiltinStablehloCase as i32, 209);
         assert_eq!(Op::kTfLiteBuiltinAdd.name(), "ADD");
         assert_eq!(Op::kTfLiteBuiltinConv2d.name(), "CONV_2D");
-        assert_eq!(
-            Op::kTfLiteBuiltinDepthwiseConv2d.name(),
-            "DEPTHWISE_CONV_2D"
-        );
+        assert_eq!(Op::kTfLiteBuiltinDepthwiseConv2d.name(), "DEPTHWISE_CONV_2D");
         assert_eq!(Op::kTfLiteBuiltinRelu6.name(), "RELU6");
         assert_eq!(Op::kTfLiteBuiltinPadv2.name(), "PADV2");
         assert_eq!(Op::kTfLiteBuiltinRfft2d.name(), "RFFT2D");

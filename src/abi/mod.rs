@@ -3,10 +3,10 @@
 
 #![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, reason = "TFLite's C names")]
 
-pub mod types;
 pub mod arrays;
-pub mod operator;
-pub mod builtin_ops;
 pub mod builtin_op_data;
+pub mod builtin_ops;
+pub mod operator;
+pub mod types;
 
 pub use types::*;

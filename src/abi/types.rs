@@ -75,11 +75,30 @@ impl TfLiteType {
     pub fn from_raw(v: c_int) -> Option<TfLiteType> {
         use TfLiteType::*;
         const ALL: [TfLiteType; 24] = [
-            kTfLiteNoType, kTfLiteFloat32, kTfLiteInt32, kTfLiteUInt8, kTfLiteInt64,
-            kTfLiteString, kTfLiteBool, kTfLiteInt16, kTfLiteComplex64, kTfLiteInt8,
-            kTfLiteFloat16, kTfLiteFloat64, kTfLiteComplex128, kTfLiteUInt64, kTfLiteResource,
-            kTfLiteVariant, kTfLiteUInt32, kTfLiteUInt16, kTfLiteInt4, kTfLiteBFloat16,
-            kTfLiteInt2, kTfLiteUInt4, kTfLiteFloat8E4M3FN, kTfLiteFloat8E5M2,
+            kTfLiteNoType,
+            kTfLiteFloat32,
+            kTfLiteInt32,
+            kTfLiteUInt8,
+            kTfLiteInt64,
+            kTfLiteString,
+            kTfLiteBool,
+            kTfLiteInt16,
+            kTfLiteComplex64,
+            kTfLiteInt8,
+            kTfLiteFloat16,
+            kTfLiteFloat64,
+            kTfLiteComplex128,
+            kTfLiteUInt64,
+            kTfLiteResource,
+            kTfLiteVariant,
+            kTfLiteUInt32,
+            kTfLiteUInt16,
+            kTfLiteInt4,
+            kTfLiteBFloat16,
+            kTfLiteInt2,
+            kTfLiteUInt4,
+            kTfLiteFloat8E4M3FN,
+            kTfLiteFloat8E5M2,
         ];
         usize::try_from(v).ok().and_then(|i| ALL.get(i).copied())
     }
@@ -151,8 +170,14 @@ impl TfLiteAllocationType {
     pub fn from_raw(v: c_int) -> Option<Self> {
         use TfLiteAllocationType::*;
         const ALL: [TfLiteAllocationType; 9] = [
-            kTfLiteMemNone, kTfLiteMmapRo, kTfLiteArenaRw, kTfLiteArenaRwPersistent,
-            kTfLiteDynamic, kTfLitePersistentRo, kTfLiteCustom, kTfLiteVariantObject,
+            kTfLiteMemNone,
+            kTfLiteMmapRo,
+            kTfLiteArenaRw,
+            kTfLiteArenaRwPersistent,
+            kTfLiteDynamic,
+            kTfLitePersistentRo,
+            kTfLiteCustom,
+            kTfLiteVariantObject,
             kTfLiteNonCpu,
         ];
         usize::try_from(v).ok().and_then(|i| ALL.get(i).copied())
@@ -475,13 +500,21 @@ pub struct TfLiteContext {
     pub impl_: *mut c_void,
     /// Resizes `tensor` to `new_size`, taking ownership of `new_size`.
     pub ResizeTensor: Option<
-        unsafe extern "C" fn(context: *mut TfLiteContext, tensor: *mut TfLiteTensor, new_size: *mut TfLiteIntArray) -> TfLiteStatus,
+        unsafe extern "C" fn(
+            context: *mut TfLiteContext,
+            tensor: *mut TfLiteTensor,
+            new_size: *mut TfLiteIntArray,
+        ) -> TfLiteStatus,
     >,
     /// Reports an error (printf-style, C varargs).
     pub ReportError: Option<unsafe extern "C" fn(context: *mut TfLiteContext, msg: *const c_char, ...)>,
     /// Adds tensors to the end of the table.
     pub AddTensors: Option<
-        unsafe extern "C" fn(context: *mut TfLiteContext, tensors_to_add: c_int, first_new_tensor_index: *mut c_int) -> TfLiteStatus,
+        unsafe extern "C" fn(
+            context: *mut TfLiteContext,
+            tensors_to_add: c_int,
+            first_new_tensor_index: *mut c_int,
+        ) -> TfLiteStatus,
     >,
     /// Gets a node and its registration (delegate Prepare only).
     pub GetNodeAndRegistration: Option<
@@ -505,11 +538,18 @@ pub struct TfLiteContext {
     pub recommended_num_threads: c_int,
     /// Gets an external context of the given type, or NULL.
     pub GetExternalContext: Option<
-        unsafe extern "C" fn(context: *mut TfLiteContext, type_: TfLiteExternalContextType) -> *mut TfLiteExternalContext,
+        unsafe extern "C" fn(
+            context: *mut TfLiteContext,
+            type_: TfLiteExternalContextType,
+        ) -> *mut TfLiteExternalContext,
     >,
     /// Sets an external context of the given type.
     pub SetExternalContext: Option<
-        unsafe extern "C" fn(context: *mut TfLiteContext, type_: TfLiteExternalContextType, ctx: *mut TfLiteExternalContext),
+        unsafe extern "C" fn(
+            context: *mut TfLiteContext,
+            type_: TfLiteExternalContextType,
+            ctx: *mut TfLiteExternalContext,
+        ),
     >,
     /// Whether fp32 may be computed in fp16.
     pub allow_fp32_relax_to_fp16: bool,
@@ -518,18 +558,21 @@ pub struct TfLiteContext {
     /// TFLite Micro only; NULL here.
     pub AllocatePersistentBuffer: Option<unsafe extern "C" fn(ctx: *mut TfLiteContext, bytes: usize) -> *mut c_void>,
     /// Deprecated (TFLite Micro); NULL here.
-    pub AllocateBufferForEval: Option<
-        unsafe extern "C" fn(ctx: *mut TfLiteContext, bytes: usize, ptr: *mut *mut c_void) -> TfLiteStatus,
-    >,
+    pub AllocateBufferForEval:
+        Option<unsafe extern "C" fn(ctx: *mut TfLiteContext, bytes: usize, ptr: *mut *mut c_void) -> TfLiteStatus>,
     /// TFLite Micro only; NULL here.
-    pub RequestScratchBufferInArena: Option<
-        unsafe extern "C" fn(ctx: *mut TfLiteContext, bytes: usize, buffer_idx: *mut c_int) -> TfLiteStatus,
-    >,
+    pub RequestScratchBufferInArena:
+        Option<unsafe extern "C" fn(ctx: *mut TfLiteContext, bytes: usize, buffer_idx: *mut c_int) -> TfLiteStatus>,
     /// TFLite Micro only; NULL here.
     pub GetScratchBuffer: Option<unsafe extern "C" fn(ctx: *mut TfLiteContext, buffer_idx: c_int) -> *mut c_void>,
     /// TFLite Micro only; NULL here.
     pub ResizeTensorExplicit: Option<
-        unsafe extern "C" fn(ctx: *mut TfLiteContext, tensor: *mut TfLiteTensor, dims: c_int, shape: *const c_int) -> TfLiteStatus,
+        unsafe extern "C" fn(
+            ctx: *mut TfLiteContext,
+            tensor: *mut TfLiteTensor,
+            dims: c_int,
+            shape: *const c_int,
+        ) -> TfLiteStatus,
     >,
     /// Previews how nodes would be partitioned (delegate Prepare only).
     pub PreviewDelegatePartitioning: Option<
@@ -543,17 +586,28 @@ pub struct TfLiteContext {
     /// TFLite Micro only; NULL here.
     pub GetTensor: Option<unsafe extern "C" fn(context: *const TfLiteContext, tensor_idx: c_int) -> *mut TfLiteTensor>,
     /// TFLite Micro only; NULL here.
-    pub GetEvalTensor: Option<unsafe extern "C" fn(context: *const TfLiteContext, tensor_idx: c_int) -> *mut TfLiteEvalTensor>,
+    pub GetEvalTensor:
+        Option<unsafe extern "C" fn(context: *const TfLiteContext, tensor_idx: c_int) -> *mut TfLiteEvalTensor>,
     /// Looks up model metadata by name.
     pub GetModelMetadata: Option<
-        unsafe extern "C" fn(context: *const TfLiteContext, name: *const c_char, ptr: *mut *const c_char, bytes: *mut usize) -> TfLiteStatus,
+        unsafe extern "C" fn(
+            context: *const TfLiteContext,
+            name: *const c_char,
+            ptr: *mut *const c_char,
+            bytes: *mut usize,
+        ) -> TfLiteStatus,
     >,
     /// Gets the context of another subgraph (delegate Prepare only).
     pub AcquireSubgraphContext: Option<
-        unsafe extern "C" fn(context: *mut TfLiteContext, subgraph_index: c_int, acquired_context: *mut *mut TfLiteContext) -> TfLiteStatus,
+        unsafe extern "C" fn(
+            context: *mut TfLiteContext,
+            subgraph_index: c_int,
+            acquired_context: *mut *mut TfLiteContext,
+        ) -> TfLiteStatus,
     >,
     /// Releases a context acquired with `AcquireSubgraphContext`.
-    pub ReleaseSubgraphContext: Option<unsafe extern "C" fn(context: *mut TfLiteContext, subgraph_index: c_int) -> TfLiteStatus>,
+    pub ReleaseSubgraphContext:
+        Option<unsafe extern "C" fn(context: *mut TfLiteContext, subgraph_index: c_int) -> TfLiteStatus>,
 }
 
 /// An operator implementation: 88 bytes.
@@ -561,7 +615,8 @@ pub struct TfLiteContext {
 #[derive(Copy, Clone)]
 pub struct TfLiteRegistration {
     /// Creates per-node state from the builtin params or custom options.
-    pub init: Option<unsafe extern "C" fn(context: *mut TfLiteContext, buffer: *const c_char, length: usize) -> *mut c_void>,
+    pub init:
+        Option<unsafe extern "C" fn(context: *mut TfLiteContext, buffer: *const c_char, length: usize) -> *mut c_void>,
     /// Frees what `init` returned.
     pub free: Option<unsafe extern "C" fn(context: *mut TfLiteContext, buffer: *mut c_void)>,
     /// Checks inputs and resizes outputs; called when shapes change.
@@ -569,7 +624,8 @@ pub struct TfLiteRegistration {
     /// Computes the outputs.
     pub invoke: Option<unsafe extern "C" fn(context: *mut TfLiteContext, node: *mut TfLiteNode) -> TfLiteStatus>,
     /// Returns a string for profiling, or NULL.
-    pub profiling_string: Option<unsafe extern "C" fn(context: *const TfLiteContext, node: *const TfLiteNode) -> *const c_char>,
+    pub profiling_string:
+        Option<unsafe extern "C" fn(context: *const TfLiteContext, node: *const TfLiteNode) -> *const c_char>,
     /// The builtin operator code (`kTfLiteBuiltinCustom` for custom ops).
     pub builtin_code: i32,
     /// The custom op name, or NULL.
@@ -579,7 +635,8 @@ pub struct TfLiteRegistration {
     /// The `TfLiteOperator` this registration came from, or NULL.
     pub registration_external: *mut TfLiteOperator,
     /// Returns the async kernel, or NULL.
-    pub async_kernel: Option<unsafe extern "C" fn(context: *mut TfLiteContext, node: *mut TfLiteNode) -> *mut TfLiteAsyncKernel>,
+    pub async_kernel:
+        Option<unsafe extern "C" fn(context: *mut TfLiteContext, node: *mut TfLiteNode) -> *mut TfLiteAsyncKernel>,
     /// Bitmask of `TfLiteInPlaceOp` values.
     pub inplace_operator: u64,
 }
@@ -588,11 +645,13 @@ pub struct TfLiteRegistration {
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct TfLiteRegistration_V1 {
-    pub init: Option<unsafe extern "C" fn(context: *mut TfLiteContext, buffer: *const c_char, length: usize) -> *mut c_void>,
+    pub init:
+        Option<unsafe extern "C" fn(context: *mut TfLiteContext, buffer: *const c_char, length: usize) -> *mut c_void>,
     pub free: Option<unsafe extern "C" fn(context: *mut TfLiteContext, buffer: *mut c_void)>,
     pub prepare: Option<unsafe extern "C" fn(context: *mut TfLiteContext, node: *mut TfLiteNode) -> TfLiteStatus>,
     pub invoke: Option<unsafe extern "C" fn(context: *mut TfLiteContext, node: *mut TfLiteNode) -> TfLiteStatus>,
-    pub profiling_string: Option<unsafe extern "C" fn(context: *const TfLiteContext, node: *const TfLiteNode) -> *const c_char>,
+    pub profiling_string:
+        Option<unsafe extern "C" fn(context: *const TfLiteContext, node: *const TfLiteNode) -> *const c_char>,
     pub builtin_code: i32,
     pub custom_name: *const c_char,
     pub version: c_int,
@@ -615,7 +674,8 @@ pub struct TfLiteDelegate {
     pub data_: *mut c_void,
     /// Called once when the delegate is applied: claims nodes with
     /// `ReplaceNodeSubsetsWithDelegateKernels`.
-    pub Prepare: Option<unsafe extern "C" fn(context: *mut TfLiteContext, delegate: *mut TfLiteDelegate) -> TfLiteStatus>,
+    pub Prepare:
+        Option<unsafe extern "C" fn(context: *mut TfLiteContext, delegate: *mut TfLiteDelegate) -> TfLiteStatus>,
     /// Copies a delegate buffer into `tensor->data`.
     pub CopyFromBufferHandle: Option<
         unsafe extern "C" fn(
@@ -636,7 +696,11 @@ pub struct TfLiteDelegate {
     >,
     /// Frees a delegate buffer; sets `*handle` to `kTfLiteNullBufferHandle`.
     pub FreeBufferHandle: Option<
-        unsafe extern "C" fn(context: *mut TfLiteContext, delegate: *mut TfLiteDelegate, handle: *mut TfLiteBufferHandle),
+        unsafe extern "C" fn(
+            context: *mut TfLiteContext,
+            delegate: *mut TfLiteDelegate,
+            handle: *mut TfLiteBufferHandle,
+        ),
     >,
     /// Bitmask of `TfLiteDelegateFlags`.
     pub flags: i64,
@@ -671,7 +735,11 @@ pub struct TfLiteOpaqueDelegateBuilder {
     /// Passed back to every callback.
     pub data: *mut c_void,
     pub Prepare: Option<
-        unsafe extern "C" fn(context: *mut TfLiteOpaqueContext, delegate: *mut TfLiteOpaqueDelegate, data: *mut c_void) -> TfLiteStatus,
+        unsafe extern "C" fn(
+            context: *mut TfLiteOpaqueContext,
+            delegate: *mut TfLiteOpaqueDelegate,
+            data: *mut c_void,
+        ) -> TfLiteStatus,
     >,
     pub CopyFromBufferHandle: Option<
         unsafe extern "C" fn(

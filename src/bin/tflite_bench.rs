@@ -32,10 +32,10 @@
 //! `--reinit` builds the interpreter a second time with a fresh delegate, to show what
 //! the cache saves.
 
+use std::ffi::CString;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use std::ffi::CString;
 use tensorflowlite_c::gpu::delegate::options::TfLiteGpuExperimentalFlags;
 use tensorflowlite_c::gpu::delegate::{GpuDelegate, TfLiteGpuDelegateOptionsV2};
 use tensorflowlite_c::interpreter::{Interpreter, InterpreterConfig};
@@ -93,10 +93,12 @@ fn parse_args() -> Result<Args, String> {
             "--gpu_inference_for_sustained_speed" => a.gpu.get_or_insert_with(GpuArgs::default).preference = 1,
             "--gpu_inference_balanced" => a.gpu.get_or_insert_with(GpuArgs::default).preference = 2,
             "--delegate_serialize_dir" => {
-                a.gpu.get_or_insert_with(GpuArgs::default).serialize_dir = Some(it.next().ok_or("--delegate_serialize_dir needs a value")?)
+                a.gpu.get_or_insert_with(GpuArgs::default).serialize_dir =
+                    Some(it.next().ok_or("--delegate_serialize_dir needs a value")?)
             }
             "--delegate_serialize_token" => {
-                a.gpu.get_or_insert_with(GpuArgs::default).token = Some(it.next().ok_or("--delegate_serialize_token needs a value")?)
+                a.gpu.get_or_insert_with(GpuArgs::default).token =
+                    Some(it.next().ok_or("--delegate_serialize_token needs a value")?)
             }
             "--reinit" => a.reinit = true,
             "--compare" => compare = true,
@@ -166,7 +168,8 @@ fn measure(path: &str, threads: i32, runs: usize) -> Result<Ours, String> {
     let t0 = Instant::now();
     let model = Model::from_file(std::path::Path::new(path)).map_err(|e| e.message)?;
     let resolver = builtin_op_resolver();
-    let config = InterpreterConfig { num_threads: threads, reporter: Arc::new(|_: &str| {}), ..InterpreterConfig::default() };
+    let config =
+        InterpreterConfig { num_threads: threads, reporter: Arc::new(|_: &str| {}), ..InterpreterConfig::default() };
     let mut interp = Interpreter::new(Arc::new(model), &resolver, config).map_err(|e| e.message)?;
     interp.allocate_tensors().map_err(|e| e.message)?;
     let init = t0.elapsed();
@@ -254,7 +257,9 @@ fn compare(a: &Args) {
                 o.packed_bytes.to_string(),
                 o.arena_bytes.to_string(),
             ),
-            Err(e) => (format!("unsupported: {}", e.trim()), String::new(), String::new(), String::new(), String::new()),
+            Err(e) => {
+                (format!("unsupported: {}", e.trim()), String::new(), String::new(), String::new(), String::new())
+            }
         };
         let (tm, tmin, tinit) = match &theirs {
             Ok(t) => (format!("{:.3}", t.median_ms), format!("{:.3}", t.min_ms), format!("{:.1}", t.init_ms)),
@@ -264,7 +269,9 @@ fn compare(a: &Args) {
             (Ok(o), Ok(t)) if t.median_ms > 0.0 => format!("{:.2}", o.time.median_ms / t.median_ms),
             _ => String::new(),
         };
-        println!("| {name} | {om} | {omin} | {tm} | {tmin} | {ratio} | {oinit} | {tinit} | {packed} | {arena} | {lite} |");
+        println!(
+            "| {name} | {om} | {omin} | {tm} | {tmin} | {ratio} | {oinit} | {tinit} | {packed} | {arena} | {lite} |"
+        );
     }
 }
 
@@ -322,7 +329,13 @@ fn print_gpu(d: &GpuDelegate, init: Duration) {
     println!("gpu_program_build_ms: {:.1}", r.program_build_ns as f64 / 1e6);
     println!(
         "gpu_tuning: {} kernels: {} tuned, {} from cache, {} untuned (budget), {} not measured; {} timed launches; tuning_ms {:.1}",
-        t.kernels, t.tuned, t.from_cache, t.untuned, t.unmeasured, t.launches, t.tuning_ns as f64 / 1e6
+        t.kernels,
+        t.tuned,
+        t.from_cache,
+        t.untuned,
+        t.unmeasured,
+        t.launches,
+        t.tuning_ns as f64 / 1e6
     );
     println!("gpu_tuning_cache: {}", r.cache);
     println!("gpu_init_ms: {:.1} (interpreter init incl. delegate: {:.1})", r.init_ns as f64 / 1e6, ms(init));
@@ -404,7 +417,9 @@ fn main() -> ExitCode {
             eprintln!("usage: tflite-bench MODEL.tflite [--runs N] [--warmup N] [--threads N] [--profile]");
             eprintln!("         [--use_gpu [--gpu_inference_for_sustained_speed | --gpu_inference_balanced]");
             eprintln!("          [--delegate_serialize_dir DIR --delegate_serialize_token TOKEN] [--reinit]]");
-            eprintln!("       tflite-bench --compare [--runs N] [--threads N] [--kernels builtin|xnnpack|ref] MODEL...");
+            eprintln!(
+                "       tflite-bench --compare [--runs N] [--threads N] [--kernels builtin|xnnpack|ref] MODEL..."
+            );
             ExitCode::from(2)
         }
         Ok(a) if !a.compare.is_empty() => {

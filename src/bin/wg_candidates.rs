@@ -14,11 +14,7 @@ use std::process::ExitCode;
 use tensorflowlite_c::gpu::tuner::cli::{CliOutcome, USAGE, run};
 
 fn main() -> ExitCode {
-    let args: Vec<String> = match std::env::args_os()
-        .skip(1)
-        .map(|a| a.into_string())
-        .collect()
-    {
+    let args: Vec<String> = match std::env::args_os().skip(1).map(|a| a.into_string()).collect() {
         Ok(a) => a,
         Err(bad) => {
             eprintln!("wg-candidates: argument {bad:?} is not valid UTF-8\n{USAGE}");
@@ -29,11 +25,7 @@ fn main() -> ExitCode {
         CliOutcome::Output(text) => {
             let mut out = std::io::stdout().lock();
             // A closed pipe (e.g. `| head`) is not an error worth a panic.
-            if out
-                .write_all(text.as_bytes())
-                .and_then(|()| out.flush())
-                .is_err()
-            {
+            if out.write_all(text.as_bytes()).and_then(|()| out.flush()).is_err() {
                 return ExitCode::from(1);
             }
             ExitCode::SUCCESS

@@ -19,11 +19,13 @@ use std::ffi::CString;
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct TfLiteRegistration_V2 {
-    pub init: Option<unsafe extern "C" fn(context: *mut TfLiteContext, buffer: *const c_char, length: usize) -> *mut c_void>,
+    pub init:
+        Option<unsafe extern "C" fn(context: *mut TfLiteContext, buffer: *const c_char, length: usize) -> *mut c_void>,
     pub free: Option<unsafe extern "C" fn(context: *mut TfLiteContext, buffer: *mut c_void)>,
     pub prepare: Option<unsafe extern "C" fn(context: *mut TfLiteContext, node: *mut TfLiteNode) -> TfLiteStatus>,
     pub invoke: Option<unsafe extern "C" fn(context: *mut TfLiteContext, node: *mut TfLiteNode) -> TfLiteStatus>,
-    pub profiling_string: Option<unsafe extern "C" fn(context: *const TfLiteContext, node: *const TfLiteNode) -> *const c_char>,
+    pub profiling_string:
+        Option<unsafe extern "C" fn(context: *const TfLiteContext, node: *const TfLiteNode) -> *const c_char>,
     pub builtin_code: i32,
     pub custom_name: *const c_char,
     pub version: c_int,
@@ -35,28 +37,53 @@ pub struct TfLiteRegistration_V2 {
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct TfLiteRegistration_V3 {
-    pub init: Option<unsafe extern "C" fn(context: *mut TfLiteContext, buffer: *const c_char, length: usize) -> *mut c_void>,
+    pub init:
+        Option<unsafe extern "C" fn(context: *mut TfLiteContext, buffer: *const c_char, length: usize) -> *mut c_void>,
     pub free: Option<unsafe extern "C" fn(context: *mut TfLiteContext, buffer: *mut c_void)>,
     pub prepare: Option<unsafe extern "C" fn(context: *mut TfLiteContext, node: *mut TfLiteNode) -> TfLiteStatus>,
     pub invoke: Option<unsafe extern "C" fn(context: *mut TfLiteContext, node: *mut TfLiteNode) -> TfLiteStatus>,
-    pub profiling_string: Option<unsafe extern "C" fn(context: *const TfLiteContext, node: *const TfLiteNode) -> *const c_char>,
+    pub profiling_string:
+        Option<unsafe extern "C" fn(context: *const TfLiteContext, node: *const TfLiteNode) -> *const c_char>,
     pub builtin_code: i32,
     pub custom_name: *const c_char,
     pub version: c_int,
     pub registration_external: *mut TfLiteOperator,
-    pub async_kernel: Option<unsafe extern "C" fn(context: *mut TfLiteContext, node: *mut TfLiteNode) -> *mut TfLiteAsyncKernel>,
+    pub async_kernel:
+        Option<unsafe extern "C" fn(context: *mut TfLiteContext, node: *mut TfLiteNode) -> *mut TfLiteAsyncKernel>,
 }
 
-pub(crate) type FindBuiltinOp = unsafe extern "C" fn(user_data: *mut c_void, op: TfLiteBuiltinOperator, version: c_int) -> *const TfLiteRegistration;
-pub(crate) type FindCustomOp = unsafe extern "C" fn(user_data: *mut c_void, op: *const c_char, version: c_int) -> *const TfLiteRegistration;
-pub(crate) type FindBuiltinOpExternal = unsafe extern "C" fn(user_data: *mut c_void, op: c_int, version: c_int) -> *const TfLiteOperator;
-pub(crate) type FindCustomOpExternal = unsafe extern "C" fn(user_data: *mut c_void, op: *const c_char, version: c_int) -> *const TfLiteOperator;
-pub(crate) type FindBuiltinOpV1 = unsafe extern "C" fn(user_data: *mut c_void, op: TfLiteBuiltinOperator, version: c_int) -> *const TfLiteRegistration_V1;
-pub(crate) type FindCustomOpV1 = unsafe extern "C" fn(user_data: *mut c_void, op: *const c_char, version: c_int) -> *const TfLiteRegistration_V1;
-pub(crate) type FindBuiltinOpV2 = unsafe extern "C" fn(user_data: *mut c_void, op: TfLiteBuiltinOperator, version: c_int) -> *const TfLiteRegistration_V2;
-pub(crate) type FindCustomOpV2 = unsafe extern "C" fn(user_data: *mut c_void, op: *const c_char, version: c_int) -> *const TfLiteRegistration_V2;
-pub(crate) type FindBuiltinOpV3 = unsafe extern "C" fn(user_data: *mut c_void, op: TfLiteBuiltinOperator, version: c_int) -> *const TfLiteRegistration_V3;
-pub(crate) type FindCustomOpV3 = unsafe extern "C" fn(user_data: *mut c_void, op: *const c_char, version: c_int) -> *const TfLiteRegistration_V3;
+pub(crate) type FindBuiltinOp = unsafe extern "C" fn(
+    user_data: *mut c_void,
+    op: TfLiteBuiltinOperator,
+    version: c_int,
+) -> *const TfLiteRegistration;
+pub(crate) type FindCustomOp =
+    unsafe extern "C" fn(user_data: *mut c_void, op: *const c_char, version: c_int) -> *const TfLiteRegistration;
+pub(crate) type FindBuiltinOpExternal =
+    unsafe extern "C" fn(user_data: *mut c_void, op: c_int, version: c_int) -> *const TfLiteOperator;
+pub(crate) type FindCustomOpExternal =
+    unsafe extern "C" fn(user_data: *mut c_void, op: *const c_char, version: c_int) -> *const TfLiteOperator;
+pub(crate) type FindBuiltinOpV1 = unsafe extern "C" fn(
+    user_data: *mut c_void,
+    op: TfLiteBuiltinOperator,
+    version: c_int,
+) -> *const TfLiteRegistration_V1;
+pub(crate) type FindCustomOpV1 =
+    unsafe extern "C" fn(user_data: *mut c_void, op: *const c_char, version: c_int) -> *const TfLiteRegistration_V1;
+pub(crate) type FindBuiltinOpV2 = unsafe extern "C" fn(
+    user_data: *mut c_void,
+    op: TfLiteBuiltinOperator,
+    version: c_int,
+) -> *const TfLiteRegistration_V2;
+pub(crate) type FindCustomOpV2 =
+    unsafe extern "C" fn(user_data: *mut c_void, op: *const c_char, version: c_int) -> *const TfLiteRegistration_V2;
+pub(crate) type FindBuiltinOpV3 = unsafe extern "C" fn(
+    user_data: *mut c_void,
+    op: TfLiteBuiltinOperator,
+    version: c_int,
+) -> *const TfLiteRegistration_V3;
+pub(crate) type FindCustomOpV3 =
+    unsafe extern "C" fn(user_data: *mut c_void, op: *const c_char, version: c_int) -> *const TfLiteRegistration_V3;
 
 /// The callbacks stored in `TfLiteInterpreterOptions` (TFLite's `TfLiteOpResolverCallbacks`).
 /// Every `SetOpResolver*` call replaces all of them.

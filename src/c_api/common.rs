@@ -68,7 +68,11 @@ pub unsafe extern "C" fn TfLiteIntArrayEqual(a: *const TfLiteIntArray, b: *const
 /// Returns 1 if `a` holds exactly `b_data[0..b_size]` (a NULL `a` equals an empty array),
 /// else 0.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteIntArrayEqualsArray(a: *const TfLiteIntArray, b_size: c_int, b_data: *const c_int) -> c_int {
+pub unsafe extern "C" fn TfLiteIntArrayEqualsArray(
+    a: *const TfLiteIntArray,
+    b_size: c_int,
+    b_data: *const c_int,
+) -> c_int {
     ffi_boundary!({
         if a.is_null() {
             return c_int::from(b_size == 0);
@@ -241,7 +245,9 @@ pub(crate) unsafe fn sparsity_free(s: *mut TfLiteSparsity) {
             for i in 0..usize::try_from((*s).dim_metadata_size).unwrap_or(0) {
                 let m = md.add(i);
                 // Only CSR dimensions own their arrays (TFLite).
-                if core::ptr::addr_of!((*m).format).cast::<c_int>().read() == TfLiteDimensionType::kTfLiteDimSparseCSR as c_int {
+                if core::ptr::addr_of!((*m).format).cast::<c_int>().read()
+                    == TfLiteDimensionType::kTfLiteDimSparseCSR as c_int
+                {
                     int_array_free((*m).array_segments);
                     int_array_free((*m).array_indices);
                 }
@@ -339,7 +345,18 @@ pub unsafe extern "C" fn TfLiteTensorFree(t: *mut TfLiteTensor) {
 /// ownership of `dims` and (if dynamic) of `buffer`; `name` and `allocation` are borrowed
 /// and must outlive it. Quantization is reset to none. NULL `tensor` is ignored.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteTensorReset(r#type: TfLiteType, name: *const c_char, dims: *mut TfLiteIntArray, quantization: TfLiteQuantizationParams, buffer: *mut c_char, size: usize, allocation_type: TfLiteAllocationType, allocation: *const c_void, is_variable: bool, tensor: *mut TfLiteTensor) {
+pub unsafe extern "C" fn TfLiteTensorReset(
+    r#type: TfLiteType,
+    name: *const c_char,
+    dims: *mut TfLiteIntArray,
+    quantization: TfLiteQuantizationParams,
+    buffer: *mut c_char,
+    size: usize,
+    allocation_type: TfLiteAllocationType,
+    allocation: *const c_void,
+    is_variable: bool,
+    tensor: *mut TfLiteTensor,
+) {
     ffi_boundary!({
         // SAFETY: NULL or a live tensor (API contract).
         let Some(t) = (unsafe { tensor.as_mut() }) else { return };
@@ -354,7 +371,8 @@ pub unsafe extern "C" fn TfLiteTensorReset(r#type: TfLiteType, name: *const c_ch
         t.allocation_type = allocation_type;
         t.allocation = allocation;
         t.is_variable = is_variable;
-        t.quantization = TfLiteQuantization { r#type: TfLiteQuantizationType::kTfLiteNoQuantization, params: core::ptr::null_mut() };
+        t.quantization =
+            TfLiteQuantization { r#type: TfLiteQuantizationType::kTfLiteNoQuantization, params: core::ptr::null_mut() };
     })
 }
 
@@ -388,8 +406,12 @@ pub unsafe extern "C" fn TfLiteTensorCopy(src: *const TfLiteTensor, dst: *mut Tf
             unsafe { core::ptr::copy(sp.cast::<u8>(), dp.cast::<u8>(), s.bytes) };
         }
         d.r#type = s.r#type;
-        // SAFETY: `src.dims` is NULL or a live array; dst owns its malloc'ed dims.
-        let new_dims = if s.dims.is_null() { core::ptr::null_mut() } else { int_array_from_slice(unsafe { int_array_slice(s.dims) }) };
+        let new_dims = if s.dims.is_null() {
+            core::ptr::null_mut()
+        } else {
+            // SAFETY: `src.dims` is a live array (checked non-NULL); dst owns its malloc'ed dims.
+            int_array_from_slice(unsafe { int_array_slice(s.dims) })
+        };
         // SAFETY: dst owns its dims.
         unsafe { int_array_free(d.dims) };
         d.dims = new_dims;
@@ -405,7 +427,10 @@ pub unsafe extern "C" fn TfLiteTensorCopy(src: *const TfLiteTensor, dst: *mut Tf
 unsafe fn resize_maybe_copy(num_bytes: usize, tensor: *mut TfLiteTensor, preserve_data: bool) -> TfLiteStatus {
     // SAFETY: NULL or a live tensor (API contract).
     let Some(t) = (unsafe { tensor.as_mut() }) else { return TfLiteStatus::kTfLiteError };
-    if !matches!(t.allocation(), Some(TfLiteAllocationType::kTfLiteDynamic) | Some(TfLiteAllocationType::kTfLitePersistentRo)) {
+    if !matches!(
+        t.allocation(),
+        Some(TfLiteAllocationType::kTfLiteDynamic) | Some(TfLiteAllocationType::kTfLitePersistentRo)
+    ) {
         return TfLiteStatus::kTfLiteOk;
     }
     let Some(alloc_bytes) = num_bytes.checked_add(TENSOR_ALLOCATION_EXTRA_BYTES) else {
@@ -442,7 +467,11 @@ unsafe fn resize_maybe_copy(num_bytes: usize, tensor: *mut TfLiteTensor, preserv
 /// keeping its contents if `preserve_data`. Does nothing for other allocation types.
 /// Returns kTfLiteError for NULL or when allocation fails.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteTensorResizeMaybeCopy(num_bytes: usize, tensor: *mut TfLiteTensor, preserve_data: bool) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteTensorResizeMaybeCopy(
+    num_bytes: usize,
+    tensor: *mut TfLiteTensor,
+    preserve_data: bool,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { resize_maybe_copy(num_bytes, tensor, preserve_data) }
@@ -472,11 +501,7 @@ pub unsafe extern "C" fn TfLiteTensorGetDimsSignature(t: *const TfLiteTensor) ->
 /// The shape signature, falling back to the shape.
 pub(crate) fn dims_signature(t: &TfLiteTensor) -> *const TfLiteIntArray {
     // SAFETY: a non-NULL `dims_signature` is a live array owned by the tensor.
-    if !t.dims_signature.is_null() && unsafe { (*t.dims_signature).size } != 0 {
-        t.dims_signature
-    } else {
-        t.dims
-    }
+    if !t.dims_signature.is_null() && unsafe { (*t.dims_signature).size } != 0 { t.dims_signature } else { t.dims }
 }
 
 pub(crate) fn allocation_strategy(t: Option<&TfLiteTensor>) -> TfLiteAllocationStrategy {
@@ -508,7 +533,9 @@ pub(crate) fn data_stability(t: Option<&TfLiteTensor>) -> TfLiteRunStability {
     use TfLiteRunStability::*;
     match t.and_then(TfLiteTensor::allocation) {
         Some(kTfLiteMemNone | kTfLiteMmapRo | kTfLiteArenaRwPersistent) => kTfLiteRunStabilityAcrossRuns,
-        Some(kTfLiteArenaRw | kTfLiteDynamic | kTfLitePersistentRo | kTfLiteVariantObject) => kTfLiteRunStabilitySingleRun,
+        Some(kTfLiteArenaRw | kTfLiteDynamic | kTfLitePersistentRo | kTfLiteVariantObject) => {
+            kTfLiteRunStabilitySingleRun
+        }
         Some(kTfLiteCustom | kTfLiteNonCpu) | None => kTfLiteRunStabilityUnknown,
     }
 }
@@ -593,7 +620,9 @@ pub extern "C" fn TfLiteDelegateCreate() -> TfLiteDelegate {
 /// if the builder is NULL. The caller owns the result and must call
 /// `TfLiteOpaqueDelegateDelete`; it must outlive interpreters it is added to.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueDelegateCreate(opaque_delegate_builder: *const TfLiteOpaqueDelegateBuilder) -> *mut TfLiteOpaqueDelegate {
+pub unsafe extern "C" fn TfLiteOpaqueDelegateCreate(
+    opaque_delegate_builder: *const TfLiteOpaqueDelegateBuilder,
+) -> *mut TfLiteOpaqueDelegate {
     ffi_boundary!({
         if opaque_delegate_builder.is_null() {
             return core::ptr::null_mut();
@@ -694,14 +723,70 @@ mod tests {
         // (type, strategy, address stability, data stability, data known, shape known):
         // common_test.cc's expectations.
         let table = [
-            (kTfLiteMemNone, S::kTfLiteAllocationStrategyNone, R::kTfLiteRunStabilityAcrossRuns, R::kTfLiteRunStabilityAcrossRuns, P::kTfLiteRunStepInit, P::kTfLiteRunStepInit),
-            (kTfLiteMmapRo, S::kTfLiteAllocationStrategyMMap, R::kTfLiteRunStabilityAcrossRuns, R::kTfLiteRunStabilityAcrossRuns, P::kTfLiteRunStepInit, P::kTfLiteRunStepInit),
-            (kTfLiteArenaRw, S::kTfLiteAllocationStrategyArena, R::kTfLiteRunStabilityUnstable, R::kTfLiteRunStabilitySingleRun, P::kTfLiteRunStepEval, P::kTfLiteRunStepPrepare),
-            (kTfLiteArenaRwPersistent, S::kTfLiteAllocationStrategyArena, R::kTfLiteRunStabilityUnstable, R::kTfLiteRunStabilityAcrossRuns, P::kTfLiteRunStepEval, P::kTfLiteRunStepPrepare),
-            (kTfLiteDynamic, S::kTfLiteAllocationStrategyMalloc, R::kTfLiteRunStabilitySingleRun, R::kTfLiteRunStabilitySingleRun, P::kTfLiteRunStepEval, P::kTfLiteRunStepEval),
-            (kTfLitePersistentRo, S::kTfLiteAllocationStrategyMalloc, R::kTfLiteRunStabilitySingleRun, R::kTfLiteRunStabilitySingleRun, P::kTfLiteRunStepPrepare, P::kTfLiteRunStepPrepare),
-            (kTfLiteCustom, S::kTfLiteAllocationStrategyUnknown, R::kTfLiteRunStabilityUnknown, R::kTfLiteRunStabilityUnknown, P::kTfLiteRunStepUnknown, P::kTfLiteRunStepUnknown),
-            (kTfLiteVariantObject, S::kTfLiteAllocationStrategyNew, R::kTfLiteRunStabilityAcrossRuns, R::kTfLiteRunStabilitySingleRun, P::kTfLiteRunStepEval, P::kTfLiteRunStepEval),
+            (
+                kTfLiteMemNone,
+                S::kTfLiteAllocationStrategyNone,
+                R::kTfLiteRunStabilityAcrossRuns,
+                R::kTfLiteRunStabilityAcrossRuns,
+                P::kTfLiteRunStepInit,
+                P::kTfLiteRunStepInit,
+            ),
+            (
+                kTfLiteMmapRo,
+                S::kTfLiteAllocationStrategyMMap,
+                R::kTfLiteRunStabilityAcrossRuns,
+                R::kTfLiteRunStabilityAcrossRuns,
+                P::kTfLiteRunStepInit,
+                P::kTfLiteRunStepInit,
+            ),
+            (
+                kTfLiteArenaRw,
+                S::kTfLiteAllocationStrategyArena,
+                R::kTfLiteRunStabilityUnstable,
+                R::kTfLiteRunStabilitySingleRun,
+                P::kTfLiteRunStepEval,
+                P::kTfLiteRunStepPrepare,
+            ),
+            (
+                kTfLiteArenaRwPersistent,
+                S::kTfLiteAllocationStrategyArena,
+                R::kTfLiteRunStabilityUnstable,
+                R::kTfLiteRunStabilityAcrossRuns,
+                P::kTfLiteRunStepEval,
+                P::kTfLiteRunStepPrepare,
+            ),
+            (
+                kTfLiteDynamic,
+                S::kTfLiteAllocationStrategyMalloc,
+                R::kTfLiteRunStabilitySingleRun,
+                R::kTfLiteRunStabilitySingleRun,
+                P::kTfLiteRunStepEval,
+                P::kTfLiteRunStepEval,
+            ),
+            (
+                kTfLitePersistentRo,
+                S::kTfLiteAllocationStrategyMalloc,
+                R::kTfLiteRunStabilitySingleRun,
+                R::kTfLiteRunStabilitySingleRun,
+                P::kTfLiteRunStepPrepare,
+                P::kTfLiteRunStepPrepare,
+            ),
+            (
+                kTfLiteCustom,
+                S::kTfLiteAllocationStrategyUnknown,
+                R::kTfLiteRunStabilityUnknown,
+                R::kTfLiteRunStabilityUnknown,
+                P::kTfLiteRunStepUnknown,
+                P::kTfLiteRunStepUnknown,
+            ),
+            (
+                kTfLiteVariantObject,
+                S::kTfLiteAllocationStrategyNew,
+                R::kTfLiteRunStabilityAcrossRuns,
+                R::kTfLiteRunStabilitySingleRun,
+                P::kTfLiteRunStepEval,
+                P::kTfLiteRunStepEval,
+            ),
         ];
         for (at, s, a, d, dk, sk) in table {
             let mut t = TfLiteTensor::empty();
@@ -715,8 +800,11 @@ mod tests {
                 assert_eq!(TfLiteTensorGetShapeKnownStep(&t), sk, "{at:?}");
             }
         }
-        // SAFETY: NULL is accepted.
-        assert_eq!(unsafe { TfLiteTensorGetAllocationStrategy(core::ptr::null()) }, S::kTfLiteAllocationStrategyUnknown);
+        assert_eq!(
+            // SAFETY: NULL is accepted.
+            unsafe { TfLiteTensorGetAllocationStrategy(core::ptr::null()) },
+            S::kTfLiteAllocationStrategyUnknown
+        );
     }
 
     #[test]

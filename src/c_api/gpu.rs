@@ -5,8 +5,8 @@
 //! same way); the library itself loads and works without OpenCL.
 
 use crate::abi::types::TfLiteDelegate;
-use crate::gpu::delegate::{self, GpuDelegate};
 pub use crate::gpu::delegate::options::TfLiteGpuDelegateOptionsV2;
+use crate::gpu::delegate::{self, GpuDelegate};
 
 /// TFLite's default options, by value. Start from these: fields get appended.
 #[unsafe(no_mangle)]

@@ -75,7 +75,12 @@ pub(crate) unsafe fn fail(p: *const TfLiteInterpreter, e: Error) -> TfLiteStatus
 
 /// # Safety
 /// `model` and `options` must each be NULL or live objects of their type.
-unsafe fn create(model: *const TfLiteModel, options: *const TfLiteInterpreterOptions, with_builtins: bool, func: &str) -> *mut TfLiteInterpreter {
+unsafe fn create(
+    model: *const TfLiteModel,
+    options: *const TfLiteInterpreterOptions,
+    with_builtins: bool,
+    func: &str,
+) -> *mut TfLiteInterpreter {
     // SAFETY: per the function contract.
     let opts = unsafe { options.as_ref() };
     let reporter: Reporter = opts.and_then(|o| o.reporter).map_or_else(stderr_reporter, |r| r.to_reporter());
@@ -148,7 +153,10 @@ unsafe fn create(model: *const TfLiteModel, options: *const TfLiteInterpreterOpt
 /// reporter user data in the options must outlive the interpreter. The caller owns the
 /// result and must call `TfLiteInterpreterDelete`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterCreate(model: *const TfLiteModel, optional_options: *const TfLiteInterpreterOptions) -> *mut TfLiteInterpreter {
+pub unsafe extern "C" fn TfLiteInterpreterCreate(
+    model: *const TfLiteModel,
+    optional_options: *const TfLiteInterpreterOptions,
+) -> *mut TfLiteInterpreter {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { create(model, optional_options, true, "TfLiteInterpreterCreate") }
@@ -158,7 +166,10 @@ pub unsafe extern "C" fn TfLiteInterpreterCreate(model: *const TfLiteModel, opti
 /// As `TfLiteInterpreterCreate`, but without the builtin kernels: only ops added to the
 /// options (or found by its resolver callbacks) are available.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterCreateWithSelectedOps(model: *const TfLiteModel, options: *const TfLiteInterpreterOptions) -> *mut TfLiteInterpreter {
+pub unsafe extern "C" fn TfLiteInterpreterCreateWithSelectedOps(
+    model: *const TfLiteModel,
+    options: *const TfLiteInterpreterOptions,
+) -> *mut TfLiteInterpreter {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { create(model, options, false, "TfLiteInterpreterCreateWithSelectedOps") }
@@ -202,7 +213,10 @@ pub unsafe extern "C" fn TfLiteInterpreterInputTensorIndices(interpreter: *const
 /// The tensor is owned by the interpreter and valid until it is deleted (its data until
 /// the next `TfLiteInterpreterAllocateTensors`).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterGetInputTensor(interpreter: *const TfLiteInterpreter, input_index: i32) -> *mut TfLiteTensor {
+pub unsafe extern "C" fn TfLiteInterpreterGetInputTensor(
+    interpreter: *const TfLiteInterpreter,
+    input_index: i32,
+) -> *mut TfLiteTensor {
     ffi_boundary!({
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return core::ptr::null_mut() };
@@ -218,13 +232,20 @@ pub unsafe extern "C" fn TfLiteInterpreterGetInputTensor(interpreter: *const TfL
 /// Takes effect at the next `TfLiteInterpreterAllocateTensors`, which must be called
 /// before `Invoke`. `input_dims` is only read during the call.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterResizeInputTensor(interpreter: *mut TfLiteInterpreter, input_index: i32, input_dims: *const c_int, input_dims_size: i32) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteInterpreterResizeInputTensor(
+    interpreter: *mut TfLiteInterpreter,
+    input_index: i32,
+    input_dims: *const c_int,
+    input_dims_size: i32,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
         let Ok(n) = usize::try_from(input_dims_size) else {
             // SAFETY: non-NULL interpreter.
-            return unsafe { fail(interpreter, Error::new("TfLiteInterpreterResizeInputTensor: negative input_dims_size")) };
+            return unsafe {
+                fail(interpreter, Error::new("TfLiteInterpreterResizeInputTensor: negative input_dims_size"))
+            };
         };
         // SAFETY: `input_dims` has `input_dims_size` readable ints, per the API contract.
         let Some(dims) = (unsafe { slice_from_raw(input_dims, n) }) else {
@@ -273,9 +294,8 @@ pub unsafe extern "C" fn TfLiteInterpreterInvoke(interpreter: *mut TfLiteInterpr
         // SAFETY: non-NULL interpreter; the flag is never mutated after creation.
         let fallback = unsafe { (*interpreter).enable_delegate_fallback };
         let result = if fallback {
-            i.invoke_with_cpu_fallback().map(|fell_back| {
-                if fell_back { TfLiteStatus::kTfLiteDelegateError } else { TfLiteStatus::kTfLiteOk }
-            })
+            i.invoke_with_cpu_fallback()
+                .map(|fell_back| if fell_back { TfLiteStatus::kTfLiteDelegateError } else { TfLiteStatus::kTfLiteOk })
         } else {
             i.invoke().map(|()| TfLiteStatus::kTfLiteOk)
         };
@@ -309,7 +329,10 @@ pub unsafe extern "C" fn TfLiteInterpreterOutputTensorIndices(interpreter: *cons
 /// Returns output `output_index` (0-based, not a tensor index), or NULL if out of range.
 /// Owned by the interpreter; read it after `Invoke`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterGetOutputTensor(interpreter: *const TfLiteInterpreter, output_index: i32) -> *const TfLiteTensor {
+pub unsafe extern "C" fn TfLiteInterpreterGetOutputTensor(
+    interpreter: *const TfLiteInterpreter,
+    output_index: i32,
+) -> *const TfLiteTensor {
     ffi_boundary!({
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return core::ptr::null() };
@@ -324,7 +347,10 @@ pub unsafe extern "C" fn TfLiteInterpreterGetOutputTensor(interpreter: *const Tf
 /// Returns the tensor with index `index` in the primary subgraph, or NULL if out of
 /// range. Owned by the interpreter.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterGetTensor(interpreter: *const TfLiteInterpreter, index: c_int) -> *mut TfLiteTensor {
+pub unsafe extern "C" fn TfLiteInterpreterGetTensor(
+    interpreter: *const TfLiteInterpreter,
+    index: c_int,
+) -> *mut TfLiteTensor {
     ffi_boundary!({
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return core::ptr::null_mut() };
@@ -387,7 +413,10 @@ pub unsafe extern "C" fn TfLiteInterpreterGetVariableTensorCount(interpreter: *c
 /// Returns variable tensor `variable_index` (0-based), or NULL if out of range. Owned by
 /// the interpreter.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterGetVariableTensor(interpreter: *const TfLiteInterpreter, variable_index: i32) -> *mut TfLiteTensor {
+pub unsafe extern "C" fn TfLiteInterpreterGetVariableTensor(
+    interpreter: *const TfLiteInterpreter,
+    variable_index: i32,
+) -> *mut TfLiteTensor {
     ffi_boundary!({
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return core::ptr::null_mut() };
@@ -401,7 +430,10 @@ pub unsafe extern "C" fn TfLiteInterpreterGetVariableTensor(interpreter: *const 
 
 /// Returns the tensor index of input `input_index`, or -1 if out of range (or NULL).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterGetInputTensorIndex(interpreter: *const TfLiteInterpreter, input_index: i32) -> i32 {
+pub unsafe extern "C" fn TfLiteInterpreterGetInputTensorIndex(
+    interpreter: *const TfLiteInterpreter,
+    input_index: i32,
+) -> i32 {
     ffi_boundary!(default = -1, {
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return -1 };
@@ -411,7 +443,10 @@ pub unsafe extern "C" fn TfLiteInterpreterGetInputTensorIndex(interpreter: *cons
 
 /// Returns the tensor index of output `output_index`, or -1 if out of range (or NULL).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterGetOutputTensorIndex(interpreter: *const TfLiteInterpreter, output_index: i32) -> i32 {
+pub unsafe extern "C" fn TfLiteInterpreterGetOutputTensorIndex(
+    interpreter: *const TfLiteInterpreter,
+    output_index: i32,
+) -> i32 {
     ffi_boundary!(default = -1, {
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return -1 };
@@ -425,7 +460,12 @@ pub unsafe extern "C" fn TfLiteInterpreterGetOutputTensorIndex(interpreter: *con
 /// caller retains ownership of the memory; it must outlive the interpreter or the next
 /// resize of that tensor. `allocation` itself is only read during the call.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterSetCustomAllocationForTensor(interpreter: *mut TfLiteInterpreter, tensor_index: c_int, allocation: *const TfLiteCustomAllocation, flags: i64) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteInterpreterSetCustomAllocationForTensor(
+    interpreter: *mut TfLiteInterpreter,
+    tensor_index: c_int,
+    allocation: *const TfLiteCustomAllocation,
+    flags: i64,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
@@ -451,7 +491,10 @@ pub unsafe extern "C" fn TfLiteInterpreterSetCustomAllocationForTensor(interpret
 /// every delegate is then removed and the graph runs on the CPU;
 /// kTfLiteApplicationError if the delegate cannot handle the graph's dynamic tensors.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterModifyGraphWithDelegate(interpreter: *const TfLiteInterpreter, delegate: *mut TfLiteDelegate) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteInterpreterModifyGraphWithDelegate(
+    interpreter: *const TfLiteInterpreter,
+    delegate: *mut TfLiteDelegate,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
@@ -469,7 +512,12 @@ pub unsafe extern "C" fn TfLiteInterpreterModifyGraphWithDelegate(interpreter: *
 /// tensor had is first given back to the delegate (`FreeBufferHandle`); the interpreter
 /// gives the new one back when it is deleted.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterSetBufferHandle(interpreter: *mut TfLiteInterpreter, tensor: *mut TfLiteTensor, buffer_handle: TfLiteBufferHandle, delegate: *mut TfLiteOpaqueDelegate) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteInterpreterSetBufferHandle(
+    interpreter: *mut TfLiteInterpreter,
+    tensor: *mut TfLiteTensor,
+    buffer_handle: TfLiteBufferHandle,
+    delegate: *mut TfLiteOpaqueDelegate,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
@@ -487,13 +535,23 @@ pub unsafe extern "C" fn TfLiteInterpreterSetBufferHandle(interpreter: *mut TfLi
 /// Writes tensor `tensor_index`'s buffer handle and delegate (NULL if none) to
 /// `*buffer_handle` / `*delegate`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterGetBufferHandle(interpreter: *mut TfLiteInterpreter, tensor_index: c_int, buffer_handle: *mut TfLiteBufferHandle, delegate: *mut *mut TfLiteOpaqueDelegate) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteInterpreterGetBufferHandle(
+    interpreter: *mut TfLiteInterpreter,
+    tensor_index: c_int,
+    buffer_handle: *mut TfLiteBufferHandle,
+    delegate: *mut *mut TfLiteOpaqueDelegate,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
         let Some(t) = i.primary().tensor(tensor_index) else {
             // SAFETY: non-NULL interpreter.
-            return unsafe { fail(interpreter, Error::new(format!("TfLiteInterpreterGetBufferHandle: tensor index {tensor_index} out of range"))) };
+            return unsafe {
+                fail(
+                    interpreter,
+                    Error::new(format!("TfLiteInterpreterGetBufferHandle: tensor index {tensor_index} out of range")),
+                )
+            };
         };
         if buffer_handle.is_null() || delegate.is_null() {
             // SAFETY: non-NULL interpreter.
@@ -512,7 +570,10 @@ pub unsafe extern "C" fn TfLiteInterpreterGetBufferHandle(interpreter: *mut TfLi
 /// (`allow_buffer_handle_output` true); by default stale outputs are copied back with the
 /// delegate's `CopyFromBufferHandle` after every run.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteSetAllowBufferHandleOutput(interpreter: *const TfLiteInterpreter, allow_buffer_handle_output: bool) {
+pub unsafe extern "C" fn TfLiteSetAllowBufferHandleOutput(
+    interpreter: *const TfLiteInterpreter,
+    allow_buffer_handle_output: bool,
+) {
     ffi_boundary!({
         // SAFETY: NULL or a live interpreter.
         if let Some(i) = unsafe { inner_mut(interpreter) } {
@@ -524,7 +585,10 @@ pub unsafe extern "C" fn TfLiteSetAllowBufferHandleOutput(interpreter: *const Tf
 /// Makes tensor `tensor_index`'s data readable: if it is stale, its delegate copies it
 /// from the buffer handle (`CopyFromBufferHandle`).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterEnsureTensorDataIsReadable(interpreter: *mut TfLiteInterpreter, tensor_index: c_int) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteInterpreterEnsureTensorDataIsReadable(
+    interpreter: *mut TfLiteInterpreter,
+    tensor_index: c_int,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
@@ -541,12 +605,21 @@ pub unsafe extern "C" fn TfLiteInterpreterEnsureTensorDataIsReadable(interpreter
 /// size, and a lower bound on the read-write arena (the most bytes live at once). Each
 /// out-pointer may be NULL; they are written only on kTfLiteOk.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterGetArenaStats(interpreter: *const TfLiteInterpreter, arena_bytes: *mut usize, persistent_bytes: *mut usize, lower_bound_bytes: *mut usize) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteInterpreterGetArenaStats(
+    interpreter: *const TfLiteInterpreter,
+    arena_bytes: *mut usize,
+    persistent_bytes: *mut usize,
+    lower_bound_bytes: *mut usize,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
         let s = i.primary().memory_stats();
-        for (p, v) in [(arena_bytes, s.arena_bytes), (persistent_bytes, s.persistent_bytes), (lower_bound_bytes, s.lower_bound_bytes)] {
+        for (p, v) in [
+            (arena_bytes, s.arena_bytes),
+            (persistent_bytes, s.persistent_bytes),
+            (lower_bound_bytes, s.lower_bound_bytes),
+        ] {
             if !p.is_null() {
                 // SAFETY: non-NULL out-pointer supplied by the caller.
                 unsafe { p.write(v) };

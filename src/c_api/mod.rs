@@ -49,4 +49,3 @@ pub mod tensor;
 pub mod xnnpack;
 
 // Symbol versions (VERS_1.0) come from tensorflowlite_c.lds via tools/linker/cc.
-

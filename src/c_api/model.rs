@@ -1,8 +1,8 @@
 //! `TfLiteModel*` (c_api.h): loading and verifying a `.tflite` flatbuffer.
 
 use super::error_reporter::reporter_from_c;
-use crate::abi::types::va_list;
 use super::ffi::{report, report_null};
+use crate::abi::types::va_list;
 use crate::interpreter::Reporter;
 use crate::model::Model;
 use core::ffi::{c_char, c_void};
@@ -31,7 +31,11 @@ fn finish(result: crate::error::Result<Model>, reporter: Option<&Reporter>) -> *
 
 /// # Safety
 /// As `TfLiteModelCreate`.
-unsafe fn create_from_buffer(model_data: *const c_void, model_size: usize, reporter: Option<&Reporter>) -> *mut TfLiteModel {
+unsafe fn create_from_buffer(
+    model_data: *const c_void,
+    model_size: usize,
+    reporter: Option<&Reporter>,
+) -> *mut TfLiteModel {
     // SAFETY: the caller guarantees `model_size` readable bytes at `model_data`, kept
     // alive and unchanged while the model (or an interpreter made from it) exists.
     // `from_borrowed` rejects NULL with TFLite's "not a valid Flatbuffer" message.
@@ -69,7 +73,12 @@ pub unsafe extern "C" fn TfLiteModelCreate(model_data: *const c_void, model_size
 /// args)` instead of stderr (stderr if `reporter` is NULL). The reporter is only used
 /// during this call.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteModelCreateWithErrorReporter(model_data: *const c_void, model_size: usize, reporter: Option<unsafe extern "C" fn(user_data: *mut c_void, format: *const c_char, args: va_list)>, user_data: *mut c_void) -> *mut TfLiteModel {
+pub unsafe extern "C" fn TfLiteModelCreateWithErrorReporter(
+    model_data: *const c_void,
+    model_size: usize,
+    reporter: Option<unsafe extern "C" fn(user_data: *mut c_void, format: *const c_char, args: va_list)>,
+    user_data: *mut c_void,
+) -> *mut TfLiteModel {
     ffi_boundary!({
         let reporter = reporter_from_c(reporter, user_data);
         // SAFETY: forwarded contract.
@@ -92,7 +101,11 @@ pub unsafe extern "C" fn TfLiteModelCreateFromFile(model_path: *const c_char) ->
 /// format, args)` instead of stderr (stderr if `reporter` is NULL). The reporter is only
 /// used during this call.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteModelCreateFromFileWithErrorReporter(model_path: *const c_char, reporter: Option<unsafe extern "C" fn(user_data: *mut c_void, format: *const c_char, args: va_list)>, user_data: *mut c_void) -> *mut TfLiteModel {
+pub unsafe extern "C" fn TfLiteModelCreateFromFileWithErrorReporter(
+    model_path: *const c_char,
+    reporter: Option<unsafe extern "C" fn(user_data: *mut c_void, format: *const c_char, args: va_list)>,
+    user_data: *mut c_void,
+) -> *mut TfLiteModel {
     ffi_boundary!({
         let reporter = reporter_from_c(reporter, user_data);
         // SAFETY: forwarded contract.

@@ -99,7 +99,10 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorDim(opaque_tensor: *const TfLiteOpaqu
 /// Writes the number of dimensions of the shape signature to `*num_dims` (-1 if the tensor
 /// has no signature). kTfLiteError for NULL arguments.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueTensorGetNumDimsSignature(opaque_tensor: *const TfLiteOpaqueTensor, num_dims: *mut i32) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueTensorGetNumDimsSignature(
+    opaque_tensor: *const TfLiteOpaqueTensor,
+    num_dims: *mut i32,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live tensor.
         let Some(t) = (unsafe { tref(opaque_tensor) }) else { return TfLiteStatus::kTfLiteError };
@@ -117,7 +120,11 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorGetNumDimsSignature(opaque_tensor: *c
 /// Writes dimension `dim_index` of the shape signature (or of the shape, when there is no
 /// signature) to `*dim_length`. kTfLiteError for NULL arguments or an index out of range.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueTensorGetDimSignature(opaque_tensor: *const TfLiteOpaqueTensor, dim_index: i32, dim_length: *mut i32) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueTensorGetDimSignature(
+    opaque_tensor: *const TfLiteOpaqueTensor,
+    dim_index: i32,
+    dim_length: *mut i32,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live tensor.
         let Some(t) = (unsafe { tref(opaque_tensor) }) else { return TfLiteStatus::kTfLiteError };
@@ -164,16 +171,22 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorData(opaque_tensor: *const TfLiteOpaq
 
 /// Returns the tensor's allocation type (`kTfLiteMemNone` for NULL).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueTensorGetAllocationType(opaque_tensor: *const TfLiteOpaqueTensor) -> TfLiteAllocationType {
+pub unsafe extern "C" fn TfLiteOpaqueTensorGetAllocationType(
+    opaque_tensor: *const TfLiteOpaqueTensor,
+) -> TfLiteAllocationType {
     ffi_boundary!({
         // SAFETY: NULL or a live tensor.
-        unsafe { tref(opaque_tensor) }.and_then(TfLiteTensor::allocation).unwrap_or(TfLiteAllocationType::kTfLiteMemNone)
+        unsafe { tref(opaque_tensor) }
+            .and_then(TfLiteTensor::allocation)
+            .unwrap_or(TfLiteAllocationType::kTfLiteMemNone)
     })
 }
 
 /// As `TfLiteTensorGetAllocationStrategy`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueTensorGetAllocationStrategy(t: *const TfLiteOpaqueTensor) -> TfLiteAllocationStrategy {
+pub unsafe extern "C" fn TfLiteOpaqueTensorGetAllocationStrategy(
+    t: *const TfLiteOpaqueTensor,
+) -> TfLiteAllocationStrategy {
     ffi_boundary!({
         // SAFETY: NULL or a live tensor.
         common::allocation_strategy(unsafe { tref(t) })
@@ -182,7 +195,9 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorGetAllocationStrategy(t: *const TfLit
 
 /// As `TfLiteTensorGetBufferAddressStability`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueTensorGetBufferAddressStability(t: *const TfLiteOpaqueTensor) -> TfLiteRunStability {
+pub unsafe extern "C" fn TfLiteOpaqueTensorGetBufferAddressStability(
+    t: *const TfLiteOpaqueTensor,
+) -> TfLiteRunStability {
     ffi_boundary!({
         // SAFETY: NULL or a live tensor.
         common::buffer_address_stability(unsafe { tref(t) })
@@ -228,7 +243,9 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorName(opaque_tensor: *const TfLiteOpaq
 /// Returns the tensor's quantization by value (its `params` stay owned by the tensor;
 /// `kTfLiteNoQuantization` for NULL).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueTensorGetQuantization(opaque_tensor: *const TfLiteOpaqueTensor) -> TfLiteQuantization {
+pub unsafe extern "C" fn TfLiteOpaqueTensorGetQuantization(
+    opaque_tensor: *const TfLiteOpaqueTensor,
+) -> TfLiteQuantization {
     ffi_boundary!({
         // SAFETY: NULL or a live tensor.
         match unsafe { tref(opaque_tensor) } {
@@ -240,7 +257,9 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorGetQuantization(opaque_tensor: *const
 
 /// Returns the tensor's per-tensor quantization parameters ({0, 0} for NULL).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueTensorGetQuantizationParams(opaque_tensor: *const TfLiteOpaqueTensor) -> TfLiteQuantizationParams {
+pub unsafe extern "C" fn TfLiteOpaqueTensorGetQuantizationParams(
+    opaque_tensor: *const TfLiteOpaqueTensor,
+) -> TfLiteQuantizationParams {
     ffi_boundary!({
         // SAFETY: NULL or a live tensor.
         unsafe { tref(opaque_tensor) }.map_or(TfLiteQuantizationParams::default(), |t| t.params)
@@ -249,7 +268,11 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorGetQuantizationParams(opaque_tensor: 
 
 /// As `TfLiteTensorCopyFromBuffer`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueTensorCopyFromBuffer(opaque_tensor: *mut TfLiteOpaqueTensor, input_data: *const c_void, input_data_size: usize) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueTensorCopyFromBuffer(
+    opaque_tensor: *mut TfLiteOpaqueTensor,
+    input_data: *const c_void,
+    input_data_size: usize,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { tensor::copy_from_buffer(opaque_tensor.cast(), input_data, input_data_size) }
@@ -258,7 +281,11 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorCopyFromBuffer(opaque_tensor: *mut Tf
 
 /// As `TfLiteTensorCopyToBuffer`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueTensorCopyToBuffer(opaque_tensor: *const TfLiteOpaqueTensor, output_data: *mut c_void, output_data_size: usize) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueTensorCopyToBuffer(
+    opaque_tensor: *const TfLiteOpaqueTensor,
+    output_data: *mut c_void,
+    output_data_size: usize,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { tensor::copy_to_buffer(opaque_tensor.cast(), output_data, output_data_size) }
@@ -306,7 +333,12 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorGetStringCount(tensor: *const TfLiteO
 /// contain NULs; owned by the tensor). kTfLiteError for NULL arguments or an index out of
 /// range.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueTensorGetString(tensor: *const TfLiteOpaqueTensor, index: c_int, str: *mut *const c_char, len: *mut c_int) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueTensorGetString(
+    tensor: *const TfLiteOpaqueTensor,
+    index: c_int,
+    str: *mut *const c_char,
+    len: *mut c_int,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live tensor.
         let Some(t) = (unsafe { tref(tensor) }) else { return TfLiteStatus::kTfLiteError };
@@ -329,7 +361,12 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorGetString(tensor: *const TfLiteOpaque
 /// each), making it a dynamic tensor of shape `[str_array_len]`. The strings are copied.
 /// kTfLiteError for NULL arguments or negative lengths.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueTensorWriteStrings(tensor: *mut TfLiteOpaqueTensor, str_array: *const *const c_char, str_array_len: c_int, str_n_len: *const c_int) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueTensorWriteStrings(
+    tensor: *mut TfLiteOpaqueTensor,
+    str_array: *const *const c_char,
+    str_array_len: c_int,
+    str_n_len: *const c_int,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { write_strings(tensor.cast(), str_array, str_array_len, str_n_len) }
@@ -338,7 +375,11 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorWriteStrings(tensor: *mut TfLiteOpaqu
 
 /// Replaces the contents of a string tensor with one string (`len` bytes of `str`).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueTensorWriteString(tensor: *mut TfLiteOpaqueTensor, str: *const c_char, len: c_int) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueTensorWriteString(
+    tensor: *mut TfLiteOpaqueTensor,
+    str: *const c_char,
+    len: c_int,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: forwarded contract; the one-element arrays live for the call.
         unsafe { write_strings(tensor.cast(), &str, 1, &len) }
@@ -348,12 +389,18 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorWriteString(tensor: *mut TfLiteOpaque
 /// # Safety
 /// `t` NULL or a live tensor; the arrays NULL or holding `n` readable elements, each
 /// string `str_n_len[i]` readable bytes.
-unsafe fn write_strings(t: *mut TfLiteTensor, strs: *const *const c_char, n: c_int, lens: *const c_int) -> TfLiteStatus {
+unsafe fn write_strings(
+    t: *mut TfLiteTensor,
+    strs: *const *const c_char,
+    n: c_int,
+    lens: *const c_int,
+) -> TfLiteStatus {
     // SAFETY: per the function contract.
     let Some(t) = (unsafe { t.as_mut() }) else { return TfLiteStatus::kTfLiteError };
     let Ok(count) = usize::try_from(n) else { return TfLiteStatus::kTfLiteError };
     // SAFETY: per the function contract.
-    let (Some(strs), Some(lens)) = (unsafe { slice_from_raw(strs, count) }, unsafe { slice_from_raw(lens, count) }) else {
+    let (Some(strs), Some(lens)) = (unsafe { slice_from_raw(strs, count) }, unsafe { slice_from_raw(lens, count) })
+    else {
         return TfLiteStatus::kTfLiteError;
     };
     let mut pieces: Vec<&[u8]> = Vec::with_capacity(count);
@@ -477,7 +524,10 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderDelete(builder: *mut TfLiteOpa
 
 /// # Safety
 /// `b` must be NULL or a live builder.
-unsafe fn with_builder(b: *mut TfLiteOpaqueTensorBuilder, f: impl FnOnce(&mut TfLiteOpaqueTensorBuilder)) -> *mut TfLiteOpaqueTensorBuilder {
+unsafe fn with_builder(
+    b: *mut TfLiteOpaqueTensorBuilder,
+    f: impl FnOnce(&mut TfLiteOpaqueTensorBuilder),
+) -> *mut TfLiteOpaqueTensorBuilder {
     // SAFETY: per the function contract.
     if let Some(x) = unsafe { b.as_mut() } {
         f(x);
@@ -487,7 +537,10 @@ unsafe fn with_builder(b: *mut TfLiteOpaqueTensorBuilder, f: impl FnOnce(&mut Tf
 
 /// Sets the element type. Returns `builder` (for chaining).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetType(builder: *mut TfLiteOpaqueTensorBuilder, r#type: TfLiteType) -> *mut TfLiteOpaqueTensorBuilder {
+pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetType(
+    builder: *mut TfLiteOpaqueTensorBuilder,
+    r#type: TfLiteType,
+) -> *mut TfLiteOpaqueTensorBuilder {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { with_builder(builder, |b| b.r#type = r#type) }
@@ -497,7 +550,10 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetType(builder: *mut TfLiteOp
 /// Sets the data pointer (required for `kTfLiteDynamic`, forbidden for arena tensors; a
 /// dynamic tensor takes ownership of malloc'ed data). Returns `builder`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetData(builder: *mut TfLiteOpaqueTensorBuilder, data: *mut c_void) -> *mut TfLiteOpaqueTensorBuilder {
+pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetData(
+    builder: *mut TfLiteOpaqueTensorBuilder,
+    data: *mut c_void,
+) -> *mut TfLiteOpaqueTensorBuilder {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { with_builder(builder, |b| b.data = data) }
@@ -508,7 +564,10 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetData(builder: *mut TfLiteOp
 /// `kTfLiteArenaRwPersistent` (others make `TfLiteOpaqueContextAddTensor` fail). Returns
 /// `builder`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetAllocationType(builder: *mut TfLiteOpaqueTensorBuilder, allocation_type: TfLiteAllocationType) -> *mut TfLiteOpaqueTensorBuilder {
+pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetAllocationType(
+    builder: *mut TfLiteOpaqueTensorBuilder,
+    allocation_type: TfLiteAllocationType,
+) -> *mut TfLiteOpaqueTensorBuilder {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { with_builder(builder, |b| b.allocation_type = allocation_type) }
@@ -517,7 +576,10 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetAllocationType(builder: *mu
 
 /// Sets the per-tensor quantization parameters. Returns `builder`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetQuantizationParams(builder: *mut TfLiteOpaqueTensorBuilder, params: TfLiteQuantizationParams) -> *mut TfLiteOpaqueTensorBuilder {
+pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetQuantizationParams(
+    builder: *mut TfLiteOpaqueTensorBuilder,
+    params: TfLiteQuantizationParams,
+) -> *mut TfLiteOpaqueTensorBuilder {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { with_builder(builder, |b| b.quantization_params = params) }
@@ -527,7 +589,10 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetQuantizationParams(builder:
 /// Sets the quantization; the tensor added from this builder takes ownership of
 /// `quantization.params` (malloc'ed). Returns `builder`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetQuantization(builder: *mut TfLiteOpaqueTensorBuilder, quantization: TfLiteQuantization) -> *mut TfLiteOpaqueTensorBuilder {
+pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetQuantization(
+    builder: *mut TfLiteOpaqueTensorBuilder,
+    quantization: TfLiteQuantization,
+) -> *mut TfLiteOpaqueTensorBuilder {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { with_builder(builder, |b| b.quantization = quantization) }
@@ -539,7 +604,11 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetQuantization(builder: *mut 
 /// Node input `index` as a tensor of `context`, or NULL (absent optional input, index
 /// out of range, NULL arguments).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueNodeGetInput(opaque_context: *const TfLiteOpaqueContext, opaque_node: *const TfLiteOpaqueNode, index: c_int) -> *const TfLiteOpaqueTensor {
+pub unsafe extern "C" fn TfLiteOpaqueNodeGetInput(
+    opaque_context: *const TfLiteOpaqueContext,
+    opaque_node: *const TfLiteOpaqueNode,
+    index: c_int,
+) -> *const TfLiteOpaqueTensor {
     ffi_boundary!({
         // SAFETY: NULL or a live node.
         let Some(n) = (unsafe { nref(opaque_node) }) else { return core::ptr::null() };
@@ -554,7 +623,11 @@ pub unsafe extern "C" fn TfLiteOpaqueNodeGetInput(opaque_context: *const TfLiteO
 /// Node output `index` as a tensor of `context`, or NULL (index out of range, NULL
 /// arguments).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueNodeGetOutput(opaque_context: *mut TfLiteOpaqueContext, opaque_node: *const TfLiteOpaqueNode, index: c_int) -> *mut TfLiteOpaqueTensor {
+pub unsafe extern "C" fn TfLiteOpaqueNodeGetOutput(
+    opaque_context: *mut TfLiteOpaqueContext,
+    opaque_node: *const TfLiteOpaqueNode,
+    index: c_int,
+) -> *mut TfLiteOpaqueTensor {
     ffi_boundary!({
         // SAFETY: NULL or a live node.
         let Some(n) = (unsafe { nref(opaque_node) }) else { return core::ptr::null_mut() };
@@ -606,7 +679,11 @@ pub unsafe extern "C" fn TfLiteOpaqueNodeGetBuiltinData(opaque_node: *const TfLi
 /// Writes the node's custom options and their size to `*init_data` / `*size` (NULL / 0
 /// when there are none). Owned by the runtime. kTfLiteError for NULL arguments.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueNodeGetCustomInitialData(opaque_node: *const TfLiteOpaqueNode, init_data: *mut *const c_void, size: *mut c_int) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueNodeGetCustomInitialData(
+    opaque_node: *const TfLiteOpaqueNode,
+    init_data: *mut *const c_void,
+    size: *mut c_int,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live node.
         let Some(n) = (unsafe { nref(opaque_node) }) else { return TfLiteStatus::kTfLiteError };
@@ -643,7 +720,11 @@ unsafe fn array_out(a: *const TfLiteIntArray, data: *mut *const c_int, size: *mu
 /// Writes the node's input tensor indices and their count. Owned by the runtime.
 /// kTfLiteError for NULL arguments.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueNodeInputs(opaque_node: *const TfLiteOpaqueNode, inputs: *mut *const c_int, num_inputs: *mut c_int) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueNodeInputs(
+    opaque_node: *const TfLiteOpaqueNode,
+    inputs: *mut *const c_int,
+    num_inputs: *mut c_int,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live node.
         let Some(n) = (unsafe { nref(opaque_node) }) else { return TfLiteStatus::kTfLiteError };
@@ -655,7 +736,11 @@ pub unsafe extern "C" fn TfLiteOpaqueNodeInputs(opaque_node: *const TfLiteOpaque
 /// Writes the node's output tensor indices and their count. Owned by the runtime.
 /// kTfLiteError for NULL arguments.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueNodeOutputs(opaque_node: *const TfLiteOpaqueNode, outputs: *mut *const c_int, num_outputs: *mut c_int) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueNodeOutputs(
+    opaque_node: *const TfLiteOpaqueNode,
+    outputs: *mut *const c_int,
+    num_outputs: *mut c_int,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live node.
         let Some(n) = (unsafe { nref(opaque_node) }) else { return TfLiteStatus::kTfLiteError };
@@ -668,7 +753,11 @@ pub unsafe extern "C" fn TfLiteOpaqueNodeOutputs(opaque_node: *const TfLiteOpaqu
 /// `temporaries[0..num_temporaries]`. kTfLiteError for a negative count or NULL
 /// arguments.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueNodeSetTemporaries(opaque_node: *mut TfLiteOpaqueNode, temporaries: *const c_int, num_temporaries: c_int) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueNodeSetTemporaries(
+    opaque_node: *mut TfLiteOpaqueNode,
+    temporaries: *const c_int,
+    num_temporaries: c_int,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live node.
         let Some(n) = (unsafe { opaque_node.cast::<TfLiteNode>().as_mut() }) else { return TfLiteStatus::kTfLiteError };
@@ -689,7 +778,11 @@ pub unsafe extern "C" fn TfLiteOpaqueNodeSetTemporaries(opaque_node: *mut TfLite
 /// Writes the node's temporary tensor indices and their count. Owned by the runtime.
 /// kTfLiteError for NULL arguments.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueNodeTemporaries(opaque_node: *const TfLiteOpaqueNode, temporaries: *mut *const c_int, num_temporaries: *mut c_int) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueNodeTemporaries(
+    opaque_node: *const TfLiteOpaqueNode,
+    temporaries: *mut *const c_int,
+    num_temporaries: *mut c_int,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live node.
         let Some(n) = (unsafe { nref(opaque_node) }) else { return TfLiteStatus::kTfLiteError };
@@ -701,7 +794,10 @@ pub unsafe extern "C" fn TfLiteOpaqueNodeTemporaries(opaque_node: *const TfLiteO
 /// Returns the tensor index of node input `index_of_input`, or -1 if out of range (or
 /// NULL).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueNodeGetInputTensorIndex(opaque_node: *const TfLiteOpaqueNode, index_of_input: c_int) -> c_int {
+pub unsafe extern "C" fn TfLiteOpaqueNodeGetInputTensorIndex(
+    opaque_node: *const TfLiteOpaqueNode,
+    index_of_input: c_int,
+) -> c_int {
     ffi_boundary!(default = -1, {
         // SAFETY: NULL or a live node.
         let Some(n) = (unsafe { nref(opaque_node) }) else { return -1 };
@@ -714,7 +810,10 @@ pub unsafe extern "C" fn TfLiteOpaqueNodeGetInputTensorIndex(opaque_node: *const
 /// Returns the tensor index of node output `index_of_output`, or -1 if out of range (or
 /// NULL).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueNodeGetOutputTensorIndex(opaque_node: *const TfLiteOpaqueNode, index_of_output: c_int) -> c_int {
+pub unsafe extern "C" fn TfLiteOpaqueNodeGetOutputTensorIndex(
+    opaque_node: *const TfLiteOpaqueNode,
+    index_of_output: c_int,
+) -> c_int {
     ffi_boundary!(default = -1, {
         // SAFETY: NULL or a live node.
         let Some(n) = (unsafe { nref(opaque_node) }) else { return -1 };
@@ -733,7 +832,10 @@ fn as_ctx(c: *mut TfLiteOpaqueContext) -> *mut TfLiteContext {
 /// Writes the execution plan (node indices; owned by the runtime, valid until the graph
 /// changes) to `*execution_plan`. Only valid during a delegate's Prepare.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueContextGetExecutionPlan(opaque_context: *mut TfLiteOpaqueContext, execution_plan: *mut *mut TfLiteIntArray) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueContextGetExecutionPlan(
+    opaque_context: *mut TfLiteOpaqueContext,
+    execution_plan: *mut *mut TfLiteIntArray,
+) -> TfLiteStatus {
     ffi_boundary!({
         let ctx = as_ctx(opaque_context);
         if ctx.is_null() || execution_plan.is_null() {
@@ -749,7 +851,11 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetExecutionPlan(opaque_context: *mu
 /// Writes the external context of type `type` (or NULL if none is set) to
 /// `*external_context`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueContextGetExternalContext(opaque_context: *mut TfLiteOpaqueContext, external_context: *mut *mut c_void, r#type: TfLiteExternalContextType) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueContextGetExternalContext(
+    opaque_context: *mut TfLiteOpaqueContext,
+    external_context: *mut *mut c_void,
+    r#type: TfLiteExternalContextType,
+) -> TfLiteStatus {
     ffi_boundary!({
         let ctx = as_ctx(opaque_context);
         if ctx.is_null() || external_context.is_null() {
@@ -767,7 +873,12 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetExternalContext(opaque_context: *
 /// builtin kernels the operator is made by the runtime (owned by it; its builtin code,
 /// custom name and version can be queried). Only valid during a delegate's Prepare.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueContextGetNodeAndRegistration(opaque_context: *mut TfLiteOpaqueContext, node_index: c_int, node: *mut *mut TfLiteOpaqueNode, registration_external: *mut *mut TfLiteOperator) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueContextGetNodeAndRegistration(
+    opaque_context: *mut TfLiteOpaqueContext,
+    node_index: c_int,
+    node: *mut *mut TfLiteOpaqueNode,
+    registration_external: *mut *mut TfLiteOperator,
+) -> TfLiteStatus {
     ffi_boundary!({
         let ctx = as_ctx(opaque_context);
         if ctx.is_null() || node.is_null() || registration_external.is_null() {
@@ -806,14 +917,21 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetNodeAndRegistration(opaque_contex
 /// (even when no node is replaced); the caller must not delete it. Only valid during a
 /// delegate's Prepare.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueContextReplaceNodeSubsetsWithDelegateKernels(opaque_context: *mut TfLiteOpaqueContext, registration_external: *mut TfLiteOperator, nodes_to_replace: *const TfLiteIntArray, opaque_delegate: *mut TfLiteOpaqueDelegate) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueContextReplaceNodeSubsetsWithDelegateKernels(
+    opaque_context: *mut TfLiteOpaqueContext,
+    registration_external: *mut TfLiteOperator,
+    nodes_to_replace: *const TfLiteIntArray,
+    opaque_delegate: *mut TfLiteOpaqueDelegate,
+) -> TfLiteStatus {
     ffi_boundary!({
         let ctx = as_ctx(opaque_context);
         if ctx.is_null() {
             return TfLiteStatus::kTfLiteError;
         }
         // SAFETY: live context; copy the function pointer.
-        let Some(f) = (unsafe { (*ctx).ReplaceNodeSubsetsWithDelegateKernels }) else { return TfLiteStatus::kTfLiteError };
+        let Some(f) = (unsafe { (*ctx).ReplaceNodeSubsetsWithDelegateKernels }) else {
+            return TfLiteStatus::kTfLiteError;
+        };
         let registration = TfLiteRegistration { registration_external, ..TfLiteRegistration::empty() };
         // SAFETY: runtime function with its own context; the other arguments are passed on
         // unchanged under the same contract.
@@ -824,7 +942,10 @@ pub unsafe extern "C" fn TfLiteOpaqueContextReplaceNodeSubsetsWithDelegateKernel
 /// Returns tensor `index` of the context, or NULL if out of range. Owned by the runtime;
 /// invalidated when tensors are added.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueContextGetOpaqueTensor(opaque_context: *const TfLiteOpaqueContext, index: c_int) -> *mut TfLiteOpaqueTensor {
+pub unsafe extern "C" fn TfLiteOpaqueContextGetOpaqueTensor(
+    opaque_context: *const TfLiteOpaqueContext,
+    index: c_int,
+) -> *mut TfLiteOpaqueTensor {
     ffi_boundary!({
         // SAFETY: NULL or a live context.
         unsafe { context_tensor(opaque_context.cast(), index) }.map_or(core::ptr::null_mut(), |p| p.cast())
@@ -833,7 +954,12 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetOpaqueTensor(opaque_context: *con
 
 /// # Safety
 /// `c` NULL or a live context; out-pointers NULL or writable.
-unsafe fn list_out(c: *const TfLiteOpaqueContext, pick: impl FnOnce(&Subgraph) -> &[i32], data: *mut *const c_int, size: *mut c_int) -> TfLiteStatus {
+unsafe fn list_out(
+    c: *const TfLiteOpaqueContext,
+    pick: impl FnOnce(&Subgraph) -> &[i32],
+    data: *mut *const c_int,
+    size: *mut c_int,
+) -> TfLiteStatus {
     if data.is_null() || size.is_null() {
         return TfLiteStatus::kTfLiteError;
     }
@@ -850,7 +976,11 @@ unsafe fn list_out(c: *const TfLiteOpaqueContext, pick: impl FnOnce(&Subgraph) -
 
 /// Writes the subgraph's input tensor indices and count. Owned by the runtime.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueContextGetInputs(opaque_context: *const TfLiteOpaqueContext, inputs: *mut *const c_int, num_inputs: *mut c_int) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueContextGetInputs(
+    opaque_context: *const TfLiteOpaqueContext,
+    inputs: *mut *const c_int,
+    num_inputs: *mut c_int,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { list_out(opaque_context, |s| s.inputs(), inputs, num_inputs) }
@@ -859,7 +989,11 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetInputs(opaque_context: *const TfL
 
 /// Writes the subgraph's output tensor indices and count. Owned by the runtime.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueContextGetOutputs(opaque_context: *const TfLiteOpaqueContext, outputs: *mut *const c_int, num_outputs: *mut c_int) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueContextGetOutputs(
+    opaque_context: *const TfLiteOpaqueContext,
+    outputs: *mut *const c_int,
+    num_outputs: *mut c_int,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { list_out(opaque_context, |s| s.outputs(), outputs, num_outputs) }
@@ -868,7 +1002,11 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetOutputs(opaque_context: *const Tf
 
 /// Writes the subgraph's variable tensor indices and count. Owned by the runtime.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueContextGetVariables(opaque_context: *const TfLiteOpaqueContext, variables: *mut *const c_int, num_variables: *mut c_int) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueContextGetVariables(
+    opaque_context: *const TfLiteOpaqueContext,
+    variables: *mut *const c_int,
+    num_variables: *mut c_int,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { list_out(opaque_context, |s| s.variables(), variables, num_variables) }
@@ -904,7 +1042,11 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetName(opaque_context: *const TfLit
 
 /// Resizes `tensor` to `new_size`. Takes ownership of `new_size` in every case.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueContextResizeTensor(context: *mut TfLiteOpaqueContext, tensor: *mut TfLiteOpaqueTensor, new_size: *mut TfLiteIntArray) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueContextResizeTensor(
+    context: *mut TfLiteOpaqueContext,
+    tensor: *mut TfLiteOpaqueTensor,
+    new_size: *mut TfLiteIntArray,
+) -> TfLiteStatus {
     ffi_boundary!({
         let ctx = as_ctx(context);
         // SAFETY: NULL or a live context; copy the function pointer.
@@ -922,7 +1064,11 @@ pub unsafe extern "C" fn TfLiteOpaqueContextResizeTensor(context: *mut TfLiteOpa
 /// Writes the context of subgraph `subgraph_index` to `*acquired_opaque_context`; pair with
 /// `TfLiteOpaqueContextReleaseSubgraphContext`. Only valid during a delegate's Prepare.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueContextAcquireSubgraphContext(opaque_context: *mut TfLiteOpaqueContext, subgraph_index: c_int, acquired_opaque_context: *mut *mut TfLiteOpaqueContext) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueContextAcquireSubgraphContext(
+    opaque_context: *mut TfLiteOpaqueContext,
+    subgraph_index: c_int,
+    acquired_opaque_context: *mut *mut TfLiteOpaqueContext,
+) -> TfLiteStatus {
     ffi_boundary!({
         let ctx = as_ctx(opaque_context);
         if ctx.is_null() || acquired_opaque_context.is_null() {
@@ -943,7 +1089,10 @@ pub unsafe extern "C" fn TfLiteOpaqueContextAcquireSubgraphContext(opaque_contex
 
 /// Releases a context acquired with `TfLiteOpaqueContextAcquireSubgraphContext`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueContextReleaseSubgraphContext(opaque_context: *mut TfLiteOpaqueContext, subgraph_index: c_int) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueContextReleaseSubgraphContext(
+    opaque_context: *mut TfLiteOpaqueContext,
+    subgraph_index: c_int,
+) -> TfLiteStatus {
     ffi_boundary!({
         let ctx = as_ctx(opaque_context);
         if ctx.is_null() {
@@ -959,7 +1108,10 @@ pub unsafe extern "C" fn TfLiteOpaqueContextReleaseSubgraphContext(opaque_contex
 /// Marks subgraph `subgraph_index` (> 0) as not needing delegation: delegates applied to
 /// the interpreter afterwards skip it. Only valid during a delegate's Prepare.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueContextMarkSubgraphAsDelegationSkippable(opaque_context: *mut TfLiteOpaqueContext, subgraph_index: c_int) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueContextMarkSubgraphAsDelegationSkippable(
+    opaque_context: *mut TfLiteOpaqueContext,
+    subgraph_index: c_int,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live context.
         let Some(sg) = (unsafe { subgraph(opaque_context) }) else { return TfLiteStatus::kTfLiteError };
@@ -976,7 +1128,13 @@ pub unsafe extern "C" fn TfLiteOpaqueContextMarkSubgraphAsDelegationSkippable(op
 /// kTfLiteError (TFLite's answer when the model is not an mmapped file); nothing is
 /// written.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueContextGetNodeInitDataMmapInfo(context: *const TfLiteOpaqueContext, node: *const TfLiteOpaqueNode, fd: *mut c_int, custom_initial_data_offset_in_file: *mut i64, custom_initial_data_size: *mut i64) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueContextGetNodeInitDataMmapInfo(
+    context: *const TfLiteOpaqueContext,
+    node: *const TfLiteOpaqueNode,
+    fd: *mut c_int,
+    custom_initial_data_offset_in_file: *mut i64,
+    custom_initial_data_size: *mut i64,
+) -> TfLiteStatus {
     ffi_boundary!({
         let _ = (context, node, fd, custom_initial_data_offset_in_file, custom_initial_data_size);
         TfLiteStatus::kTfLiteError
@@ -989,7 +1147,11 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetNodeInitDataMmapInfo(context: *co
 /// data). The tensor takes ownership of the builder's quantization params and dynamic
 /// data. Tensor pointers obtained before are invalidated.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueContextAddTensor(context: *mut TfLiteOpaqueContext, builder: *mut TfLiteOpaqueTensorBuilder, new_tensor_index: *mut c_int) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueContextAddTensor(
+    context: *mut TfLiteOpaqueContext,
+    builder: *mut TfLiteOpaqueTensorBuilder,
+    new_tensor_index: *mut c_int,
+) -> TfLiteStatus {
     ffi_boundary!({
         let ctx = as_ctx(context);
         // SAFETY: NULL or a live builder.
@@ -1042,7 +1204,11 @@ pub unsafe extern "C" fn TfLiteOpaqueContextAddTensor(context: *mut TfLiteOpaque
 /// Writes the size in bytes of one element of `type` to `*bytes`. kTfLiteError (reported)
 /// for types without a fixed element size, or a NULL `bytes`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueContextGetSizeOfType(context: *mut TfLiteOpaqueContext, r#type: TfLiteType, bytes: *mut usize) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueContextGetSizeOfType(
+    context: *mut TfLiteOpaqueContext,
+    r#type: TfLiteType,
+    bytes: *mut usize,
+) -> TfLiteStatus {
     ffi_boundary!({
         if bytes.is_null() {
             return TfLiteStatus::kTfLiteError;
@@ -1069,7 +1235,12 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetSizeOfType(context: *mut TfLiteOp
 /// Writes the model metadata entry `name` (bytes owned by the model, alive as long as the
 /// interpreter) to `*ptr` / `*bytes`. kTfLiteError if there is no such entry.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOpaqueContextGetMetadata(context: *mut TfLiteOpaqueContext, name: *const c_char, ptr: *mut *const c_char, bytes: *mut usize) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOpaqueContextGetMetadata(
+    context: *mut TfLiteOpaqueContext,
+    name: *const c_char,
+    ptr: *mut *const c_char,
+    bytes: *mut usize,
+) -> TfLiteStatus {
     ffi_boundary!({
         let ctx = as_ctx(context);
         if ctx.is_null() {
@@ -1154,11 +1325,17 @@ mod tests {
             let b = TfLiteOpaqueTensorBuilderCreate();
             assert_eq!(TfLiteOpaqueTensorBuilderSetType(b, TfLiteType::kTfLiteInt8), b);
             assert_eq!(TfLiteOpaqueTensorBuilderSetAllocationType(b, TfLiteAllocationType::kTfLiteArenaRw), b);
-            assert_eq!(TfLiteOpaqueContextAddTensor(core::ptr::null_mut(), b, core::ptr::null_mut()), TfLiteStatus::kTfLiteError);
+            assert_eq!(
+                TfLiteOpaqueContextAddTensor(core::ptr::null_mut(), b, core::ptr::null_mut()),
+                TfLiteStatus::kTfLiteError
+            );
             TfLiteOpaqueTensorBuilderDelete(b);
             assert!(TfLiteOpaqueTensorBuilderSetType(core::ptr::null_mut(), TfLiteType::kTfLiteInt8).is_null());
             let mut bytes = 0usize;
-            assert_eq!(TfLiteOpaqueContextGetSizeOfType(core::ptr::null_mut(), TfLiteType::kTfLiteInt16, &mut bytes), TfLiteStatus::kTfLiteOk);
+            assert_eq!(
+                TfLiteOpaqueContextGetSizeOfType(core::ptr::null_mut(), TfLiteType::kTfLiteInt16, &mut bytes),
+                TfLiteStatus::kTfLiteOk
+            );
             assert_eq!(bytes, 2);
             assert!(TfLiteOpaqueContextGetOpaqueTensor(core::ptr::null(), 0).is_null());
             assert_eq!(TfLiteOpaqueContextGetNumTensors(core::ptr::null()), 0);

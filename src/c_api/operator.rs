@@ -111,7 +111,12 @@ pub(crate) fn operator_for_registration(reg: &TfLiteRegistration) -> *mut TfLite
 /// must call `TfLiteOperatorDelete`; an operator given to
 /// `TfLiteInterpreterOptionsAddOperator` must outlive the interpreters created with it.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOperatorCreate(builtin_code: TfLiteBuiltinOperator, custom_name: *const c_char, version: c_int, user_data: *mut c_void) -> *mut TfLiteOperator {
+pub unsafe extern "C" fn TfLiteOperatorCreate(
+    builtin_code: TfLiteBuiltinOperator,
+    custom_name: *const c_char,
+    version: c_int,
+    user_data: *mut c_void,
+) -> *mut TfLiteOperator {
     ffi_boundary!({
         // SAFETY: NULL or a NUL-terminated string, per the API contract.
         let name = unsafe { cstr_raw(custom_name) }.map(|c| c.to_owned());
@@ -190,7 +195,12 @@ unsafe fn with_op(registration: *mut TfLiteOperator, f: impl FnOnce(&mut TfLiteO
 /// Sets the operator's `init`, called once per node with the builtin params (length 0)
 /// or the custom options; its result is the node's `user_data`. Ignored for NULL.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOperatorSetInit(registration: *mut TfLiteOperator, init: Option<unsafe extern "C" fn(context: *mut TfLiteOpaqueContext, buffer: *const c_char, length: usize) -> *mut c_void>) {
+pub unsafe extern "C" fn TfLiteOperatorSetInit(
+    registration: *mut TfLiteOperator,
+    init: Option<
+        unsafe extern "C" fn(context: *mut TfLiteOpaqueContext, buffer: *const c_char, length: usize) -> *mut c_void,
+    >,
+) {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         let _ = unsafe { with_op(registration, |o| o.init = init) };
@@ -200,7 +210,17 @@ pub unsafe extern "C" fn TfLiteOperatorSetInit(registration: *mut TfLiteOperator
 /// As `TfLiteOperatorSetInit`, with the operator's `user_data` as first argument; takes
 /// precedence over `init`. Returns kTfLiteError for a NULL operator.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOperatorSetInitWithData(registration: *mut TfLiteOperator, init: Option<unsafe extern "C" fn(user_data: *mut c_void, context: *mut TfLiteOpaqueContext, buffer: *const c_char, length: usize) -> *mut c_void>) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOperatorSetInitWithData(
+    registration: *mut TfLiteOperator,
+    init: Option<
+        unsafe extern "C" fn(
+            user_data: *mut c_void,
+            context: *mut TfLiteOpaqueContext,
+            buffer: *const c_char,
+            length: usize,
+        ) -> *mut c_void,
+    >,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { with_op(registration, |o| o.init_with_data = init) }
@@ -209,7 +229,10 @@ pub unsafe extern "C" fn TfLiteOperatorSetInitWithData(registration: *mut TfLite
 
 /// Sets the operator's `free`, called with what `init` returned. Ignored for NULL.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOperatorSetFree(registration: *mut TfLiteOperator, free: Option<unsafe extern "C" fn(context: *mut TfLiteOpaqueContext, data: *mut c_void)>) {
+pub unsafe extern "C" fn TfLiteOperatorSetFree(
+    registration: *mut TfLiteOperator,
+    free: Option<unsafe extern "C" fn(context: *mut TfLiteOpaqueContext, data: *mut c_void)>,
+) {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         let _ = unsafe { with_op(registration, |o| o.free = free) };
@@ -219,7 +242,10 @@ pub unsafe extern "C" fn TfLiteOperatorSetFree(registration: *mut TfLiteOperator
 /// As `TfLiteOperatorSetFree`, with the operator's `user_data` as first argument; takes
 /// precedence over `free`. Returns kTfLiteError for a NULL operator.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOperatorSetFreeWithData(registration: *mut TfLiteOperator, free: Option<unsafe extern "C" fn(user_data: *mut c_void, context: *mut TfLiteOpaqueContext, data: *mut c_void)>) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOperatorSetFreeWithData(
+    registration: *mut TfLiteOperator,
+    free: Option<unsafe extern "C" fn(user_data: *mut c_void, context: *mut TfLiteOpaqueContext, data: *mut c_void)>,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { with_op(registration, |o| o.free_with_data = free) }
@@ -228,7 +254,12 @@ pub unsafe extern "C" fn TfLiteOperatorSetFreeWithData(registration: *mut TfLite
 
 /// Sets the operator's `prepare` (check inputs, resize outputs). Ignored for NULL.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOperatorSetPrepare(registration: *mut TfLiteOperator, prepare: Option<unsafe extern "C" fn(context: *mut TfLiteOpaqueContext, node: *mut TfLiteOpaqueNode) -> TfLiteStatus>) {
+pub unsafe extern "C" fn TfLiteOperatorSetPrepare(
+    registration: *mut TfLiteOperator,
+    prepare: Option<
+        unsafe extern "C" fn(context: *mut TfLiteOpaqueContext, node: *mut TfLiteOpaqueNode) -> TfLiteStatus,
+    >,
+) {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         let _ = unsafe { with_op(registration, |o| o.prepare = prepare) };
@@ -238,7 +269,16 @@ pub unsafe extern "C" fn TfLiteOperatorSetPrepare(registration: *mut TfLiteOpera
 /// As `TfLiteOperatorSetPrepare`, with the operator's `user_data` as first argument;
 /// takes precedence over `prepare`. Returns kTfLiteError for a NULL operator.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOperatorSetPrepareWithData(registration: *mut TfLiteOperator, prepare: Option<unsafe extern "C" fn(user_data: *mut c_void, context: *mut TfLiteOpaqueContext, node: *mut TfLiteOpaqueNode) -> TfLiteStatus>) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOperatorSetPrepareWithData(
+    registration: *mut TfLiteOperator,
+    prepare: Option<
+        unsafe extern "C" fn(
+            user_data: *mut c_void,
+            context: *mut TfLiteOpaqueContext,
+            node: *mut TfLiteOpaqueNode,
+        ) -> TfLiteStatus,
+    >,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { with_op(registration, |o| o.prepare_with_data = prepare) }
@@ -247,7 +287,12 @@ pub unsafe extern "C" fn TfLiteOperatorSetPrepareWithData(registration: *mut TfL
 
 /// Sets the operator's `invoke` (compute the outputs). Ignored for NULL.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOperatorSetInvoke(registration: *mut TfLiteOperator, invoke: Option<unsafe extern "C" fn(context: *mut TfLiteOpaqueContext, node: *mut TfLiteOpaqueNode) -> TfLiteStatus>) {
+pub unsafe extern "C" fn TfLiteOperatorSetInvoke(
+    registration: *mut TfLiteOperator,
+    invoke: Option<
+        unsafe extern "C" fn(context: *mut TfLiteOpaqueContext, node: *mut TfLiteOpaqueNode) -> TfLiteStatus,
+    >,
+) {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         let _ = unsafe { with_op(registration, |o| o.invoke = invoke) };
@@ -257,7 +302,16 @@ pub unsafe extern "C" fn TfLiteOperatorSetInvoke(registration: *mut TfLiteOperat
 /// As `TfLiteOperatorSetInvoke`, with the operator's `user_data` as first argument;
 /// takes precedence over `invoke`. Returns kTfLiteError for a NULL operator.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOperatorSetInvokeWithData(registration: *mut TfLiteOperator, invoke: Option<unsafe extern "C" fn(user_data: *mut c_void, context: *mut TfLiteOpaqueContext, node: *mut TfLiteOpaqueNode) -> TfLiteStatus>) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOperatorSetInvokeWithData(
+    registration: *mut TfLiteOperator,
+    invoke: Option<
+        unsafe extern "C" fn(
+            user_data: *mut c_void,
+            context: *mut TfLiteOpaqueContext,
+            node: *mut TfLiteOpaqueNode,
+        ) -> TfLiteStatus,
+    >,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { with_op(registration, |o| o.invoke_with_data = invoke) }
@@ -267,7 +321,12 @@ pub unsafe extern "C" fn TfLiteOperatorSetInvokeWithData(registration: *mut TfLi
 /// Sets the operator's `async_kernel` (stored; this runtime has no async execution).
 /// Ignored for NULL.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOperatorSetAsyncKernel(registration: *mut TfLiteOperator, async_kernel: Option<unsafe extern "C" fn(context: *mut TfLiteOpaqueContext, node: *mut TfLiteOpaqueNode) -> *mut TfLiteAsyncKernel>) {
+pub unsafe extern "C" fn TfLiteOperatorSetAsyncKernel(
+    registration: *mut TfLiteOperator,
+    async_kernel: Option<
+        unsafe extern "C" fn(context: *mut TfLiteOpaqueContext, node: *mut TfLiteOpaqueNode) -> *mut TfLiteAsyncKernel,
+    >,
+) {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         let _ = unsafe { with_op(registration, |o| o.async_kernel = async_kernel) };
@@ -277,7 +336,16 @@ pub unsafe extern "C" fn TfLiteOperatorSetAsyncKernel(registration: *mut TfLiteO
 /// As `TfLiteOperatorSetAsyncKernel`, with the operator's `user_data` as first argument.
 /// Returns kTfLiteError for a NULL operator.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteOperatorSetAsyncKernelWithData(registration: *mut TfLiteOperator, async_kernel: Option<unsafe extern "C" fn(user_data: *mut c_void, context: *mut TfLiteOpaqueContext, node: *mut TfLiteOpaqueNode) -> *mut TfLiteAsyncKernel>) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteOperatorSetAsyncKernelWithData(
+    registration: *mut TfLiteOperator,
+    async_kernel: Option<
+        unsafe extern "C" fn(
+            user_data: *mut c_void,
+            context: *mut TfLiteOpaqueContext,
+            node: *mut TfLiteOpaqueNode,
+        ) -> *mut TfLiteAsyncKernel,
+    >,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { with_op(registration, |o| o.async_kernel_with_data = async_kernel) }
@@ -302,7 +370,12 @@ mod tests {
         // SAFETY: pointers from these functions, deleted once; NULL is part of the contract.
         unsafe {
             let mut ud = 5_i32;
-            let op = TfLiteOperatorCreate(TfLiteBuiltinOperator::kTfLiteBuiltinCustom, c"Sinh".as_ptr(), 2, (&raw mut ud).cast());
+            let op = TfLiteOperatorCreate(
+                TfLiteBuiltinOperator::kTfLiteBuiltinCustom,
+                c"Sinh".as_ptr(),
+                2,
+                (&raw mut ud).cast(),
+            );
             assert!(!op.is_null());
             assert_eq!(TfLiteOperatorGetBuiltInCode(op), TfLiteBuiltinOperator::kTfLiteBuiltinCustom);
             assert_eq!(core::ffi::CStr::from_ptr(TfLiteOperatorGetCustomName(op)), c"Sinh");

@@ -68,7 +68,9 @@ impl TfLiteInterpreterOptions {
             if o.builtin_code == TfLiteBuiltinOperator::kTfLiteBuiltinCustom as i32 {
                 match o.custom_name.as_ref().and_then(|c| c.to_str().ok()) {
                     Some(name) => r.add_custom(name, reg, o.version, o.version),
-                    None => self.report("TfLiteInterpreterOptionsAddOperator: custom operator without a valid name ignored"),
+                    None => {
+                        self.report("TfLiteInterpreterOptionsAddOperator: custom operator without a valid name ignored")
+                    }
                 }
             } else {
                 r.add_builtin(o.builtin_code, reg, o.version, o.version);
@@ -89,7 +91,9 @@ pub extern "C" fn TfLiteInterpreterOptionsCreate() -> *mut TfLiteInterpreterOpti
 /// are shared by pointer, as in TFLite. The caller owns the result and must call
 /// `TfLiteInterpreterOptionsDelete`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterOptionsCopy(from: *const TfLiteInterpreterOptions) -> *mut TfLiteInterpreterOptions {
+pub unsafe extern "C" fn TfLiteInterpreterOptionsCopy(
+    from: *const TfLiteInterpreterOptions,
+) -> *mut TfLiteInterpreterOptions {
     ffi_boundary!({
         // SAFETY: NULL or a live options object.
         match unsafe { from.as_ref() } {
@@ -114,7 +118,10 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsDelete(options: *mut TfLiteInte
 
 /// # Safety
 /// `options` must be NULL or a live options object not used concurrently.
-unsafe fn with_options(options: *mut TfLiteInterpreterOptions, f: impl FnOnce(&mut TfLiteInterpreterOptions)) -> TfLiteStatus {
+unsafe fn with_options(
+    options: *mut TfLiteInterpreterOptions,
+    f: impl FnOnce(&mut TfLiteInterpreterOptions),
+) -> TfLiteStatus {
     // SAFETY: per the function contract.
     match unsafe { options.as_mut() } {
         Some(o) => {
@@ -128,7 +135,10 @@ unsafe fn with_options(options: *mut TfLiteInterpreterOptions, f: impl FnOnce(&m
 /// Sets the number of threads kernels may use (-1: let the runtime decide). Ignored for
 /// NULL options.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterOptionsSetNumThreads(options: *mut TfLiteInterpreterOptions, num_threads: i32) {
+pub unsafe extern "C" fn TfLiteInterpreterOptionsSetNumThreads(
+    options: *mut TfLiteInterpreterOptions,
+    num_threads: i32,
+) {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         let _ = unsafe { with_options(options, |o| o.num_threads = num_threads) };
@@ -139,7 +149,10 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsSetNumThreads(options: *mut TfL
 /// `delegate`; it must outlive every interpreter created with these options. NULL is
 /// ignored.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterOptionsAddDelegate(options: *mut TfLiteInterpreterOptions, delegate: *mut TfLiteOpaqueDelegate) {
+pub unsafe extern "C" fn TfLiteInterpreterOptionsAddDelegate(
+    options: *mut TfLiteInterpreterOptions,
+    delegate: *mut TfLiteOpaqueDelegate,
+) {
     ffi_boundary!({
         if delegate.is_null() {
             return;
@@ -153,7 +166,11 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsAddDelegate(options: *mut TfLit
 /// stderr). `reporter(user_data, format, args)` may be called from any thread that uses
 /// such an interpreter; `user_data` must outlive the interpreters.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterOptionsSetErrorReporter(options: *mut TfLiteInterpreterOptions, reporter: Option<unsafe extern "C" fn(user_data: *mut c_void, format: *const c_char, args: va_list)>, user_data: *mut c_void) {
+pub unsafe extern "C" fn TfLiteInterpreterOptionsSetErrorReporter(
+    options: *mut TfLiteInterpreterOptions,
+    reporter: Option<unsafe extern "C" fn(user_data: *mut c_void, format: *const c_char, args: va_list)>,
+    user_data: *mut c_void,
+) {
     ffi_boundary!({
         let r = reporter.map(|func| CReporter { func, user_data });
         // SAFETY: forwarded contract.
@@ -166,7 +183,10 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsSetErrorReporter(options: *mut 
 /// retains ownership of `registration`; it must outlive every interpreter created with
 /// these options. NULL is ignored.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterOptionsAddOperator(options: *mut TfLiteInterpreterOptions, registration: *mut TfLiteOperator) {
+pub unsafe extern "C" fn TfLiteInterpreterOptionsAddOperator(
+    options: *mut TfLiteInterpreterOptions,
+    registration: *mut TfLiteOperator,
+) {
     ffi_boundary!({
         if registration.is_null() {
             return;
@@ -179,7 +199,10 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsAddOperator(options: *mut TfLit
 /// Enables (or disables) `TfLiteInterpreterCancel` for interpreters created with these
 /// options. Returns kTfLiteError for NULL options.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterOptionsEnableCancellation(options: *mut TfLiteInterpreterOptions, enable: bool) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteInterpreterOptionsEnableCancellation(
+    options: *mut TfLiteInterpreterOptions,
+    enable: bool,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { with_options(options, |o| o.enable_cancellation = enable) }
@@ -191,14 +214,21 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsEnableCancellation(options: *mu
 /// stay valid while interpreters created with these options exist. NULL arguments are
 /// ignored.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterOptionsAddBuiltinOp(options: *mut TfLiteInterpreterOptions, op: TfLiteBuiltinOperator, registration: *const TfLiteRegistration, min_version: i32, max_version: i32) {
+pub unsafe extern "C" fn TfLiteInterpreterOptionsAddBuiltinOp(
+    options: *mut TfLiteInterpreterOptions,
+    op: TfLiteBuiltinOperator,
+    registration: *const TfLiteRegistration,
+    min_version: i32,
+    max_version: i32,
+) {
     ffi_boundary!({
         // SAFETY: NULL or a readable registration, per the API contract.
         let Some(reg) = (unsafe { registration.as_ref() }).copied() else { return };
         let mut reg = reg;
         reg.custom_name = core::ptr::null();
         // SAFETY: forwarded contract.
-        let _ = unsafe { with_options(options, |o| o.op_resolver.add_builtin(op as i32, reg, min_version, max_version)) };
+        let _ =
+            unsafe { with_options(options, |o| o.op_resolver.add_builtin(op as i32, reg, min_version, max_version)) };
     })
 }
 
@@ -207,7 +237,13 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsAddBuiltinOp(options: *mut TfLi
 /// stay valid while interpreters created with these options exist. NULL arguments are
 /// ignored.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterOptionsAddCustomOp(options: *mut TfLiteInterpreterOptions, name: *const c_char, registration: *const TfLiteRegistration, min_version: i32, max_version: i32) {
+pub unsafe extern "C" fn TfLiteInterpreterOptionsAddCustomOp(
+    options: *mut TfLiteInterpreterOptions,
+    name: *const c_char,
+    registration: *const TfLiteRegistration,
+    min_version: i32,
+    max_version: i32,
+) {
     ffi_boundary!({
         // SAFETY: NULL or a readable registration, per the API contract.
         let Some(mut reg) = (unsafe { registration.as_ref() }).copied() else { return };
@@ -239,7 +275,24 @@ unsafe fn set_callbacks(options: *mut TfLiteInterpreterOptions, callbacks: OpRes
 /// resolver callbacks set before. `op_resolver_user_data` is passed back to both
 /// callbacks; returned operators must outlive the interpreters.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverExternal(options: *mut TfLiteInterpreterOptions, find_builtin_op: Option<unsafe extern "C" fn(user_data: *mut c_void, op: core::ffi::c_int, version: core::ffi::c_int) -> *const TfLiteOperator>, find_custom_op: Option<unsafe extern "C" fn(user_data: *mut c_void, custom_op: *const c_char, version: core::ffi::c_int) -> *const TfLiteOperator>, op_resolver_user_data: *mut c_void) {
+pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverExternal(
+    options: *mut TfLiteInterpreterOptions,
+    find_builtin_op: Option<
+        unsafe extern "C" fn(
+            user_data: *mut c_void,
+            op: core::ffi::c_int,
+            version: core::ffi::c_int,
+        ) -> *const TfLiteOperator,
+    >,
+    find_custom_op: Option<
+        unsafe extern "C" fn(
+            user_data: *mut c_void,
+            custom_op: *const c_char,
+            version: core::ffi::c_int,
+        ) -> *const TfLiteOperator,
+    >,
+    op_resolver_user_data: *mut c_void,
+) {
     ffi_boundary!({
         let cb = OpResolverCallbacks {
             user_data: op_resolver_user_data,
@@ -256,7 +309,38 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverExternal(options: 
 /// callbacks consulted when the `TfLiteOperator` ones return NULL. Returned registrations
 /// are copied.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverExternalWithFallback(options: *mut TfLiteInterpreterOptions, find_builtin_op_external: Option<unsafe extern "C" fn(user_data: *mut c_void, op: core::ffi::c_int, version: core::ffi::c_int) -> *const TfLiteOperator>, find_custom_op_external: Option<unsafe extern "C" fn(user_data: *mut c_void, custom_op: *const c_char, version: core::ffi::c_int) -> *const TfLiteOperator>, find_builtin_op: Option<unsafe extern "C" fn(user_data: *mut c_void, op: TfLiteBuiltinOperator, version: core::ffi::c_int) -> *const TfLiteRegistration>, find_custom_op: Option<unsafe extern "C" fn(user_data: *mut c_void, op: *const c_char, version: core::ffi::c_int) -> *const TfLiteRegistration>, op_resolver_user_data: *mut c_void) {
+pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverExternalWithFallback(
+    options: *mut TfLiteInterpreterOptions,
+    find_builtin_op_external: Option<
+        unsafe extern "C" fn(
+            user_data: *mut c_void,
+            op: core::ffi::c_int,
+            version: core::ffi::c_int,
+        ) -> *const TfLiteOperator,
+    >,
+    find_custom_op_external: Option<
+        unsafe extern "C" fn(
+            user_data: *mut c_void,
+            custom_op: *const c_char,
+            version: core::ffi::c_int,
+        ) -> *const TfLiteOperator,
+    >,
+    find_builtin_op: Option<
+        unsafe extern "C" fn(
+            user_data: *mut c_void,
+            op: TfLiteBuiltinOperator,
+            version: core::ffi::c_int,
+        ) -> *const TfLiteRegistration,
+    >,
+    find_custom_op: Option<
+        unsafe extern "C" fn(
+            user_data: *mut c_void,
+            op: *const c_char,
+            version: core::ffi::c_int,
+        ) -> *const TfLiteRegistration,
+    >,
+    op_resolver_user_data: *mut c_void,
+) {
     ffi_boundary!({
         let cb = OpResolverCallbacks {
             user_data: op_resolver_user_data,
@@ -275,7 +359,24 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverExternalWithFallba
 /// found), consulted before the ops added to these options and the builtin kernels.
 /// Replaces any resolver callbacks set before. Returned registrations are copied.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolver(options: *mut TfLiteInterpreterOptions, find_builtin_op: Option<unsafe extern "C" fn(user_data: *mut c_void, op: TfLiteBuiltinOperator, version: core::ffi::c_int) -> *const TfLiteRegistration>, find_custom_op: Option<unsafe extern "C" fn(user_data: *mut c_void, op: *const c_char, version: core::ffi::c_int) -> *const TfLiteRegistration>, op_resolver_user_data: *mut c_void) {
+pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolver(
+    options: *mut TfLiteInterpreterOptions,
+    find_builtin_op: Option<
+        unsafe extern "C" fn(
+            user_data: *mut c_void,
+            op: TfLiteBuiltinOperator,
+            version: core::ffi::c_int,
+        ) -> *const TfLiteRegistration,
+    >,
+    find_custom_op: Option<
+        unsafe extern "C" fn(
+            user_data: *mut c_void,
+            op: *const c_char,
+            version: core::ffi::c_int,
+        ) -> *const TfLiteRegistration,
+    >,
+    op_resolver_user_data: *mut c_void,
+) {
     ffi_boundary!({
         let cb = OpResolverCallbacks {
             user_data: op_resolver_user_data,
@@ -291,7 +392,24 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolver(options: *mut TfL
 /// Legacy form of `TfLiteInterpreterOptionsSetOpResolver` for `TfLiteRegistration_V3`
 /// (TF 2.13-2.14 layout).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverV3(options: *mut TfLiteInterpreterOptions, find_builtin_op_v3: Option<unsafe extern "C" fn(user_data: *mut c_void, op: TfLiteBuiltinOperator, version: core::ffi::c_int) -> *const TfLiteRegistration_V3>, find_custom_op_v3: Option<unsafe extern "C" fn(user_data: *mut c_void, op: *const c_char, version: core::ffi::c_int) -> *const TfLiteRegistration_V3>, op_resolver_user_data: *mut c_void) {
+pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverV3(
+    options: *mut TfLiteInterpreterOptions,
+    find_builtin_op_v3: Option<
+        unsafe extern "C" fn(
+            user_data: *mut c_void,
+            op: TfLiteBuiltinOperator,
+            version: core::ffi::c_int,
+        ) -> *const TfLiteRegistration_V3,
+    >,
+    find_custom_op_v3: Option<
+        unsafe extern "C" fn(
+            user_data: *mut c_void,
+            op: *const c_char,
+            version: core::ffi::c_int,
+        ) -> *const TfLiteRegistration_V3,
+    >,
+    op_resolver_user_data: *mut c_void,
+) {
     ffi_boundary!({
         let cb = OpResolverCallbacks {
             user_data: op_resolver_user_data,
@@ -307,7 +425,24 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverV3(options: *mut T
 /// Legacy form of `TfLiteInterpreterOptionsSetOpResolver` for `TfLiteRegistration_V2`
 /// (TF 2.11-2.12 layout).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverV2(options: *mut TfLiteInterpreterOptions, find_builtin_op_v2: Option<unsafe extern "C" fn(user_data: *mut c_void, op: TfLiteBuiltinOperator, version: core::ffi::c_int) -> *const TfLiteRegistration_V2>, find_custom_op_v2: Option<unsafe extern "C" fn(user_data: *mut c_void, op: *const c_char, version: core::ffi::c_int) -> *const TfLiteRegistration_V2>, op_resolver_user_data: *mut c_void) {
+pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverV2(
+    options: *mut TfLiteInterpreterOptions,
+    find_builtin_op_v2: Option<
+        unsafe extern "C" fn(
+            user_data: *mut c_void,
+            op: TfLiteBuiltinOperator,
+            version: core::ffi::c_int,
+        ) -> *const TfLiteRegistration_V2,
+    >,
+    find_custom_op_v2: Option<
+        unsafe extern "C" fn(
+            user_data: *mut c_void,
+            op: *const c_char,
+            version: core::ffi::c_int,
+        ) -> *const TfLiteRegistration_V2,
+    >,
+    op_resolver_user_data: *mut c_void,
+) {
     ffi_boundary!({
         let cb = OpResolverCallbacks {
             user_data: op_resolver_user_data,
@@ -323,7 +458,24 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverV2(options: *mut T
 /// Legacy form of `TfLiteInterpreterOptionsSetOpResolver` for `TfLiteRegistration_V1`
 /// (the 8-field layout of TF <= 2.10).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverV1(options: *mut TfLiteInterpreterOptions, find_builtin_op_v1: Option<unsafe extern "C" fn(user_data: *mut c_void, op: TfLiteBuiltinOperator, version: core::ffi::c_int) -> *const TfLiteRegistration_V1>, find_custom_op_v1: Option<unsafe extern "C" fn(user_data: *mut c_void, op: *const c_char, version: core::ffi::c_int) -> *const TfLiteRegistration_V1>, op_resolver_user_data: *mut c_void) {
+pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverV1(
+    options: *mut TfLiteInterpreterOptions,
+    find_builtin_op_v1: Option<
+        unsafe extern "C" fn(
+            user_data: *mut c_void,
+            op: TfLiteBuiltinOperator,
+            version: core::ffi::c_int,
+        ) -> *const TfLiteRegistration_V1,
+    >,
+    find_custom_op_v1: Option<
+        unsafe extern "C" fn(
+            user_data: *mut c_void,
+            op: *const c_char,
+            version: core::ffi::c_int,
+        ) -> *const TfLiteRegistration_V1,
+    >,
+    op_resolver_user_data: *mut c_void,
+) {
     ffi_boundary!({
         let cb = OpResolverCallbacks {
             user_data: op_resolver_user_data,
@@ -348,7 +500,10 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsSetUseNNAPI(options: *mut TfLit
 /// Enables falling back to CPU kernels when a delegate fails during Invoke (the failing
 /// Invoke returns kTfLiteDelegateError; later ones run without delegates).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterOptionsSetEnableDelegateFallback(options: *mut TfLiteInterpreterOptions, enable: bool) {
+pub unsafe extern "C" fn TfLiteInterpreterOptionsSetEnableDelegateFallback(
+    options: *mut TfLiteInterpreterOptions,
+    enable: bool,
+) {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         let _ = unsafe { with_options(options, |o| o.enable_delegate_fallback = enable) };

@@ -86,7 +86,10 @@ pub unsafe extern "C" fn TfLiteInterpreterGetSignatureCount(interpreter: *const 
 /// Returns the key of signature `signature_index`, or NULL if out of range. Owned by the
 /// interpreter.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterGetSignatureKey(interpreter: *const TfLiteInterpreter, signature_index: i32) -> *const c_char {
+pub unsafe extern "C" fn TfLiteInterpreterGetSignatureKey(
+    interpreter: *const TfLiteInterpreter,
+    signature_index: i32,
+) -> *const c_char {
     ffi_boundary!({
         // SAFETY: as in `TfLiteInterpreterGetSignatureCount`.
         let Some(i) = (unsafe { interpreter.as_ref() }) else { return core::ptr::null() };
@@ -103,7 +106,10 @@ pub unsafe extern "C" fn TfLiteInterpreterGetSignatureKey(interpreter: *const Tf
 /// tensors). `signature_key` is only read during the call. The caller owns the result and
 /// must call `TfLiteSignatureRunnerDelete`; it must not outlive the interpreter.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteInterpreterGetSignatureRunner(interpreter: *const TfLiteInterpreter, signature_key: *const c_char) -> *mut TfLiteSignatureRunner {
+pub unsafe extern "C" fn TfLiteInterpreterGetSignatureRunner(
+    interpreter: *const TfLiteInterpreter,
+    signature_key: *const c_char,
+) -> *mut TfLiteSignatureRunner {
     ffi_boundary!({
         // SAFETY: as in `TfLiteInterpreterGetSignatureCount`.
         let Some(i) = (unsafe { interpreter.as_ref() }) else { return core::ptr::null_mut() };
@@ -143,7 +149,9 @@ unsafe fn def<'a>(r: *const TfLiteSignatureRunner) -> Option<&'a SignatureDef> {
 ///
 /// # Safety
 /// As `def`, and no other reference into the interpreter may be alive.
-unsafe fn parts<'a>(r: *const TfLiteSignatureRunner) -> Option<(&'a mut Subgraph, &'a SignatureDef, *const TfLiteInterpreter)> {
+unsafe fn parts<'a>(
+    r: *const TfLiteSignatureRunner,
+) -> Option<(&'a mut Subgraph, &'a SignatureDef, *const TfLiteInterpreter)> {
     // SAFETY: per the function contract.
     let runner = unsafe { r.as_ref() }?;
     // SAFETY: as above.
@@ -170,7 +178,10 @@ pub unsafe extern "C" fn TfLiteSignatureRunnerGetInputCount(signature_runner: *c
 /// Returns the name of input `input_index` (inputs are sorted by name), or NULL if out of
 /// range. Owned by the interpreter.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteSignatureRunnerGetInputName(signature_runner: *const TfLiteSignatureRunner, input_index: i32) -> *const c_char {
+pub unsafe extern "C" fn TfLiteSignatureRunnerGetInputName(
+    signature_runner: *const TfLiteSignatureRunner,
+    input_index: i32,
+) -> *const c_char {
     ffi_boundary!({
         // SAFETY: NULL or a live runner.
         let Some(d) = (unsafe { def(signature_runner) }) else { return core::ptr::null() };
@@ -182,7 +193,12 @@ pub unsafe extern "C" fn TfLiteSignatureRunnerGetInputName(signature_runner: *co
 /// `TfLiteSignatureRunnerAllocateTensors` afterwards. Arguments are only read during the
 /// call.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteSignatureRunnerResizeInputTensor(signature_runner: *mut TfLiteSignatureRunner, input_name: *const c_char, input_dims: *const c_int, input_dims_size: i32) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteSignatureRunnerResizeInputTensor(
+    signature_runner: *mut TfLiteSignatureRunner,
+    input_name: *const c_char,
+    input_dims: *const c_int,
+    input_dims_size: i32,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live runner.
         let Some((sg, d, interp)) = (unsafe { parts(signature_runner) }) else { return TfLiteStatus::kTfLiteError };
@@ -212,7 +228,9 @@ pub unsafe extern "C" fn TfLiteSignatureRunnerResizeInputTensor(signature_runner
 
 /// Plans and allocates the memory of the signature's subgraph.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteSignatureRunnerAllocateTensors(signature_runner: *mut TfLiteSignatureRunner) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteSignatureRunnerAllocateTensors(
+    signature_runner: *mut TfLiteSignatureRunner,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: NULL or a live runner.
         let Some((sg, _, interp)) = (unsafe { parts(signature_runner) }) else { return TfLiteStatus::kTfLiteError };
@@ -227,7 +245,10 @@ pub unsafe extern "C" fn TfLiteSignatureRunnerAllocateTensors(signature_runner: 
 /// Returns the input tensor named `input_name`, or NULL if there is none. Owned by the
 /// interpreter.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteSignatureRunnerGetInputTensor(signature_runner: *mut TfLiteSignatureRunner, input_name: *const c_char) -> *mut TfLiteTensor {
+pub unsafe extern "C" fn TfLiteSignatureRunnerGetInputTensor(
+    signature_runner: *mut TfLiteSignatureRunner,
+    input_name: *const c_char,
+) -> *mut TfLiteTensor {
     ffi_boundary!({
         // SAFETY: NULL or a live runner.
         let Some((sg, d, interp)) = (unsafe { parts(signature_runner) }) else { return core::ptr::null_mut() };
@@ -255,7 +276,10 @@ pub unsafe extern "C" fn TfLiteSignatureRunnerInvoke(signature_runner: *mut TfLi
         // SAFETY: live interpreter; the flag is never replaced after creation.
         unsafe { &(*interp).cancel_flag }.store(false, Ordering::SeqCst);
         let outputs = sg.outputs().to_vec();
-        match sg.invoke().and_then(|()| outputs.iter().filter(|&&o| o >= 0).try_for_each(|&o| sg.ensure_tensor_data_is_readable(o))) {
+        match sg
+            .invoke()
+            .and_then(|()| outputs.iter().filter(|&&o| o >= 0).try_for_each(|&o| sg.ensure_tensor_data_is_readable(o)))
+        {
             Ok(()) => TfLiteStatus::kTfLiteOk,
             // SAFETY: live interpreter.
             Err(e) => unsafe { fail(interp, e) },
@@ -275,7 +299,10 @@ pub unsafe extern "C" fn TfLiteSignatureRunnerGetOutputCount(signature_runner: *
 /// Returns the name of output `output_index` (outputs are sorted by name), or NULL if out
 /// of range. Owned by the interpreter.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteSignatureRunnerGetOutputName(signature_runner: *const TfLiteSignatureRunner, output_index: i32) -> *const c_char {
+pub unsafe extern "C" fn TfLiteSignatureRunnerGetOutputName(
+    signature_runner: *const TfLiteSignatureRunner,
+    output_index: i32,
+) -> *const c_char {
     ffi_boundary!({
         // SAFETY: NULL or a live runner.
         let Some(d) = (unsafe { def(signature_runner) }) else { return core::ptr::null() };
@@ -286,7 +313,10 @@ pub unsafe extern "C" fn TfLiteSignatureRunnerGetOutputName(signature_runner: *c
 /// Returns the output tensor named `output_name`, or NULL if there is none. Owned by the
 /// interpreter; read it after `TfLiteSignatureRunnerInvoke`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteSignatureRunnerGetOutputTensor(signature_runner: *const TfLiteSignatureRunner, output_name: *const c_char) -> *const TfLiteTensor {
+pub unsafe extern "C" fn TfLiteSignatureRunnerGetOutputTensor(
+    signature_runner: *const TfLiteSignatureRunner,
+    output_name: *const c_char,
+) -> *const TfLiteTensor {
     ffi_boundary!({
         // SAFETY: NULL or a live runner.
         let Some((sg, d, interp)) = (unsafe { parts(signature_runner) }) else { return core::ptr::null() };

@@ -159,7 +159,11 @@ pub unsafe extern "C" fn TfLiteTensorQuantizationParams(tensor: *const TfLiteTen
 /// unless `input_data_size` equals `TfLiteTensorByteSize(tensor)` (and the tensor has
 /// data). The caller retains ownership of `input_data`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteTensorCopyFromBuffer(tensor: *mut TfLiteTensor, input_data: *const c_void, input_data_size: usize) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteTensorCopyFromBuffer(
+    tensor: *mut TfLiteTensor,
+    input_data: *const c_void,
+    input_data_size: usize,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { copy_from_buffer(tensor, input_data, input_data_size) }
@@ -169,7 +173,11 @@ pub unsafe extern "C" fn TfLiteTensorCopyFromBuffer(tensor: *mut TfLiteTensor, i
 /// Copies the tensor's data into `output_data`. Returns kTfLiteError unless
 /// `output_data_size` equals `TfLiteTensorByteSize(tensor)` (and the tensor has data).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteTensorCopyToBuffer(output_tensor: *const TfLiteTensor, output_data: *mut c_void, output_data_size: usize) -> TfLiteStatus {
+pub unsafe extern "C" fn TfLiteTensorCopyToBuffer(
+    output_tensor: *const TfLiteTensor,
+    output_data: *mut c_void,
+    output_data_size: usize,
+) -> TfLiteStatus {
     ffi_boundary!({
         // SAFETY: forwarded contract.
         unsafe { copy_to_buffer(output_tensor, output_data, output_data_size) }

@@ -54,7 +54,9 @@ pub extern "C" fn TfLiteXNNPackDelegateOptionsDefault() -> TfLiteXNNPackDelegate
 /// Creates the delegate (NULL options: defaults). It currently claims no nodes.
 /// The caller owns the result and must call `TfLiteXNNPackDelegateDelete`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteXNNPackDelegateCreate(options: *const TfLiteXNNPackDelegateOptions) -> *mut TfLiteDelegate {
+pub unsafe extern "C" fn TfLiteXNNPackDelegateCreate(
+    options: *const TfLiteXNNPackDelegateOptions,
+) -> *mut TfLiteDelegate {
     ffi_boundary!({
         // SAFETY: NULL or a live options struct from the caller.
         let opts = unsafe { options.as_ref() }.copied().unwrap_or_else(|| TfLiteXNNPackDelegateOptionsDefault());
@@ -73,7 +75,9 @@ pub unsafe extern "C" fn TfLiteXNNPackDelegateCreate(options: *const TfLiteXNNPa
 
 /// Returns the options the delegate was created with, or NULL.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TfLiteXNNPackDelegateGetOptions(delegate: *mut TfLiteDelegate) -> *const TfLiteXNNPackDelegateOptions {
+pub unsafe extern "C" fn TfLiteXNNPackDelegateGetOptions(
+    delegate: *mut TfLiteDelegate,
+) -> *const TfLiteXNNPackDelegateOptions {
     ffi_boundary!({
         // SAFETY: NULL or a delegate made by TfLiteXNNPackDelegateCreate.
         match unsafe { delegate.as_ref() } {

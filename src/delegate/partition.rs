@@ -149,7 +149,11 @@ struct Partitioner<'g, 'a> {
 
 /// Partitions `graph`'s plan into subsets; `nodes_to_delegate` are node-table indices
 /// (duplicates are fine). Returns the subsets in the order they must run.
-pub fn partition(graph: &Graph<'_>, nodes_to_delegate: &[i32], options: Options) -> Result<Vec<NodeSubset>, PartitionError> {
+pub fn partition(
+    graph: &Graph<'_>,
+    nodes_to_delegate: &[i32],
+    options: Options,
+) -> Result<Vec<NodeSubset>, PartitionError> {
     let mut delegated = vec![false; graph.num_nodes];
     for &n in nodes_to_delegate {
         let slot = usize::try_from(n).ok().and_then(|i| delegated.get_mut(i)).ok_or(PartitionError::InvalidNode(n))?;
@@ -443,14 +447,7 @@ mod tests {
         let nodes: Vec<(SubsetKind, Vec<i32>)> = s.into_iter().map(|s| (s.kind, s.nodes)).collect();
         assert_eq!(
             nodes,
-            vec![
-                (N, vec![0]),
-                (D, vec![1]),
-                (N, vec![2]),
-                (D, vec![3]),
-                (N, vec![4, 5, 6]),
-                (D, vec![7]),
-            ]
+            vec![(N, vec![0]), (D, vec![1]), (N, vec![2]), (D, vec![3]), (N, vec![4, 5, 6]), (D, vec![7]),]
         );
     }
 

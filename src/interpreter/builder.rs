@@ -117,7 +117,8 @@ fn set_quantization(t: &mut TfLiteTensor, q: Option<fb::QuantizationParameters<'
         (*aq).scale = float_array_from_slice(&scales);
         (*aq).zero_point = int_array_from_slice(&zps);
         (*aq).quantized_dimension = q.quantized_dimension();
-        t.quantization = TfLiteQuantization { r#type: TfLiteQuantizationType::kTfLiteAffineQuantization, params: aq.cast() };
+        t.quantization =
+            TfLiteQuantization { r#type: TfLiteQuantizationType::kTfLiteAffineQuantization, params: aq.cast() };
     }
     Ok(())
 }
@@ -172,7 +173,8 @@ fn build_nodes(
             match resolver.find_custom(&name, version) {
                 Some(reg) => entry.registration = reg,
                 None => {
-                    entry.registration = TfLiteRegistration { builtin_code: CUSTOM, version, ..TfLiteRegistration::empty() };
+                    entry.registration =
+                        TfLiteRegistration { builtin_code: CUSTOM, version, ..TfLiteRegistration::empty() };
                     entry.unresolved_custom = Some(name.clone());
                 }
             }
@@ -249,8 +251,18 @@ pub fn read_signatures(model: &Model) -> Vec<SignatureInfo> {
         .map(|s| SignatureInfo {
             key: cs(s.signature_key().unwrap_or("")),
             subgraph: s.subgraph_index() as usize,
-            inputs: s.inputs().into_iter().flatten().map(|t| (cs(t.name().unwrap_or("")), t.tensor_index() as i32)).collect(),
-            outputs: s.outputs().into_iter().flatten().map(|t| (cs(t.name().unwrap_or("")), t.tensor_index() as i32)).collect(),
+            inputs: s
+                .inputs()
+                .into_iter()
+                .flatten()
+                .map(|t| (cs(t.name().unwrap_or("")), t.tensor_index() as i32))
+                .collect(),
+            outputs: s
+                .outputs()
+                .into_iter()
+                .flatten()
+                .map(|t| (cs(t.name().unwrap_or("")), t.tensor_index() as i32))
+                .collect(),
         })
         .collect()
 }

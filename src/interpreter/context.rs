@@ -114,7 +114,10 @@ fn fail(sg: &Subgraph, e: crate::error::Error) -> TfLiteStatus {
 }
 
 /// `GetExecutionPlan` during a delegate's Prepare: a copy owned by the subgraph.
-unsafe extern "C" fn get_execution_plan(context: *mut TfLiteContext, execution_plan: *mut *mut TfLiteIntArray) -> TfLiteStatus {
+unsafe extern "C" fn get_execution_plan(
+    context: *mut TfLiteContext,
+    execution_plan: *mut *mut TfLiteIntArray,
+) -> TfLiteStatus {
     guard(TfLiteStatus::kTfLiteError, || {
         // SAFETY: C passes a context it got from us.
         let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return TfLiteStatus::kTfLiteError };
@@ -223,7 +226,9 @@ unsafe extern "C" fn acquire_subgraph_context(
             }
             None => {
                 // SAFETY: as above.
-                unsafe { (*me).report(&format!("AcquireSubgraphContext: subgraph index {subgraph_index} is out of range")) };
+                unsafe {
+                    (*me).report(&format!("AcquireSubgraphContext: subgraph index {subgraph_index} is out of range"))
+                };
                 TfLiteStatus::kTfLiteError
             }
         }
@@ -241,7 +246,11 @@ unsafe extern "C" fn release_subgraph_context(context: *mut TfLiteContext, subgr
             Some(_) => TfLiteStatus::kTfLiteOk,
             None => {
                 // SAFETY: as above.
-                unsafe { (*me).report(&format!("ReleaseSubgraphContext: subgraph index {subgraph_index} is out of range or not acquired")) };
+                unsafe {
+                    (*me).report(&format!(
+                        "ReleaseSubgraphContext: subgraph index {subgraph_index} is out of range or not acquired"
+                    ))
+                };
                 TfLiteStatus::kTfLiteError
             }
         }
@@ -258,7 +267,10 @@ fn report_forbidden(context: *mut TfLiteContext) -> TfLiteStatus {
     TfLiteStatus::kTfLiteError
 }
 
-unsafe extern "C" fn forbidden_get_execution_plan(context: *mut TfLiteContext, _p: *mut *mut TfLiteIntArray) -> TfLiteStatus {
+unsafe extern "C" fn forbidden_get_execution_plan(
+    context: *mut TfLiteContext,
+    _p: *mut *mut TfLiteIntArray,
+) -> TfLiteStatus {
     guard(TfLiteStatus::kTfLiteError, || report_forbidden(context))
 }
 
@@ -304,7 +316,11 @@ unsafe extern "C" fn forbidden_release_subgraph_context(context: *mut TfLiteCont
 /// `ResizeTensor`: takes ownership of `new_size` in every case, as TFLite documents. On
 /// success `new_size` becomes the tensor's `dims` (as in TFLite, so a caller may still
 /// read it afterwards).
-unsafe extern "C" fn resize_tensor(context: *mut TfLiteContext, tensor: *mut TfLiteTensor, new_size: *mut TfLiteIntArray) -> TfLiteStatus {
+unsafe extern "C" fn resize_tensor(
+    context: *mut TfLiteContext,
+    tensor: *mut TfLiteTensor,
+    new_size: *mut TfLiteIntArray,
+) -> TfLiteStatus {
     guard(TfLiteStatus::kTfLiteError, || {
         // SAFETY: C passes a context it got from us.
         let Some(sg) = (unsafe { subgraph_from_context(context) }) else {
@@ -361,7 +377,10 @@ unsafe extern "C" fn add_tensors(context: *mut TfLiteContext, n: c_int, first: *
     })
 }
 
-unsafe extern "C" fn get_external_context(context: *mut TfLiteContext, ty: TfLiteExternalContextType) -> *mut TfLiteExternalContext {
+unsafe extern "C" fn get_external_context(
+    context: *mut TfLiteContext,
+    ty: TfLiteExternalContextType,
+) -> *mut TfLiteExternalContext {
     guard(core::ptr::null_mut(), || {
         // SAFETY: C passes a context it got from us.
         let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return core::ptr::null_mut() };
@@ -370,7 +389,11 @@ unsafe extern "C" fn get_external_context(context: *mut TfLiteContext, ty: TfLit
     })
 }
 
-unsafe extern "C" fn set_external_context(context: *mut TfLiteContext, ty: TfLiteExternalContextType, ctx: *mut TfLiteExternalContext) {
+unsafe extern "C" fn set_external_context(
+    context: *mut TfLiteContext,
+    ty: TfLiteExternalContextType,
+    ctx: *mut TfLiteExternalContext,
+) {
     guard((), || {
         // SAFETY: C passes a context it got from us.
         let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return };

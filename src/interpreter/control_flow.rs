@@ -119,7 +119,14 @@ impl Subgraph {
     ///
     /// `data` must not point into tensor `index`'s own memory unless it is exactly that
     /// memory (then nothing is copied).
-    pub(crate) fn write_tensor(&mut self, index: i32, dims: &[i32], dtype: TfLiteType, data: *const u8, bytes: usize) -> Result<()> {
+    pub(crate) fn write_tensor(
+        &mut self,
+        index: i32,
+        dims: &[i32],
+        dtype: TfLiteType,
+        data: *const u8,
+        bytes: usize,
+    ) -> Result<()> {
         let i = usize::try_from(index)
             .ok()
             .filter(|&i| i < self.tensors.len())

@@ -141,7 +141,11 @@ unsafe fn call_prepare(ctx: *mut TfLiteContext, d: *mut TfLiteDelegate) -> TfLit
 ///
 /// # Safety
 /// `ctx` live context, `d` NULL or a live delegate, `tensor` a live tensor of `ctx`.
-pub(crate) unsafe fn copy_from_buffer_handle(ctx: *mut TfLiteContext, d: *mut TfLiteDelegate, tensor: *mut TfLiteTensor) -> TfLiteStatus {
+pub(crate) unsafe fn copy_from_buffer_handle(
+    ctx: *mut TfLiteContext,
+    d: *mut TfLiteDelegate,
+    tensor: *mut TfLiteTensor,
+) -> TfLiteStatus {
     // SAFETY: per the function contract.
     unsafe {
         let Some(del) = d.as_ref() else { return TfLiteStatus::kTfLiteError };
@@ -163,7 +167,11 @@ pub(crate) unsafe fn copy_from_buffer_handle(ctx: *mut TfLiteContext, d: *mut Tf
 ///
 /// # Safety
 /// `ctx` live context, `d` NULL or a live delegate, `handle` writable.
-pub(crate) unsafe fn free_buffer_handle(ctx: *mut TfLiteContext, d: *mut TfLiteDelegate, handle: *mut TfLiteBufferHandle) -> TfLiteStatus {
+pub(crate) unsafe fn free_buffer_handle(
+    ctx: *mut TfLiteContext,
+    d: *mut TfLiteDelegate,
+    handle: *mut TfLiteBufferHandle,
+) -> TfLiteStatus {
     // SAFETY: per the function contract.
     unsafe {
         let Some(del) = d.as_ref() else { return TfLiteStatus::kTfLiteError };
@@ -191,7 +199,12 @@ pub(crate) unsafe fn free_buffer_handle(ctx: *mut TfLiteContext, d: *mut TfLiteD
 /// # Safety
 /// `ctx` is the live context the tensor belongs to; `tensor` NULL or live; `delegate`
 /// NULL or live.
-pub unsafe fn set_buffer_handle(ctx: *mut TfLiteContext, tensor: *mut TfLiteTensor, buffer_handle: TfLiteBufferHandle, delegate: *mut TfLiteDelegate) -> Result<()> {
+pub unsafe fn set_buffer_handle(
+    ctx: *mut TfLiteContext,
+    tensor: *mut TfLiteTensor,
+    buffer_handle: TfLiteBufferHandle,
+    delegate: *mut TfLiteDelegate,
+) -> Result<()> {
     // SAFETY: per the function contract.
     let Some(t) = (unsafe { tensor.as_mut() }) else { return Err(Error::new("SetBufferHandle: tensor is NULL")) };
     if !(t.delegate.is_null() || t.delegate == delegate) {
@@ -202,7 +215,10 @@ pub unsafe fn set_buffer_handle(ctx: *mut TfLiteContext, tensor: *mut TfLiteTens
         // SAFETY: per the function contract; the old handle belongs to `delegate`.
         let status = unsafe { free_buffer_handle(ctx, t.delegate, &mut t.buffer_handle) };
         if status != TfLiteStatus::kTfLiteOk {
-            return Err(Error::with_status(status, "SetBufferHandle: the delegate cannot free the tensor's previous buffer handle"));
+            return Err(Error::with_status(
+                status,
+                "SetBufferHandle: the delegate cannot free the tensor's previous buffer handle",
+            ));
         }
     }
     t.buffer_handle = buffer_handle;
@@ -220,7 +236,10 @@ fn make_params(delegate: *mut TfLiteDelegate, subset: &NodeSubset, opaque: bool)
     let header = if opaque { size_of::<TfLiteOpaqueDelegateParams>() } else { size_of::<TfLiteDelegateParams>() };
     let mut sizes = [0usize; 3];
     for (s, l) in sizes.iter_mut().zip(lists) {
-        *s = c_int::try_from(l.len()).ok().and_then(int_array_bytes).ok_or_else(|| Error::new("delegate partition too large"))?;
+        *s = c_int::try_from(l.len())
+            .ok()
+            .and_then(int_array_bytes)
+            .ok_or_else(|| Error::new("delegate partition too large"))?;
     }
     let total = header + sizes.iter().sum::<usize>();
     // SAFETY: malloc of a computed, non-zero size; checked for NULL below.
@@ -396,9 +415,7 @@ impl Subgraph {
         }
 
         if !dynamic_ok {
-            if !single
-                && let Err(e) = self.ensure_memory_allocations()
-            {
+            if !single && let Err(e) = self.ensure_memory_allocations() {
                 self.report(&e.message);
                 return Err(self.restore_after_failure());
             }
@@ -476,7 +493,9 @@ impl Subgraph {
 
     /// Removes every delegate and re-allocates for the CPU.
     pub fn remove_all_delegates(&mut self) -> Result<()> {
-        let touched = self.delegation.undone || !self.delegation.applied.is_empty() || !self.delegation.pre_delegation_plan.is_empty();
+        let touched = self.delegation.undone
+            || !self.delegation.applied.is_empty()
+            || !self.delegation.pre_delegation_plan.is_empty();
         self.undo_all_delegates();
         self.delegation.applied.clear();
         self.delegation.undone = false;
@@ -503,10 +522,14 @@ impl Subgraph {
     pub(crate) fn op_might_have_side_effect(&self, code: i32, inputs: &[i32], outputs: &[i32]) -> bool {
         use TfLiteBuiltinOperator as B;
         let resource = inputs.iter().chain(outputs).any(|&t| {
-            usize::try_from(t).ok().and_then(|t| self.tensors.get(t)).is_some_and(|t| t.r#type == TfLiteType::kTfLiteResource)
+            usize::try_from(t)
+                .ok()
+                .and_then(|t| self.tensors.get(t))
+                .is_some_and(|t| t.r#type == TfLiteType::kTfLiteResource)
         });
         resource
-            || [B::kTfLiteBuiltinIf as i32, B::kTfLiteBuiltinWhile as i32, B::kTfLiteBuiltinCallOnce as i32].contains(&code)
+            || [B::kTfLiteBuiltinIf as i32, B::kTfLiteBuiltinWhile as i32, B::kTfLiteBuiltinCallOnce as i32]
+                .contains(&code)
     }
 
     fn partition_plan(&self, nodes_to_replace: &[i32]) -> Result<Vec<NodeSubset>> {
@@ -526,7 +549,8 @@ impl Subgraph {
                 }
             })
             .collect();
-        let graph = Graph { num_tensors: self.tensors.len(), num_nodes: self.nodes.len(), plan, outputs: &self.outputs };
+        let graph =
+            Graph { num_tensors: self.tensors.len(), num_nodes: self.nodes.len(), plan, outputs: &self.outputs };
         // Keeping every tensor needs one node per subset (TFLite disables node fusion).
         let options = partition::Options { greedy: true, disable_fusion: self.preserve_intermediates };
         partition::partition(&graph, nodes_to_replace, options)
@@ -560,7 +584,12 @@ impl Subgraph {
 
     /// `ReplaceNodeSubsetsWithDelegateKernels`: each delegated subset of the plan becomes
     /// one node running `registration` (init gets the subset's params).
-    pub(crate) fn replace_node_subsets(&mut self, mut registration: TfLiteRegistration, nodes_to_replace: *const TfLiteIntArray, delegate: *mut TfLiteDelegate) -> Result<()> {
+    pub(crate) fn replace_node_subsets(
+        &mut self,
+        mut registration: TfLiteRegistration,
+        nodes_to_replace: *const TfLiteIntArray,
+        delegate: *mut TfLiteDelegate,
+    ) -> Result<()> {
         registration.builtin_code = DELEGATE_CODE;
         // SAFETY: NULL or the live operator the delegate passed.
         if let Some(op) = unsafe { registration.registration_external.as_mut() } {
@@ -609,7 +638,12 @@ impl Subgraph {
 
     /// Appends a delegate node for `subset` (TFLite's `AddNodeWithParameters` with the
     /// params as builtin data) and calls its `init`. Takes ownership of `params`.
-    fn add_delegate_node(&mut self, subset: &NodeSubset, registration: &TfLiteRegistration, params: *mut c_void) -> Result<usize> {
+    fn add_delegate_node(
+        &mut self,
+        subset: &NodeSubset,
+        registration: &TfLiteRegistration,
+        params: *mut c_void,
+    ) -> Result<usize> {
         if self.state == State::InvokableAndImmutable {
             // SAFETY: `params` came from malloc and is ours.
             unsafe { libc::free(params) };
@@ -671,7 +705,12 @@ impl Subgraph {
     ///
     /// # Safety
     /// `nodes_to_replace` NULL or a live int array; the out-pointers NULL or writable.
-    pub(crate) unsafe fn preview_partitioning(&mut self, nodes_to_replace: *const TfLiteIntArray, out: *mut *mut TfLiteDelegateParams, num: *mut c_int) -> Result<()> {
+    pub(crate) unsafe fn preview_partitioning(
+        &mut self,
+        nodes_to_replace: *const TfLiteIntArray,
+        out: *mut *mut TfLiteDelegateParams,
+        num: *mut c_int,
+    ) -> Result<()> {
         // Read the request first: it may be an array of the previous preview.
         // SAFETY: per the function contract.
         let nodes = (!nodes_to_replace.is_null()).then(|| unsafe { int_array_slice(nodes_to_replace) }.to_vec());
@@ -725,7 +764,9 @@ impl Subgraph {
         }
         let t = &self.tensors[i];
         if t.delegate.is_null() || t.buffer_handle == kTfLiteNullBufferHandle {
-            return Err(Error::new(format!("tensor {index} is stale but has no delegate buffer handle to read it from")));
+            return Err(Error::new(format!(
+                "tensor {index} is stale but has no delegate buffer handle to read it from"
+            )));
         }
         let d = t.delegate;
         let ctx = self.context_ptr();
@@ -764,7 +805,11 @@ impl Subgraph {
     ///
     /// # Safety
     /// `me` is a live subgraph; no reference to it or its siblings is held.
-    pub(crate) unsafe fn acquire_sibling_context(me: *mut Subgraph, index: c_int, acquire: bool) -> Option<*mut TfLiteContext> {
+    pub(crate) unsafe fn acquire_sibling_context(
+        me: *mut Subgraph,
+        index: c_int,
+        acquire: bool,
+    ) -> Option<*mut TfLiteContext> {
         // SAFETY: per the function contract; the borrow ends before the sibling is used.
         let siblings: &Vec<*mut Subgraph> = unsafe { &(*me).siblings };
         let target = usize::try_from(index).ok().and_then(|i| siblings.get(i).copied())?;

@@ -210,7 +210,10 @@ impl Interpreter {
     ///
     /// # Safety
     /// `delegate` must be NULL or a live delegate that outlives the interpreter.
-    pub unsafe fn modify_graph_with_delegate(&mut self, delegate: *mut crate::abi::types::TfLiteDelegate) -> Result<()> {
+    pub unsafe fn modify_graph_with_delegate(
+        &mut self,
+        delegate: *mut crate::abi::types::TfLiteDelegate,
+    ) -> Result<()> {
         let mut result = Ok(());
         for sg in &mut self.subgraphs {
             if sg.is_delegation_skippable() || sg.name().to_bytes().starts_with(b"VALIDATION:") {

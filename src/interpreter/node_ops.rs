@@ -18,7 +18,12 @@ fn operator(reg: &TfLiteRegistration) -> Option<&TfLiteOperator> {
 /// # Safety
 /// `context` must be the live context of the node's subgraph; `buffer`/`length` as TFLite
 /// passes them (builtin params with length 0, or custom options).
-pub unsafe fn init(reg: &TfLiteRegistration, context: *mut TfLiteContext, buffer: *const c_char, length: usize) -> *mut c_void {
+pub unsafe fn init(
+    reg: &TfLiteRegistration,
+    context: *mut TfLiteContext,
+    buffer: *const c_char,
+    length: usize,
+) -> *mut c_void {
     // SAFETY: calling application/kernel callbacks with the arguments TFLite passes.
     unsafe {
         if let Some(op) = operator(reg) {

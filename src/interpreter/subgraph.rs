@@ -7,10 +7,10 @@
 //! tensor pointers from offsets. Any resize marks the subgraph uninvokable until the next
 //! `allocate_tensors`, as TFLite does.
 
+use super::Reporter;
 use super::context;
 use super::delegation::Delegation;
 use super::node_ops;
-use super::Reporter;
 use crate::abi::arrays::*;
 use crate::abi::types::*;
 use crate::error::{Error, Result};
@@ -375,12 +375,9 @@ impl Subgraph {
         let bytes = tensor_bytes(dtype, dims.as_slice())?;
         let alloc = t.allocation();
         match alloc {
-            Some(TfLiteAllocationType::kTfLiteArenaRw)
-            | Some(TfLiteAllocationType::kTfLiteArenaRwPersistent) => {
+            Some(TfLiteAllocationType::kTfLiteArenaRw) | Some(TfLiteAllocationType::kTfLiteArenaRwPersistent) => {
                 if self.in_invoke && bytes > t.bytes {
-                    return Err(Error::new(format!(
-                        "tensor {i} is not dynamic and cannot grow during Invoke"
-                    )));
+                    return Err(Error::new(format!("tensor {i} is not dynamic and cannot grow during Invoke")));
                 }
                 if !self.in_invoke && !self.preparing_in_invoke {
                     self.state = State::Uninvokable;
@@ -393,7 +390,10 @@ impl Subgraph {
             }
             Some(TfLiteAllocationType::kTfLiteCustom) => {
                 if bytes > t.bytes {
-                    return Err(Error::new(format!("tensor {i}: custom allocation of {} bytes is too small for {bytes}", t.bytes)));
+                    return Err(Error::new(format!(
+                        "tensor {i}: custom allocation of {} bytes is too small for {bytes}",
+                        t.bytes
+                    )));
                 }
             }
             _ => {
@@ -408,7 +408,10 @@ impl Subgraph {
             int_array_free(t.dims);
         }
         t.dims = dims.into_raw();
-        if !matches!(t.allocation(), Some(TfLiteAllocationType::kTfLiteCustom) | Some(TfLiteAllocationType::kTfLiteDynamic)) {
+        if !matches!(
+            t.allocation(),
+            Some(TfLiteAllocationType::kTfLiteCustom) | Some(TfLiteAllocationType::kTfLiteDynamic)
+        ) {
             t.bytes = bytes;
         }
         Ok(())
@@ -579,11 +582,8 @@ impl Subgraph {
             })
             .collect();
         // Tensors a delegate owns a buffer for never share memory in place.
-        let no_sharing: Vec<bool> = self
-            .tensors
-            .iter()
-            .map(|t| t.buffer_handle != kTfLiteNullBufferHandle || !t.delegate.is_null())
-            .collect();
+        let no_sharing: Vec<bool> =
+            self.tensors.iter().map(|t| t.buffer_handle != kTfLiteNullBufferHandle || !t.delegate.is_null()).collect();
         let req = PlanRequest {
             tensor_bytes: &fingerprint.bytes,
             tensor_kind: &fingerprint.kinds,
@@ -641,8 +641,7 @@ impl Subgraph {
                 TensorKind::NotPlanned => false,
             }
         };
-        let kept_moved =
-            |kind: TensorKind| (0..n).any(|i| keep[i] && fingerprint.kinds[i] == kind && moved(kind, i));
+        let kept_moved = |kind: TensorKind| (0..n).any(|i| keep[i] && fingerprint.kinds[i] == kind && moved(kind, i));
         let arena_fits = self.arena.len() >= plan.arena_bytes && self.arena.len() <= plan.arena_bytes.saturating_mul(2);
         let new_arena = !arena_fits || kept_moved(TensorKind::Arena);
         let new_persistent = self.persistent.len() != plan.persistent_bytes || kept_moved(TensorKind::Persistent);
@@ -704,7 +703,8 @@ impl Subgraph {
             if let Some(t) = self.tensors.get_mut(v as usize) {
                 let p = t.data_ptr();
                 if !p.is_null() && t.bytes > 0 {
-                    let value = if t.data_type() == Some(TfLiteType::kTfLiteInt8) { t.params.zero_point as u8 } else { 0 };
+                    let value =
+                        if t.data_type() == Some(TfLiteType::kTfLiteInt8) { t.params.zero_point as u8 } else { 0 };
                     // SAFETY: a variable's data points to `bytes` writable bytes of the
                     // persistent arena (or dynamic memory).
                     unsafe { core::ptr::write_bytes(p as *mut u8, value, t.bytes) };
@@ -745,7 +745,10 @@ impl Subgraph {
                 }
             }
             if self.cancellation_enabled && self.cancelled.swap(false, Ordering::SeqCst) {
-                return Err(Error::with_status(TfLiteStatus::kTfLiteCancelled, "Client requested cancel during Invoke()"));
+                return Err(Error::with_status(
+                    TfLiteStatus::kTfLiteCancelled,
+                    "Client requested cancel during Invoke()",
+                ));
             }
             self.refresh_stale_inputs(ni as usize)?;
             self.check_inputs_have_data(ni as usize)?;
@@ -799,7 +802,13 @@ impl Subgraph {
     }
 
     /// Gives tensor `index` memory the application owns (`kTfLiteCustom`).
-    pub fn set_custom_allocation(&mut self, index: i32, data: *mut c_void, bytes: usize, skip_align_check: bool) -> Result<()> {
+    pub fn set_custom_allocation(
+        &mut self,
+        index: i32,
+        data: *mut c_void,
+        bytes: usize,
+        skip_align_check: bool,
+    ) -> Result<()> {
         let i = usize::try_from(index)
             .ok()
             .filter(|&i| i < self.tensors.len())
@@ -818,7 +827,10 @@ impl Subgraph {
             _ => return Err(Error::new("SetCustomAllocationForTensor: tensor is not arena-allocated")),
         }
         if bytes < t.bytes {
-            return Err(Error::new(format!("SetCustomAllocationForTensor: {bytes} bytes is less than the tensor's {}", t.bytes)));
+            return Err(Error::new(format!(
+                "SetCustomAllocationForTensor: {bytes} bytes is less than the tensor's {}",
+                t.bytes
+            )));
         }
         t.allocation_type = TfLiteAllocationType::kTfLiteCustom;
         t.data.data = data;

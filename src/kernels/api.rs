@@ -344,14 +344,17 @@ impl<'a> OpCtx<'a> {
         if p % core::mem::align_of::<T>() != 0 {
             return Err(Error::new(format!("temporary {i} (tensor {idx}) is misaligned")));
         }
-        let others = self.input_indices().iter().chain(self.output_indices()).chain(temps.iter().filter(|&&t| t != idx));
+        let others =
+            self.input_indices().iter().chain(self.output_indices()).chain(temps.iter().filter(|&&t| t != idx));
         for &o in others {
             if o < 0 {
                 continue;
             }
             let (q, m) = data_range(self.context, o);
             if q != 0 && m > 0 && q < p + n && p < q + m {
-                return Err(Error::new(format!("temporary {i} (tensor {idx}) shares memory with tensor {o} of the node")));
+                return Err(Error::new(format!(
+                    "temporary {i} (tensor {idx}) shares memory with tensor {o} of the node"
+                )));
             }
         }
         self.temps_taken.set(self.temps_taken.get() | bit);
@@ -440,7 +443,6 @@ impl<'a> OpCtx<'a> {
         }
     }
 
-
     fn tensor_view(&self, index: i32) -> Result<TensorView<'a>> {
         // SAFETY: `context` is live for the call.
         let ctx = unsafe { &*self.context };
@@ -450,9 +452,7 @@ impl<'a> OpCtx<'a> {
         }
         // SAFETY: index checked against tensors_size; the table is live during the call.
         let t = unsafe { &*ctx.tensors.add(i) };
-        let dtype = t
-            .data_type()
-            .ok_or_else(|| Error::new(format!("tensor {index} has an invalid type")))?;
+        let dtype = t.data_type().ok_or_else(|| Error::new(format!("tensor {index} has an invalid type")))?;
         // SAFETY: dims is owned by the tensor; unchanged until the next resize.
         let shape = unsafe { int_array_slice(t.dims) };
         Ok(TensorView { tensor: t as *const TfLiteTensor, index: i, dtype, shape, _life: PhantomData })
@@ -460,10 +460,7 @@ impl<'a> OpCtx<'a> {
 
     /// Input `i`; an error if absent.
     pub fn input(&self, i: usize) -> Result<TensorView<'a>> {
-        let idx = *self
-            .input_indices()
-            .get(i)
-            .ok_or_else(|| Error::new(format!("node has no input {i}")))?;
+        let idx = *self.input_indices().get(i).ok_or_else(|| Error::new(format!("node has no input {i}")))?;
         self.tensor_view(idx)
     }
 
@@ -478,10 +475,7 @@ impl<'a> OpCtx<'a> {
 
     /// Output `i`, writable. Refuses an output that is also an input of the node.
     pub fn output(&self, i: usize) -> Result<TensorViewMut<'a>> {
-        let idx = *self
-            .output_indices()
-            .get(i)
-            .ok_or_else(|| Error::new(format!("node has no output {i}")))?;
+        let idx = *self.output_indices().get(i).ok_or_else(|| Error::new(format!("node has no output {i}")))?;
         if self.input_indices().contains(&idx) {
             return Err(Error::new(format!("tensor {idx} is both an input and an output of the node")));
         }
@@ -524,7 +518,8 @@ impl<'a> OpCtx<'a> {
         if !view.is_variable() || view.is_constant() {
             return Err(Error::new(format!("input {i} (tensor {idx}) must be a variable tensor")));
         }
-        let elsewhere = ins.iter().enumerate().any(|(k, &t)| k != i && t == idx) || self.output_indices().contains(&idx);
+        let elsewhere =
+            ins.iter().enumerate().any(|(k, &t)| k != i && t == idx) || self.output_indices().contains(&idx);
         if elsewhere {
             return Err(Error::new(format!("variable tensor {idx} is used more than once by the node")));
         }
@@ -596,11 +591,7 @@ impl<'a> OpCtx<'a> {
                 }
             }
         };
-        if status == TfLiteStatus::kTfLiteOk {
-            Ok(())
-        } else {
-            Err(Error::new(format!("could not resize output {i}")))
-        }
+        if status == TfLiteStatus::kTfLiteOk { Ok(()) } else { Err(Error::new(format!("could not resize output {i}"))) }
     }
 
     /// Reports an error message through the context.
@@ -785,7 +776,8 @@ pub(crate) unsafe fn run_step_in(
 /// What a kernel's panic reports: "internal error: kernel panicked: " and the panic's
 /// message (a `&str` or `String` payload; other payloads say nothing more).
 pub(crate) fn panic_message(payload: &(dyn core::any::Any + Send)) -> String {
-    let detail = payload.downcast_ref::<&str>().copied().or_else(|| payload.downcast_ref::<String>().map(String::as_str));
+    let detail =
+        payload.downcast_ref::<&str>().copied().or_else(|| payload.downcast_ref::<String>().map(String::as_str));
     match detail {
         Some(d) => format!("internal error: kernel panicked: {d}"),
         None => "internal error: kernel panicked".to_string(),

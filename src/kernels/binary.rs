@@ -3,7 +3,6 @@
 //! power-of-two ADD/SUB parameters; the float32 path on the vector microkernels.
 
 use super::broadcast::{Block, BlockKind, MAX_BROADCAST_RANK, for_each_block};
-use crate::kernels::threadpool::elementwise::elementwise_threads;
 use crate::abi::types::TfLiteType;
 use crate::error::{Error, Result};
 use crate::kernels::activation::clamp_min_max;
@@ -12,6 +11,7 @@ use crate::kernels::quant::{
     checked_log2, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_smaller_than_one_exp,
     quantize_multiplier_greater_than_one, quantize_multiplier_smaller_than_one_exp, rounding_divide_by_pot_i16,
 };
+use crate::kernels::threadpool::elementwise::elementwise_threads;
 use crate::kernels::threadpool::{parallel_chunks_mut, recommended_threads};
 use crate::microkernels;
 use crate::microkernels::f32_vbinary::{self, BinaryOp, Other};
@@ -101,7 +101,8 @@ pub fn run_binary<T: crate::kernels::api::Element + Default>(
     let Some(k) = ops.alias else {
         return f(ops.a.data()?, ops.a.shape, ops.b.data()?, ops.b.shape, ops.out.data_mut()?, &osh);
     };
-    let (other, other_shape) = if k == 0 { (ops.b.data::<T>()?, ops.b.shape) } else { (ops.a.data::<T>()?, ops.a.shape) };
+    let (other, other_shape) =
+        if k == 0 { (ops.b.data::<T>()?, ops.b.shape) } else { (ops.a.data::<T>()?, ops.a.shape) };
     let out = ops.out.data_mut::<T>()?;
     let index = BroadcastIndex::new(other_shape, &osh)?;
     let mut own = [T::default(); IN_PLACE_TILE];
@@ -271,7 +272,11 @@ impl BroadcastIndex {
         let mut stride = 1usize;
         for i in (0..output.len()).rev() {
             let o = usize::try_from(output[i]).map_err(|_| Error::new("negative dimension"))?;
-            let d = if i < pad { 1 } else { usize::try_from(input[i - pad]).map_err(|_| Error::new("negative dimension"))? };
+            let d = if i < pad {
+                1
+            } else {
+                usize::try_from(input[i - pad]).map_err(|_| Error::new("negative dimension"))?
+            };
             if d != o && d != 1 {
                 return Err(Error::new(format!("shape {input:?} does not broadcast to {output:?}")));
             }

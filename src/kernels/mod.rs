@@ -4,18 +4,18 @@
 //! Shared maths (quantization, activations) and the kernels' thread pool live beside
 //! `api.rs`.
 
-pub mod api;
-pub mod kernel;
-pub mod quant;
 pub mod activation;
+pub mod api;
 pub mod binary;
 pub mod broadcast;
 pub mod fixed_point;
 pub mod float_conv;
+pub mod kernel;
+pub mod ops;
+pub mod quant;
 pub mod shape_util;
 #[cfg(test)]
-pub(crate) mod test_util;
-pub mod ops;
-pub mod threadpool;
-#[cfg(test)]
 mod temporaries_tests;
+#[cfg(test)]
+pub(crate) mod test_util;
+pub mod threadpool;

@@ -136,13 +136,7 @@ pub fn settle_output_shape(ctx: &OpCtx<'_>, op: &str, i: usize, what: &str, want
     if out.shape == want {
         return Ok(());
     }
-    Err(op_error(
-        op,
-        format!(
-            "the {what} give output shape {want:?}, but the output was planned as {:?}",
-            out.shape
-        ),
-    ))
+    Err(op_error(op, format!("the {what} give output shape {want:?}, but the output was planned as {:?}", out.shape)))
 }
 
 /// Checks that `dtype` is one of `allowed`.

@@ -57,7 +57,6 @@ fn too_many_prepare(ctx: &OpCtx<'_>) -> Result<()> {
     Ok(())
 }
 
-
 /// x -> RELU -> a -> SIN -> b -> RELU -> c -> RELU -> y, all [n] float32.
 fn chain(n: i32) -> Arc<Model> {
     let mut w = ModelWriter::new();

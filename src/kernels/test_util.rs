@@ -28,7 +28,11 @@ unsafe extern "C" fn resize(_ctx: *mut TfLiteContext, t: *mut TfLiteTensor, dims
     TfLiteStatus::kTfLiteOk
 }
 
-unsafe extern "C" fn add_tensors(ctx: *mut TfLiteContext, n: core::ffi::c_int, first: *mut core::ffi::c_int) -> TfLiteStatus {
+unsafe extern "C" fn add_tensors(
+    ctx: *mut TfLiteContext,
+    n: core::ffi::c_int,
+    first: *mut core::ffi::c_int,
+) -> TfLiteStatus {
     // SAFETY: `impl_` is the harness's tensor table (set in `Graph::run`), which nothing
     // else references while the kernel runs; the context is re-pointed at it after growth.
     unsafe {

@@ -67,9 +67,7 @@ impl AlignedBuffer {
         // power-of-two alignment (`Layout::from_size_align` succeeded).
         let base = unsafe { alloc_zeroed(layout) };
         if base.is_null() {
-            return Err(format!(
-                "out of memory allocating an arena of {bytes} bytes"
-            ));
+            return Err(format!("out of memory allocating an arena of {bytes} bytes"));
         }
         // Rounding up moves at most `ALIGNMENT - 1` bytes, which were over-allocated,
         // so `[ptr, ptr + bytes)` lies inside the block (`wrapping_add` needs no unsafe).
@@ -102,10 +100,7 @@ impl AlignedBuffer {
     pub fn ptr_at(&mut self, offset: usize, size: usize) -> Result<*mut u8, String> {
         let end = offset.checked_add(size);
         if end.is_none_or(|end| end > self.len()) {
-            return Err(format!(
-                "range [{offset}, +{size}) is outside an arena of {} bytes",
-                self.len()
-            ));
+            return Err(format!("range [{offset}, +{size}) is outside an arena of {} bytes", self.len()));
         }
         if size == 0 {
             return Ok(ptr::null_mut());
@@ -149,10 +144,7 @@ impl Drop for AlignedBuffer {
 
 impl fmt::Debug for AlignedBuffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlignedBuffer")
-            .field("ptr", &self.ptr)
-            .field("len", &self.len())
-            .finish()
+        f.debug_struct("AlignedBuffer").field("ptr", &self.ptr).field("len", &self.len()).finish()
     }
 }
 

@@ -51,13 +51,6 @@ impl MemoryPlanner for LinearPlanner {
             *slot = Some(*end);
             *end = next;
         }
-        Ok(finish_plan(
-            req,
-            lifetimes,
-            arena_offsets,
-            persistent_offsets,
-            arena_end,
-            persistent_end,
-        ))
+        Ok(finish_plan(req, lifetimes, arena_offsets, persistent_offsets, arena_end, persistent_end))
     }
 }

@@ -37,10 +37,7 @@ pub struct LiveInterval {
 /// Max over steps `0..max(num_nodes, 1)` of the bytes live at that step.
 /// Intervals reaching past the last step are clipped to it. Saturates at
 /// `usize::MAX` instead of overflowing.
-pub fn max_live_bytes(
-    intervals: impl IntoIterator<Item = LiveInterval>,
-    num_nodes: usize,
-) -> usize {
+pub fn max_live_bytes(intervals: impl IntoIterator<Item = LiveInterval>, num_nodes: usize) -> usize {
     let steps = num_nodes.max(1);
     // Difference array: +bytes at `first`, -bytes after `last`. i128 cannot
     // overflow for fewer than 2^63 intervals of at most usize::MAX bytes each.
@@ -77,23 +74,14 @@ mod tests {
     #[test]
     fn peak_of_a_chain() {
         // in (to end), a [0,1], b [1,2], c [2, end]; 3 nodes.
-        let ivs = [
-            iv(10, 0, None),
-            iv(100, 0, Some(1)),
-            iv(50, 1, Some(2)),
-            iv(7, 2, None),
-        ];
+        let ivs = [iv(10, 0, None), iv(100, 0, Some(1)), iv(50, 1, Some(2)), iv(7, 2, None)];
         // step 0: 110, step 1: 160, step 2: 67
         assert_eq!(max_live_bytes(ivs, 3), 160);
     }
 
     #[test]
     fn single_node_intervals_count_only_at_their_node() {
-        let ivs = [
-            iv(100, 0, Some(0)),
-            iv(100, 1, Some(1)),
-            iv(100, 2, Some(2)),
-        ];
+        let ivs = [iv(100, 0, Some(0)), iv(100, 1, Some(1)), iv(100, 2, Some(2))];
         assert_eq!(max_live_bytes(ivs, 3), 100);
     }
 

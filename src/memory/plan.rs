@@ -128,10 +128,7 @@ impl MemoryPlan {
         let cols = steps.min(TIMELINE_COLUMNS);
         let mut out = String::new();
         let ratio = if self.lower_bound_bytes > 0 {
-            format!(
-                "{:.3}x",
-                self.arena_bytes as f64 / self.lower_bound_bytes as f64
-            )
+            format!("{:.3}x", self.arena_bytes as f64 / self.lower_bound_bytes as f64)
         } else {
             "-".to_string()
         };
@@ -163,9 +160,7 @@ impl MemoryPlan {
                 None => {
                     // Planned kinds that got no offset: size 0, or never allocated.
                     let kind = self.tensor_kind.get(t).copied();
-                    if kind != Some(TensorKind::NotPlanned)
-                        && self.alloc_node.get(t).copied().flatten().is_some()
-                    {
+                    if kind != Some(TensorKind::NotPlanned) && self.alloc_node.get(t).copied().flatten().is_some() {
                         rows.push((2, 0, t));
                     }
                 }
@@ -187,11 +182,7 @@ impl MemoryPlan {
                 alloc.map_or("-".to_string(), |a| a.to_string()),
                 dealloc.map_or("end".to_string(), |d| d.to_string())
             );
-            let offset = if rank == 2 {
-                "-".to_string()
-            } else {
-                off.to_string()
-            };
+            let offset = if rank == 2 { "-".to_string() } else { off.to_string() };
             let mut bar = String::with_capacity(cols);
             for c in 0..cols {
                 // Column c covers nodes [c*steps/cols, (c+1)*steps/cols).
@@ -203,9 +194,7 @@ impl MemoryPlan {
                 };
                 bar.push(if live { '#' } else { '.' });
             }
-            out.push_str(&format!(
-                "{arena:<6} {t:>6}  {interval:<16} {offset:>12} {size:>12}  |{bar}|\n"
-            ));
+            out.push_str(&format!("{arena:<6} {t:>6}  {interval:<16} {offset:>12} {size:>12}  |{bar}|\n"));
         }
         out
     }

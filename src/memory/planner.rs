@@ -119,11 +119,8 @@ impl MemoryPlanner for ArenaPlanner {
         // Step 4: in-place sharing, then the other orders; keep the smallest arena
         // (ties: the earlier candidate, so TFLite's own plan wins when equal).
         let aliases = identify_in_place(req, &g);
-        let shared = if aliases.iter().any(Option::is_some) {
-            Some(lifetimes_with_aliases(req, &g, &aliases)?)
-        } else {
-            None
-        };
+        let shared =
+            if aliases.iter().any(Option::is_some) { Some(lifetimes_with_aliases(req, &g, &aliases)?) } else { None };
         for lifetimes in [shared, Some(plain)].into_iter().flatten() {
             for order in Order::ALL {
                 let candidate = place(req, lifetimes.clone(), order)?;
@@ -178,16 +175,8 @@ fn place(req: &PlanRequest<'_>, lifetimes: Lifetimes, order: Order) -> Result<Me
         };
         let size = req.tensor_bytes[t];
         let (arena, last, slot) = match req.tensor_kind[t] {
-            TensorKind::Arena => (
-                &mut rw,
-                lifetimes.dealloc[t].unwrap_or(LAST_NODE_FOREVER),
-                &mut arena_offsets[t],
-            ),
-            TensorKind::Persistent => (
-                &mut persistent,
-                LAST_NODE_FOREVER,
-                &mut persistent_offsets[t],
-            ),
+            TensorKind::Arena => (&mut rw, lifetimes.dealloc[t].unwrap_or(LAST_NODE_FOREVER), &mut arena_offsets[t]),
+            TensorKind::Persistent => (&mut persistent, LAST_NODE_FOREVER, &mut persistent_offsets[t]),
             TensorKind::NotPlanned => continue,
         };
         let offset = arena
@@ -228,11 +217,7 @@ pub(super) fn finish_plan(
         if req.tensor_kind[t] != TensorKind::Arena || alias_of[t].is_some() {
             return None;
         }
-        Some(LiveInterval {
-            bytes: req.tensor_bytes[t],
-            first: alloc[t]?,
-            last: dealloc[t],
-        })
+        Some(LiveInterval { bytes: req.tensor_bytes[t], first: alloc[t]?, last: dealloc[t] })
     });
     let lower_bound_bytes = max_live_bytes(intervals, req.nodes.len());
     for (t, kind) in req.tensor_kind.iter().enumerate() {
@@ -313,11 +298,7 @@ impl CheckedLists {
     fn new(req: &PlanRequest<'_>) -> Result<Self, String> {
         let n = req.tensor_bytes.len();
         if req.tensor_kind.len() != n {
-            return Err(format!(
-                "memory plan: {} tensor sizes but {} tensor kinds",
-                n,
-                req.tensor_kind.len()
-            ));
+            return Err(format!("memory plan: {} tensor sizes but {} tensor kinds", n, req.tensor_kind.len()));
         }
         let inputs = check_list(req.graph_inputs, n, true, &|| "graph inputs".into())?;
         let outputs = check_list(req.graph_outputs, n, true, &|| "graph outputs".into())?;
@@ -333,25 +314,11 @@ impl CheckedLists {
             node_temporaries: Vec::with_capacity(req.nodes.len()),
         };
         for (i, node) in req.nodes.iter().enumerate() {
-            lists
-                .node_inputs
-                .push(check_list(node.inputs, n, true, &|| {
-                    format!("inputs of node {i}")
-                })?);
-            lists
-                .node_outputs
-                .push(check_list(node.outputs, n, true, &|| {
-                    format!("outputs of node {i}")
-                })?);
-            lists
-                .node_temporaries
-                .push(check_list(node.temporaries, n, true, &|| {
-                    format!("temporaries of node {i}")
-                })?);
+            lists.node_inputs.push(check_list(node.inputs, n, true, &|| format!("inputs of node {i}"))?);
+            lists.node_outputs.push(check_list(node.outputs, n, true, &|| format!("outputs of node {i}"))?);
+            lists.node_temporaries.push(check_list(node.temporaries, n, true, &|| format!("temporaries of node {i}"))?);
             // Not planned, but a bad index is still a broken graph.
-            check_list(node.intermediates, n, true, &|| {
-                format!("intermediates of node {i}")
-            })?;
+            check_list(node.intermediates, n, true, &|| format!("intermediates of node {i}"))?;
         }
         Ok(lists)
     }
@@ -564,16 +531,12 @@ pub(super) fn allocation_order(req: &PlanRequest<'_>, lifetimes: &Lifetimes) -> 
 /// alias) in `order`; ties always fall back to TFLite's keys and then the index.
 fn allocation_order_by(req: &PlanRequest<'_>, lifetimes: &Lifetimes, order: Order) -> Vec<usize> {
     let Lifetimes { alloc, dealloc, alias_of } = lifetimes;
-    let whole_lifetime =
-        |t: usize| alloc.get(t) == Some(&Some(0)) && dealloc.get(t).is_some_and(Option::is_none);
+    let whole_lifetime = |t: usize| alloc.get(t) == Some(&Some(0)) && dealloc.get(t).is_some_and(Option::is_none);
     let mut order_list: Vec<usize> = (0..req.tensor_bytes.len())
         .filter(|&t| {
             alloc.get(t).copied().flatten().is_some()
                 && alias_of.get(t).is_some_and(Option::is_none)
-                && req
-                    .tensor_kind
-                    .get(t)
-                    .is_some_and(|k| *k != TensorKind::NotPlanned)
+                && req.tensor_kind.get(t).is_some_and(|k| *k != TensorKind::NotPlanned)
         })
         .collect();
     let last = |t: usize| dealloc[t].unwrap_or(usize::MAX);
@@ -687,17 +650,7 @@ mod tests {
         g.node(&[ii], &[v]); // 4
         g.node(&[v, iii], &[iv]); // 5
         g.node(&[iv], &[y]); // 6
-        SeedFigure4 {
-            g,
-            x,
-            h,
-            i,
-            ii,
-            iii,
-            iv,
-            v,
-            y,
-        }
+        SeedFigure4 { g, x, h, i, ii, iii, iv, v, y }
     }
 
     #[test]
@@ -814,8 +767,7 @@ mod tests {
         assert_eq!(arena.high_water_mark(), 320);
         let mut kept = SimpleMemoryArena::new();
         for k in 0..13 {
-            kept.allocate(64, A, k.min(10), LAST_NODE_FOREVER)
-                .expect("kept");
+            kept.allocate(64, A, k.min(10), LAST_NODE_FOREVER).expect("kept");
         }
         assert_eq!(kept.high_water_mark(), 832);
     }
@@ -918,14 +870,8 @@ mod tests {
         for preserve_intermediates in [false, true] {
             g.preserve_intermediates = preserve_intermediates;
             let p = plan(&g);
-            assert_eq!(
-                (p.alloc_node[u(tmp0)], p.dealloc_node[u(tmp0)]),
-                (Some(0), Some(0))
-            );
-            assert_eq!(
-                (p.alloc_node[u(tmp1)], p.dealloc_node[u(tmp1)]),
-                (Some(1), Some(1))
-            );
+            assert_eq!((p.alloc_node[u(tmp0)], p.dealloc_node[u(tmp0)]), (Some(0), Some(0)));
+            assert_eq!((p.alloc_node[u(tmp1)], p.dealloc_node[u(tmp1)]), (Some(1), Some(1)));
             // Different nodes: the two scratch buffers share bytes.
             assert_eq!(p.arena_offsets[u(tmp0)], p.arena_offsets[u(tmp1)]);
         }
@@ -952,10 +898,7 @@ mod tests {
         g.node(&[a], &[b]);
         g.node_with_temps(&[b], &[c], &[shared]);
         let p = plan(&g);
-        assert_eq!(
-            (p.alloc_node[u(shared)], p.dealloc_node[u(shared)]),
-            (Some(0), Some(2))
-        );
+        assert_eq!((p.alloc_node[u(shared)], p.dealloc_node[u(shared)]), (Some(0), Some(2)));
     }
 
     #[test]
@@ -978,11 +921,7 @@ mod tests {
         for t in [var0, var1, deq] {
             assert!(p.arena_offsets[u(t)].is_none());
             assert!(p.persistent_offsets[u(t)].is_some());
-            assert_eq!(
-                p.dealloc_node[u(t)],
-                None,
-                "persistent tensors are never freed"
-            );
+            assert_eq!(p.dealloc_node[u(t)], None, "persistent tensors are never freed");
         }
         assert_eq!(p.alloc_node[u(var0)], Some(0));
         assert_eq!(p.alloc_node[u(deq)], Some(0));
@@ -1050,9 +989,7 @@ mod tests {
         g.node(&[in0, in1], &[small, big_early]); // 0
         g.node(&[small, big_early], &[big_late, tie_b, tie_a]); // 1
         g.node(&[big_late, tie_a, tie_b], &[out]); // 2
-        let expect: Vec<usize> = [in1, in0, big_early, big_late, tie_a, tie_b, out, small]
-            .map(u)
-            .to_vec();
+        let expect: Vec<usize> = [in1, in0, big_early, big_late, tie_a, tie_b, out, small].map(u).to_vec();
         assert_eq!(order(&g), expect);
         plan(&g);
     }
@@ -1061,10 +998,7 @@ mod tests {
     fn empty_graph_and_graph_without_nodes() {
         let g = TestGraph::new();
         let p = plan(&g);
-        assert_eq!(
-            (p.arena_bytes, p.persistent_bytes, p.lower_bound_bytes),
-            (0, 0, 0)
-        );
+        assert_eq!((p.arena_bytes, p.persistent_bytes, p.lower_bound_bytes), (0, 0, 0));
 
         let mut g = TestGraph::new();
         let x = g.arena(10);
@@ -1091,24 +1025,12 @@ mod tests {
         assert!(base.with_request(plan_memory).is_ok());
         type Mutation = Box<dyn Fn(&mut TestGraph)>;
         let cases: Vec<(&str, Mutation)> = vec![
-            (
-                "node input out of range",
-                Box::new(|g| g.node_inputs[0].push(2)),
-            ),
+            ("node input out of range", Box::new(|g| g.node_inputs[0].push(2))),
             ("node input -2", Box::new(|g| g.node_inputs[0].push(-2))),
-            (
-                "node output out of range",
-                Box::new(|g| g.node_outputs[0].push(99)),
-            ),
-            (
-                "temporary out of range",
-                Box::new(|g| g.node_temporaries[0].push(i32::MAX)),
-            ),
+            ("node output out of range", Box::new(|g| g.node_outputs[0].push(99))),
+            ("temporary out of range", Box::new(|g| g.node_temporaries[0].push(i32::MAX))),
             ("graph input out of range", Box::new(|g| g.inputs.push(2))),
-            (
-                "graph output negative",
-                Box::new(|g| g.outputs.push(i32::MIN)),
-            ),
+            ("graph output negative", Box::new(|g| g.outputs.push(i32::MIN))),
             ("variable -1", Box::new(|g| g.variables.push(-1))),
             ("variable out of range", Box::new(|g| g.variables.push(5))),
             (
@@ -1117,10 +1039,7 @@ mod tests {
                     g.kind.pop();
                 }),
             ),
-            (
-                "temporary that is also an output",
-                Box::new(|g| g.node_temporaries[0].push(1)),
-            ),
+            ("temporary that is also an output", Box::new(|g| g.node_temporaries[0].push(1))),
             (
                 "read before produced",
                 Box::new(|g| {
@@ -1136,10 +1055,7 @@ mod tests {
             mutate(&mut g);
             let arena = g.with_request(plan_memory);
             assert!(arena.is_err(), "{what}: expected an error, got {arena:?}");
-            assert!(
-                g.with_request(|r| LinearPlanner.plan(r)).is_err(),
-                "{what} (linear)"
-            );
+            assert!(g.with_request(|r| LinearPlanner.plan(r)).is_err(), "{what} (linear)");
         }
     }
 
@@ -1151,15 +1067,9 @@ mod tests {
         assert!(text.starts_with("memory plan: arena 1280 B (lower bound 1152 B, 1.111x)"));
         // One header pair plus one row per planned tensor.
         assert_eq!(text.lines().count(), 2 + 8);
-        let row_i = text
-            .lines()
-            .find(|l| l.contains("[1, 2]"))
-            .expect("row of i");
+        let row_i = text.lines().find(|l| l.contains("[1, 2]")).expect("row of i");
         assert!(row_i.contains("|.##....|"), "{row_i}");
-        assert!(
-            text.lines()
-                .any(|l| l.contains("[0, end]") && l.contains("|#######|"))
-        );
+        assert!(text.lines().any(|l| l.contains("[0, end]") && l.contains("|#######|")));
         assert_eq!(format!("{p:?}"), text);
     }
 

@@ -64,11 +64,7 @@ impl ArenaAlloc {
 /// `None` on overflow or a zero alignment.
 pub fn align_to(offset: usize, alignment: usize) -> Option<usize> {
     let rem = offset.checked_rem(alignment)?;
-    if rem == 0 {
-        Some(offset)
-    } else {
-        offset.checked_add(alignment - rem)
-    }
+    if rem == 0 { Some(offset) } else { offset.checked_add(alignment - rem) }
 }
 
 /// Offset planner for one arena (read-write or persistent).
@@ -112,9 +108,7 @@ impl SimpleMemoryArena {
         last_node: usize,
     ) -> Result<usize, String> {
         if !alignment.is_power_of_two() || alignment > DEFAULT_TENSOR_ALIGNMENT {
-            return Err(format!(
-                "alignment {alignment} must be a power of two <= {DEFAULT_TENSOR_ALIGNMENT}"
-            ));
+            return Err(format!("alignment {alignment} must be a power of two <= {DEFAULT_TENSOR_ALIGNMENT}"));
         }
         if first_node > last_node {
             return Err(format!("empty node interval [{first_node}, {last_node}]"));
@@ -152,15 +146,7 @@ impl SimpleMemoryArena {
 
         // std::upper_bound on offset: after every allocation with offset <= ours.
         let at = self.active.partition_point(|a| a.offset <= offset);
-        self.active.insert(
-            at,
-            ArenaAlloc {
-                offset,
-                size,
-                first_node,
-                last_node,
-            },
-        );
+        self.active.insert(at, ArenaAlloc { offset, size, first_node, last_node });
         Ok(offset)
     }
 }

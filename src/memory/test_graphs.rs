@@ -23,10 +23,7 @@ pub struct TestGraph {
 impl TestGraph {
     /// An empty graph with TFLite's interpreter defaults.
     pub fn new() -> Self {
-        Self {
-            preserve_inputs: true,
-            ..Self::default()
-        }
+        Self { preserve_inputs: true, ..Self::default() }
     }
 
     /// Adds a tensor and returns its index.
@@ -157,11 +154,7 @@ pub fn random_graph(rng: &mut XorShift) -> TestGraph {
                 // Prefer recent tensors, like real graphs (chains with some skips).
                 let k = readable.len();
                 let back = rng.below(k.min(4)).min(k - 1);
-                let pick = if rng.one_in(3) {
-                    rng.below(k)
-                } else {
-                    k - 1 - back
-                };
+                let pick = if rng.one_in(3) { rng.below(k) } else { k - 1 - back };
                 ins.push(readable[pick]);
             }
         }
@@ -196,7 +189,8 @@ pub fn random_graph(rng: &mut XorShift) -> TestGraph {
         }
     }
     if let Some(&last) = produced.last()
-        && !g.outputs.contains(&last) && !rng.one_in(4)
+        && !g.outputs.contains(&last)
+        && !rng.one_in(4)
     {
         g.outputs.push(last);
     }

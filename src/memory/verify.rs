@@ -25,34 +25,24 @@ use super::plan::{MemoryPlan, PlanRequest, TensorKind};
 pub fn check_no_overlap(req: &PlanRequest<'_>, plan: &MemoryPlan) -> Result<(), String> {
     let n = req.tensor_bytes.len();
     if req.tensor_kind.len() != n
-        || [
-            plan.arena_offsets.len(),
-            plan.persistent_offsets.len(),
-            plan.alloc_node.len(),
-            plan.dealloc_node.len(),
-        ]
-        .iter()
-        .any(|&len| len != n)
+        || [plan.arena_offsets.len(), plan.persistent_offsets.len(), plan.alloc_node.len(), plan.dealloc_node.len()]
+            .iter()
+            .any(|&len| len != n)
     {
         return Err("plan and request disagree on the number of tensors".into());
     }
     let index = |raw: i32| usize::try_from(raw).ok().filter(|&t| t < n);
     let live_at = |t: usize, node: usize| {
-        plan.alloc_node[t].is_some_and(|a| a <= node)
-            && plan.dealloc_node[t].is_none_or(|d| node <= d)
+        plan.alloc_node[t].is_some_and(|a| a <= node) && plan.dealloc_node[t].is_none_or(|d| node <= d)
     };
     let planned = |t: usize| plan.offset_of(t).is_some();
 
     // Coverage.
     for (i, node) in req.nodes.iter().enumerate() {
-        for &raw in node
-            .inputs
-            .iter()
-            .chain(node.outputs)
-            .chain(node.temporaries)
-        {
+        for &raw in node.inputs.iter().chain(node.outputs).chain(node.temporaries) {
             if let Some(t) = index(raw)
-                && planned(t) && !live_at(t, i)
+                && planned(t)
+                && !live_at(t, i)
             {
                 return Err(format!("tensor {t} is used by node {i} but not live there"));
             }
@@ -95,18 +85,15 @@ pub fn check_no_overlap(req: &PlanRequest<'_>, plan: &MemoryPlan) -> Result<(), 
                 req.tensor_kind[t], plan.alloc_node[t]
             ));
         }
-        for (offset, total, list) in [
-            (got_rw, plan.arena_bytes, &mut rw),
-            (got_persistent, plan.persistent_bytes, &mut persistent),
-        ] {
+        for (offset, total, list) in
+            [(got_rw, plan.arena_bytes, &mut rw), (got_persistent, plan.persistent_bytes, &mut persistent)]
+        {
             let Some(offset) = offset else { continue };
             if offset % DEFAULT_TENSOR_ALIGNMENT != 0 {
                 return Err(format!("tensor {t}: offset {offset} is not aligned"));
             }
             if offset.checked_add(size).is_none_or(|end| end > total) {
-                return Err(format!(
-                    "tensor {t}: [{offset}, +{size}) exceeds the arena ({total})"
-                ));
+                return Err(format!("tensor {t}: [{offset}, +{size}) exceeds the arena ({total})"));
             }
             list.push((t, offset, size));
         }
@@ -143,9 +130,7 @@ pub fn check_no_overlap(req: &PlanRequest<'_>, plan: &MemoryPlan) -> Result<(), 
                 }
                 let bytes_overlap = oa < ob + sb && ob < oa + sa;
                 if bytes_overlap && (always || overlap_in_time(a, b)) {
-                    return Err(format!(
-                        "tensors {a} [{oa}, +{sa}) and {b} [{ob}, +{sb}) overlap while both live"
-                    ));
+                    return Err(format!("tensors {a} [{oa}, +{sa}) and {b} [{ob}, +{sb}) overlap while both live"));
                 }
             }
         }
@@ -233,8 +218,7 @@ mod tests {
             let g = random_graph(&mut rng);
             g.with_request(|req| {
                 let arena = plan_memory(req).unwrap_or_else(|e| panic!("case {case}: {e}"));
-                check_no_overlap(req, &arena)
-                    .unwrap_or_else(|e| panic!("case {case}: {e}\n{arena:?}"));
+                check_no_overlap(req, &arena).unwrap_or_else(|e| panic!("case {case}: {e}\n{arena:?}"));
                 let linear = LinearPlanner.plan(req).expect("linear plan");
                 check_no_overlap(req, &linear).expect("valid linear plan");
 
@@ -264,9 +248,6 @@ mod tests {
             });
         }
         // The generator must exercise reuse, or the test proves little.
-        assert!(
-            reused_somewhere > 50,
-            "only {reused_somewhere} graphs reused memory"
-        );
+        assert!(reused_somewhere > 50, "only {reused_somewhere} graphs reused memory");
     }
 }

@@ -154,11 +154,7 @@ pub fn table() -> &'static Table {
             return Table::for_isa(Isa::Scalar).expect("the scalar table always exists");
         }
         let cap = Isa::ALL.iter().position(|&i| i == max_isa_by_env()).unwrap_or(Isa::ALL.len() - 1);
-        Isa::ALL[..=cap]
-            .iter()
-            .rev()
-            .find_map(|&isa| Table::for_isa(isa))
-            .expect("the scalar table always exists")
+        Isa::ALL[..=cap].iter().rev().find_map(|&isa| Table::for_isa(isa)).expect("the scalar table always exists")
     })
 }
 

@@ -26,9 +26,8 @@ impl Mmap {
         }
         // SAFETY: mapping a file we opened read-only, PROT_READ + MAP_PRIVATE; the result is
         // checked against MAP_FAILED. The mapping stays valid after `file` is closed.
-        let ptr = unsafe {
-            libc::mmap(core::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE, file.as_raw_fd(), 0)
-        };
+        let ptr =
+            unsafe { libc::mmap(core::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE, file.as_raw_fd(), 0) };
         if ptr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }

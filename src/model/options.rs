@@ -38,22 +38,18 @@ pub fn parse_builtin_options(code: Op, op: &fb::Operator<'_>) -> Result<*mut c_v
     let name = code.name();
     match code {
         // ---- Convolution and pooling ---------------------------------------------------
-        Op::kTfLiteBuiltinConv2d => fill(
-            op.builtin_options_as_conv_2doptions(),
-            |p: &mut TfLiteConvParams, o| {
-                p.padding = padding(o.padding(), name)?;
-                p.stride_width = o.stride_w();
-                p.stride_height = o.stride_h();
-                p.activation = activation(o.fused_activation_function(), name)?;
-                p.dilation_width_factor = o.dilation_w_factor();
-                p.dilation_height_factor = o.dilation_h_factor();
-                p.quantized_bias_type = tensor_type(o.quantized_bias_type(), name)?;
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinDepthwiseConv2d => fill(
-            op.builtin_options_as_depthwise_conv_2doptions(),
-            |p: &mut TfLiteDepthwiseConvParams, o| {
+        Op::kTfLiteBuiltinConv2d => fill(op.builtin_options_as_conv_2doptions(), |p: &mut TfLiteConvParams, o| {
+            p.padding = padding(o.padding(), name)?;
+            p.stride_width = o.stride_w();
+            p.stride_height = o.stride_h();
+            p.activation = activation(o.fused_activation_function(), name)?;
+            p.dilation_width_factor = o.dilation_w_factor();
+            p.dilation_height_factor = o.dilation_h_factor();
+            p.quantized_bias_type = tensor_type(o.quantized_bias_type(), name)?;
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinDepthwiseConv2d => {
+            fill(op.builtin_options_as_depthwise_conv_2doptions(), |p: &mut TfLiteDepthwiseConvParams, o| {
                 p.padding = padding(o.padding(), name)?;
                 p.stride_width = o.stride_w();
                 p.stride_height = o.stride_h();
@@ -62,11 +58,10 @@ pub fn parse_builtin_options(code: Op, op: &fb::Operator<'_>) -> Result<*mut c_v
                 p.dilation_width_factor = o.dilation_w_factor();
                 p.dilation_height_factor = o.dilation_h_factor();
                 Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinConv3d | Op::kTfLiteBuiltinConv3dTranspose => fill(
-            op.builtin_options_as_conv_3doptions(),
-            |p: &mut TfLiteConv3DParams, o| {
+            })
+        }
+        Op::kTfLiteBuiltinConv3d | Op::kTfLiteBuiltinConv3dTranspose => {
+            fill(op.builtin_options_as_conv_3doptions(), |p: &mut TfLiteConv3DParams, o| {
                 p.padding = padding(o.padding(), name)?;
                 p.activation = activation(o.fused_activation_function(), name)?;
                 p.stride_depth = o.stride_d();
@@ -76,24 +71,20 @@ pub fn parse_builtin_options(code: Op, op: &fb::Operator<'_>) -> Result<*mut c_v
                 p.dilation_height_factor = o.dilation_h_factor();
                 p.dilation_width_factor = o.dilation_w_factor();
                 Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinTransposeConv => fill(
-            op.builtin_options_as_transpose_conv_options(),
-            |p: &mut TfLiteTransposeConvParams, o| {
+            })
+        }
+        Op::kTfLiteBuiltinTransposeConv => {
+            fill(op.builtin_options_as_transpose_conv_options(), |p: &mut TfLiteTransposeConvParams, o| {
                 p.padding = padding(o.padding(), name)?;
                 p.stride_width = o.stride_w();
                 p.stride_height = o.stride_h();
                 p.activation = activation(o.fused_activation_function(), name)?;
                 p.quantized_bias_type = tensor_type(o.quantized_bias_type(), name)?;
                 Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinAveragePool2d
-        | Op::kTfLiteBuiltinMaxPool2d
-        | Op::kTfLiteBuiltinL2Pool2d => fill(
-            op.builtin_options_as_pool_2doptions(),
-            |p: &mut TfLitePoolParams, o| {
+            })
+        }
+        Op::kTfLiteBuiltinAveragePool2d | Op::kTfLiteBuiltinMaxPool2d | Op::kTfLiteBuiltinL2Pool2d => {
+            fill(op.builtin_options_as_pool_2doptions(), |p: &mut TfLitePoolParams, o| {
                 p.padding = padding(o.padding(), name)?;
                 p.stride_width = o.stride_w();
                 p.stride_height = o.stride_h();
@@ -101,22 +92,19 @@ pub fn parse_builtin_options(code: Op, op: &fb::Operator<'_>) -> Result<*mut c_v
                 p.filter_height = o.filter_height();
                 p.activation = activation(o.fused_activation_function(), name)?;
                 Ok(())
-            },
-        ),
+            })
+        }
 
         // ---- Fully connected and matmul ------------------------------------------------
-        Op::kTfLiteBuiltinFullyConnected => fill(
-            op.builtin_options_as_fully_connected_options(),
-            |p: &mut TfLiteFullyConnectedParams, o| {
+        Op::kTfLiteBuiltinFullyConnected => {
+            fill(op.builtin_options_as_fully_connected_options(), |p: &mut TfLiteFullyConnectedParams, o| {
                 p.activation = activation(o.fused_activation_function(), name)?;
                 p.keep_num_dims = o.keep_num_dims();
                 p.asymmetric_quantize_inputs = o.asymmetric_quantize_inputs();
                 p.quantized_bias_type = tensor_type(o.quantized_bias_type(), name)?;
                 use TfLiteFullyConnectedWeightsFormat as W;
                 p.weights_format = match o.weights_format() {
-                    fb::FullyConnectedOptionsWeightsFormat::DEFAULT => {
-                        W::kTfLiteFullyConnectedWeightsFormatDefault
-                    }
+                    fb::FullyConnectedOptionsWeightsFormat::DEFAULT => W::kTfLiteFullyConnectedWeightsFormatDefault,
                     fb::FullyConnectedOptionsWeightsFormat::SHUFFLED4x16INT8 => {
                         W::kTfLiteFullyConnectedWeightsFormatShuffled4x16Int8
                     }
@@ -125,79 +113,58 @@ pub fn parse_builtin_options(code: Op, op: &fb::Operator<'_>) -> Result<*mut c_v
                     }
                 };
                 Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinBatchMatmul => fill(
-            op.builtin_options_as_batch_mat_mul_options(),
-            |p: &mut TfLiteBatchMatMulParams, o| {
+            })
+        }
+        Op::kTfLiteBuiltinBatchMatmul => {
+            fill(op.builtin_options_as_batch_mat_mul_options(), |p: &mut TfLiteBatchMatMulParams, o| {
                 p.adj_x = o.adj_x();
                 p.adj_y = o.adj_y();
                 p.asymmetric_quantize_inputs = o.asymmetric_quantize_inputs();
                 Ok(())
-            },
-        ),
+            })
+        }
 
         // ---- Element-wise arithmetic and activations -----------------------------------
-        Op::kTfLiteBuiltinAdd => fill(
-            op.builtin_options_as_add_options(),
-            |p: &mut TfLiteAddParams, o| {
-                p.activation = activation(o.fused_activation_function(), name)?;
-                p.pot_scale_int16 = o.pot_scale_int16();
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinSub => fill(
-            op.builtin_options_as_sub_options(),
-            |p: &mut TfLiteSubParams, o| {
-                p.activation = activation(o.fused_activation_function(), name)?;
-                p.pot_scale_int16 = o.pot_scale_int16();
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinMul => fill(
-            op.builtin_options_as_mul_options(),
-            |p: &mut TfLiteMulParams, o| {
-                p.activation = activation(o.fused_activation_function(), name)?;
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinDiv => fill(
-            op.builtin_options_as_div_options(),
-            |p: &mut TfLiteDivParams, o| {
-                p.activation = activation(o.fused_activation_function(), name)?;
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinLeakyRelu => fill(
-            op.builtin_options_as_leaky_relu_options(),
-            |p: &mut TfLiteLeakyReluParams, o| {
+        Op::kTfLiteBuiltinAdd => fill(op.builtin_options_as_add_options(), |p: &mut TfLiteAddParams, o| {
+            p.activation = activation(o.fused_activation_function(), name)?;
+            p.pot_scale_int16 = o.pot_scale_int16();
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinSub => fill(op.builtin_options_as_sub_options(), |p: &mut TfLiteSubParams, o| {
+            p.activation = activation(o.fused_activation_function(), name)?;
+            p.pot_scale_int16 = o.pot_scale_int16();
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinMul => fill(op.builtin_options_as_mul_options(), |p: &mut TfLiteMulParams, o| {
+            p.activation = activation(o.fused_activation_function(), name)?;
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinDiv => fill(op.builtin_options_as_div_options(), |p: &mut TfLiteDivParams, o| {
+            p.activation = activation(o.fused_activation_function(), name)?;
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinLeakyRelu => {
+            fill(op.builtin_options_as_leaky_relu_options(), |p: &mut TfLiteLeakyReluParams, o| {
                 p.alpha = o.alpha();
                 Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinGelu => fill(
-            op.builtin_options_as_gelu_options(),
-            |p: &mut TfLiteGeluParams, o| {
-                p.approximate = o.approximate();
-                Ok(())
-            },
-        ),
+            })
+        }
+        Op::kTfLiteBuiltinGelu => fill(op.builtin_options_as_gelu_options(), |p: &mut TfLiteGeluParams, o| {
+            p.approximate = o.approximate();
+            Ok(())
+        }),
 
         // ---- Normalisation -------------------------------------------------------------
-        Op::kTfLiteBuiltinSoftmax => fill(
-            op.builtin_options_as_softmax_options(),
-            |p: &mut TfLiteSoftmaxParams, o| {
-                p.beta = o.beta();
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinL2Normalization => fill(
-            op.builtin_options_as_l2norm_options(),
-            |p: &mut TfLiteL2NormParams, o| {
+        Op::kTfLiteBuiltinSoftmax => fill(op.builtin_options_as_softmax_options(), |p: &mut TfLiteSoftmaxParams, o| {
+            p.beta = o.beta();
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinL2Normalization => {
+            fill(op.builtin_options_as_l2norm_options(), |p: &mut TfLiteL2NormParams, o| {
                 p.activation = activation(o.fused_activation_function(), name)?;
                 Ok(())
-            },
-        ),
+            })
+        }
         Op::kTfLiteBuiltinLocalResponseNormalization => fill(
             op.builtin_options_as_local_response_normalization_options(),
             |p: &mut TfLiteLocalResponseNormParams, o| {
@@ -210,32 +177,25 @@ pub fn parse_builtin_options(code: Op, op: &fb::Operator<'_>) -> Result<*mut c_v
         ),
 
         // ---- Recurrent -----------------------------------------------------------------
-        Op::kTfLiteBuiltinSvdf => fill(
-            op.builtin_options_as_svdfoptions(),
-            |p: &mut TfLiteSVDFParams, o| {
-                p.rank = o.rank();
-                p.activation = activation(o.fused_activation_function(), name)?;
-                p.asymmetric_quantize_inputs = o.asymmetric_quantize_inputs();
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinRnn => fill(
-            op.builtin_options_as_rnnoptions(),
-            |p: &mut TfLiteRNNParams, o| {
-                p.activation = activation(o.fused_activation_function(), name)?;
-                p.asymmetric_quantize_inputs = o.asymmetric_quantize_inputs();
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinUnidirectionalSequenceRnn => fill(
-            op.builtin_options_as_sequence_rnnoptions(),
-            |p: &mut TfLiteSequenceRNNParams, o| {
+        Op::kTfLiteBuiltinSvdf => fill(op.builtin_options_as_svdfoptions(), |p: &mut TfLiteSVDFParams, o| {
+            p.rank = o.rank();
+            p.activation = activation(o.fused_activation_function(), name)?;
+            p.asymmetric_quantize_inputs = o.asymmetric_quantize_inputs();
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinRnn => fill(op.builtin_options_as_rnnoptions(), |p: &mut TfLiteRNNParams, o| {
+            p.activation = activation(o.fused_activation_function(), name)?;
+            p.asymmetric_quantize_inputs = o.asymmetric_quantize_inputs();
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinUnidirectionalSequenceRnn => {
+            fill(op.builtin_options_as_sequence_rnnoptions(), |p: &mut TfLiteSequenceRNNParams, o| {
                 p.activation = activation(o.fused_activation_function(), name)?;
                 p.time_major = o.time_major();
                 p.asymmetric_quantize_inputs = o.asymmetric_quantize_inputs();
                 Ok(())
-            },
-        ),
+            })
+        }
         Op::kTfLiteBuiltinBidirectionalSequenceRnn => fill(
             op.builtin_options_as_bidirectional_sequence_rnnoptions(),
             |p: &mut TfLiteBidirectionalSequenceRNNParams, o| {
@@ -273,24 +233,17 @@ pub fn parse_builtin_options(code: Op, op: &fb::Operator<'_>) -> Result<*mut c_v
         ),
 
         // ---- Embeddings and hashing ----------------------------------------------------
-        Op::kTfLiteBuiltinLshProjection => fill(
-            op.builtin_options_as_lshprojection_options(),
-            |p: &mut TfLiteLSHProjectionParams, o| {
+        Op::kTfLiteBuiltinLshProjection => {
+            fill(op.builtin_options_as_lshprojection_options(), |p: &mut TfLiteLSHProjectionParams, o| {
                 p.type_ = match o.type_() {
-                    fb::LSHProjectionType::UNKNOWN => {
-                        TfLiteLSHProjectionType::kTfLiteLshProjectionUnknown
-                    }
-                    fb::LSHProjectionType::SPARSE => {
-                        TfLiteLSHProjectionType::kTfLiteLshProjectionSparse
-                    }
-                    fb::LSHProjectionType::DENSE => {
-                        TfLiteLSHProjectionType::kTfLiteLshProjectionDense
-                    }
+                    fb::LSHProjectionType::UNKNOWN => TfLiteLSHProjectionType::kTfLiteLshProjectionUnknown,
+                    fb::LSHProjectionType::SPARSE => TfLiteLSHProjectionType::kTfLiteLshProjectionSparse,
+                    fb::LSHProjectionType::DENSE => TfLiteLSHProjectionType::kTfLiteLshProjectionDense,
                     other => return Err(unsupported("LSH projection type", other.0, name)),
                 };
                 Ok(())
-            },
-        ),
+            })
+        }
         Op::kTfLiteBuiltinEmbeddingLookupSparse => fill(
             op.builtin_options_as_embedding_lookup_sparse_options(),
             |p: &mut TfLiteEmbeddingLookupSparseParams, o| {
@@ -303,55 +256,45 @@ pub fn parse_builtin_options(code: Op, op: &fb::Operator<'_>) -> Result<*mut c_v
                 Ok(())
             },
         ),
-        Op::kTfLiteBuiltinSkipGram => fill(
-            op.builtin_options_as_skip_gram_options(),
-            |p: &mut TfLiteSkipGramParams, o| {
+        Op::kTfLiteBuiltinSkipGram => {
+            fill(op.builtin_options_as_skip_gram_options(), |p: &mut TfLiteSkipGramParams, o| {
                 p.ngram_size = o.ngram_size();
                 p.max_skip_size = o.max_skip_size();
                 p.include_all_ngrams = o.include_all_ngrams();
                 Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinHashtable => fill(
-            op.builtin_options_as_hashtable_options(),
-            |p: &mut TfLiteHashtableParams, o| {
+            })
+        }
+        Op::kTfLiteBuiltinHashtable => {
+            fill(op.builtin_options_as_hashtable_options(), |p: &mut TfLiteHashtableParams, o| {
                 p.table_id = o.table_id();
                 p.key_dtype = tensor_type(o.key_dtype(), name)?;
                 p.value_dtype = tensor_type(o.value_dtype(), name)?;
                 Ok(())
-            },
-        ),
+            })
+        }
 
         // ---- Shape manipulation --------------------------------------------------------
-        Op::kTfLiteBuiltinConcatenation => fill(
-            op.builtin_options_as_concatenation_options(),
-            |p: &mut TfLiteConcatenationParams, o| {
+        Op::kTfLiteBuiltinConcatenation => {
+            fill(op.builtin_options_as_concatenation_options(), |p: &mut TfLiteConcatenationParams, o| {
                 p.activation = activation(o.fused_activation_function(), name)?;
                 p.axis = o.axis();
                 Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinReshape => fill(
-            op.builtin_options_as_reshape_options(),
-            |p: &mut TfLiteReshapeParams, o| {
-                if let Some(shape) = o.new_shape() {
-                    p.num_dimensions = copy_ints(shape, &mut p.shape, "reshape")?;
-                }
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinSqueeze => fill(
-            op.builtin_options_as_squeeze_options(),
-            |p: &mut TfLiteSqueezeParams, o| {
-                if let Some(dims) = o.squeeze_dims() {
-                    p.num_squeeze_dims = copy_ints(dims, &mut p.squeeze_dims, "squeeze")?;
-                }
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinStridedSlice => fill(
-            op.builtin_options_as_strided_slice_options(),
-            |p: &mut TfLiteStridedSliceParams, o| {
+            })
+        }
+        Op::kTfLiteBuiltinReshape => fill(op.builtin_options_as_reshape_options(), |p: &mut TfLiteReshapeParams, o| {
+            if let Some(shape) = o.new_shape() {
+                p.num_dimensions = copy_ints(shape, &mut p.shape, "reshape")?;
+            }
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinSqueeze => fill(op.builtin_options_as_squeeze_options(), |p: &mut TfLiteSqueezeParams, o| {
+            if let Some(dims) = o.squeeze_dims() {
+                p.num_squeeze_dims = copy_ints(dims, &mut p.squeeze_dims, "squeeze")?;
+            }
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinStridedSlice => {
+            fill(op.builtin_options_as_strided_slice_options(), |p: &mut TfLiteStridedSliceParams, o| {
                 p.begin_mask = o.begin_mask();
                 p.end_mask = o.end_mask();
                 p.ellipsis_mask = o.ellipsis_mask();
@@ -359,75 +302,55 @@ pub fn parse_builtin_options(code: Op, op: &fb::Operator<'_>) -> Result<*mut c_v
                 p.shrink_axis_mask = o.shrink_axis_mask();
                 p.offset = o.offset();
                 Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinPack => fill(
-            op.builtin_options_as_pack_options(),
-            |p: &mut TfLitePackParams, o| {
-                p.values_count = o.values_count();
-                p.axis = o.axis();
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinUnpack => fill(
-            op.builtin_options_as_unpack_options(),
-            |p: &mut TfLiteUnpackParams, o| {
-                p.num = o.num();
-                p.axis = o.axis();
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinSplit => fill(
-            op.builtin_options_as_split_options(),
-            |p: &mut TfLiteSplitParams, o| {
-                p.num_splits = o.num_splits();
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinSplitV => fill(
-            op.builtin_options_as_split_voptions(),
-            |p: &mut TfLiteSplitVParams, o| {
-                p.num_splits = o.num_splits();
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinSpaceToDepth => fill(
-            op.builtin_options_as_space_to_depth_options(),
-            |p: &mut TfLiteSpaceToDepthParams, o| {
+            })
+        }
+        Op::kTfLiteBuiltinPack => fill(op.builtin_options_as_pack_options(), |p: &mut TfLitePackParams, o| {
+            p.values_count = o.values_count();
+            p.axis = o.axis();
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinUnpack => fill(op.builtin_options_as_unpack_options(), |p: &mut TfLiteUnpackParams, o| {
+            p.num = o.num();
+            p.axis = o.axis();
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinSplit => fill(op.builtin_options_as_split_options(), |p: &mut TfLiteSplitParams, o| {
+            p.num_splits = o.num_splits();
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinSplitV => fill(op.builtin_options_as_split_voptions(), |p: &mut TfLiteSplitVParams, o| {
+            p.num_splits = o.num_splits();
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinSpaceToDepth => {
+            fill(op.builtin_options_as_space_to_depth_options(), |p: &mut TfLiteSpaceToDepthParams, o| {
                 p.block_size = o.block_size();
                 Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinDepthToSpace => fill(
-            op.builtin_options_as_depth_to_space_options(),
-            |p: &mut TfLiteDepthToSpaceParams, o| {
+            })
+        }
+        Op::kTfLiteBuiltinDepthToSpace => {
+            fill(op.builtin_options_as_depth_to_space_options(), |p: &mut TfLiteDepthToSpaceParams, o| {
                 p.block_size = o.block_size();
                 Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinMirrorPad => fill(
-            op.builtin_options_as_mirror_pad_options(),
-            |p: &mut TfLiteMirrorPaddingParams, o| {
+            })
+        }
+        Op::kTfLiteBuiltinMirrorPad => {
+            fill(op.builtin_options_as_mirror_pad_options(), |p: &mut TfLiteMirrorPaddingParams, o| {
                 p.mode = match o.mode() {
-                    fb::MirrorPadMode::REFLECT => {
-                        TfLiteMirrorPaddingMode::kTfLiteMirrorPaddingReflect
-                    }
-                    fb::MirrorPadMode::SYMMETRIC => {
-                        TfLiteMirrorPaddingMode::kTfLiteMirrorPaddingSymmetric
-                    }
+                    fb::MirrorPadMode::REFLECT => TfLiteMirrorPaddingMode::kTfLiteMirrorPaddingReflect,
+                    fb::MirrorPadMode::SYMMETRIC => TfLiteMirrorPaddingMode::kTfLiteMirrorPaddingSymmetric,
                     other => return Err(unsupported("mirror pad mode", other.0, name)),
                 };
                 Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinResizeBilinear => fill(
-            op.builtin_options_as_resize_bilinear_options(),
-            |p: &mut TfLiteResizeBilinearParams, o| {
+            })
+        }
+        Op::kTfLiteBuiltinResizeBilinear => {
+            fill(op.builtin_options_as_resize_bilinear_options(), |p: &mut TfLiteResizeBilinearParams, o| {
                 p.align_corners = o.align_corners();
                 p.half_pixel_centers = o.half_pixel_centers();
                 Ok(())
-            },
-        ),
+            })
+        }
         Op::kTfLiteBuiltinResizeNearestNeighbor => fill(
             op.builtin_options_as_resize_nearest_neighbor_options(),
             |p: &mut TfLiteResizeNearestNeighborParams, o| {
@@ -436,171 +359,125 @@ pub fn parse_builtin_options(code: Op, op: &fb::Operator<'_>) -> Result<*mut c_v
                 Ok(())
             },
         ),
-        Op::kTfLiteBuiltinShape => fill(
-            op.builtin_options_as_shape_options(),
-            |p: &mut TfLiteShapeParams, o| {
-                p.out_type = tensor_type(o.out_type(), name)?;
-                Ok(())
-            },
-        ),
+        Op::kTfLiteBuiltinShape => fill(op.builtin_options_as_shape_options(), |p: &mut TfLiteShapeParams, o| {
+            p.out_type = tensor_type(o.out_type(), name)?;
+            Ok(())
+        }),
 
         // ---- Gather, reductions, indexing ----------------------------------------------
-        Op::kTfLiteBuiltinGather => fill(
-            op.builtin_options_as_gather_options(),
-            |p: &mut TfLiteGatherParams, o| {
-                p.axis = o.axis();
-                p.batch_dims = o.batch_dims();
-                Ok(())
-            },
-        ),
+        Op::kTfLiteBuiltinGather => fill(op.builtin_options_as_gather_options(), |p: &mut TfLiteGatherParams, o| {
+            p.axis = o.axis();
+            p.batch_dims = o.batch_dims();
+            Ok(())
+        }),
         Op::kTfLiteBuiltinMean
         | Op::kTfLiteBuiltinSum
         | Op::kTfLiteBuiltinReduceProd
         | Op::kTfLiteBuiltinReduceMax
         | Op::kTfLiteBuiltinReduceMin
         | Op::kTfLiteBuiltinReduceAny
-        | Op::kTfLiteBuiltinReduceAll => fill(
-            op.builtin_options_as_reducer_options(),
-            |p: &mut TfLiteReducerParams, o| {
+        | Op::kTfLiteBuiltinReduceAll => {
+            fill(op.builtin_options_as_reducer_options(), |p: &mut TfLiteReducerParams, o| {
                 p.keep_dims = o.keep_dims();
                 Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinArgMax => fill(
-            op.builtin_options_as_arg_max_options(),
-            |p: &mut TfLiteArgMaxParams, o| {
-                p.output_type = tensor_type(o.output_type(), name)?;
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinArgMin => fill(
-            op.builtin_options_as_arg_min_options(),
-            |p: &mut TfLiteArgMinParams, o| {
-                p.output_type = tensor_type(o.output_type(), name)?;
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinCumsum => fill(
-            op.builtin_options_as_cumsum_options(),
-            |p: &mut TfLiteCumsumParams, o| {
-                p.exclusive = o.exclusive();
-                p.reverse = o.reverse();
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinSparseToDense => fill(
-            op.builtin_options_as_sparse_to_dense_options(),
-            |p: &mut TfLiteSparseToDenseParams, o| {
+            })
+        }
+        Op::kTfLiteBuiltinArgMax => fill(op.builtin_options_as_arg_max_options(), |p: &mut TfLiteArgMaxParams, o| {
+            p.output_type = tensor_type(o.output_type(), name)?;
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinArgMin => fill(op.builtin_options_as_arg_min_options(), |p: &mut TfLiteArgMinParams, o| {
+            p.output_type = tensor_type(o.output_type(), name)?;
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinCumsum => fill(op.builtin_options_as_cumsum_options(), |p: &mut TfLiteCumsumParams, o| {
+            p.exclusive = o.exclusive();
+            p.reverse = o.reverse();
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinSparseToDense => {
+            fill(op.builtin_options_as_sparse_to_dense_options(), |p: &mut TfLiteSparseToDenseParams, o| {
                 p.validate_indices = o.validate_indices();
                 Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinOneHot => fill(
-            op.builtin_options_as_one_hot_options(),
-            |p: &mut TfLiteOneHotParams, o| {
-                p.axis = o.axis();
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinUnique => {
-            fill(
-                op.builtin_options_as_unique_options(),
-                |p: &mut TfLiteUniqueParams, o| {
-                    // TFLite: INT64 selects int64 indices, any other type int32.
-                    let t = tensor_type(o.idx_out_type(), name)?;
-                    p.index_out_type = if t == TfLiteType::kTfLiteInt64 {
-                        TfLiteType::kTfLiteInt64
-                    } else {
-                        TfLiteType::kTfLiteInt32
-                    };
-                    Ok(())
-                },
-            )
+            })
         }
-        Op::kTfLiteBuiltinReverseSequence => fill(
-            op.builtin_options_as_reverse_sequence_options(),
-            |p: &mut TfLiteReverseSequenceParams, o| {
+        Op::kTfLiteBuiltinOneHot => fill(op.builtin_options_as_one_hot_options(), |p: &mut TfLiteOneHotParams, o| {
+            p.axis = o.axis();
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinUnique => {
+            fill(op.builtin_options_as_unique_options(), |p: &mut TfLiteUniqueParams, o| {
+                // TFLite: INT64 selects int64 indices, any other type int32.
+                let t = tensor_type(o.idx_out_type(), name)?;
+                p.index_out_type =
+                    if t == TfLiteType::kTfLiteInt64 { TfLiteType::kTfLiteInt64 } else { TfLiteType::kTfLiteInt32 };
+                Ok(())
+            })
+        }
+        Op::kTfLiteBuiltinReverseSequence => {
+            fill(op.builtin_options_as_reverse_sequence_options(), |p: &mut TfLiteReverseSequenceParams, o| {
                 p.seq_dim = o.seq_dim();
                 p.batch_dim = o.batch_dim();
                 Ok(())
-            },
-        ),
+            })
+        }
         Op::kTfLiteBuiltinBucketize => parse_bucketize(op, name),
 
         // ---- Types and quantization ----------------------------------------------------
-        Op::kTfLiteBuiltinCast => fill(
-            op.builtin_options_as_cast_options(),
-            |p: &mut TfLiteCastParams, o| {
-                p.in_data_type = tensor_type(o.in_data_type(), name)?;
-                p.out_data_type = tensor_type(o.out_data_type(), name)?;
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinFakeQuant => fill(
-            op.builtin_options_as_fake_quant_options(),
-            |p: &mut TfLiteFakeQuantParams, o| {
+        Op::kTfLiteBuiltinCast => fill(op.builtin_options_as_cast_options(), |p: &mut TfLiteCastParams, o| {
+            p.in_data_type = tensor_type(o.in_data_type(), name)?;
+            p.out_data_type = tensor_type(o.out_data_type(), name)?;
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinFakeQuant => {
+            fill(op.builtin_options_as_fake_quant_options(), |p: &mut TfLiteFakeQuantParams, o| {
                 p.min = o.min();
                 p.max = o.max();
                 p.num_bits = o.num_bits();
                 p.narrow_range = o.narrow_range();
                 Ok(())
-            },
-        ),
+            })
+        }
 
         // ---- Random --------------------------------------------------------------------
-        Op::kTfLiteBuiltinMultinomial
-        | Op::kTfLiteBuiltinRandomStandardNormal
-        | Op::kTfLiteBuiltinRandomUniform => {
-            fill(
-                op.builtin_options_as_random_options(),
-                |p: &mut TfLiteRandomParams, o| {
-                    // The schema's seeds are 64-bit, the struct's `int`: TFLite truncates.
-                    p.seed = o.seed() as c_int;
-                    p.seed2 = o.seed2() as c_int;
-                    Ok(())
-                },
-            )
+        Op::kTfLiteBuiltinMultinomial | Op::kTfLiteBuiltinRandomStandardNormal | Op::kTfLiteBuiltinRandomUniform => {
+            fill(op.builtin_options_as_random_options(), |p: &mut TfLiteRandomParams, o| {
+                // The schema's seeds are 64-bit, the struct's `int`: TFLite truncates.
+                p.seed = o.seed() as c_int;
+                p.seed2 = o.seed2() as c_int;
+                Ok(())
+            })
         }
 
         // ---- Control flow and resources ------------------------------------------------
-        Op::kTfLiteBuiltinIf => fill(
-            op.builtin_options_as_if_options(),
-            |p: &mut TfLiteIfParams, o| {
-                p.then_subgraph_index = o.then_subgraph_index();
-                p.else_subgraph_index = o.else_subgraph_index();
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinWhile => fill(
-            op.builtin_options_as_while_options(),
-            |p: &mut TfLiteWhileParams, o| {
-                p.cond_subgraph_index = o.cond_subgraph_index();
-                p.body_subgraph_index = o.body_subgraph_index();
-                Ok(())
-            },
-        ),
-        Op::kTfLiteBuiltinCallOnce => fill(
-            op.builtin_options_as_call_once_options(),
-            |p: &mut TfLiteCallOnceParams, o| {
+        Op::kTfLiteBuiltinIf => fill(op.builtin_options_as_if_options(), |p: &mut TfLiteIfParams, o| {
+            p.then_subgraph_index = o.then_subgraph_index();
+            p.else_subgraph_index = o.else_subgraph_index();
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinWhile => fill(op.builtin_options_as_while_options(), |p: &mut TfLiteWhileParams, o| {
+            p.cond_subgraph_index = o.cond_subgraph_index();
+            p.body_subgraph_index = o.body_subgraph_index();
+            Ok(())
+        }),
+        Op::kTfLiteBuiltinCallOnce => {
+            fill(op.builtin_options_as_call_once_options(), |p: &mut TfLiteCallOnceParams, o| {
                 p.init_subgraph_index = o.init_subgraph_index();
                 Ok(())
-            },
-        ),
+            })
+        }
         Op::kTfLiteBuiltinVarHandle => {
-            fill(
-                op.builtin_options_as_var_handle_options(),
-                |p: &mut TfLiteVarHandleParams, o| {
-                    // Flatbuffer strings are NUL-terminated in the buffer (checked by the
-                    // verifier), so the pointers are valid C strings; NULL when absent.
-                    if let Some(s) = o.container() {
-                        p.container = s.as_ptr().cast::<c_char>();
-                    }
-                    if let Some(s) = o.shared_name() {
-                        p.shared_name = s.as_ptr().cast::<c_char>();
-                    }
-                    Ok(())
-                },
-            )
+            fill(op.builtin_options_as_var_handle_options(), |p: &mut TfLiteVarHandleParams, o| {
+                // Flatbuffer strings are NUL-terminated in the buffer (checked by the
+                // verifier), so the pointers are valid C strings; NULL when absent.
+                if let Some(s) = o.container() {
+                    p.container = s.as_ptr().cast::<c_char>();
+                }
+                if let Some(s) = o.shared_name() {
+                    p.shared_name = s.as_ptr().cast::<c_char>();
+                }
+                Ok(())
+            })
         }
 
         // ---- StableHLO -----------------------------------------------------------------
@@ -619,9 +496,8 @@ pub fn parse_builtin_options(code: Op, op: &fb::Operator<'_>) -> Result<*mut c_v
         ),
         Op::kTfLiteBuiltinStablehloGather => parse_stablehlo_gather(op),
         Op::kTfLiteBuiltinStablehloReduceWindow => parse_stablehlo_reduce_window(op),
-        Op::kTfLiteBuiltinReduceWindow => fill(
-            op.builtin_options_2_as_reduce_window_options(),
-            |p: &mut TfLiteReduceWindowParams, o| {
+        Op::kTfLiteBuiltinReduceWindow => {
+            fill(op.builtin_options_2_as_reduce_window_options(), |p: &mut TfLiteReduceWindowParams, o| {
                 use TfLiteReduceWindowFunction as F;
                 p.reduce_function = match o.reduce_function() {
                     fb::ReduceWindowFunction::ADD => F::TfLiteReduceWindowFunctionAdd,
@@ -633,18 +509,17 @@ pub fn parse_builtin_options(code: Op, op: &fb::Operator<'_>) -> Result<*mut c_v
                     other => return Err(unsupported("reduce window function", other.0, name)),
                 };
                 Ok(())
-            },
-        ),
+            })
+        }
         Op::kTfLiteBuiltinStablehloPad => parse_stablehlo_pad(op),
         Op::kTfLiteBuiltinStablehloComposite => parse_stablehlo_composite(op),
         Op::kTfLiteBuiltinStablehloCase => parse_stablehlo_case(op),
 
         // ---- Not real builtins ---------------------------------------------------------
         Op::kTfLiteBuiltinDelegate => Err(Error::new("DELEGATE op shouldn't exist in model.")),
-        Op::kTfLiteBuiltinPlaceholderForGreaterOpCodes => Err(Error::new(format!(
-            "Builtin code {} ({name}) is not an operator",
-            code as i32
-        ))),
+        Op::kTfLiteBuiltinPlaceholderForGreaterOpCodes => {
+            Err(Error::new(format!("Builtin code {} ({name}) is not an operator", code as i32)))
+        }
 
         // Every other op (CUSTOM included) has no builtin data in TFLite 2.19: the
         // parameterless element-wise and shape ops, the options-free control ops (CALL,
@@ -747,10 +622,7 @@ zero_valid!(
 /// Allocates a zeroed `T` and, when the op carries the options table it expects
 /// (`options` is `Some`), fills it with `fill`; then hands it over. An error from `fill`
 /// frees the struct.
-fn fill<T: ZeroValid, O>(
-    options: Option<O>,
-    fill: impl FnOnce(&mut T, O) -> Result<()>,
-) -> Result<*mut c_void> {
+fn fill<T: ZeroValid, O>(options: Option<O>, fill: impl FnOnce(&mut T, O) -> Result<()>) -> Result<*mut c_void> {
     let mut params = CParams::<T>::zeroed()?;
     if let Some(o) = options {
         fill(&mut params, o)?;
@@ -767,9 +639,7 @@ impl<T: ZeroValid> CParams<T> {
         const { assert!(core::mem::align_of::<T>() <= 16) };
         // SAFETY: calloc has no preconditions; the result is checked for NULL below.
         let raw = unsafe { libc::calloc(1, core::mem::size_of::<T>()) }.cast::<T>();
-        NonNull::new(raw)
-            .map(CParams)
-            .ok_or_else(|| Error::new("Failed to allocate memory for builtin_data"))
+        NonNull::new(raw).map(CParams).ok_or_else(|| Error::new("Failed to allocate memory for builtin_data"))
     }
 
     /// Hands the struct over; the receiver frees it with `libc::free`.
@@ -871,16 +741,12 @@ fn tensor_type(t: fb::TensorType, op_name: &str) -> Result<TfLiteType> {
 
 /// TFLite's message for a list that does not fit its fixed array.
 fn too_many(op_name: &str) -> Error {
-    Error::new(format!(
-        "Found too many dimensions in the input array of operation '{op_name}'."
-    ))
+    Error::new(format!("Found too many dimensions in the input array of operation '{op_name}'."))
 }
 
 /// TFLite's message for a required list that is missing.
 fn not_provided(op_name: &str) -> Error {
-    Error::new(format!(
-        "Input array not provided for operation '{op_name}'."
-    ))
+    Error::new(format!("Input array not provided for operation '{op_name}'."))
 }
 
 /// Copies `src` into the front of `dst` (TFLite's `FlatBufferIntVectorToArray`); more
@@ -942,19 +808,15 @@ fn parse_bucketize(op: &fb::Operator<'_>, name: &str) -> Result<*mut c_void> {
         // without forming a `&[f32]`: the buffer only guarantees 4-byte alignment relative
         // to its own start. Viewed as bytes the length is the element count, so the slice
         // is an in-bounds prefix of the floats.
-        let bytes = o
-            ._tab
-            .get::<flatbuffers::ForwardsUOffset<flatbuffers::Vector<'_, u8>>>(
-                fb::BucketizeOptions::VT_BOUNDARIES,
-                None,
-            );
+        let bytes = o._tab.get::<flatbuffers::ForwardsUOffset<flatbuffers::Vector<'_, u8>>>(
+            fb::BucketizeOptions::VT_BOUNDARIES,
+            None,
+        );
         let Some(bytes) = bytes else {
-            return Err(Error::new(
-                "boundaries array not provided for operation 'bucketize'.",
-            ));
+            return Err(Error::new("boundaries array not provided for operation 'bucketize'."));
         };
-        p.num_boundaries = c_int::try_from(bytes.len())
-            .map_err(|_| Error::new(format!("Too many boundaries in {name}")))?;
+        p.num_boundaries =
+            c_int::try_from(bytes.len()).map_err(|_| Error::new(format!("Too many boundaries in {name}")))?;
         p.boundaries = bytes.safe_slice().as_ptr().cast::<f32>();
     }
     Ok(p.into_raw())
@@ -972,8 +834,7 @@ fn parse_stablehlo_scatter(op: &fb::Operator<'_>) -> Result<*mut c_void> {
             p.num_inserted_window_dims = copy_ints(v, &mut p.inserted_window_dims, N)?;
         }
         if let Some(v) = o.scatter_dims_to_operand_dims() {
-            p.num_scatter_dims_to_operand_dims =
-                copy_ints(v, &mut p.scatter_dims_to_operand_dims, N)?;
+            p.num_scatter_dims_to_operand_dims = copy_ints(v, &mut p.scatter_dims_to_operand_dims, N)?;
         }
         p.index_vector_dim = o.index_vector_dim();
         p.unique_indices = o.unique_indices();
@@ -988,8 +849,7 @@ fn parse_stablehlo_gather(op: &fb::Operator<'_>) -> Result<*mut c_void> {
     if let Some(o) = op.builtin_options_2_as_stablehlo_gather_options() {
         // TFLite dereferences these lists unconditionally: each one is required.
         p.num_offset_dims = copy_required(o.offset_dims(), &mut p.offset_dims, N)?;
-        p.num_collapsed_slice_dims =
-            copy_required(o.collapsed_slice_dims(), &mut p.collapsed_slice_dims, N)?;
+        p.num_collapsed_slice_dims = copy_required(o.collapsed_slice_dims(), &mut p.collapsed_slice_dims, N)?;
         p.num_start_index_map = copy_required(o.start_index_map(), &mut p.start_index_map, N)?;
         p.index_vector_dim = o.index_vector_dim();
         p.num_slice_sizes = copy_required(o.slice_sizes(), &mut p.slice_sizes, N)?;
@@ -1001,9 +861,7 @@ fn parse_stablehlo_gather(op: &fb::Operator<'_>) -> Result<*mut c_void> {
 fn parse_stablehlo_reduce_window(op: &fb::Operator<'_>) -> Result<*mut c_void> {
     const N: &str = "stablehlo.reduce_window";
     let Some(o) = op.builtin_options_2_as_stablehlo_reduce_window_options() else {
-        return Err(Error::new(
-            "Could not get 'stablehlo.reduce_window' operation parameters.",
-        ));
+        return Err(Error::new("Could not get 'stablehlo.reduce_window' operation parameters."));
     };
     let rank = match o.window_dimensions() {
         Some(v) if !v.is_empty() => v.len(),
@@ -1032,43 +890,17 @@ fn parse_stablehlo_reduce_window(op: &fb::Operator<'_>) -> Result<*mut c_void> {
                         v.len()
                     )));
                 }
-                copy_ints(v, dst, N).map_err(|e| {
-                    Error::new(format!("{} Check the '{attr}' attribute.", e.message))
-                })?;
+                copy_ints(v, dst, N).map_err(|e| Error::new(format!("{} Check the '{attr}' attribute.", e.message)))?;
             }
             _ => dst.fill(fill),
         }
         Ok(())
     }
     let mut p = CParams::<TfLiteStablehloReduceWindowParams>::zeroed()?;
-    load(
-        &mut p.window_dimensions,
-        o.window_dimensions(),
-        "window_dimensions",
-        rank,
-        1,
-    )?;
-    load(
-        &mut p.window_strides,
-        o.window_strides(),
-        "window_strides",
-        rank,
-        1,
-    )?;
-    load(
-        &mut p.base_dilations,
-        o.base_dilations(),
-        "base_dilations",
-        rank,
-        1,
-    )?;
-    load(
-        &mut p.window_dilations,
-        o.window_dilations(),
-        "window_dilations",
-        rank,
-        1,
-    )?;
+    load(&mut p.window_dimensions, o.window_dimensions(), "window_dimensions", rank, 1)?;
+    load(&mut p.window_strides, o.window_strides(), "window_strides", rank, 1)?;
+    load(&mut p.base_dilations, o.base_dilations(), "base_dilations", rank, 1)?;
+    load(&mut p.window_dilations, o.window_dilations(), "window_dilations", rank, 1)?;
     load(&mut p.padding, o.padding(), "padding", 2 * rank, 0)?;
     p.body_subgraph_index = o.body_subgraph_index();
     Ok(p.into_raw())
@@ -1077,33 +909,23 @@ fn parse_stablehlo_reduce_window(op: &fb::Operator<'_>) -> Result<*mut c_void> {
 fn parse_stablehlo_pad(op: &fb::Operator<'_>) -> Result<*mut c_void> {
     const N: &str = "stablehlo.pad";
     let Some(o) = op.builtin_options_2_as_stablehlo_pad_options() else {
-        return Err(Error::new(
-            "Could not get 'stablehlo.pad' operation parameters.",
-        ));
+        return Err(Error::new("Could not get 'stablehlo.pad' operation parameters."));
     };
     let mut p = CParams::<TfLiteStablehloPadParams>::zeroed()?;
-    let check = |attr: &'static str| {
-        move |e: Error| Error::new(format!("{} Check the '{attr}' attribute.", e.message))
-    };
-    let low = copy_required(o.edge_padding_low(), &mut p.edge_padding_low, N)
-        .map_err(check("edge_padding_low"))?;
-    let high = copy_required(o.edge_padding_high(), &mut p.edge_padding_high, N)
-        .map_err(check("edge_padding_high"))?;
-    let interior = copy_required(o.interior_padding(), &mut p.interior_padding, N)
-        .map_err(check("interior_padding"))?;
+    let check = |attr: &'static str| move |e: Error| Error::new(format!("{} Check the '{attr}' attribute.", e.message));
+    let low = copy_required(o.edge_padding_low(), &mut p.edge_padding_low, N).map_err(check("edge_padding_low"))?;
+    let high = copy_required(o.edge_padding_high(), &mut p.edge_padding_high, N).map_err(check("edge_padding_high"))?;
+    let interior =
+        copy_required(o.interior_padding(), &mut p.interior_padding, N).map_err(check("interior_padding"))?;
     if low != high || low != interior {
-        return Err(Error::new(
-            "'stablehlo.pad' operation parameter array sizes are not consistent.",
-        ));
+        return Err(Error::new("'stablehlo.pad' operation parameter array sizes are not consistent."));
     }
     Ok(p.into_raw())
 }
 
 fn parse_stablehlo_composite(op: &fb::Operator<'_>) -> Result<*mut c_void> {
     let Some(o) = op.builtin_options_2_as_stable_hlocomposite_options() else {
-        return Err(Error::new(
-            "Could not get 'stablehlo.composite' operation parameters.",
-        ));
+        return Err(Error::new("Could not get 'stablehlo.composite' operation parameters."));
     };
     // TFLite dereferences the name unconditionally: a composite must have one.
     let Some(name) = o.name() else {
@@ -1124,22 +946,11 @@ fn parse_stablehlo_composite(op: &fb::Operator<'_>) -> Result<*mut c_void> {
 fn parse_stablehlo_case(op: &fb::Operator<'_>) -> Result<*mut c_void> {
     const N: &str = "stablehlo.case";
     let Some(o) = op.builtin_options_2_as_stablehlo_case_options() else {
-        return Err(Error::new(
-            "Could not get 'stablehlo.case' operation parameters.",
-        ));
+        return Err(Error::new("Could not get 'stablehlo.case' operation parameters."));
     };
     let mut p = CParams::<TfLiteStablehloCaseParams>::zeroed()?;
-    let n = copy_required(
-        o.branch_subgraph_indices(),
-        &mut p.branch_subgraph_indices,
-        N,
-    )
-    .map_err(|e| {
-        Error::new(format!(
-            "{} Check the 'branch subgraph indices' attribute.",
-            e.message
-        ))
-    })?;
+    let n = copy_required(o.branch_subgraph_indices(), &mut p.branch_subgraph_indices, N)
+        .map_err(|e| Error::new(format!("{} Check the 'branch subgraph indices' attribute.", e.message)))?;
     p.num_branches = n as u32; // 0..=20
     Ok(p.into_raw())
 }
@@ -1150,9 +961,7 @@ mod tests {
     use flatbuffers::{FlatBufferBuilder, UnionWIPOffset, WIPOffset};
 
     /// Builds a one-operator flatbuffer with the given options.
-    fn build(
-        fill: impl FnOnce(&mut FlatBufferBuilder<'static>) -> fb::OperatorArgs<'static>,
-    ) -> Vec<u8> {
+    fn build(fill: impl FnOnce(&mut FlatBufferBuilder<'static>) -> fb::OperatorArgs<'static>) -> Vec<u8> {
         let mut fbb = FlatBufferBuilder::new();
         let args = fill(&mut fbb);
         let op = fb::Operator::create(&mut fbb, &args);
@@ -1160,26 +969,12 @@ mod tests {
         fbb.finished_data().to_vec()
     }
 
-    fn with_options(
-        kind: fb::BuiltinOptions,
-        table: WIPOffset<UnionWIPOffset>,
-    ) -> fb::OperatorArgs<'static> {
-        fb::OperatorArgs {
-            builtin_options_type: kind,
-            builtin_options: Some(table),
-            ..Default::default()
-        }
+    fn with_options(kind: fb::BuiltinOptions, table: WIPOffset<UnionWIPOffset>) -> fb::OperatorArgs<'static> {
+        fb::OperatorArgs { builtin_options_type: kind, builtin_options: Some(table), ..Default::default() }
     }
 
-    fn with_options_2(
-        kind: fb::BuiltinOptions2,
-        table: WIPOffset<UnionWIPOffset>,
-    ) -> fb::OperatorArgs<'static> {
-        fb::OperatorArgs {
-            builtin_options_2_type: kind,
-            builtin_options_2: Some(table),
-            ..Default::default()
-        }
+    fn with_options_2(kind: fb::BuiltinOptions2, table: WIPOffset<UnionWIPOffset>) -> fb::OperatorArgs<'static> {
+        fb::OperatorArgs { builtin_options_2_type: kind, builtin_options_2: Some(table), ..Default::default() }
     }
 
     /// A parsed struct, freed with `libc::free` like the interpreter does.
@@ -1265,32 +1060,20 @@ mod tests {
     fn depthwise_without_options_is_zeroed_as_in_tflite() {
         // ParseDepthwiseConv2D fills nothing when the table is absent.
         let p = parse(Op::kTfLiteBuiltinDepthwiseConv2d, &no_options()).unwrap();
-        assert_eq!(
-            *p.get::<TfLiteDepthwiseConvParams>(),
-            TfLiteDepthwiseConvParams::default()
-        );
-        assert_eq!(
-            p.get::<TfLiteDepthwiseConvParams>().dilation_width_factor,
-            0
-        );
+        assert_eq!(*p.get::<TfLiteDepthwiseConvParams>(), TfLiteDepthwiseConvParams::default());
+        assert_eq!(p.get::<TfLiteDepthwiseConvParams>().dilation_width_factor, 0);
     }
 
     #[test]
     fn depthwise_with_empty_table_gets_dilation_1() {
         let buf = build(|fbb| {
             let o = fb::DepthwiseConv2DOptions::create(fbb, &Default::default());
-            with_options(
-                fb::BuiltinOptions::DepthwiseConv2DOptions,
-                o.as_union_value(),
-            )
+            with_options(fb::BuiltinOptions::DepthwiseConv2DOptions, o.as_union_value())
         });
         let p = parse(Op::kTfLiteBuiltinDepthwiseConv2d, &buf).unwrap();
         let p = p.get::<TfLiteDepthwiseConvParams>();
         assert_eq!((p.dilation_width_factor, p.dilation_height_factor), (1, 1));
-        assert_eq!(
-            (p.stride_width, p.stride_height, p.depth_multiplier),
-            (0, 0, 0)
-        );
+        assert_eq!((p.stride_width, p.stride_height, p.depth_multiplier), (0, 0, 0));
         assert_eq!(p.padding, TfLitePadding::kTfLitePaddingSame);
     }
 
@@ -1304,11 +1087,7 @@ mod tests {
 
     #[test]
     fn reshape_with_eight_dims() {
-        let p = parse(
-            Op::kTfLiteBuiltinReshape,
-            &reshape(&[1, 2, 3, 4, 5, 6, 7, 8]),
-        )
-        .unwrap();
+        let p = parse(Op::kTfLiteBuiltinReshape, &reshape(&[1, 2, 3, 4, 5, 6, 7, 8])).unwrap();
         let p = p.get::<TfLiteReshapeParams>();
         assert_eq!(p.num_dimensions, 8);
         assert_eq!(p.shape, [1, 2, 3, 4, 5, 6, 7, 8]);
@@ -1319,10 +1098,7 @@ mod tests {
     #[test]
     fn reshape_with_nine_dims_is_an_error() {
         let msg = parse_err(Op::kTfLiteBuiltinReshape, &reshape(&[1; 9]));
-        assert_eq!(
-            msg,
-            "Found too many dimensions in the input array of operation 'reshape'."
-        );
+        assert_eq!(msg, "Found too many dimensions in the input array of operation 'reshape'.");
     }
 
     #[test]
@@ -1330,12 +1106,7 @@ mod tests {
         let squeeze = |dims: &[i32]| {
             build(|fbb| {
                 let v = fbb.create_vector(dims);
-                let o = fb::SqueezeOptions::create(
-                    fbb,
-                    &fb::SqueezeOptionsArgs {
-                        squeeze_dims: Some(v),
-                    },
-                );
+                let o = fb::SqueezeOptions::create(fbb, &fb::SqueezeOptionsArgs { squeeze_dims: Some(v) });
                 with_options(fb::BuiltinOptions::SqueezeOptions, o.as_union_value())
             })
         };
@@ -1395,10 +1166,7 @@ mod tests {
                 with_options(fb::BuiltinOptions::Conv2DOptions, o.as_union_value())
             })
         };
-        assert_eq!(
-            parse_err(Op::kTfLiteBuiltinConv2d, &conv(7, 0)),
-            "Unsupported padding type 7 in CONV_2D"
-        );
+        assert_eq!(parse_err(Op::kTfLiteBuiltinConv2d, &conv(7, 0)), "Unsupported padding type 7 in CONV_2D");
         assert_eq!(
             parse_err(Op::kTfLiteBuiltinConv2d, &conv(0, 6)),
             "Unsupported fused activation function 6 in CONV_2D"
@@ -1406,17 +1174,11 @@ mod tests {
         let cast = build(|fbb| {
             let o = fb::CastOptions::create(
                 fbb,
-                &fb::CastOptionsArgs {
-                    in_data_type: fb::TensorType::INT8,
-                    out_data_type: fb::TensorType(99),
-                },
+                &fb::CastOptionsArgs { in_data_type: fb::TensorType::INT8, out_data_type: fb::TensorType(99) },
             );
             with_options(fb::BuiltinOptions::CastOptions, o.as_union_value())
         });
-        assert_eq!(
-            parse_err(Op::kTfLiteBuiltinCast, &cast),
-            "Unsupported data type 99 in CAST"
-        );
+        assert_eq!(parse_err(Op::kTfLiteBuiltinCast, &cast), "Unsupported data type 99 in CAST");
         let fc = build(|fbb| {
             let o = fb::FullyConnectedOptions::create(
                 fbb,
@@ -1425,20 +1187,14 @@ mod tests {
                     ..Default::default()
                 },
             );
-            with_options(
-                fb::BuiltinOptions::FullyConnectedOptions,
-                o.as_union_value(),
-            )
+            with_options(fb::BuiltinOptions::FullyConnectedOptions, o.as_union_value())
         });
         assert!(parse_err(Op::kTfLiteBuiltinFullyConnected, &fc).contains("weights format 2"));
     }
 
     #[test]
     fn lstm_requires_its_options() {
-        assert_eq!(
-            parse_err(Op::kTfLiteBuiltinLstm, &no_options()),
-            "No valid LSTM builtin options exist"
-        );
+        assert_eq!(parse_err(Op::kTfLiteBuiltinLstm, &no_options()), "No valid LSTM builtin options exist");
         let buf = build(|fbb| {
             let o = fb::LSTMOptions::create(
                 fbb,
@@ -1470,20 +1226,10 @@ mod tests {
             Op::kTfLiteBuiltinStablehloShiftLeft,
             Op::kTfLiteBuiltinHashtableLookup,
         ] {
-            assert!(
-                parse(code, &no_options()).unwrap().0.is_null(),
-                "{}",
-                code.name()
-            );
+            assert!(parse(code, &no_options()).unwrap().0.is_null(), "{}", code.name());
         }
-        assert_eq!(
-            parse_err(Op::kTfLiteBuiltinDelegate, &no_options()),
-            "DELEGATE op shouldn't exist in model."
-        );
-        parse_err(
-            Op::kTfLiteBuiltinPlaceholderForGreaterOpCodes,
-            &no_options(),
-        );
+        assert_eq!(parse_err(Op::kTfLiteBuiltinDelegate, &no_options()), "DELEGATE op shouldn't exist in model.");
+        parse_err(Op::kTfLiteBuiltinPlaceholderForGreaterOpCodes, &no_options());
     }
 
     #[test]
@@ -1495,43 +1241,23 @@ mod tests {
             })
         };
         let p = parse(Op::kTfLiteBuiltinUnique, &unique(fb::TensorType::INT64)).unwrap();
-        assert_eq!(
-            p.get::<TfLiteUniqueParams>().index_out_type,
-            TfLiteType::kTfLiteInt64
-        );
+        assert_eq!(p.get::<TfLiteUniqueParams>().index_out_type, TfLiteType::kTfLiteInt64);
         let p = parse(Op::kTfLiteBuiltinUnique, &unique(fb::TensorType::FLOAT32)).unwrap();
-        assert_eq!(
-            p.get::<TfLiteUniqueParams>().index_out_type,
-            TfLiteType::kTfLiteInt32
-        );
+        assert_eq!(p.get::<TfLiteUniqueParams>().index_out_type, TfLiteType::kTfLiteInt32);
 
         let buf = build(|fbb| {
-            let o = fb::RandomOptions::create(
-                fbb,
-                &fb::RandomOptionsArgs {
-                    seed: (1 << 32) + 7,
-                    seed2: -3,
-                },
-            );
+            let o = fb::RandomOptions::create(fbb, &fb::RandomOptionsArgs { seed: (1 << 32) + 7, seed2: -3 });
             with_options(fb::BuiltinOptions::RandomOptions, o.as_union_value())
         });
         let p = parse(Op::kTfLiteBuiltinRandomUniform, &buf).unwrap();
-        assert_eq!(
-            *p.get::<TfLiteRandomParams>(),
-            TfLiteRandomParams { seed: 7, seed2: -3 }
-        );
+        assert_eq!(*p.get::<TfLiteRandomParams>(), TfLiteRandomParams { seed: 7, seed2: -3 });
     }
 
     #[test]
     fn bucketize_and_var_handle_point_into_the_model() {
         let buf = build(|fbb| {
             let v = fbb.create_vector(&[0.5f32, 1.5, 9.0]);
-            let o = fb::BucketizeOptions::create(
-                fbb,
-                &fb::BucketizeOptionsArgs {
-                    boundaries: Some(v),
-                },
-            );
+            let o = fb::BucketizeOptions::create(fbb, &fb::BucketizeOptionsArgs { boundaries: Some(v) });
             with_options(fb::BuiltinOptions::BucketizeOptions, o.as_union_value())
         });
         let p = parse(Op::kTfLiteBuiltinBucketize, &buf).unwrap();
@@ -1550,13 +1276,8 @@ mod tests {
 
         let buf = build(|fbb| {
             let s = fbb.create_string("var0");
-            let o = fb::VarHandleOptions::create(
-                fbb,
-                &fb::VarHandleOptionsArgs {
-                    container: None,
-                    shared_name: Some(s),
-                },
-            );
+            let o =
+                fb::VarHandleOptions::create(fbb, &fb::VarHandleOptionsArgs { container: None, shared_name: Some(s) });
             with_options(fb::BuiltinOptions::VarHandleOptions, o.as_union_value())
         });
         let p = parse(Op::kTfLiteBuiltinVarHandle, &buf).unwrap();
@@ -1574,14 +1295,9 @@ mod tests {
                 let v = fbb.create_vector(&vec![3i32; n]);
                 let o = fb::StablehloCaseOptions::create(
                     fbb,
-                    &fb::StablehloCaseOptionsArgs {
-                        branch_subgraph_indices: Some(v),
-                    },
+                    &fb::StablehloCaseOptionsArgs { branch_subgraph_indices: Some(v) },
                 );
-                with_options_2(
-                    fb::BuiltinOptions2::StablehloCaseOptions,
-                    o.as_union_value(),
-                )
+                with_options_2(fb::BuiltinOptions2::StablehloCaseOptions, o.as_union_value())
             })
         };
         let p = parse(Op::kTfLiteBuiltinStablehloCase, &case(20)).unwrap();
@@ -1591,11 +1307,7 @@ mod tests {
 
         let pad = |low: &[i64], high: &[i64], interior: &[i64]| {
             build(|fbb| {
-                let (l, h, i) = (
-                    fbb.create_vector(low),
-                    fbb.create_vector(high),
-                    fbb.create_vector(interior),
-                );
+                let (l, h, i) = (fbb.create_vector(low), fbb.create_vector(high), fbb.create_vector(interior));
                 let o = fb::StablehloPadOptions::create(
                     fbb,
                     &fb::StablehloPadOptionsArgs {
@@ -1607,19 +1319,9 @@ mod tests {
                 with_options_2(fb::BuiltinOptions2::StablehloPadOptions, o.as_union_value())
             })
         };
-        let p = parse(
-            Op::kTfLiteBuiltinStablehloPad,
-            &pad(&[1, 2], &[3, 4], &[0, 1]),
-        )
-        .unwrap();
-        assert_eq!(
-            p.get::<TfLiteStablehloPadParams>().edge_padding_high[..2],
-            [3, 4]
-        );
-        assert!(
-            parse_err(Op::kTfLiteBuiltinStablehloPad, &pad(&[1, 2], &[3], &[0, 1]))
-                .contains("not consistent")
-        );
+        let p = parse(Op::kTfLiteBuiltinStablehloPad, &pad(&[1, 2], &[3, 4], &[0, 1])).unwrap();
+        assert_eq!(p.get::<TfLiteStablehloPadParams>().edge_padding_high[..2], [3, 4]);
+        assert!(parse_err(Op::kTfLiteBuiltinStablehloPad, &pad(&[1, 2], &[3], &[0, 1])).contains("not consistent"));
 
         let window = build(|fbb| {
             let dims = fbb.create_vector(&[2i64, 2]);
@@ -1633,10 +1335,7 @@ mod tests {
                     ..Default::default()
                 },
             );
-            with_options_2(
-                fb::BuiltinOptions2::StablehloReduceWindowOptions,
-                o.as_union_value(),
-            )
+            with_options_2(fb::BuiltinOptions2::StablehloReduceWindowOptions, o.as_union_value())
         });
         let p = parse(Op::kTfLiteBuiltinStablehloReduceWindow, &window).unwrap();
         let p = p.get::<TfLiteStablehloReduceWindowParams>();
@@ -1650,15 +1349,9 @@ mod tests {
             let v = fbb.create_vector(&[0i64; 9]);
             let o = fb::StablehloScatterOptions::create(
                 fbb,
-                &fb::StablehloScatterOptionsArgs {
-                    update_window_dims: Some(v),
-                    ..Default::default()
-                },
+                &fb::StablehloScatterOptionsArgs { update_window_dims: Some(v), ..Default::default() },
             );
-            with_options_2(
-                fb::BuiltinOptions2::StablehloScatterOptions,
-                o.as_union_value(),
-            )
+            with_options_2(fb::BuiltinOptions2::StablehloScatterOptions, o.as_union_value())
         });
         assert!(parse_err(Op::kTfLiteBuiltinStablehloScatter, &scatter).contains("too many"));
     }

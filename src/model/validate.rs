@@ -59,7 +59,9 @@ pub fn tensor_bytes(dtype: TfLiteType, shape: &[i32]) -> Result<usize> {
         },
     };
     if bytes > MAX_TENSOR_BYTES {
-        return Err(Error::new(format!("tensor of shape {shape:?} needs {bytes} bytes, over the {MAX_TENSOR_BYTES}-byte limit")));
+        return Err(Error::new(format!(
+            "tensor of shape {shape:?} needs {bytes} bytes, over the {MAX_TENSOR_BYTES}-byte limit"
+        )));
     }
     Ok(bytes)
 }
@@ -107,7 +109,11 @@ pub fn validate(m: &fb::Model<'_>, file_len: usize) -> Result<()> {
     if let Some(md) = m.metadata() {
         for e in md.iter() {
             if e.buffer() as usize >= num_buffers {
-                return Err(Error::new(format!("metadata '{}' refers to buffer {} of {num_buffers}", e.name().unwrap_or(""), e.buffer())));
+                return Err(Error::new(format!(
+                    "metadata '{}' refers to buffer {} of {num_buffers}",
+                    e.name().unwrap_or(""),
+                    e.buffer()
+                )));
             }
         }
     }
@@ -116,7 +122,10 @@ pub fn validate(m: &fb::Model<'_>, file_len: usize) -> Result<()> {
         for s in sigs.iter() {
             let si = s.subgraph_index() as usize;
             if si >= subgraphs.len() {
-                return Err(Error::new(format!("signature '{}' refers to subgraph {si}", s.signature_key().unwrap_or(""))));
+                return Err(Error::new(format!(
+                    "signature '{}' refers to subgraph {si}",
+                    s.signature_key().unwrap_or("")
+                )));
             }
             let nt = subgraphs.get(si).tensors().map_or(0, |t| t.len());
             for map in s.inputs().into_iter().flatten().chain(s.outputs().into_iter().flatten()) {
@@ -136,7 +145,12 @@ pub fn validate(m: &fb::Model<'_>, file_len: usize) -> Result<()> {
     Ok(())
 }
 
-fn check_indices(what: &str, list: Option<flatbuffers::Vector<'_, i32>>, nt: usize, allow_optional: bool) -> Result<()> {
+fn check_indices(
+    what: &str,
+    list: Option<flatbuffers::Vector<'_, i32>>,
+    nt: usize,
+    allow_optional: bool,
+) -> Result<()> {
     for t in list.into_iter().flatten() {
         let ok = if t == -1 { allow_optional } else { usize::try_from(t).is_ok_and(|i| i < nt) };
         if !ok {
@@ -160,7 +174,8 @@ fn validate_subgraph(
     if let Some(tensors) = tensors {
         for (ti, t) in tensors.iter().enumerate() {
             let ctx = || format!("subgraph {si} tensor {ti} ('{}')", t.name().unwrap_or(""));
-            let dtype = tensor_type(t.type_()).ok_or_else(|| Error::new(format!("{}: unsupported type {}", ctx(), t.type_().0)))?;
+            let dtype = tensor_type(t.type_())
+                .ok_or_else(|| Error::new(format!("{}: unsupported type {}", ctx(), t.type_().0)))?;
             let shape: Vec<i32> = t.shape().map(|s| s.iter().collect()).unwrap_or_default();
             if shape.len() > MAX_RANK {
                 return Err(Error::new(format!("{}: rank {} is over {MAX_RANK}", ctx(), shape.len())));
@@ -207,7 +222,10 @@ fn validate_subgraph(
                     let qd = q.quantized_dimension();
                     let dim = usize::try_from(qd).ok().and_then(|d| shape.get(d).copied());
                     if dim.is_none_or(|d| d as usize != ns) {
-                        return Err(Error::new(format!("{}: {ns} per-channel scales do not match dimension {qd} of {shape:?}", ctx())));
+                        return Err(Error::new(format!(
+                            "{}: {ns} per-channel scales do not match dimension {qd} of {shape:?}",
+                            ctx()
+                        )));
                     }
                 }
             }
@@ -221,7 +239,10 @@ fn validate_subgraph(
         for (oi, op) in ops.iter().enumerate() {
             let what = format!("subgraph {si} operator {oi}");
             if op.opcode_index() as usize >= num_opcodes {
-                return Err(Error::new(format!("{what}: opcode index {} out of range ({num_opcodes} codes)", op.opcode_index())));
+                return Err(Error::new(format!(
+                    "{what}: opcode index {} out of range ({num_opcodes} codes)",
+                    op.opcode_index()
+                )));
             }
             check_indices(&format!("{what} inputs"), op.inputs(), nt, true)?;
             check_indices(&format!("{what} outputs"), op.outputs(), nt, true)?;
@@ -236,7 +257,9 @@ fn validate_subgraph(
                     return Err(Error::new(format!("{what}: output tensor {o} is a constant")));
                 }
                 if inputs.contains(&o) || outputs[..k].contains(&o) {
-                    return Err(Error::new(format!("{what}: tensor {o} is written and read (or written twice) by the same operator")));
+                    return Err(Error::new(format!(
+                        "{what}: tensor {o} is written and read (or written twice) by the same operator"
+                    )));
                 }
             }
             if op.large_custom_options_size() > 0 {

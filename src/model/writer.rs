@@ -41,14 +41,24 @@ impl ModelWriter {
 
     /// Adds a float32 activation tensor; returns its index.
     pub fn tensor_f32(&mut self, name: &str, shape: &[i32]) -> i32 {
-        self.tensors.push(TensorSpec { name: name.into(), dtype: fb::TensorType::FLOAT32, shape: shape.to_vec(), data: None });
+        self.tensors.push(TensorSpec {
+            name: name.into(),
+            dtype: fb::TensorType::FLOAT32,
+            shape: shape.to_vec(),
+            data: None,
+        });
         self.tensors.len() as i32 - 1
     }
 
     /// Adds a float32 constant; returns its index.
     pub fn constant_f32(&mut self, name: &str, shape: &[i32], values: &[f32]) -> i32 {
         let data = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        self.tensors.push(TensorSpec { name: name.into(), dtype: fb::TensorType::FLOAT32, shape: shape.to_vec(), data: Some(data) });
+        self.tensors.push(TensorSpec {
+            name: name.into(),
+            dtype: fb::TensorType::FLOAT32,
+            shape: shape.to_vec(),
+            data: Some(data),
+        });
         self.tensors.len() as i32 - 1
     }
 
@@ -80,7 +90,8 @@ impl ModelWriter {
                 Some(d) => {
                     b.force_defaults(false);
                     let data = b.create_vector(d);
-                    buffers.push(fb::Buffer::create(&mut b, &fb::BufferArgs { data: Some(data), ..Default::default() }));
+                    buffers
+                        .push(fb::Buffer::create(&mut b, &fb::BufferArgs { data: Some(data), ..Default::default() }));
                     buffers.len() as u32 - 1
                 }
                 None => 0,
@@ -173,7 +184,10 @@ impl ModelWriter {
     ) -> (fb::BuiltinOptions, Option<WIPOffset<flatbuffers::UnionWIPOffset>>) {
         match o.op {
             fb::BuiltinOperator::ADD => {
-                let x = fb::AddOptions::create(b, &fb::AddOptionsArgs { fused_activation_function: o.activation, ..Default::default() });
+                let x = fb::AddOptions::create(
+                    b,
+                    &fb::AddOptionsArgs { fused_activation_function: o.activation, ..Default::default() },
+                );
                 (fb::BuiltinOptions::AddOptions, Some(x.as_union_value()))
             }
             fb::BuiltinOperator::MUL => {
@@ -181,7 +195,10 @@ impl ModelWriter {
                 (fb::BuiltinOptions::MulOptions, Some(x.as_union_value()))
             }
             fb::BuiltinOperator::SUB => {
-                let x = fb::SubOptions::create(b, &fb::SubOptionsArgs { fused_activation_function: o.activation, ..Default::default() });
+                let x = fb::SubOptions::create(
+                    b,
+                    &fb::SubOptionsArgs { fused_activation_function: o.activation, ..Default::default() },
+                );
                 (fb::BuiltinOptions::SubOptions, Some(x.as_union_value()))
             }
             _ => (fb::BuiltinOptions::NONE, None),
@@ -216,9 +233,10 @@ pub fn delegate_chain_model() -> Vec<u8> {
     let mut w = ModelWriter::new();
     let x = w.tensor_f32("x", &[1]);
     let mut acc = x;
-    for (k, op) in [fb::BuiltinOperator::ADD, fb::BuiltinOperator::ADD, fb::BuiltinOperator::MUL, fb::BuiltinOperator::ADD]
-        .into_iter()
-        .enumerate()
+    for (k, op) in
+        [fb::BuiltinOperator::ADD, fb::BuiltinOperator::ADD, fb::BuiltinOperator::MUL, fb::BuiltinOperator::ADD]
+            .into_iter()
+            .enumerate()
     {
         let c = w.constant_f32(&format!("c{k}"), &[1], &[2.0]);
         let r = w.tensor_f32(&format!("relu{k}"), &[1]);

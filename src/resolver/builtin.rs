@@ -120,7 +120,12 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinTopkV2, ops::topk_v2::registration(), 1, 3);
     add(Op::kTfLiteBuiltinOneHot, ops::one_hot::registration(), 1, 1);
     add(Op::kTfLiteBuiltinL2Normalization, ops::normalization::l2_normalization_registration(), 1, 2);
-    add(Op::kTfLiteBuiltinLocalResponseNormalization, ops::normalization::local_response_normalization_registration(), 1, 1);
+    add(
+        Op::kTfLiteBuiltinLocalResponseNormalization,
+        ops::normalization::local_response_normalization_registration(),
+        1,
+        1,
+    );
     add(Op::kTfLiteBuiltinFloorDiv, ops::floor_div_mod::floor_div_registration(), 1, 3);
     add(Op::kTfLiteBuiltinFloorMod, ops::floor_div_mod::floor_mod_registration(), 1, 2);
     add(Op::kTfLiteBuiltinAddN, ops::add_n::registration(), 1, 1);

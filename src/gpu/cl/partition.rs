@@ -61,7 +61,11 @@ fn read_only_buffer<T: Copy + Default>(env: &ClEnv, v: &[T]) -> Result<Buffer<T>
     if data.is_empty() {
         data.push(T::default());
     }
-    let what = format!("clCreateBuffer({} bytes of constants; device max allocation {} bytes)", std::mem::size_of_val(data.as_slice()), env.max_alloc);
+    let what = format!(
+        "clCreateBuffer({} bytes of constants; device max allocation {} bytes)",
+        std::mem::size_of_val(data.as_slice()),
+        env.max_alloc
+    );
     // SAFETY: COPY_HOST_PTR reads `data.len()` elements of T from a live Vec during the
     // call only.
     cl(&what, unsafe {
@@ -132,11 +136,11 @@ impl Partition {
         outputs: &[TensorId],
     ) -> Result<Partition, String> {
         let total = plan.total.max(16);
-        let what = format!("clCreateBuffer({} bytes of tensors; device max allocation {} bytes)", total * 4, env.max_alloc);
+        let what =
+            format!("clCreateBuffer({} bytes of tensors; device max allocation {} bytes)", total * 4, env.max_alloc);
         // SAFETY: no host pointer is passed; the size is non-zero.
-        let mut arena = cl(&what, unsafe {
-            Buffer::<u8>::create(&env.context, CL_MEM_READ_WRITE, total * 4, ptr::null_mut())
-        })?;
+        let mut arena =
+            cl(&what, unsafe { Buffer::<u8>::create(&env.context, CL_MEM_READ_WRITE, total * 4, ptr::null_mut()) })?;
         for &c in &plan.constants {
             let data = gtensors[&c].constant.as_ref().ok_or("constant without contents")?;
             let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -203,19 +207,42 @@ impl Partition {
                 OpKind::CopyLinear { .. } => args.push(src),
                 OpKind::Conv2d { input, window: w, weights: wt, bias, .. } => {
                     args.extend([Arg::Mem(upload_padded(wt)?), Arg::Mem(upload_padded(bias)?), src]);
-                    args.extend(ints(&[input[1], input[2], input[3], w.kh, w.kw, w.sh, w.sw, w.dh, w.dw, w.pad_t, w.pad_l])?);
+                    args.extend(ints(&[
+                        input[1], input[2], input[3], w.kh, w.kw, w.sh, w.sw, w.dh, w.dw, w.pad_t, w.pad_l,
+                    ])?);
                 }
                 OpKind::Conv1x1 { in_c, weights: wt, bias, .. } => {
-                    args.extend([Arg::Mem(upload_padded(wt)?), Arg::Mem(upload_padded(bias)?), src, Arg::I(int(*in_c)?)]);
+                    args.extend([
+                        Arg::Mem(upload_padded(wt)?),
+                        Arg::Mem(upload_padded(bias)?),
+                        src,
+                        Arg::I(int(*in_c)?),
+                    ]);
                 }
                 OpKind::Depthwise { input, window: w, multiplier, weights: wt, bias, .. } => {
                     args.extend([Arg::Mem(upload_padded(wt)?), Arg::Mem(upload_padded(bias)?), src]);
                     args.extend(ints(&[
-                        input[1], input[2], input[3], w.kh, w.kw, w.sh, w.sw, w.dh, w.dw, w.pad_t, w.pad_l, *multiplier,
+                        input[1],
+                        input[2],
+                        input[3],
+                        w.kh,
+                        w.kw,
+                        w.sh,
+                        w.sw,
+                        w.dh,
+                        w.dw,
+                        w.pad_t,
+                        w.pad_l,
+                        *multiplier,
                     ])?);
                 }
                 OpKind::FullyConnected { in_features, weights: wt, bias, .. } => {
-                    args.extend([Arg::Mem(upload_padded(wt)?), Arg::Mem(upload_padded(bias)?), src, Arg::I(int(*in_features)?)]);
+                    args.extend([
+                        Arg::Mem(upload_padded(wt)?),
+                        Arg::Mem(upload_padded(bias)?),
+                        src,
+                        Arg::I(int(*in_features)?),
+                    ]);
                 }
                 OpKind::TransposeConv { input, window: w, weights: wt, bias, .. } => {
                     args.extend([Arg::Mem(upload_padded(wt)?), Arg::Mem(upload_padded(bias)?), src]);
@@ -223,7 +250,17 @@ impl Partition {
                 }
                 OpKind::Pool { input, window: w, is_max, .. } => {
                     args.push(src);
-                    args.extend(ints(&[input[1], input[2], w.kh, w.kw, w.sh, w.sw, w.pad_t, w.pad_l, *is_max as usize])?);
+                    args.extend(ints(&[
+                        input[1],
+                        input[2],
+                        w.kh,
+                        w.kw,
+                        w.sh,
+                        w.sw,
+                        w.pad_t,
+                        w.pad_l,
+                        *is_max as usize,
+                    ])?);
                 }
                 OpKind::Mean { input, mask, .. } => {
                     args.push(src);
@@ -234,11 +271,19 @@ impl Partition {
                 }
                 OpKind::Pad { input, before, value, .. } => {
                     args.push(src);
-                    args.extend(ints(&[input[0], input[1], input[2], input[3], before[0], before[1], before[2], before[3]])?);
+                    args.extend(ints(&[
+                        input[0], input[1], input[2], input[3], before[0], before[1], before[2], before[3],
+                    ])?);
                     args.push(Arg::F(*value));
                 }
                 OpKind::ResizeBilinear { input, scale_y, scale_x, half_pixel, .. } => {
-                    args.extend([src, Arg::I(int(input[1])?), Arg::I(int(input[2])?), Arg::F(*scale_y), Arg::F(*scale_x)]);
+                    args.extend([
+                        src,
+                        Arg::I(int(input[1])?),
+                        Arg::I(int(input[2])?),
+                        Arg::F(*scale_y),
+                        Arg::F(*scale_x),
+                    ]);
                     args.push(Arg::I(*half_pixel as i32));
                 }
             }
@@ -248,7 +293,10 @@ impl Partition {
             let private = kernel.get_private_mem_size(env.device.id()).unwrap_or(0);
             let name = op.kind.kernel_name();
             // The tuning cache key: kernel source, this launch's argument shapes and grid.
-            let hash = kernel_hash(&format!("{name} {:?} {:?} {:?}\n{PROGRAM_SOURCE}", op.kind_signature(), op.region, op.steps.len()), BUILD_OPTIONS);
+            let hash = kernel_hash(
+                &format!("{name} {:?} {:?} {:?}\n{PROGRAM_SOURCE}", op.kind_signature(), op.region, op.steps.len()),
+                BUILD_OPTIONS,
+            );
             let k = KernelToTune {
                 kernel_hash: &hash,
                 grid,
@@ -325,7 +373,16 @@ impl Partition {
             let global = round_up(l.grid, l.local);
             // SAFETY: arguments were bound at build time and the buffers they name are
             // owned by `self`; global/local are 3 sizes each.
-            let r = unsafe { env.queue.enqueue_nd_range_kernel(l.kernel.get(), 3, ptr::null(), global.as_ptr(), l.local.as_ptr(), &[]) };
+            let r = unsafe {
+                env.queue.enqueue_nd_range_kernel(
+                    l.kernel.get(),
+                    3,
+                    ptr::null(),
+                    global.as_ptr(),
+                    l.local.as_ptr(),
+                    &[],
+                )
+            };
             r.map_err(|e| format!("launching {}: {e}", l.name))?;
         }
         for ((t, src, n), data) in self.outputs.iter().zip(outputs.iter_mut()) {

@@ -147,7 +147,8 @@ unsafe fn params(op: i32, data: *const core::ffi::c_void, custom: Option<&[u8]>)
         let w = unsafe { words(data, 2) };
         // SAFETY: ...followed by the `bool keep_num_dims` at byte 8.
         let keep = unsafe { data.cast::<u8>().add(8).read() } != 0;
-        let mut f = TfLiteFullyConnectedParams { activation: activation(w[0])?, keep_num_dims: keep, ..Default::default() };
+        let mut f =
+            TfLiteFullyConnectedParams { activation: activation(w[0])?, keep_num_dims: keep, ..Default::default() };
         if w[1] != 0 {
             f.weights_format = TfLiteFullyConnectedWeightsFormat::kTfLiteFullyConnectedWeightsFormatShuffled4x16Int8;
         }
@@ -199,7 +200,10 @@ pub unsafe fn node(context: *mut TfLiteContext, index: i32) -> Result<NodeDesc, 
     let mut node: *mut TfLiteNode = core::ptr::null_mut();
     let mut reg: *mut TfLiteRegistration = core::ptr::null_mut();
     // SAFETY: valid out-pointers.
-    if unsafe { f(context, index as c_int, &mut node, &mut reg) } != TfLiteStatus::kTfLiteOk || node.is_null() || reg.is_null() {
+    if unsafe { f(context, index as c_int, &mut node, &mut reg) } != TfLiteStatus::kTfLiteOk
+        || node.is_null()
+        || reg.is_null()
+    {
         return Err(format!("GetNodeAndRegistration({index}) failed"));
     }
     // SAFETY: both returned non-NULL by the runtime and live during Prepare.
@@ -214,7 +218,9 @@ pub unsafe fn node(context: *mut TfLiteContext, index: i32) -> Result<NodeDesc, 
         None
     } else {
         // SAFETY: the runtime guarantees custom_initial_data_size readable bytes.
-        Some(unsafe { core::slice::from_raw_parts(n.custom_initial_data.cast::<u8>(), n.custom_initial_data_size as usize) })
+        Some(unsafe {
+            core::slice::from_raw_parts(n.custom_initial_data.cast::<u8>(), n.custom_initial_data_size as usize)
+        })
     };
     Ok(NodeDesc {
         index,
@@ -235,7 +241,10 @@ pub unsafe fn node(context: *mut TfLiteContext, index: i32) -> Result<NodeDesc, 
 pub unsafe fn tensor_ptr(context: *mut TfLiteContext, t: TensorId) -> Result<*mut TfLiteTensor, String> {
     // SAFETY: live context.
     let ctx = unsafe { &*context };
-    let i = usize::try_from(t).ok().filter(|&i| i < ctx.tensors_size).ok_or_else(|| format!("tensor index {t} is out of range"))?;
+    let i = usize::try_from(t)
+        .ok()
+        .filter(|&i| i < ctx.tensors_size)
+        .ok_or_else(|| format!("tensor index {t} is out of range"))?;
     if ctx.tensors.is_null() {
         return Err("the context has no tensors".into());
     }
@@ -263,11 +272,17 @@ pub unsafe fn tensor(context: *mut TfLiteContext, t: TensorId) -> Result<TensorD
         None
     };
     let (mut scale, mut zero_point, mut per_channel) = (0.0, 0, false);
-    if tp.quantization_type_raw() == TfLiteQuantizationType::kTfLiteAffineQuantization as c_int && !tp.quantization.params.is_null() {
+    if tp.quantization_type_raw() == TfLiteQuantizationType::kTfLiteAffineQuantization as c_int
+        && !tp.quantization.params.is_null()
+    {
         // SAFETY: affine quantization params are a TfLiteAffineQuantization.
         let q = unsafe { &*(tp.quantization.params as *const TfLiteAffineQuantization) };
-        // SAFETY: NULL or live arrays.
-        let scales = if q.scale.is_null() { Vec::new() } else { unsafe { crate::abi::arrays::float_array_slice(q.scale) }.to_vec() };
+        let scales = if q.scale.is_null() {
+            Vec::new()
+        } else {
+            // SAFETY: `scale` is the live array of the same params (checked non-NULL).
+            unsafe { crate::abi::arrays::float_array_slice(q.scale) }.to_vec()
+        };
         // SAFETY: zero_point is NULL or the live array of the same params.
         let zps = unsafe { ints(q.zero_point) };
         per_channel = scales.len() > 1;
@@ -284,7 +299,10 @@ pub unsafe fn tensor(context: *mut TfLiteContext, t: TensorId) -> Result<TensorD
 ///
 /// # Safety
 /// `context` is live.
-pub unsafe fn tensors_of(context: *mut TfLiteContext, nodes: &[NodeDesc]) -> Result<HashMap<TensorId, TensorDesc>, String> {
+pub unsafe fn tensors_of(
+    context: *mut TfLiteContext,
+    nodes: &[NodeDesc],
+) -> Result<HashMap<TensorId, TensorDesc>, String> {
     let mut m = HashMap::new();
     for n in nodes {
         for &t in n.inputs.iter().chain(&n.outputs) {

@@ -223,7 +223,8 @@ unsafe fn prepare(context: *mut TfLiteContext, delegate: *mut TfLiteDelegate) ->
     };
     let list = crate::abi::arrays::OwnedIntArray::new(&chosen).ok_or("node list allocation failed")?;
     // SAFETY: live context in Prepare.
-    let replace = unsafe { (*context).ReplaceNodeSubsetsWithDelegateKernels }.ok_or("ReplaceNodeSubsetsWithDelegateKernels is missing")?;
+    let replace = unsafe { (*context).ReplaceNodeSubsetsWithDelegateKernels }
+        .ok_or("ReplaceNodeSubsetsWithDelegateKernels is missing")?;
     // SAFETY: a valid registration, a live node list and this delegate.
     match unsafe { replace(context, reg, list.as_ptr(), delegate) } {
         TfLiteStatus::kTfLiteOk => Ok(()),
@@ -292,9 +293,13 @@ unsafe fn init(params: *const TfLiteDelegateParams) -> Result<Kernel, String> {
     // SAFETY: the params' delegate is the one whose Prepare replaced these nodes.
     let me = unsafe { GpuDelegate::from_raw(p.delegate) }.ok_or("not a GPU delegate")?;
     // SAFETY: live arrays of the params.
-    let (ids, inputs, outputs) = unsafe { (context::ints(p.nodes_to_replace), context::ints(p.input_tensors), context::ints(p.output_tensors)) };
+    let (ids, inputs, outputs) =
+        unsafe { (context::ints(p.nodes_to_replace), context::ints(p.input_tensors), context::ints(p.output_tensors)) };
     let mut st = me.state.lock();
-    let nodes: Vec<NodeDesc> = ids.iter().map(|i| st.nodes.get(i).cloned().ok_or(format!("node {i} was not seen in Prepare"))).collect::<Result<_, _>>()?;
+    let nodes: Vec<NodeDesc> = ids
+        .iter()
+        .map(|i| st.nodes.get(i).cloned().ok_or(format!("node {i} was not seen in Prepare")))
+        .collect::<Result<_, _>>()?;
     let mut lowering = Lowering::new(&st.tensors, &st.known);
     for n in &nodes {
         lowering.add_node(n).map_err(|e| format!("node {}: {e}", n.index))?;
@@ -307,11 +312,8 @@ unsafe fn init(params: *const TfLiteDelegateParams) -> Result<Kernel, String> {
         let mut tuner = me.tuner.lock();
         Partition::build(&me.env, &mut tuner, &ops, &gtensors, &memory, &inputs, &outputs)?
     };
-    let shapes = inputs
-        .iter()
-        .chain(&outputs)
-        .filter_map(|t| st.tensors.get(t).map(|d| (*t, d.dims.clone())))
-        .collect();
+    let shapes =
+        inputs.iter().chain(&outputs).filter_map(|t| st.tensors.get(t).map(|d| (*t, d.dims.clone()))).collect();
     let r = &mut st.report;
     r.partitions += 1;
     r.nodes_delegated += nodes.len();

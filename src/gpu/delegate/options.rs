@@ -2,7 +2,7 @@
 //! bytes) and what its fields mean here.
 #![allow(non_camel_case_types)]
 
-use core::ffi::{c_char, CStr};
+use core::ffi::{CStr, c_char};
 use std::path::PathBuf;
 
 use crate::gpu::tuner::TuneLevel;
@@ -133,9 +133,16 @@ impl Settings {
         }
         // SAFETY: forwarded from the caller.
         let (dir, token) = unsafe { (string(o.serialization_dir), string(o.model_token)) };
-        let cache_path = match (o.experimental_flags & TFLITE_GPU_EXPERIMENTAL_FLAGS_ENABLE_SERIALIZATION as i64 != 0, dir, &token) {
+        let cache_path = match (
+            o.experimental_flags & TFLITE_GPU_EXPERIMENTAL_FLAGS_ENABLE_SERIALIZATION as i64 != 0,
+            dir,
+            &token,
+        ) {
             (true, Some(d), Some(t)) if !d.is_empty() && !t.is_empty() => {
-                let safe: String = t.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+                let safe: String = t
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+                    .collect();
                 Some(PathBuf::from(d).join(format!("{safe}.wgtune")))
             }
             _ => None,

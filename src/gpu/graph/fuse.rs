@@ -68,7 +68,8 @@ fn try_fuse(
         options.push((src, q.steps.clone()));
     }
     if let Some(Step { code, operand: Some((u, us)), node }) = q.steps.first().cloned()
-        && us == full && s == full
+        && us == full
+        && s == full
         && let Some(c) = swapped(code)
     {
         let mut steps = q.steps.clone();
@@ -89,9 +90,10 @@ fn try_fuse(
             continue;
         }
         // Every operand must exist when the producer runs.
-        let ready = steps.iter().filter_map(|st| st.operand.map(|(o, _)| o)).all(|o| {
-            gtensors.get(&o).is_some_and(|g| g.constant.is_some()) || !done[pi..].iter().any(|d| d.out == o)
-        });
+        let ready = steps
+            .iter()
+            .filter_map(|st| st.operand.map(|(o, _)| o))
+            .all(|o| gtensors.get(&o).is_some_and(|g| g.constant.is_some()) || !done[pi..].iter().any(|d| d.out == o));
         if !ready {
             continue;
         }

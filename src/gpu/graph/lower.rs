@@ -180,9 +180,10 @@ impl<'a> Lowering<'a> {
             return Err(format!("output tensor {out} is constant"));
         }
         let o = out_t.shape;
-        let push = |p: &mut Pending, kind: OpKind, out_shape: Shape4, region: Shape4, origin: [usize; 4], steps: Vec<Step>| {
-            p.ops.push(Op { kind, out, out_shape, region, origin, steps, nodes: vec![n.index] });
-        };
+        let push =
+            |p: &mut Pending, kind: OpKind, out_shape: Shape4, region: Shape4, origin: [usize; 4], steps: Vec<Step>| {
+                p.ops.push(Op { kind, out, out_shape, region, origin, steps, nodes: vec![n.index] });
+            };
         p.tensors.push((out, out_t.clone()));
         let binaries = [
             (B::kTfLiteBuiltinAdd, step::ADD),
@@ -199,8 +200,10 @@ impl<'a> Lowering<'a> {
             }
             let (a, b) = (self.input(n, 0)?, self.input(n, 1)?);
             let (ta, tb) = (self.value(a)?, self.value(b)?);
-            let sa = broadcast_strides(ta.shape, o).ok_or_else(|| format!("input {:?} does not broadcast to {o:?}", ta.shape))?;
-            let sb = broadcast_strides(tb.shape, o).ok_or_else(|| format!("input {:?} does not broadcast to {o:?}", tb.shape))?;
+            let sa = broadcast_strides(ta.shape, o)
+                .ok_or_else(|| format!("input {:?} does not broadcast to {o:?}", ta.shape))?;
+            let sb = broadcast_strides(tb.shape, o)
+                .ok_or_else(|| format!("input {:?} does not broadcast to {o:?}", tb.shape))?;
             if (0..4).any(|d| o[d] != ta.shape[d].max(tb.shape[d])) {
                 return Err(format!("output {o:?} is not the broadcast of {:?} and {:?}", ta.shape, tb.shape));
             }
@@ -241,7 +244,8 @@ impl<'a> Lowering<'a> {
             if ta.shape != o {
                 return Err(format!("input {:?} and output {o:?} differ", ta.shape));
             }
-            let s = broadcast_strides(tal.shape, o).ok_or_else(|| format!("alpha {:?} does not broadcast to {o:?}", tal.shape))?;
+            let s = broadcast_strides(tal.shape, o)
+                .ok_or_else(|| format!("alpha {:?} does not broadcast to {o:?}", tal.shape))?;
             p.tensors.push((a, ta));
             p.tensors.push((alpha, tal));
             let steps = vec![Step { code: step::PRELU, operand: Some((alpha, s)), node: n.index }];
@@ -255,13 +259,34 @@ impl<'a> Lowering<'a> {
             self.rank4(n, 0)?;
             let (co, kh, kw, wc) = (ws[0], ws[1], ws[2], ws[3]);
             if wc != ti.shape[3] {
-                return Err(format!("filter {ws:?} does not match input channels {} (grouped convolution)", ti.shape[3]));
+                return Err(format!(
+                    "filter {ws:?} does not match input channels {} (grouped convolution)",
+                    ti.shape[3]
+                ));
             }
-            let window = window(c.padding, ti.shape, o, kh, kw, c.stride_height, c.stride_width, c.dilation_height_factor, c.dilation_width_factor)?;
+            let window = window(
+                c.padding,
+                ti.shape,
+                o,
+                kh,
+                kw,
+                c.stride_height,
+                c.stride_width,
+                c.dilation_height_factor,
+                c.dilation_width_factor,
+            )?;
             check_out(o, [ti.shape[0], o[1], o[2], co])?;
             let bias = self.bias(n, 2, co)?;
             let steps = activation_steps(c.activation, n.index)?;
-            let kind = if kh == 1 && kw == 1 && window.sh == 1 && window.sw == 1 && window.pad_t == 0 && window.pad_l == 0 && o[1] == ti.shape[1] && o[2] == ti.shape[2] {
+            let kind = if kh == 1
+                && kw == 1
+                && window.sh == 1
+                && window.sw == 1
+                && window.pad_t == 0
+                && window.pad_l == 0
+                && o[1] == ti.shape[1]
+                && o[2] == ti.shape[2]
+            {
                 OpKind::Conv1x1 { src, in_c: wc, weights: ohwi_to_hwio(&w, ws), bias }
             } else {
                 OpKind::Conv2d { src, input: ti.shape, window, weights: ohwi_to_hwio(&w, ws), bias }
@@ -280,7 +305,17 @@ impl<'a> Lowering<'a> {
             if ws[0] != 1 || co % ci != 0 || co != o[3] {
                 return Err(format!("filter {ws:?} does not fit input channels {ci} and output {o:?}"));
             }
-            let window = window(c.padding, ti.shape, o, kh, kw, c.stride_height, c.stride_width, c.dilation_height_factor, c.dilation_width_factor)?;
+            let window = window(
+                c.padding,
+                ti.shape,
+                o,
+                kh,
+                kw,
+                c.stride_height,
+                c.stride_width,
+                c.dilation_height_factor,
+                c.dilation_width_factor,
+            )?;
             check_out(o, [ti.shape[0], o[1], o[2], co])?;
             let bias = self.bias(n, 2, co)?;
             let steps = activation_steps(c.activation, n.index)?;
@@ -447,7 +482,8 @@ impl<'a> Lowering<'a> {
         if is(B::kTfLiteBuiltinReshape) {
             let (src, ti) = (self.input(n, 0)?, self.value(self.input(n, 0)?)?);
             if let Some(s) = self.optional_input(n, 1)
-                && self.desc(s)?.data.is_none() && !self.known.contains_key(&s)
+                && self.desc(s)?.data.is_none()
+                && !self.known.contains_key(&s)
             {
                 return Err("a runtime shape input makes the output shape dynamic".into());
             }
@@ -767,7 +803,15 @@ mod tests {
     }
 
     fn node(op: B, inputs: &[i32], outputs: &[i32], params: Params) -> NodeDesc {
-        NodeDesc { index: 0, op: op as i32, custom_name: String::new(), version: 1, inputs: inputs.to_vec(), outputs: outputs.to_vec(), params }
+        NodeDesc {
+            index: 0,
+            op: op as i32,
+            custom_name: String::new(),
+            version: 1,
+            inputs: inputs.to_vec(),
+            outputs: outputs.to_vec(),
+            params,
+        }
     }
 
     #[test]
@@ -850,7 +894,14 @@ mod tests {
         let mut t = HashMap::new();
         t.insert(
             0,
-            TensorDesc { ty: TfLiteType::kTfLiteFloat16, dims: vec![2], data: Some(vec![0x00, 0x3c, 0x00, 0xc0]), scale: 0.0, zero_point: 0, per_channel: false },
+            TensorDesc {
+                ty: TfLiteType::kTfLiteFloat16,
+                dims: vec![2],
+                data: Some(vec![0x00, 0x3c, 0x00, 0xc0]),
+                scale: 0.0,
+                zero_point: 0,
+                per_channel: false,
+            },
         );
         t.insert(1, f32_tensor(&[2], None));
         let known = HashMap::new();

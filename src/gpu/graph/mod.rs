@@ -134,25 +134,83 @@ pub struct Window {
 pub enum OpKind {
     /// Output = source read with broadcast strides (standalone elementwise ops, concat
     /// slices, broadcasting copies).
-    CopyBroadcast { src: TensorId, strides: [usize; 4] },
+    CopyBroadcast {
+        src: TensorId,
+        strides: [usize; 4],
+    },
     /// Same linear index (RESHAPE).
-    CopyLinear { src: TensorId },
+    CopyLinear {
+        src: TensorId,
+    },
     /// Weights as [kh][kw][in_c][out_c].
-    Conv2d { src: TensorId, input: Shape4, window: Window, weights: Vec<f32>, bias: Vec<f32> },
+    Conv2d {
+        src: TensorId,
+        input: Shape4,
+        window: Window,
+        weights: Vec<f32>,
+        bias: Vec<f32>,
+    },
     /// 1x1, stride 1, no padding. Weights as [in_c][out_c].
-    Conv1x1 { src: TensorId, in_c: usize, weights: Vec<f32>, bias: Vec<f32> },
+    Conv1x1 {
+        src: TensorId,
+        in_c: usize,
+        weights: Vec<f32>,
+        bias: Vec<f32>,
+    },
     /// Weights as [kh][kw][out_c].
-    Depthwise { src: TensorId, input: Shape4, window: Window, multiplier: usize, weights: Vec<f32>, bias: Vec<f32> },
+    Depthwise {
+        src: TensorId,
+        input: Shape4,
+        window: Window,
+        multiplier: usize,
+        weights: Vec<f32>,
+        bias: Vec<f32>,
+    },
     /// Weights as [in_features][units].
-    FullyConnected { src: TensorId, in_features: usize, weights: Vec<f32>, bias: Vec<f32> },
+    FullyConnected {
+        src: TensorId,
+        in_features: usize,
+        weights: Vec<f32>,
+        bias: Vec<f32>,
+    },
     /// Weights as [kh][kw][in_c][out_c].
-    TransposeConv { src: TensorId, input: Shape4, window: Window, weights: Vec<f32>, bias: Vec<f32> },
-    Pool { src: TensorId, input: Shape4, window: Window, is_max: bool },
+    TransposeConv {
+        src: TensorId,
+        input: Shape4,
+        window: Window,
+        weights: Vec<f32>,
+        bias: Vec<f32>,
+    },
+    Pool {
+        src: TensorId,
+        input: Shape4,
+        window: Window,
+        is_max: bool,
+    },
     /// `mask`: bit 0 batch, 1 height, 2 width, 3 channels.
-    Mean { src: TensorId, input: Shape4, mask: u32 },
-    Softmax { src: TensorId, channels: usize, beta: f32 },
-    Pad { src: TensorId, input: Shape4, before: [usize; 4], value: f32 },
-    ResizeBilinear { src: TensorId, input: Shape4, scale_y: f32, scale_x: f32, half_pixel: bool },
+    Mean {
+        src: TensorId,
+        input: Shape4,
+        mask: u32,
+    },
+    Softmax {
+        src: TensorId,
+        channels: usize,
+        beta: f32,
+    },
+    Pad {
+        src: TensorId,
+        input: Shape4,
+        before: [usize; 4],
+        value: f32,
+    },
+    ResizeBilinear {
+        src: TensorId,
+        input: Shape4,
+        scale_y: f32,
+        scale_x: f32,
+        half_pixel: bool,
+    },
 }
 
 impl OpKind {
@@ -217,7 +275,10 @@ impl OpKind {
     pub fn is_conv_class(&self) -> bool {
         matches!(
             self,
-            OpKind::Conv2d { .. } | OpKind::Conv1x1 { .. } | OpKind::FullyConnected { .. } | OpKind::TransposeConv { .. }
+            OpKind::Conv2d { .. }
+                | OpKind::Conv1x1 { .. }
+                | OpKind::FullyConnected { .. }
+                | OpKind::TransposeConv { .. }
         )
     }
 }
@@ -268,7 +329,11 @@ impl Op {
     /// has one work item per row.
     pub fn grid(&self) -> [usize; 3] {
         let r = self.region;
-        [r[3].div_ceil(self.kind.channel_block()).max(1), r[2].div_ceil(self.kind.width_block()).max(1), (r[0] * r[1]).max(1)]
+        [
+            r[3].div_ceil(self.kind.channel_block()).max(1),
+            r[2].div_ceil(self.kind.width_block()).max(1),
+            (r[0] * r[1]).max(1),
+        ]
     }
 }
 

@@ -33,7 +33,12 @@ fn aligned(n: usize) -> usize {
 
 /// Plans the buffer for `ops`; `inputs` are written before the first launch, `outputs`
 /// read after the last.
-pub fn plan(ops: &[Op], gtensors: &HashMap<TensorId, GTensor>, inputs: &[TensorId], outputs: &[TensorId]) -> Result<MemoryPlan, String> {
+pub fn plan(
+    ops: &[Op],
+    gtensors: &HashMap<TensorId, GTensor>,
+    inputs: &[TensorId],
+    outputs: &[TensorId],
+) -> Result<MemoryPlan, String> {
     let mut first: HashMap<TensorId, usize> = HashMap::new();
     let mut last: HashMap<TensorId, usize> = HashMap::new();
     let mut constants = Vec::new();

@@ -112,11 +112,7 @@ pub fn kernel_hash(source: &str, build_options: &str) -> String {
     data.extend_from_slice(source.as_bytes());
     data.push(0);
     data.extend_from_slice(build_options.as_bytes());
-    format!(
-        "{:016x}{:016x}",
-        fnv1a64(&data, 0),
-        fnv1a64(&data, 0x5bd1_e995_9e37_79b9)
-    )
+    format!("{:016x}{:016x}", fnv1a64(&data, 0), fnv1a64(&data, 0x5bd1_e995_9e37_79b9))
 }
 
 const CRC_TABLE: [u32; 256] = {
@@ -126,11 +122,7 @@ const CRC_TABLE: [u32; 256] = {
         let mut c = i as u32;
         let mut k = 0;
         while k < 8 {
-            c = if c & 1 != 0 {
-                0xEDB8_8320 ^ (c >> 1)
-            } else {
-                c >> 1
-            };
+            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
             k += 1;
         }
         t[i] = c;
@@ -257,10 +249,7 @@ fn acquire_lock(path: &Path, wait: Duration) -> Option<LockGuard> {
 impl TuneCache {
     /// An empty cache for files of this `scope` (the file-level key).
     pub fn new(scope: impl Into<String>) -> Self {
-        TuneCache {
-            scope: scope.into(),
-            entries: BTreeMap::new(),
-        }
+        TuneCache { scope: scope.into(), entries: BTreeMap::new() }
     }
 
     pub fn scope(&self) -> &str {
@@ -294,8 +283,7 @@ impl TuneCache {
     /// Drops the entries of `device` measured with another driver (obsolete after a driver
     /// update); other devices' entries are kept.
     pub fn retain_driver(&mut self, device: &str, driver: &str) {
-        self.entries
-            .retain(|k, _| k.device != device || k.driver == driver);
+        self.entries.retain(|k, _| k.device != device || k.driver == driver);
     }
 
     /// The file content.
@@ -353,37 +341,24 @@ impl TuneCache {
             return Err("corrupt: checksum line misplaced".into());
         }
         let crc_line = &text[body_end + "crc32\t".len()..text.len() - 1];
-        if crc_line.len() != 8
-            || !crc_line
-                .bytes()
-                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-        {
+        if crc_line.len() != 8 || !crc_line.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
             return Err("corrupt: bad checksum field".into());
         }
-        let want = u32::from_str_radix(crc_line, 16)
-            .map_err(|_| "corrupt: bad checksum field".to_string())?;
+        let want = u32::from_str_radix(crc_line, 16).map_err(|_| "corrupt: bad checksum field".to_string())?;
         let got = crc32(&text.as_bytes()[..body_end]);
         if want != got {
-            return Err(format!(
-                "corrupt: checksum mismatch (file {want:08x}, content {got:08x})"
-            ));
+            return Err(format!("corrupt: checksum mismatch (file {want:08x}, content {got:08x})"));
         }
         let mut lines = text[..body_end - 1].split('\n');
         lines.next(); // header, checked above
         let scope_line = lines.next().ok_or("corrupt: no scope line")?;
-        let file_scope = unescape(
-            scope_line
-                .strip_prefix("scope\t")
-                .ok_or("corrupt: bad scope line")?,
-        )?;
+        let file_scope = unescape(scope_line.strip_prefix("scope\t").ok_or("corrupt: bad scope line")?)?;
         if file_scope != scope {
             return Err(format!("stale: file scope {file_scope:?} is not {scope:?}"));
         }
         let count_line = lines.next().ok_or("corrupt: no entries line")?;
-        let count: usize = count_line
-            .strip_prefix("entries\t")
-            .and_then(|c| c.parse().ok())
-            .ok_or("corrupt: bad entries line")?;
+        let count: usize =
+            count_line.strip_prefix("entries\t").and_then(|c| c.parse().ok()).ok_or("corrupt: bad entries line")?;
         let mut cache = TuneCache::new(scope);
         let mut seen = 0usize;
         for (i, line) in lines.enumerate() {
@@ -401,9 +376,7 @@ impl TuneCache {
                 work_group: parse_triple(f[5])?,
                 median_ns: parse_f64(f[6])?,
                 baseline_ns: parse_f64(f[7])?,
-                samples: f[8]
-                    .parse()
-                    .map_err(|_| format!("corrupt: bad sample count {:?}", f[8]))?,
+                samples: f[8].parse().map_err(|_| format!("corrupt: bad sample count {:?}", f[8]))?,
             };
             cache.entries.insert(key, entry);
             seen += 1;
@@ -423,10 +396,7 @@ impl TuneCache {
             Err(e) => return (empty(), LoadStatus::Ignored(format!("unreadable: {e}"))),
         };
         if meta.len() > MAX_FILE_BYTES {
-            return (
-                empty(),
-                LoadStatus::Ignored(format!("too large: {} bytes", meta.len())),
-            );
+            return (empty(), LoadStatus::Ignored(format!("too large: {} bytes", meta.len())));
         }
         let bytes = match fs::read(path) {
             Ok(b) => b,
@@ -450,16 +420,10 @@ impl TuneCache {
 
     /// [`TuneCache::save`], merging only the disk entries for which `keep` is true (e.g.
     /// not those of an obsolete driver).
-    pub fn save_filtered(
-        &mut self,
-        path: &Path,
-        keep: &dyn Fn(&CacheKey) -> bool,
-    ) -> io::Result<SaveReport> {
+    pub fn save_filtered(&mut self, path: &Path, keep: &dyn Fn(&CacheKey) -> bool) -> io::Result<SaveReport> {
         let guard = acquire_lock(path, LOCK_WAIT);
         let merged = guard.is_some();
-        if merged
-            && let (disk, LoadStatus::Loaded { .. }) = TuneCache::load(path, &self.scope)
-        {
+        if merged && let (disk, LoadStatus::Loaded { .. }) = TuneCache::load(path, &self.scope) {
             for (k, v) in disk.entries {
                 if keep(&k) {
                     self.entries.entry(k).or_insert(v);
@@ -468,10 +432,7 @@ impl TuneCache {
         }
         write_atomically(path, &self.encode())?;
         drop(guard);
-        Ok(SaveReport {
-            entries: self.entries.len(),
-            merged,
-        })
+        Ok(SaveReport { entries: self.entries.len(), merged })
     }
 }
 
@@ -482,14 +443,10 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let name = path.file_name().ok_or_else(|| {
-        io::Error::new(io::ErrorKind::InvalidInput, "cache path has no file name")
-    })?;
+    let name =
+        path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "cache path has no file name"))?;
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
+    let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
     let mut tmp_name = name.to_owned();
     tmp_name.push(format!(".tmp.{}.{n}.{nanos}", std::process::id()));
     let tmp = dir.join(tmp_name);
@@ -530,21 +487,13 @@ mod tests {
         CacheKey {
             device: "Adreno (TM) 640\tOpenCL 2.0".into(),
             driver: "OpenCL 2.0 QUALCOMM build: commit #\\n 512.415".into(),
-            kernel_hash: kernel_hash(
-                &format!("__kernel void k{i}() {{}}"),
-                "-cl-fast-relaxed-math",
-            ),
+            kernel_hash: kernel_hash(&format!("__kernel void k{i}() {{}}"), "-cl-fast-relaxed-math"),
             grid: [64, 64, i],
         }
     }
 
     fn entry(i: usize) -> CacheEntry {
-        CacheEntry {
-            work_group: [8, 4, i % 4 + 1],
-            median_ns: 1234.5 + i as f64,
-            baseline_ns: 2e6,
-            samples: 17,
-        }
+        CacheEntry { work_group: [8, 4, i % 4 + 1], median_ns: 1234.5 + i as f64, baseline_ns: 2e6, samples: 17 }
     }
 
     fn sample_cache() -> TuneCache {
@@ -559,12 +508,7 @@ mod tests {
                 kernel_hash: "x".into(),
                 grid: [1, 1, 1],
             },
-            CacheEntry {
-                work_group: [1, 1, 1],
-                median_ns: f64::NAN,
-                baseline_ns: f64::INFINITY,
-                samples: 0,
-            },
+            CacheEntry { work_group: [1, 1, 1], median_ns: f64::NAN, baseline_ns: f64::INFINITY, samples: 0 },
         );
         c
     }
@@ -600,10 +544,7 @@ mod tests {
         // Byte-identical re-encode.
         assert_eq!(l.encode(), c.encode());
         // No temp files left behind.
-        let names: Vec<_> = fs::read_dir(&d)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
+        let names: Vec<_> = fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names.len(), 1, "{names:?}");
         let _ = fs::remove_dir_all(&d);
     }
@@ -619,41 +560,14 @@ mod tests {
         let k = key(2);
         assert!(l.get(&k).is_some());
         // Any field of the key changes -> miss.
-        assert!(
-            l.get(&CacheKey {
-                driver: "new driver".into(),
-                ..k.clone()
-            })
-            .is_none()
-        );
-        assert!(
-            l.get(&CacheKey {
-                device: "other".into(),
-                ..k.clone()
-            })
-            .is_none()
-        );
-        assert!(
-            l.get(&CacheKey {
-                kernel_hash: kernel_hash("changed", ""),
-                ..k.clone()
-            })
-            .is_none()
-        );
-        assert!(
-            l.get(&CacheKey {
-                grid: [64, 64, 3],
-                ..k.clone()
-            })
-            .is_none()
-        );
+        assert!(l.get(&CacheKey { driver: "new driver".into(), ..k.clone() }).is_none());
+        assert!(l.get(&CacheKey { device: "other".into(), ..k.clone() }).is_none());
+        assert!(l.get(&CacheKey { kernel_hash: kernel_hash("changed", ""), ..k.clone() }).is_none());
+        assert!(l.get(&CacheKey { grid: [64, 64, 3], ..k.clone() }).is_none());
         // Another scope: the whole file is stale.
         let (l2, st) = TuneCache::load(&path, "another model");
         assert!(l2.is_empty());
-        assert!(
-            matches!(&st, LoadStatus::Ignored(r) if r.starts_with("stale")),
-            "{st:?}"
-        );
+        assert!(matches!(&st, LoadStatus::Ignored(r) if r.starts_with("stale")), "{st:?}");
         // Another tuner/format version: stale.
         let text = String::from_utf8(c.encode()).unwrap();
         let old = text.replacen(
@@ -706,25 +620,16 @@ mod tests {
         let path = d.join("c.wgtune");
         fs::write(&path, &good[..good.len() / 2]).unwrap();
         let (mut l, st) = TuneCache::load(&path, c.scope());
-        assert!(
-            matches!(&st, LoadStatus::Ignored(r) if r.starts_with("corrupt")),
-            "{st:?}"
-        );
+        assert!(matches!(&st, LoadStatus::Ignored(r) if r.starts_with("corrupt")), "{st:?}");
         assert!(l.is_empty());
         l.insert(key(9), entry(9));
         let r = l.save(&path).unwrap();
         assert_eq!(r.entries, 1, "corrupt file not merged");
-        assert_eq!(
-            TuneCache::load(&path, c.scope()).1,
-            LoadStatus::Loaded { entries: 1 }
-        );
+        assert_eq!(TuneCache::load(&path, c.scope()).1, LoadStatus::Loaded { entries: 1 });
         // A directory where the file should be: ignored, not fatal.
         let dpath = d.join("dir.wgtune");
         fs::create_dir_all(&dpath).unwrap();
-        assert!(matches!(
-            TuneCache::load(&dpath, "s").1,
-            LoadStatus::Ignored(_)
-        ));
+        assert!(matches!(TuneCache::load(&dpath, "s").1, LoadStatus::Ignored(_)));
         let _ = fs::remove_dir_all(&d);
     }
 
@@ -761,10 +666,7 @@ mod tests {
                 let mut loads = 0usize;
                 while !stop.load(Ordering::Relaxed) {
                     let (_, st) = TuneCache::load(&path, scope);
-                    assert!(
-                        matches!(st, LoadStatus::Loaded { .. } | LoadStatus::Missing),
-                        "reader saw {st:?}"
-                    );
+                    assert!(matches!(st, LoadStatus::Loaded { .. } | LoadStatus::Missing), "reader saw {st:?}");
                     loads += 1;
                 }
                 loads
@@ -776,10 +678,7 @@ mod tests {
                 std::thread::spawn(move || {
                     for i in 0..per {
                         let (mut c, st) = TuneCache::load(&path, scope);
-                        assert!(
-                            matches!(st, LoadStatus::Loaded { .. } | LoadStatus::Missing),
-                            "{st:?}"
-                        );
+                        assert!(matches!(st, LoadStatus::Loaded { .. } | LoadStatus::Missing), "{st:?}");
                         c.insert(
                             CacheKey {
                                 device: format!("dev{w}"),
@@ -787,12 +686,7 @@ mod tests {
                                 kernel_hash: format!("k{i}"),
                                 grid: [w, i, 1],
                             },
-                            CacheEntry {
-                                work_group: [w + 1, i + 1, 1],
-                                median_ns: 1.0,
-                                baseline_ns: 2.0,
-                                samples: 3,
-                            },
+                            CacheEntry { work_group: [w + 1, i + 1, 1], median_ns: 1.0, baseline_ns: 2.0, samples: 3 },
                         );
                         let r = c.save(&path).unwrap();
                         assert!(r.merged);
@@ -806,13 +700,7 @@ mod tests {
         stop.store(true, Ordering::Relaxed);
         let loads = reader.join().unwrap();
         let (c, st) = TuneCache::load(&path, scope);
-        assert_eq!(
-            st,
-            LoadStatus::Loaded {
-                entries: writers * per
-            },
-            "after {loads} concurrent loads"
-        );
+        assert_eq!(st, LoadStatus::Loaded { entries: writers * per }, "after {loads} concurrent loads");
         for w in 0..writers {
             for i in 0..per {
                 let k = CacheKey {
@@ -824,10 +712,7 @@ mod tests {
                 assert_eq!(c.get(&k).unwrap().work_group, [w + 1, i + 1, 1]);
             }
         }
-        let leftovers: Vec<_> = fs::read_dir(&d)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
+        let leftovers: Vec<_> = fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(leftovers.len(), 1, "{leftovers:?}");
         let _ = fs::remove_dir_all(&d);
     }

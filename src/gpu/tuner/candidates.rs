@@ -67,10 +67,7 @@ pub struct KernelInfo {
 
 impl KernelInfo {
     pub fn new(max_work_group_size: usize) -> Self {
-        KernelInfo {
-            private_memory_size: 0,
-            max_work_group_size,
-        }
+        KernelInfo { private_memory_size: 0, max_work_group_size }
     }
 }
 
@@ -108,9 +105,7 @@ impl GpuVendor {
             return GpuVendor::Adreno { model };
         }
         if name.contains("mali") {
-            return GpuVendor::Mali {
-                t6xx: name.contains("mali-t6"),
-            };
+            return GpuVendor::Mali { t6xx: name.contains("mali-t6") };
         }
         if name.contains("apple") || vendor.contains("apple") {
             return GpuVendor::Apple;
@@ -350,22 +345,13 @@ pub fn add_corner_cases(
     alignment: [Alignment; 3],
     out: &mut Vec<WorkGroup>,
 ) {
-    let precise_ok = |axis: usize, v: usize| -> bool {
-        alignment[axis] != Alignment::Precise || divides(v, grid[axis])
-    };
+    let precise_ok =
+        |axis: usize, v: usize| -> bool { alignment[axis] != Alignment::Precise || divides(v, grid[axis]) };
     for x in 1..=4 {
         for y in 1..=4 {
             for z in 1..=4 {
-                let wg = [
-                    divide_round_up(grid[0], x),
-                    divide_round_up(grid[1], y),
-                    divide_round_up(grid[2], z),
-                ];
-                if wg[0] > max_sizes[0]
-                    || wg[1] > max_sizes[1]
-                    || wg[2] > max_sizes[2]
-                    || product(wg) > max_total
-                {
+                let wg = [divide_round_up(grid[0], x), divide_round_up(grid[1], y), divide_round_up(grid[2], z)];
+                if wg[0] > max_sizes[0] || wg[1] > max_sizes[1] || wg[2] > max_sizes[2] || product(wg) > max_total {
                     continue;
                 }
                 if !(precise_ok(0, wg[0]) && precise_ok(1, wg[1]) && precise_ok(2, wg[2])) {
@@ -379,11 +365,7 @@ pub fn add_corner_cases(
         for y in 1..=4 {
             for z in 1..=4 {
                 let wg = [x, y, z];
-                if x > max_sizes[0]
-                    || y > max_sizes[1]
-                    || z > max_sizes[2]
-                    || product(wg) > max_total
-                {
+                if x > max_sizes[0] || y > max_sizes[1] || z > max_sizes[2] || product(wg) > max_total {
                     continue;
                 }
                 if !(precise_ok(0, x) && precise_ok(1, y) && precise_ok(2, z)) {
@@ -403,21 +385,10 @@ pub fn generate_work_group_sizes_aligned_to_grid(
     max_invocations: usize,
 ) -> Vec<WorkGroup> {
     let alignment = [Alignment::Precise; 3];
-    let mut out = generate_work_group_sizes(
-        grid,
-        MIN_EXHAUSTIVE_TOTAL,
-        max_invocations,
-        max_work_group_size,
-        alignment,
-    );
+    let mut out =
+        generate_work_group_sizes(grid, MIN_EXHAUSTIVE_TOTAL, max_invocations, max_work_group_size, alignment);
     if out.is_empty() {
-        add_corner_cases(
-            grid,
-            max_invocations,
-            max_work_group_size,
-            alignment,
-            &mut out,
-        );
+        add_corner_cases(grid, max_invocations, max_work_group_size, alignment, &mut out);
     }
     out
 }
@@ -435,10 +406,7 @@ pub fn get_biggest_divider_with_priority(number: usize, max_divider: usize) -> u
 
 /// `GetBiggestDivider`: the biggest `i <= max_divider` dividing `number`, else 1.
 pub fn get_biggest_divider(number: usize, max_divider: usize) -> usize {
-    (1..=max_divider)
-        .rev()
-        .find(|&i| number.is_multiple_of(i))
-        .unwrap_or(1)
+    (1..=max_divider).rev().find(|&i| number.is_multiple_of(i)).unwrap_or(1)
 }
 
 /// `GetWorkGroup` (FAST, generic ops).
@@ -471,20 +439,12 @@ pub fn conv_max_z_size(device: &DeviceInfo) -> usize {
 /// [`conv_max_z_size`] with the vendor choice replaced by `cap` when given
 /// (`wg-candidates --max-z`); the device clamp still applies.
 pub fn conv_max_z_size_with(cap: Option<usize>, device: &DeviceInfo) -> usize {
-    let vendor_cap = if device.is_adreno() {
-        if device.is_adreno3xx() { 16 } else { 64 }
-    } else {
-        16
-    };
+    let vendor_cap = if device.is_adreno() { if device.is_adreno3xx() { 16 } else { 64 } } else { 16 };
     cap.unwrap_or(vendor_cap).min(device.max_for_z())
 }
 
 /// `GetWorkGroupsAlignedToGrid`.
-pub fn work_groups_aligned_to_grid(
-    device: &DeviceInfo,
-    kernel: &KernelInfo,
-    grid: WorkGroup,
-) -> Vec<WorkGroup> {
+pub fn work_groups_aligned_to_grid(device: &DeviceInfo, kernel: &KernelInfo, grid: WorkGroup) -> Vec<WorkGroup> {
     generate_work_group_sizes_aligned_to_grid(grid, device.max_xyz(), kernel.max_work_group_size)
 }
 
@@ -509,11 +469,7 @@ pub fn get_possible_work_groups_conv(
     grid: WorkGroup,
 ) -> Vec<WorkGroup> {
     match tuning {
-        TuningType::Fast => vec![get_work_group_conv(
-            grid,
-            kernel.max_work_group_size,
-            conv_max_z_size(device),
-        )],
+        TuningType::Fast => vec![get_work_group_conv(grid, kernel.max_work_group_size, conv_max_z_size(device))],
         TuningType::Exhaustive => work_groups_aligned_to_grid(device, kernel, grid),
     }
 }
@@ -537,16 +493,7 @@ pub fn get_possible_work_groups_raw(
 // ---------------------------------------------------------------------------------------
 // Helpers used by specific TFLite kernels.
 
-const XY_128: [[usize; 2]; 8] = [
-    [128, 1],
-    [64, 2],
-    [32, 4],
-    [16, 8],
-    [8, 16],
-    [4, 32],
-    [2, 64],
-    [1, 128],
-];
+const XY_128: [[usize; 2]; 8] = [[128, 1], [64, 2], [32, 4], [16, 8], [8, 16], [4, 32], [2, 64], [1, 128]];
 
 /// `GetPenalty(int, int)`: padding needed to cover `grid` with groups of `group`.
 pub fn get_penalty(grid: usize, group: usize) -> usize {
@@ -561,9 +508,7 @@ pub fn get_penalty(grid: usize, group: usize) -> usize {
 pub fn get_penalty_2d(grid: [usize; 2], group: [usize; 2]) -> usize {
     let px = get_penalty(grid[0], group[0]);
     let py = get_penalty(grid[1], group[1]);
-    px.saturating_mul(grid[1])
-        .saturating_add(py.saturating_mul(grid[0]))
-        .saturating_add(px.saturating_mul(py))
+    px.saturating_mul(grid[1]).saturating_add(py.saturating_mul(grid[0])).saturating_add(px.saturating_mul(py))
 }
 
 /// `GetMaxSizeWithMinPenalty(int, int)`.
@@ -582,11 +527,7 @@ pub fn get_max_size_with_min_penalty(size: usize, max_size: usize) -> usize {
 
 /// `GetMaxSizeWithMinPenalty(int2, int)`.
 pub fn get_max_size_with_min_penalty_2d(size: [usize; 2], max_size: usize) -> [usize; 2] {
-    let min_penalty = XY_128
-        .iter()
-        .map(|&g| get_penalty_2d(size, g))
-        .min()
-        .unwrap_or(0);
+    let min_penalty = XY_128.iter().map(|&g| get_penalty_2d(size, g)).min().unwrap_or(0);
     for g in XY_128 {
         let mut y = 1usize;
         while y.saturating_mul(g[1]) <= max_size {
@@ -635,9 +576,7 @@ pub fn get_work_group_xy128_simple(_grid: WorkGroup) -> WorkGroup {
 /// `XY128RequiresMoreWorkGroupsThenXY128Linear`.
 pub fn xy128_requires_more_work_groups_than_xy128_linear(width: usize, height: usize) -> bool {
     let planar = divide_round_up(width.saturating_mul(height), 128);
-    !XY_128.iter().any(|g| {
-        divide_round_up(width, g[0]).saturating_mul(divide_round_up(height, g[1])) == planar
-    })
+    !XY_128.iter().any(|g| divide_round_up(width, g[0]).saturating_mul(divide_round_up(height, g[1])) == planar)
 }
 
 /// `GenerateWorkGroupSizesXYMultipleOf` (`GetPossibleWorkGroupsXYMultipleOf`): powers of
@@ -665,8 +604,7 @@ pub fn work_groups_xy_multiple_of(
                     if xy.saturating_mul(z) > kmax {
                         continue;
                     }
-                    if x <= device.max_for_x() && y <= device.max_for_y() && z <= device.max_for_z()
-                    {
+                    if x <= device.max_for_x() && y <= device.max_for_y() && z <= device.max_for_z() {
                         out.push([x, y, z]);
                     }
                 }
@@ -724,10 +662,7 @@ pub fn work_groups_x_multiple_of(
 
 /// `GetFirstSuitableWorkGroup`: the first entry whose total fits, else `(1,1,1)`.
 pub fn get_first_suitable_work_group(list: &[WorkGroup], max_wg_size: usize) -> WorkGroup {
-    list.iter()
-        .copied()
-        .find(|&wg| product(wg) <= max_wg_size)
-        .unwrap_or([1, 1, 1])
+    list.iter().copied().find(|&wg| product(wg) <= max_wg_size).unwrap_or([1, 1, 1])
 }
 
 // ---------------------------------------------------------------------------------------
@@ -743,17 +678,10 @@ pub enum OpClass {
 }
 
 /// TFLite's FAST pick for an op class (the tuner's baseline).
-pub fn fast_pick(
-    op: OpClass,
-    device: &DeviceInfo,
-    kernel: &KernelInfo,
-    grid: WorkGroup,
-) -> WorkGroup {
+pub fn fast_pick(op: OpClass, device: &DeviceInfo, kernel: &KernelInfo, grid: WorkGroup) -> WorkGroup {
     match op {
         OpClass::Generic => get_work_group(grid, kernel.max_work_group_size),
-        OpClass::Conv => {
-            get_work_group_conv(grid, kernel.max_work_group_size, conv_max_z_size(device))
-        }
+        OpClass::Conv => get_work_group_conv(grid, kernel.max_work_group_size, conv_max_z_size(device)),
     }
 }
 
@@ -803,11 +731,7 @@ pub fn is_valid(wg: WorkGroup, device: &DeviceInfo, kernel: &KernelInfo) -> bool
 /// Number of work groups a uniform dispatch of `grid` with local size `wg` launches
 /// (`ceil(grid / wg)` per axis, multiplied).
 pub fn work_groups_count(grid: WorkGroup, wg: WorkGroup) -> WorkGroup {
-    [
-        divide_round_up(grid[0], wg[0]),
-        divide_round_up(grid[1], wg[1]),
-        divide_round_up(grid[2], wg[2]),
-    ]
+    [divide_round_up(grid[0], wg[0]), divide_round_up(grid[1], wg[1]), divide_round_up(grid[2], wg[2])]
 }
 
 /// Padding waste of covering `grid` with groups of `wg`: `padded / grid - 1` (0 for exact
@@ -818,8 +742,7 @@ pub fn padding_waste(grid: WorkGroup, wg: WorkGroup) -> f64 {
     }
     let vol = grid[0] as f64 * grid[1] as f64 * grid[2] as f64;
     let c = work_groups_count(grid, wg);
-    let padded =
-        (c[0] as f64 * wg[0] as f64) * (c[1] as f64 * wg[1] as f64) * (c[2] as f64 * wg[2] as f64);
+    let padded = (c[0] as f64 * wg[0] as f64) * (c[1] as f64 * wg[1] as f64) * (c[2] as f64 * wg[2] as f64);
     padded / vol - 1.0
 }
 
@@ -851,10 +774,7 @@ fn stratified_pick(
     let mut buckets: std::collections::BTreeMap<(u32, u32), Vec<(usize, WorkGroup)>> =
         std::collections::BTreeMap::new();
     for &(i, wg) in rest {
-        buckets
-            .entry((log2(product(wg)), log2(wg[0])))
-            .or_default()
-            .push((i, wg));
+        buckets.entry((log2(product(wg)), log2(wg[0]))).or_default().push((i, wg));
     }
     for b in buckets.values_mut() {
         b.sort_by_key(|&(i, wg)| (rank_key(grid, wg, opts), i));
@@ -917,11 +837,7 @@ pub fn our_candidates(
         .filter(|&wg| padding_waste(grid, wg) <= opts.max_waste)
         .enumerate()
         .collect();
-        near.sort_by(|a, b| {
-            padding_waste(grid, a.1)
-                .total_cmp(&padding_waste(grid, b.1))
-                .then(a.0.cmp(&b.0))
-        });
+        near.sort_by(|a, b| padding_waste(grid, a.1).total_cmp(&padding_waste(grid, b.1)).then(a.0.cmp(&b.0)));
         for (_, wg) in near {
             push(wg, &mut out);
         }
@@ -969,16 +885,11 @@ mod tests {
         // [64, 69]: 64=2^6, 65=5*13, 66=2*3*11, 67, 68=4*17, 69=3*23; i <= 8.
         assert_eq!(
             get_divisors_for_range(64, 5),
-            vec![
-                1, 2, 3, 4, 5, 6, 8, 11, 13, 16, 17, 22, 23, 32, 33, 34, 64, 65, 66, 67, 68, 69
-            ]
+            vec![1, 2, 3, 4, 5, 6, 8, 11, 13, 16, 17, 22, 23, 32, 33, 34, 64, 65, 66, 67, 68, 69]
         );
         assert_eq!(get_divisors_for_range(1, 0), vec![1]);
         assert_eq!(get_divisors_for_range(0, 0), Vec::<usize>::new());
-        assert_eq!(
-            get_possible_sizes(12, Alignment::Precise),
-            vec![1, 12, 2, 6, 3, 4]
-        );
+        assert_eq!(get_possible_sizes(12, Alignment::Precise), vec![1, 12, 2, 6, 3, 4]);
     }
 
     #[test]
@@ -1010,28 +921,13 @@ mod tests {
     fn gpu_md_64x64x16() {
         let l = exhaustive([64, 64, 16], [4096; 3], 4096);
         assert_eq!(l.len(), 190);
-        assert_eq!(
-            &l[..6],
-            &[
-                [1, 64, 1],
-                [1, 64, 16],
-                [1, 64, 2],
-                [1, 64, 8],
-                [1, 64, 4],
-                [1, 2, 16]
-            ]
-        );
+        assert_eq!(&l[..6], &[[1, 64, 1], [1, 64, 16], [1, 64, 2], [1, 64, 8], [1, 64, 4], [1, 2, 16]]);
         assert_eq!(get_work_group([64, 64, 16], 4096), [32, 16, 8]);
         assert_eq!(get_work_group_conv([64, 64, 16], 4096, 16), [16, 1, 16]);
         let d = dev(4096, 4096, 4096);
         assert_eq!(conv_max_z_size(&d), 16);
         assert_eq!(
-            get_possible_work_groups_conv(
-                TuningType::Fast,
-                &d,
-                &KernelInfo::new(4096),
-                [64, 64, 16]
-            ),
+            get_possible_work_groups_conv(TuningType::Fast, &d, &KernelInfo::new(4096), [64, 64, 16]),
             vec![[16, 1, 16]]
         );
     }
@@ -1059,10 +955,7 @@ mod tests {
 
     #[test]
     fn gpu_md_grid_3x5x7() {
-        assert_eq!(
-            exhaustive([3, 5, 7], [1024, 1024, 64], 1024),
-            vec![[1, 5, 7], [3, 5, 7]]
-        );
+        assert_eq!(exhaustive([3, 5, 7], [1024, 1024, 64], 1024), vec![[1, 5, 7], [3, 5, 7]]);
         assert_eq!(get_work_group([3, 5, 7], 1024), [2, 5, 7]);
     }
 
@@ -1092,10 +985,7 @@ mod tests {
             vec![[16, 1, 2], [16, 2, 1], [8, 4, 1], [8, 2, 2], [4, 4, 2]]
         );
         // per-axis device limit x <= 4.
-        assert_eq!(
-            exhaustive([16, 4, 2], [4, 1024, 1024], 1024),
-            vec![[4, 4, 2]]
-        );
+        assert_eq!(exhaustive([16, 4, 2], [4, 1024, 1024], 1024), vec![[4, 4, 2]]);
     }
 
     #[test]
@@ -1152,40 +1042,27 @@ mod tests {
 
     #[test]
     fn vendor_quirks() {
-        let adreno640 = dev(1024, 1024, 1024)
-            .with_vendor(GpuVendor::detect("QUALCOMM", "QUALCOMM Adreno(TM) 640"));
+        let adreno640 = dev(1024, 1024, 1024).with_vendor(GpuVendor::detect("QUALCOMM", "QUALCOMM Adreno(TM) 640"));
         assert_eq!(adreno640.vendor, GpuVendor::Adreno { model: 640 });
         assert!(adreno640.is_adreno() && !adreno640.is_adreno3xx());
         assert_eq!(conv_max_z_size(&adreno640), 64);
-        let adreno330 =
-            dev(1024, 1024, 1024).with_vendor(GpuVendor::detect("QUALCOMM", "Adreno (TM) 330"));
+        let adreno330 = dev(1024, 1024, 1024).with_vendor(GpuVendor::detect("QUALCOMM", "Adreno (TM) 330"));
         assert!(adreno330.is_adreno3xx());
         assert_eq!(conv_max_z_size(&adreno330), 16);
         let adreno_small_z = dev(1024, 1024, 32).with_vendor(GpuVendor::Adreno { model: 650 });
         assert_eq!(conv_max_z_size(&adreno_small_z), 32);
         let mali = GpuVendor::detect("ARM", "Mali-T628");
         assert_eq!(mali, GpuVendor::Mali { t6xx: true });
+        assert_eq!(GpuVendor::detect("ARM", "Mali-G78"), GpuVendor::Mali { t6xx: false });
         assert_eq!(
-            GpuVendor::detect("ARM", "Mali-G78"),
-            GpuVendor::Mali { t6xx: false }
-        );
-        assert_eq!(
-            GpuVendor::detect(
-                "GenuineIntel",
-                "pthread-skylake-avx512-Intel(R) Xeon(R) Processor @ 2.50GHz"
-            ),
+            GpuVendor::detect("GenuineIntel", "pthread-skylake-avx512-Intel(R) Xeon(R) Processor @ 2.50GHz"),
             GpuVendor::Other
         );
         assert_eq!(conv_max_z_size_with(Some(64), &dev(1024, 1024, 1024)), 64);
         assert_eq!(conv_max_z_size_with(Some(64), &dev(1024, 1024, 8)), 8);
         // Adreno 6xx conv FAST on a grid with z 64.
         assert_eq!(
-            get_possible_work_groups_conv(
-                TuningType::Fast,
-                &adreno640,
-                &KernelInfo::new(1024),
-                [32, 32, 64]
-            ),
+            get_possible_work_groups_conv(TuningType::Fast, &adreno640, &KernelInfo::new(1024), [32, 32, 64]),
             vec![[4, 1, 64]]
         );
         // Total clamp (newer TFLite GetMaxWorkGroupSizeFor*).
@@ -1196,26 +1073,14 @@ mod tests {
     #[test]
     fn default_branch_and_dispatch() {
         let d = dev(1024, 1024, 64);
-        let k = KernelInfo {
-            private_memory_size: 0,
-            max_work_group_size: 1024,
-        };
-        assert_eq!(
-            get_possible_work_groups_raw(7, false, &d, &k, [64, 64, 16]),
-            vec![[8, 4, 1]]
-        );
-        assert_eq!(
-            get_possible_work_groups_raw(-1, true, &d, &k, [64, 64, 16]),
-            vec![[8, 4, 1]]
-        );
+        let k = KernelInfo { private_memory_size: 0, max_work_group_size: 1024 };
+        assert_eq!(get_possible_work_groups_raw(7, false, &d, &k, [64, 64, 16]), vec![[8, 4, 1]]);
+        assert_eq!(get_possible_work_groups_raw(-1, true, &d, &k, [64, 64, 16]), vec![[8, 4, 1]]);
         assert_eq!(
             get_possible_work_groups_raw(1, false, &d, &k, [64, 64, 16]),
             vec![get_work_group([64, 64, 16], 1024)]
         );
-        assert_eq!(
-            get_possible_work_groups(TuningType::Exhaustive, &d, &k, [3, 5, 7]),
-            vec![[1, 5, 7], [3, 5, 7]]
-        );
+        assert_eq!(get_possible_work_groups(TuningType::Exhaustive, &d, &k, [3, 5, 7]), vec![[1, 5, 7], [3, 5, 7]]);
     }
 
     #[test]
@@ -1228,14 +1093,8 @@ mod tests {
         assert!(!xy128_requires_more_work_groups_than_xy128_linear(64, 64));
         assert!(!xy128_requires_more_work_groups_than_xy128_linear(3, 3));
         assert!(xy128_requires_more_work_groups_than_xy128_linear(100, 100));
-        assert_eq!(
-            get_first_suitable_work_group(&[[32, 32, 1], [8, 8, 1]], 256),
-            [8, 8, 1]
-        );
-        assert_eq!(
-            get_first_suitable_work_group(&[[32, 32, 1]], 256),
-            [1, 1, 1]
-        );
+        assert_eq!(get_first_suitable_work_group(&[[32, 32, 1], [8, 8, 1]], 256), [8, 8, 1]);
+        assert_eq!(get_first_suitable_work_group(&[[32, 32, 1]], 256), [1, 1, 1]);
     }
 
     #[test]
@@ -1245,10 +1104,7 @@ mod tests {
         let l = work_groups_x_multiple_of(32, &d, &k, [40, 2, 1], Alignment::Precise);
         assert_eq!(l, vec![[32, 1, 1], [32, 2, 1], [64, 1, 1]]);
         let l = work_groups_xy_multiple_of(32, &d, &k, [64, 64, 2], Alignment::Precise);
-        assert!(
-            l.iter()
-                .all(|wg| (wg[0] * wg[1]) % 32 == 0 && wg[0] * wg[1] * wg[2] <= 64)
-        );
+        assert!(l.iter().all(|wg| (wg[0] * wg[1]) % 32 == 0 && wg[0] * wg[1] * wg[2] <= 64));
         assert_eq!(&l[..3], &[[1, 32, 1], [1, 32, 2], [1, 64, 1]]);
         assert!(work_groups_x_multiple_of(0, &d, &k, [4, 4, 4], Alignment::Precise).is_empty());
         assert!(work_groups_xy_multiple_of(0, &d, &k, [4, 4, 4], Alignment::Precise).is_empty());
@@ -1301,19 +1157,13 @@ mod tests {
             for wg in &ex {
                 assert!(set.contains(wg));
             }
-            assert_eq!(
-                ours,
-                our_candidates(grid, &d, &k, &[fast], &CandidateOptions::default())
-            );
+            assert_eq!(ours, our_candidates(grid, &d, &k, &[fast], &CandidateOptions::default()));
             let capped = our_candidates(
                 grid,
                 &d,
                 &k,
                 &[fast],
-                &CandidateOptions {
-                    max_candidates: Some(12),
-                    ..Default::default()
-                },
+                &CandidateOptions { max_candidates: Some(12), ..Default::default() },
             );
             assert!(capped.len() <= 12);
             assert!(capped.iter().all(|wg| set.contains(wg)));
@@ -1326,34 +1176,21 @@ mod tests {
         let k = KernelInfo::new(1024);
         // 65 x (1,1,1) collapse to one entry, FAST first.
         let f = get_work_group([1, 1, 1], 1024);
-        let o = CandidateOptions {
-            near_divisor_fill: 0,
-            ..Default::default()
-        };
+        let o = CandidateOptions { near_divisor_fill: 0, ..Default::default() };
         assert_eq!(our_candidates([1, 1, 1], &d, &k, &[f], &o), vec![[1, 1, 1]]);
         // (3,5,7): FAST (2,5,7) then the two exact ones.
         let f = get_work_group([3, 5, 7], 1024);
-        assert_eq!(
-            our_candidates([3, 5, 7], &d, &k, &[f], &o),
-            vec![[2, 5, 7], [1, 5, 7], [3, 5, 7]]
-        );
+        assert_eq!(our_candidates([3, 5, 7], &d, &k, &[f], &o), vec![[2, 5, 7], [1, 5, 7], [3, 5, 7]]);
         // Invalid baseline (x above the device limit) is dropped.
         let small = dev(4, 1024, 64);
-        assert_eq!(
-            our_candidates([16, 4, 2], &small, &k, &[[8, 4, 1]], &o),
-            vec![[4, 4, 2]]
-        );
+        assert_eq!(our_candidates([16, 4, 2], &small, &k, &[[8, 4, 1]], &o), vec![[4, 4, 2]]);
         // Near-divisor fill for a prime grid: 13x13x1 exact: (13,13,1) only.
         let f = get_work_group([13, 13, 1], 1024);
         assert_eq!(f, [7, 13, 1]);
         let l = our_candidates([13, 13, 1], &d, &k, &[f], &CandidateOptions::default());
         assert_eq!(&l[..2], &[[7, 13, 1], [13, 13, 1]]);
         assert!(l.len() > 2);
-        assert!(
-            l[2..]
-                .iter()
-                .all(|&wg| padding_waste([13, 13, 1], wg) <= 0.125)
-        );
+        assert!(l[2..].iter().all(|&wg| padding_waste([13, 13, 1], wg) <= 0.125));
         // Cap keeps the baseline and ranks the rest.
         let f = get_work_group([64, 64, 16], 4096);
         let big = dev(4096, 4096, 4096);
@@ -1363,18 +1200,12 @@ mod tests {
             &big,
             &kk,
             &[f],
-            &CandidateOptions {
-                max_candidates: Some(8),
-                ..Default::default()
-            },
+            &CandidateOptions { max_candidates: Some(8), ..Default::default() },
         );
         assert_eq!(l.len(), 8);
         assert_eq!(l[0], [32, 16, 8]);
         // Seven different shape buckets (log2 total, log2 x), in generation order.
-        let buckets: HashSet<(u32, u32)> = l[1..]
-            .iter()
-            .map(|wg| (product(*wg).ilog2(), wg[0].ilog2()))
-            .collect();
+        let buckets: HashSet<(u32, u32)> = l[1..].iter().map(|wg| (product(*wg).ilog2(), wg[0].ilog2())).collect();
         assert_eq!(buckets.len(), 7);
         assert_eq!(&l[1..3], &[[1, 64, 1], [1, 2, 16]]);
         // The FAST pick (32,16,8) is itself an exact candidate: 190 distinct entries.

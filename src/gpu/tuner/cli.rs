@@ -84,11 +84,7 @@ fn parse_triple(flag: &str, s: &str) -> Result<WorkGroup, String> {
     if parts.len() != 3 {
         return Err(format!("{flag}: expected X,Y,Z, got {s:?}"));
     }
-    Ok([
-        parse_num(flag, parts[0])?,
-        parse_num(flag, parts[1])?,
-        parse_num(flag, parts[2])?,
-    ])
+    Ok([parse_num(flag, parts[0])?, parse_num(flag, parts[1])?, parse_num(flag, parts[2])?])
 }
 
 /// Parses the arguments (without the program name). `Ok(None)` means `--help`.
@@ -109,22 +105,11 @@ pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
             dedup = true;
             continue;
         }
-        let known = [
-            "--grid",
-            "--device-max",
-            "--kernel-max",
-            "--mode",
-            "--max-z",
-            "--baseline",
-            "--max-candidates",
-        ];
+        let known = ["--grid", "--device-max", "--kernel-max", "--mode", "--max-z", "--baseline", "--max-candidates"];
         if !known.contains(&flag) {
             return Err(format!("unknown argument {flag:?}"));
         }
-        let value = it
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value"))?
-            .as_str();
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?.as_str();
         let twice = || format!("{flag} given twice");
         match flag {
             "--grid" => {
@@ -158,9 +143,7 @@ pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
                     "fast-conv" => Mode::FastConv,
                     "exhaustive" => Mode::Exhaustive,
                     other => {
-                        return Err(format!(
-                            "--mode: {other:?} is not fast, fast-conv or exhaustive"
-                        ));
+                        return Err(format!("--mode: {other:?} is not fast, fast-conv or exhaustive"));
                     }
                 };
                 if mode.replace(m).is_some() {
@@ -190,46 +173,24 @@ pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
     if max_candidates.is_some() && !(mode == Mode::Exhaustive && dedup) {
         return Err("--max-candidates only applies to --mode exhaustive --dedup".into());
     }
-    if max_z.is_some()
-        && !(mode == Mode::FastConv || (mode == Mode::Exhaustive && dedup && conv_baseline))
-    {
+    if max_z.is_some() && !(mode == Mode::FastConv || (mode == Mode::Exhaustive && dedup && conv_baseline)) {
         return Err("--max-z only applies to fast-conv (or a fast-conv baseline)".into());
     }
-    Ok(Some(Args {
-        grid,
-        device_max,
-        kernel_max,
-        mode,
-        max_z,
-        dedup,
-        conv_baseline,
-        max_candidates,
-    }))
+    Ok(Some(Args { grid, device_max, kernel_max, mode, max_z, dedup, conv_baseline, max_candidates }))
 }
 
 /// The candidates for parsed arguments, in output order.
 pub fn candidates_for(a: &Args) -> Vec<WorkGroup> {
     let device = DeviceInfo::new(a.device_max);
     let kernel = KernelInfo::new(a.kernel_max);
-    let conv = |a: &Args| {
-        get_work_group_conv(a.grid, a.kernel_max, conv_max_z_size_with(a.max_z, &device))
-    };
+    let conv = |a: &Args| get_work_group_conv(a.grid, a.kernel_max, conv_max_z_size_with(a.max_z, &device));
     match a.mode {
         Mode::Fast => vec![get_work_group(a.grid, a.kernel_max)],
         Mode::FastConv => vec![conv(a)],
-        Mode::Exhaustive if !a.dedup => {
-            generate_work_group_sizes_aligned_to_grid(a.grid, a.device_max, a.kernel_max)
-        }
+        Mode::Exhaustive if !a.dedup => generate_work_group_sizes_aligned_to_grid(a.grid, a.device_max, a.kernel_max),
         Mode::Exhaustive => {
-            let baseline = if a.conv_baseline {
-                conv(a)
-            } else {
-                get_work_group(a.grid, a.kernel_max)
-            };
-            let opts = CandidateOptions {
-                max_candidates: a.max_candidates,
-                ..CandidateOptions::default()
-            };
+            let baseline = if a.conv_baseline { conv(a) } else { get_work_group(a.grid, a.kernel_max) };
+            let opts = CandidateOptions { max_candidates: a.max_candidates, ..CandidateOptions::default() };
             our_candidates(a.grid, &device, &kernel, &[baseline], &opts)
         }
     }
@@ -270,69 +231,30 @@ mod tests {
     }
 
     fn usage(cmd: &str) {
-        assert!(
-            matches!(run_str(cmd), CliOutcome::Usage(_)),
-            "{cmd} accepted"
-        );
+        assert!(matches!(run_str(cmd), CliOutcome::Usage(_)), "{cmd} accepted");
     }
 
     /// Every case of GPU.md part 4 §9, through the binary's code path.
     #[test]
     fn gpu_md_cases() {
-        let l =
-            out("--grid 64,64,16 --device-max 4096,4096,4096 --kernel-max 4096 --mode exhaustive");
+        let l = out("--grid 64,64,16 --device-max 4096,4096,4096 --kernel-max 4096 --mode exhaustive");
         assert_eq!(l.len(), 190);
-        assert_eq!(
-            &l[..6],
-            &["1,64,1", "1,64,16", "1,64,2", "1,64,8", "1,64,4", "1,2,16"]
-        );
-        assert_eq!(
-            out("--grid 64,64,16 --device-max 4096,4096,4096 --kernel-max 4096 --mode fast"),
-            ["32,16,8"]
-        );
-        assert_eq!(
-            out("--grid 64,64,16 --device-max 4096,4096,4096 --kernel-max 4096 --mode fast-conv"),
-            ["16,1,16"]
-        );
+        assert_eq!(&l[..6], &["1,64,1", "1,64,16", "1,64,2", "1,64,8", "1,64,4", "1,2,16"]);
+        assert_eq!(out("--grid 64,64,16 --device-max 4096,4096,4096 --kernel-max 4096 --mode fast"), ["32,16,8"]);
+        assert_eq!(out("--grid 64,64,16 --device-max 4096,4096,4096 --kernel-max 4096 --mode fast-conv"), ["16,1,16"]);
 
-        assert_eq!(
-            out("--grid 64,64,32 --device-max 4096,4096,4096 --kernel-max 4096 --mode exhaustive")
-                .len(),
-            224
-        );
-        assert_eq!(
-            out("--grid 64,64,32 --device-max 4096,4096,4096 --kernel-max 4096 --mode fast"),
-            ["32,16,8"]
-        );
-        assert_eq!(
-            out("--grid 256,256,1 --device-max 4096,4096,4096 --kernel-max 4096 --mode exhaustive")
-                .len(),
-            56
-        );
-        assert_eq!(
-            out("--grid 256,256,1 --device-max 4096,4096,4096 --kernel-max 4096 --mode fast-conv"),
-            ["256,1,1"]
-        );
-        assert_eq!(
-            out("--grid 128,128,1 --device-max 4096,4096,4096 --kernel-max 4096 --mode exhaustive")
-                .len(),
-            46
-        );
-        assert_eq!(
-            out("--grid 128,128,1 --device-max 4096,4096,4096 --kernel-max 4096 --mode fast-conv"),
-            ["128,2,1"]
-        );
+        assert_eq!(out("--grid 64,64,32 --device-max 4096,4096,4096 --kernel-max 4096 --mode exhaustive").len(), 224);
+        assert_eq!(out("--grid 64,64,32 --device-max 4096,4096,4096 --kernel-max 4096 --mode fast"), ["32,16,8"]);
+        assert_eq!(out("--grid 256,256,1 --device-max 4096,4096,4096 --kernel-max 4096 --mode exhaustive").len(), 56);
+        assert_eq!(out("--grid 256,256,1 --device-max 4096,4096,4096 --kernel-max 4096 --mode fast-conv"), ["256,1,1"]);
+        assert_eq!(out("--grid 128,128,1 --device-max 4096,4096,4096 --kernel-max 4096 --mode exhaustive").len(), 46);
+        assert_eq!(out("--grid 128,128,1 --device-max 4096,4096,4096 --kernel-max 4096 --mode fast-conv"), ["128,2,1"]);
 
         let l = out("--grid 1,1,1 --device-max 1024,1024,64 --kernel-max 1024 --mode exhaustive");
         assert_eq!(l, vec!["1,1,1"; 65]);
+        assert_eq!(out("--grid 1,1,1 --device-max 1024,1024,64 --kernel-max 1024 --mode fast"), ["1,1,1"]);
         assert_eq!(
-            out("--grid 1,1,1 --device-max 1024,1024,64 --kernel-max 1024 --mode fast"),
-            ["1,1,1"]
-        );
-        assert_eq!(
-            out(
-                "--grid 1,1,1 --device-max 1024,1024,64 --kernel-max 1024 --mode exhaustive --dedup"
-            ),
+            out("--grid 1,1,1 --device-max 1024,1024,64 --kernel-max 1024 --mode exhaustive --dedup"),
             ["1,1,1"]
         );
 
@@ -340,37 +262,24 @@ mod tests {
             out("--grid 3,5,7 --device-max 1024,1024,64 --kernel-max 1024 --mode exhaustive"),
             ["1,5,7", "3,5,7"]
         );
-        assert_eq!(
-            out("--grid 3,5,7 --device-max 1024,1024,64 --kernel-max 1024 --mode fast"),
-            ["2,5,7"]
-        );
+        assert_eq!(out("--grid 3,5,7 --device-max 1024,1024,64 --kernel-max 1024 --mode fast"), ["2,5,7"]);
     }
 
     #[test]
     fn max_z_and_dedup() {
         // Default z cap 16; --max-z 64 (Adreno 4xx+); the device z limit still applies.
+        assert_eq!(out("--grid 32,32,64 --device-max 1024,1024,1024 --kernel-max 1024 --mode fast-conv"), ["16,1,16"]);
         assert_eq!(
-            out("--grid 32,32,64 --device-max 1024,1024,1024 --kernel-max 1024 --mode fast-conv"),
-            ["16,1,16"]
-        );
-        assert_eq!(
-            out(
-                "--grid 32,32,64 --device-max 1024,1024,1024 --kernel-max 1024 --mode fast-conv --max-z 64"
-            ),
+            out("--grid 32,32,64 --device-max 1024,1024,1024 --kernel-max 1024 --mode fast-conv --max-z 64"),
             ["4,1,64"]
         );
         assert_eq!(
-            out(
-                "--grid 32,32,64 --device-max 1024,1024,32 --kernel-max 1024 --mode fast-conv --max-z 64"
-            ),
+            out("--grid 32,32,64 --device-max 1024,1024,32 --kernel-max 1024 --mode fast-conv --max-z 64"),
             ["8,1,32"]
         );
         // --dedup: FAST first, no duplicates, every TFLite entry present.
-        let t =
-            out("--grid 64,64,16 --device-max 4096,4096,4096 --kernel-max 4096 --mode exhaustive");
-        let d = out(
-            "--grid 64,64,16 --device-max 4096,4096,4096 --kernel-max 4096 --mode exhaustive --dedup",
-        );
+        let t = out("--grid 64,64,16 --device-max 4096,4096,4096 --kernel-max 4096 --mode exhaustive");
+        let d = out("--grid 64,64,16 --device-max 4096,4096,4096 --kernel-max 4096 --mode exhaustive --dedup");
         assert_eq!(d[0], "32,16,8");
         assert_eq!(d.len(), 190);
         let set: std::collections::HashSet<_> = d.iter().collect();
@@ -381,15 +290,10 @@ mod tests {
         );
         assert_eq!(d.len(), 10);
         assert_eq!(d[0], "16,1,16");
-        let d = out(
-            "--grid 3,5,7 --device-max 1024,1024,64 --kernel-max 1024 --mode exhaustive --dedup",
-        );
+        let d = out("--grid 3,5,7 --device-max 1024,1024,64 --kernel-max 1024 --mode exhaustive --dedup");
         assert_eq!(&d[..3], &["2,5,7", "1,5,7", "3,5,7"]);
         // --dedup leaves single-candidate modes unchanged.
-        assert_eq!(
-            out("--grid 3,5,7 --device-max 1024,1024,64 --kernel-max 1024 --mode fast --dedup"),
-            ["2,5,7"]
-        );
+        assert_eq!(out("--grid 3,5,7 --device-max 1024,1024,64 --kernel-max 1024 --mode fast --dedup"), ["2,5,7"]);
     }
 
     #[test]
@@ -406,24 +310,16 @@ mod tests {
         usage("--grid 4,,4 --device-max 64,64,64 --kernel-max 64 --mode fast");
         usage("--grid 4,4,4 --device-max 64,64,64 --kernel-max 0 --mode fast");
         usage("--grid 4,4,4 --device-max 64,64,64 --kernel-max 2147483648 --mode fast");
-        usage(
-            "--grid 4,4,4 --device-max 64,64,64 --kernel-max 99999999999999999999999 --mode fast",
-        );
+        usage("--grid 4,4,4 --device-max 64,64,64 --kernel-max 99999999999999999999999 --mode fast");
         usage("--grid 4,4,4 --device-max 64,64,64 --kernel-max 64 --mode slow");
         usage("--grid 4,4,4 --device-max 64,64,64 --kernel-max 64 --mode fast --max-z 8");
         usage("--grid 4,4,4 --device-max 64,64,64 --kernel-max 64 --mode fast-conv --max-z 0");
         usage("--grid 4,4,4 --device-max 64,64,64 --kernel-max 64 --mode fast --mode fast");
         usage("--grid 4,4,4 --device-max 64,64,64 --kernel-max 64 --mode fast --bogus");
         usage("--grid 4,4,4 --device-max 64,64,64 --kernel-max 64 --mode");
-        usage(
-            "--grid 4,4,4 --device-max 64,64,64 --kernel-max 64 --mode exhaustive --baseline fast-conv",
-        );
-        usage(
-            "--grid 4,4,4 --device-max 64,64,64 --kernel-max 64 --mode exhaustive --max-candidates 3",
-        );
-        usage(
-            "--grid 4,4,4 --device-max 64,64,64 --kernel-max 64 --mode exhaustive --dedup --dedup",
-        );
+        usage("--grid 4,4,4 --device-max 64,64,64 --kernel-max 64 --mode exhaustive --baseline fast-conv");
+        usage("--grid 4,4,4 --device-max 64,64,64 --kernel-max 64 --mode exhaustive --max-candidates 3");
+        usage("--grid 4,4,4 --device-max 64,64,64 --kernel-max 64 --mode exhaustive --dedup --dedup");
         usage("--grid ４,4,4 --device-max 64,64,64 --kernel-max 64 --mode fast");
         assert_eq!(run_str("--help"), CliOutcome::Help);
         assert_eq!(run_str("--mode fast -h"), CliOutcome::Help);
@@ -433,9 +329,8 @@ mod tests {
     fn extreme_values_do_not_panic() {
         let big = "2147483647";
         for mode in ["fast", "fast-conv", "exhaustive", "exhaustive --dedup"] {
-            let cmd = format!(
-                "--grid {big},{big},{big} --device-max {big},{big},{big} --kernel-max {big} --mode {mode}"
-            );
+            let cmd =
+                format!("--grid {big},{big},{big} --device-max {big},{big},{big} --kernel-max {big} --mode {mode}");
             assert!(matches!(run_str(&cmd), CliOutcome::Output(_)), "{cmd}");
             let cmd = format!("--grid {big},1,1 --device-max 1,1,1 --kernel-max 1 --mode {mode}");
             assert!(matches!(run_str(&cmd), CliOutcome::Output(_)), "{cmd}");

@@ -46,8 +46,7 @@ pub mod select;
 
 pub use cache::{CacheEntry, CacheKey, LoadStatus, TuneCache, kernel_hash};
 pub use candidates::{
-    CandidateOptions, DeviceInfo, GpuVendor, KernelInfo, NO_CANDIDATE_ERROR, OpClass, TuningType,
-    WorkGroup,
+    CandidateOptions, DeviceInfo, GpuVendor, KernelInfo, NO_CANDIDATE_ERROR, OpClass, TuningType, WorkGroup,
 };
 pub use profiler::{Clock, FakeClock, FakeProfiler, Profiler, SystemClock};
 pub use select::{Decision, Policy, Selection, TuneError};
@@ -175,13 +174,7 @@ pub struct Tuner {
 }
 
 impl Tuner {
-    pub fn new(
-        config: TunerConfig,
-        device: DeviceInfo,
-        device_id: &str,
-        driver: &str,
-        cache: TuneCache,
-    ) -> Self {
+    pub fn new(config: TunerConfig, device: DeviceInfo, device_id: &str, driver: &str, cache: TuneCache) -> Self {
         Tuner {
             config,
             device,
@@ -196,10 +189,7 @@ impl Tuner {
 
     /// Starts the per-model budget now.
     pub fn begin_model(&mut self, clock: &dyn Clock) {
-        self.model_deadline = self
-            .config
-            .model_budget_ns
-            .map(|b| clock.now_ns().saturating_add(b));
+        self.model_deadline = self.config.model_budget_ns.map(|b| clock.now_ns().saturating_add(b));
         self.measured_this_model = 0;
     }
 
@@ -218,16 +208,10 @@ impl Tuner {
             return Ok(pick);
         }
         // TFLite would launch an invalid pick and fail; take the first valid candidate.
-        candidates::our_candidates(
-            k.grid,
-            &self.device,
-            &k.kernel,
-            &[],
-            &self.config.candidates,
-        )
-        .first()
-        .copied()
-        .ok_or(TuneError::NoCandidate)
+        candidates::our_candidates(k.grid, &self.device, &k.kernel, &[], &self.config.candidates)
+            .first()
+            .copied()
+            .ok_or(TuneError::NoCandidate)
     }
 
     /// Chooses the work group of one kernel.
@@ -247,9 +231,7 @@ impl Tuner {
                 ChoiceSource::Cache => self.stats.from_cache += 1,
                 ChoiceSource::Measured => self.stats.tuned += 1,
                 ChoiceSource::Untuned => self.stats.untuned += 1,
-                ChoiceSource::Fixed | ChoiceSource::Fast | ChoiceSource::Single => {
-                    self.stats.unmeasured += 1
-                }
+                ChoiceSource::Fixed | ChoiceSource::Fast | ChoiceSource::Single => self.stats.unmeasured += 1,
             }
         }
         result
@@ -261,12 +243,7 @@ impl Tuner {
         profiler: &mut dyn Profiler,
         clock: &dyn Clock,
     ) -> Result<Choice, TuneError> {
-        let plain = |work_group, source| Choice {
-            work_group,
-            source,
-            launches: 0,
-            selection: None,
-        };
+        let plain = |work_group, source| Choice { work_group, source, launches: 0, selection: None };
         if let Some(wg) = k.fixed {
             return Ok(plain(wg, ChoiceSource::Fixed));
         }
@@ -304,13 +281,7 @@ impl Tuner {
             });
         }
         let baseline = candidates::fast_pick(k.op, &self.device, &k.kernel, k.grid);
-        let list = candidates::our_candidates(
-            k.grid,
-            &self.device,
-            &k.kernel,
-            &[baseline],
-            &self.config.candidates,
-        );
+        let list = candidates::our_candidates(k.grid, &self.device, &k.kernel, &[baseline], &self.config.candidates);
         // Progress guarantee: the first kernel measured in a model gets the whole remaining
         // budget as its own per-op cap, so its result is complete and cached even when it
         // alone exhausts the budget; later kernels stop at the model deadline, run their
@@ -343,20 +314,14 @@ impl Tuner {
                 },
             );
         }
-        Ok(Choice {
-            work_group: sel.work_group,
-            source,
-            launches: sel.launches,
-            selection: Some(sel),
-        })
+        Ok(Choice { work_group: sel.work_group, source, launches: sel.launches, selection: Some(sel) })
     }
 
     /// Saves the cache (dropping this device's entries from other drivers).
     pub fn save_cache(&mut self, path: &Path) -> io::Result<cache::SaveReport> {
         let (dev, drv) = (self.device_id.clone(), self.driver.clone());
         self.cache.retain_driver(&dev, &drv);
-        self.cache
-            .save_filtered(path, &|k: &CacheKey| k.device != dev || k.driver == drv)
+        self.cache.save_filtered(path, &|k: &CacheKey| k.device != dev || k.driver == drv)
     }
 }
 
@@ -365,29 +330,14 @@ mod tests {
     use super::*;
     use crate::gpu::tuner::profiler::{Landscape, NoiseModel, XorShift64};
 
-    const GRIDS: [[usize; 3]; 6] = [
-        [64, 64, 16],
-        [32, 32, 32],
-        [128, 128, 1],
-        [16, 16, 64],
-        [1, 1, 1],
-        [56, 56, 8],
-    ];
+    const GRIDS: [[usize; 3]; 6] = [[64, 64, 16], [32, 32, 32], [128, 128, 1], [16, 16, 64], [1, 1, 1], [56, 56, 8]];
 
     fn model_kernels() -> Vec<(String, WorkGroup, OpClass)> {
         GRIDS
             .iter()
             .enumerate()
             .map(|(i, &g)| {
-                (
-                    kernel_hash(&format!("kernel {i}"), ""),
-                    g,
-                    if i % 2 == 0 {
-                        OpClass::Conv
-                    } else {
-                        OpClass::Generic
-                    },
-                )
+                (kernel_hash(&format!("kernel {i}"), ""), g, if i % 2 == 0 { OpClass::Conv } else { OpClass::Generic })
             })
             .collect()
     }
@@ -397,8 +347,7 @@ mod tests {
         // possible (the profiler only sees the local size), so cost = landscape of grid 0
         // is fine for plumbing tests.
         let l = Landscape::random([64, 64, 16], &mut XorShift64::new(seed));
-        let mut p =
-            FakeProfiler::from_landscape(l, NoiseModel::lognormal(0.05), seed, clock.clone());
+        let mut p = FakeProfiler::from_landscape(l, NoiseModel::lognormal(0.05), seed, clock.clone());
         p.jit_ns = 1e6;
         p
     }
@@ -409,13 +358,7 @@ mod tests {
         model_kernels()
             .iter()
             .map(|(h, g, op)| {
-                let k = KernelToTune {
-                    kernel_hash: h,
-                    grid: *g,
-                    kernel: KernelInfo::new(1024),
-                    op: *op,
-                    fixed: None,
-                };
+                let k = KernelToTune { kernel_hash: h, grid: *g, kernel: KernelInfo::new(1024), op: *op, fixed: None };
                 tuner.tune(&k, &mut p, clock).unwrap()
             })
             .collect()
@@ -436,13 +379,7 @@ mod tests {
         let (c, st) = TuneCache::load(&path, scope);
         assert_eq!(st, LoadStatus::Missing);
         let clock = FakeClock::new();
-        let mut t = Tuner::new(
-            TunerConfig::for_level(TuneLevel::Full),
-            device(),
-            "dev",
-            "drv 1",
-            c,
-        );
+        let mut t = Tuner::new(TunerConfig::for_level(TuneLevel::Full), device(), "dev", "drv 1", c);
         let first = run_model(&mut t, &clock, 1);
         // [1,1,1] grid has a single candidate; the other five are measured.
         assert_eq!(t.stats.tuned, 5);
@@ -453,13 +390,7 @@ mod tests {
         let (c, st) = TuneCache::load(&path, scope);
         assert_eq!(st, LoadStatus::Loaded { entries: 5 });
         let clock2 = FakeClock::new();
-        let mut t2 = Tuner::new(
-            TunerConfig::for_level(TuneLevel::Full),
-            device(),
-            "dev",
-            "drv 1",
-            c,
-        );
+        let mut t2 = Tuner::new(TunerConfig::for_level(TuneLevel::Full), device(), "dev", "drv 1", c);
         let second = run_model(&mut t2, &clock2, 2);
         assert_eq!(t2.stats.tuned, 0);
         assert_eq!(t2.stats.from_cache, 5);
@@ -481,13 +412,7 @@ mod tests {
         // A driver update: every entry misses and is re-tuned, old entries dropped on save.
         let (c, _) = TuneCache::load(&path, scope);
         let clock3 = FakeClock::new();
-        let mut t3 = Tuner::new(
-            TunerConfig::for_level(TuneLevel::Full),
-            device(),
-            "dev",
-            "drv 2",
-            c,
-        );
+        let mut t3 = Tuner::new(TunerConfig::for_level(TuneLevel::Full), device(), "dev", "drv 2", c);
         run_model(&mut t3, &clock3, 3);
         assert_eq!(t3.stats.tuned, 5);
         t3.save_cache(&path).unwrap();
@@ -508,16 +433,9 @@ mod tests {
         assert!(t.stats.tuned > 0, "{:?}", t.stats);
         // Untuned kernels still get a valid work group (the baseline when nothing ran).
         for (c, (_, g, op)) in choices.iter().zip(model_kernels()) {
-            assert!(candidates::is_valid(
-                c.work_group,
-                &device(),
-                &KernelInfo::new(1024)
-            ));
+            assert!(candidates::is_valid(c.work_group, &device(), &KernelInfo::new(1024)));
             if c.source == ChoiceSource::Untuned && c.launches == 0 {
-                assert_eq!(
-                    c.work_group,
-                    candidates::fast_pick(op, &device(), &KernelInfo::new(1024), g)
-                );
+                assert_eq!(c.work_group, candidates::fast_pick(op, &device(), &KernelInfo::new(1024), g));
             }
         }
         let tuned_first = t.stats.tuned;
@@ -528,39 +446,21 @@ mod tests {
         run_model(&mut t2, &clock2, 6);
         assert_eq!(t2.stats.from_cache, tuned_first);
         assert!(t2.stats.tuned > 0);
-        println!(
-            "budget 30 ms: first init {:?}; second init {:?}",
-            t.stats, t2.stats
-        );
+        println!("budget 30 ms: first init {:?}; second init {:?}", t.stats, t2.stats);
     }
 
     #[test]
     fn fast_level_and_quirks_measure_nothing() {
         let clock = FakeClock::new();
-        let mut t = Tuner::new(
-            TunerConfig::for_level(TuneLevel::Fast),
-            device(),
-            "dev",
-            "drv",
-            TuneCache::new("s"),
-        );
+        let mut t = Tuner::new(TunerConfig::for_level(TuneLevel::Fast), device(), "dev", "drv", TuneCache::new("s"));
         let choices = run_model(&mut t, &clock, 1);
         assert_eq!(t.stats.launches, 0);
         for (c, (_, g, op)) in choices.iter().zip(model_kernels()) {
             assert_eq!(c.source, ChoiceSource::Fast);
-            assert_eq!(
-                c.work_group,
-                candidates::fast_pick(op, &device(), &KernelInfo::new(1024), g)
-            );
+            assert_eq!(c.work_group, candidates::fast_pick(op, &device(), &KernelInfo::new(1024), g));
         }
         let mali = device().with_vendor(GpuVendor::Mali { t6xx: true });
-        let mut t = Tuner::new(
-            TunerConfig::for_level(TuneLevel::Full),
-            mali,
-            "dev",
-            "drv",
-            TuneCache::new("s"),
-        );
+        let mut t = Tuner::new(TunerConfig::for_level(TuneLevel::Full), mali, "dev", "drv", TuneCache::new("s"));
         run_model(&mut t, &clock, 1);
         assert_eq!(t.stats.launches, 0);
         // Fixed work groups are never tuned.
@@ -573,10 +473,7 @@ mod tests {
             fixed: Some([32, 4, 1]),
         };
         let c = t.tune(&k, &mut p, &clock).unwrap();
-        assert_eq!(
-            (c.work_group, c.source, p.calls),
-            ([32, 4, 1], ChoiceSource::Fixed, 0)
-        );
+        assert_eq!((c.work_group, c.source, p.calls), ([32, 4, 1], ChoiceSource::Fixed, 0));
         assert_eq!(TuneLevel::from_inference_preference(0), TuneLevel::Fast);
         assert_eq!(TuneLevel::from_inference_preference(1), TuneLevel::Full);
         assert_eq!(TuneLevel::from_inference_preference(2), TuneLevel::Budgeted);
@@ -601,37 +498,12 @@ mod tests {
             fixed: None,
         };
         let c = t.tune(&k, &mut p, &clock).unwrap();
-        let n = candidates::work_groups_aligned_to_grid(
-            &device(),
-            &KernelInfo::new(1024),
-            [64, 64, 16],
-        )
-        .len();
-        assert_eq!(
-            (c.source, c.launches, p.calls),
-            (ChoiceSource::Measured, n, n)
-        );
+        let n = candidates::work_groups_aligned_to_grid(&device(), &KernelInfo::new(1024), [64, 64, 16]).len();
+        assert_eq!((c.source, c.launches, p.calls), (ChoiceSource::Measured, n, n));
         // A cached entry that fails validation (kernel limit dropped) is a miss.
-        let key = CacheKey {
-            device: "dev".into(),
-            driver: "drv".into(),
-            kernel_hash: "h2".into(),
-            grid: [64, 64, 16],
-        };
-        t.cache.insert(
-            key,
-            CacheEntry {
-                work_group: [32, 32, 1],
-                median_ns: 1.0,
-                baseline_ns: 1.0,
-                samples: 1,
-            },
-        );
-        let k2 = KernelToTune {
-            kernel_hash: "h2",
-            kernel: KernelInfo::new(256),
-            ..k
-        };
+        let key = CacheKey { device: "dev".into(), driver: "drv".into(), kernel_hash: "h2".into(), grid: [64, 64, 16] };
+        t.cache.insert(key, CacheEntry { work_group: [32, 32, 1], median_ns: 1.0, baseline_ns: 1.0, samples: 1 });
+        let k2 = KernelToTune { kernel_hash: "h2", kernel: KernelInfo::new(256), ..k };
         let c = t.tune(&k2, &mut p, &clock).unwrap();
         assert_eq!(c.source, ChoiceSource::Measured);
         assert!(c.work_group[0] * c.work_group[1] * c.work_group[2] <= 256);
@@ -643,16 +515,7 @@ mod tests {
             "drv",
             TuneCache::new("s"),
         );
-        let e = t
-            .tune(
-                &KernelToTune {
-                    kernel_hash: "z",
-                    ..k
-                },
-                &mut p,
-                &clock,
-            )
-            .unwrap_err();
+        let e = t.tune(&KernelToTune { kernel_hash: "z", ..k }, &mut p, &clock).unwrap_err();
         assert_eq!(e.to_string(), NO_CANDIDATE_ERROR);
     }
 }

@@ -40,9 +40,7 @@ pub struct SystemClock {
 
 impl SystemClock {
     pub fn new() -> Self {
-        SystemClock {
-            origin: Instant::now(),
-        }
+        SystemClock { origin: Instant::now() }
     }
 }
 
@@ -69,11 +67,7 @@ impl FakeClock {
         Self::default()
     }
     pub fn advance(&self, ns: u64) {
-        let _ = self
-            .ns
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
-                Some(v.saturating_add(ns))
-            });
+        let _ = self.ns.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| Some(v.saturating_add(ns)));
     }
     pub fn advance_f64(&self, ns: f64) {
         if ns.is_finite() && ns > 0.0 {
@@ -105,9 +99,7 @@ pub struct XorShift64 {
 impl XorShift64 {
     pub fn new(seed: u64) -> Self {
         let s = splitmix64(seed);
-        XorShift64 {
-            state: if s == 0 { 0x2545_F491_4F6C_DD1D } else { s },
-        }
+        XorShift64 { state: if s == 0 { 0x2545_F491_4F6C_DD1D } else { s } }
     }
     pub fn next_u64(&mut self) -> u64 {
         let mut x = self.state;
@@ -197,20 +189,13 @@ impl Landscape {
         let lanes = (total / simd).ceil() * simd;
         let cu = self.compute_units.max(1) as f64;
         let tail = (groups / cu).ceil() * cu / groups;
-        let coalesce = 1.0
-            + self.coalesce_penalty
-                * ((self.coalesce_x.max(1) as f64) / wg[0] as f64)
-                    .log2()
-                    .max(0.0);
+        let coalesce = 1.0 + self.coalesce_penalty * ((self.coalesce_x.max(1) as f64) / wg[0] as f64).log2().max(0.0);
         let dist = total.log2() - (self.sweet_total.max(1) as f64).log2();
         let size = 1.0 + self.size_penalty * dist * dist;
-        let mut r = XorShift64::new(
-            self.rugged_seed
-                ^ splitmix64((wg[0] as u64) << 42 ^ (wg[1] as u64) << 21 ^ wg[2] as u64),
-        );
+        let mut r =
+            XorShift64::new(self.rugged_seed ^ splitmix64((wg[0] as u64) << 42 ^ (wg[1] as u64) << 21 ^ wg[2] as u64));
         let rugged = (self.rugged_sigma * r.normal()).exp();
-        groups * lanes * self.ns_per_lane * coalesce * size * tail * rugged / cu
-            + groups * self.group_overhead_ns / cu
+        groups * lanes * self.ns_per_lane * coalesce * size * tail * rugged / cu + groups * self.group_overhead_ns / cu
     }
 }
 
@@ -226,12 +211,7 @@ pub struct NoiseModel {
 
 impl NoiseModel {
     pub fn lognormal(sigma: f64) -> Self {
-        NoiseModel {
-            sigma,
-            outlier_rate: 0.0,
-            high_factor: 100.0,
-            low_factor: 0.01,
-        }
+        NoiseModel { sigma, outlier_rate: 0.0, high_factor: 100.0, low_factor: 0.01 }
     }
     pub fn with_outliers(mut self, rate: f64) -> Self {
         self.outlier_rate = rate;
@@ -310,11 +290,7 @@ impl Profiler for FakeProfiler {
         }
         let mut t = (self.cost)(candidate) * (self.noise.sigma * self.rng.normal()).exp();
         if self.noise.outlier_rate > 0.0 && self.rng.next_f64() < self.noise.outlier_rate {
-            t *= if self.rng.next_f64() < 0.5 {
-                self.noise.high_factor
-            } else {
-                self.noise.low_factor
-            };
+            t *= if self.rng.next_f64() < 0.5 { self.noise.high_factor } else { self.noise.low_factor };
         }
         if t.is_finite() && t > 0.0 {
             wall += t;
@@ -336,12 +312,7 @@ pub struct ReplayProfiler {
 
 impl ReplayProfiler {
     pub fn new(samples: HashMap<WorkGroup, Vec<f64>>) -> Self {
-        ReplayProfiler {
-            samples,
-            cursor: HashMap::new(),
-            clock: None,
-            calls: 0,
-        }
+        ReplayProfiler { samples, cursor: HashMap::new(), clock: None, calls: 0 }
     }
 
     /// Parses `x,y,z,ns` lines (blank lines and `#` comments ignored).
@@ -358,13 +329,9 @@ impl ReplayProfiler {
             }
             let mut wg = [0usize; 3];
             for a in 0..3 {
-                wg[a] = f[a]
-                    .parse()
-                    .map_err(|_| format!("line {}: bad size {:?}", i + 1, f[a]))?;
+                wg[a] = f[a].parse().map_err(|_| format!("line {}: bad size {:?}", i + 1, f[a]))?;
             }
-            let ns: f64 = f[3]
-                .parse()
-                .map_err(|_| format!("line {}: bad time {:?}", i + 1, f[3]))?;
+            let ns: f64 = f[3].parse().map_err(|_| format!("line {}: bad time {:?}", i + 1, f[3]))?;
             samples.entry(wg).or_default().push(ns);
         }
         Ok(Self::new(samples))
@@ -413,12 +380,7 @@ mod tests {
     #[test]
     fn fake_clock_and_profiler() {
         let clock = FakeClock::new();
-        let mut p = FakeProfiler::new(
-            |wg| (wg[0] * 100) as f64,
-            NoiseModel::lognormal(0.0),
-            1,
-            clock.clone(),
-        );
+        let mut p = FakeProfiler::new(|wg| (wg[0] * 100) as f64, NoiseModel::lognormal(0.0), 1, clock.clone());
         p.jit_ns = 1000.0;
         p.launch_overhead_ns = 10.0;
         assert_eq!(p.time([2, 1, 1]).unwrap(), 200.0);
@@ -436,10 +398,7 @@ mod tests {
         let l = Landscape::random([64, 64, 16], &mut r);
         assert_eq!(l.cost_ns([8, 8, 1]), l.cost_ns([8, 8, 1]));
         assert!(l.cost_ns([0, 8, 1]).is_infinite());
-        let costs: Vec<f64> = [[1, 64, 1], [8, 8, 1], [16, 16, 1], [64, 1, 16]]
-            .iter()
-            .map(|&w| l.cost_ns(w))
-            .collect();
+        let costs: Vec<f64> = [[1, 64, 1], [8, 8, 1], [16, 16, 1], [64, 1, 16]].iter().map(|&w| l.cost_ns(w)).collect();
         assert!(costs.iter().all(|c| c.is_finite() && *c > 0.0));
         let max = costs.iter().cloned().fold(0.0, f64::max);
         let min = costs.iter().cloned().fold(f64::INFINITY, f64::min);
@@ -448,8 +407,7 @@ mod tests {
 
     #[test]
     fn replay() {
-        let mut p =
-            ReplayProfiler::from_csv("# x,y,z,ns\n8,8,1,100\n8,8,1,120\n4,4,1,90\n").unwrap();
+        let mut p = ReplayProfiler::from_csv("# x,y,z,ns\n8,8,1,100\n8,8,1,120\n4,4,1,90\n").unwrap();
         assert_eq!(p.time([8, 8, 1]).unwrap(), 100.0);
         assert_eq!(p.time([8, 8, 1]).unwrap(), 120.0);
         assert_eq!(p.time([8, 8, 1]).unwrap(), 100.0);

@@ -102,11 +102,7 @@ pub fn tflite_best_index(times_ns: &[f64], possible_bug_with_events: bool) -> us
     let mut min_index = 0;
     let mut min_time = f64::MAX;
     if possible_bug_with_events {
-        let plausible: Vec<f64> = times_ns
-            .iter()
-            .copied()
-            .filter(|&t| t < MAX_PLAUSIBLE_NS)
-            .collect();
+        let plausible: Vec<f64> = times_ns.iter().copied().filter(|&t| t < MAX_PLAUSIBLE_NS).collect();
         let average = plausible.iter().sum::<f64>() / plausible.len() as f64;
         for (i, &t) in times_ns.iter().enumerate() {
             if t < min_time && t >= 0.1 * average {
@@ -274,11 +270,7 @@ fn median(v: &[f64]) -> Option<f64> {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     let n = s.len();
-    Some(if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        0.5 * (s[n / 2 - 1] + s[n / 2])
-    })
+    Some(if n % 2 == 1 { s[n / 2] } else { 0.5 * (s[n / 2 - 1] + s[n / 2]) })
 }
 
 fn plausible(t: f64) -> bool {
@@ -361,21 +353,14 @@ impl Race<'_> {
             return;
         }
         let times: Vec<f64> = got.iter().map(|g| g.1).collect();
-        let floor = if times.len() >= 2 {
-            median(&times).unwrap_or(0.0) * LOW_OUTLIER_FRACTION
-        } else {
-            0.0
-        };
+        let floor = if times.len() >= 2 { median(&times).unwrap_or(0.0) * LOW_OUTLIER_FRACTION } else { 0.0 };
         for (i, t) in got {
             if t >= floor {
                 self.samples[i].push(t);
             }
         }
         for &i in alive {
-            if self.attempts[i] >= MAX_IMPLAUSIBLE_ATTEMPTS
-                && self.samples[i].is_empty()
-                && !self.failed[i]
-            {
+            if self.attempts[i] >= MAX_IMPLAUSIBLE_ATTEMPTS && self.samples[i].is_empty() && !self.failed[i] {
                 self.failed[i] = true;
                 self.last_error = Some(format!("no plausible timing for {:?}", self.cands[i]));
             }
@@ -463,12 +448,7 @@ pub fn select(
             median_ns: None,
             baseline_median_ns: None,
             elapsed_ns: 0,
-            stats: vec![CandidateStats {
-                work_group: candidates[0],
-                samples: 0,
-                median_ns: None,
-                failed: false,
-            }],
+            stats: vec![CandidateStats { work_group: candidates[0], samples: 0, median_ns: None, failed: false }],
         });
     }
     let start = clock.now_ns();
@@ -487,9 +467,7 @@ pub fn select(
     };
 
     // Baseline first, then list order.
-    let mut alive: Vec<usize> = std::iter::once(b)
-        .chain((0..n).filter(|&i| i != b))
-        .collect();
+    let mut alive: Vec<usize> = std::iter::once(b).chain((0..n).filter(|&i| i != b)).collect();
     let fix_baseline = |race: &Race, alive: &mut Vec<usize>, b: &mut usize| {
         alive.retain(|&i| !race.failed[i]);
         if race.failed[*b]
@@ -524,17 +502,10 @@ pub fn select(
     }
     // Screening samples far from the others (< 0.1x or > 10x the median, or implausible)
     // are re-taken once: one broken event must not eliminate (or promote) a candidate.
-    let plausible_firsts: Vec<f64> = first
-        .iter()
-        .flatten()
-        .copied()
-        .filter(|&t| plausible(t))
-        .collect();
+    let plausible_firsts: Vec<f64> = first.iter().flatten().copied().filter(|&t| plausible(t)).collect();
     let screen_median = median(&plausible_firsts);
     let suspicious = |t: f64| {
-        !plausible(t)
-            || screen_median
-                .is_some_and(|m| t < LOW_OUTLIER_FRACTION * m || t > m / LOW_OUTLIER_FRACTION)
+        !plausible(t) || screen_median.is_some_and(|m| t < LOW_OUTLIER_FRACTION * m || t > m / LOW_OUTLIER_FRACTION)
     };
     for &i in &alive {
         let Some(mut t) = first[i] else { continue };
@@ -569,15 +540,11 @@ pub fn select(
     }
     fix_baseline(&race, &mut alive, &mut b);
     if race.stop.is_none() {
-        let mut ranked: Vec<(usize, f64)> = alive
-            .iter()
-            .filter_map(|&i| race.samples[i].first().map(|&t| (i, t)))
-            .collect();
+        let mut ranked: Vec<(usize, f64)> =
+            alive.iter().filter_map(|&i| race.samples[i].first().map(|&t| (i, t))).collect();
         ranked.sort_by(|x, y| x.1.total_cmp(&y.1).then(x.0.cmp(&y.0)));
         let best = ranked.first().map(|r| r.1).unwrap_or(f64::INFINITY);
-        let keep_n = policy
-            .screen_keep_min
-            .max((policy.screen_keep_fraction * ranked.len() as f64).ceil() as usize);
+        let keep_n = policy.screen_keep_min.max((policy.screen_keep_fraction * ranked.len() as f64).ceil() as usize);
         let mut keep: Vec<usize> = ranked
             .iter()
             .enumerate()
@@ -595,24 +562,15 @@ pub fn select(
     let mut round_no = 1;
     let max_rounds = 4 * policy.max_samples + 8;
     while race.stop.is_none() && alive.len() > 2 && round_no <= max_rounds {
-        if alive
-            .iter()
-            .all(|&i| race.samples[i].len() >= policy.max_samples)
-        {
+        if alive.iter().all(|&i| race.samples[i].len() >= policy.max_samples) {
             break;
         }
         race.round(&alive, round_no, false);
         round_no += 1;
         fix_baseline(&race, &mut alive, &mut b);
-        if alive
-            .iter()
-            .all(|&i| race.samples[i].len() >= policy.min_samples.max(2))
-        {
+        if alive.iter().all(|&i| race.samples[i].len() >= policy.min_samples.max(2)) {
             let sigma = race.sigma(&alive).unwrap_or(policy.prior_sigma);
-            let meds: Vec<(usize, f64)> = alive
-                .iter()
-                .filter_map(|&i| race.median_of(i).map(|m| (i, m)))
-                .collect();
+            let meds: Vec<(usize, f64)> = alive.iter().filter_map(|&i| race.median_of(i).map(|m| (i, m))).collect();
             if let Some(&(leader, lm)) = meds.iter().min_by(|x, y| x.1.total_cmp(&y.1)) {
                 // Clearly worse than the leader, or (indifference zone) not better than the
                 // leader while the measurement resolves differences of `indifference`: such a
@@ -695,18 +653,15 @@ pub fn select(
 
     // 6. Decide.
     if race.failed.iter().all(|&f| f) {
-        return Err(TuneError::Profiler(
-            race.last_error
-                .unwrap_or_else(|| "every candidate failed".into()),
-        ));
+        return Err(TuneError::Profiler(race.last_error.unwrap_or_else(|| "every candidate failed".into())));
     }
     let complete = race.stop != Some(Stop::Model);
     let mb_all = race.median_of(b);
     // The samples the decision is based on: the duel's fresh ones when there are enough.
     let (contender, fresh) = match duel {
         Some((c, sb, sc)) if !race.failed[c] && c != b => {
-            let enough = race.samples[b].len() >= sb + policy.min_samples
-                && race.samples[c].len() >= sc + policy.min_samples;
+            let enough =
+                race.samples[b].len() >= sb + policy.min_samples && race.samples[c].len() >= sc + policy.min_samples;
             (Some(c), if enough { Some((sb, sc)) } else { None })
         }
         _ => (best_contender(&race, &alive, b).map(|x| x.0), None),
@@ -721,9 +676,7 @@ pub fn select(
             match (median(fb), median(fc)) {
                 (Some(mb), Some(mc)) => {
                     let sigma = race.sigma_all().unwrap_or(policy.prior_sigma);
-                    let margin = (1.0 + policy.tie_min)
-                        .ln()
-                        .max(policy.z_tie * se_of(sigma, fb.len(), fc.len()));
+                    let margin = (1.0 + policy.tie_min).ln().max(policy.z_tie * se_of(sigma, fb.len(), fc.len()));
                     let d = mb.ln() - mc.ln();
                     if d > margin {
                         (c, Decision::Fastest)
@@ -791,15 +744,9 @@ mod tests {
         let d = DeviceInfo::new([1024; 3]);
         let e = select_tflite(&[], &mut p, &d).unwrap_err();
         assert_eq!(e, TuneError::NoCandidate);
-        assert_eq!(
-            e.to_string(),
-            "Can not found work_group size to launch kernel"
-        );
+        assert_eq!(e.to_string(), "Can not found work_group size to launch kernel");
         let e = select(&[], 0, &mut p, &clock, &Policy::full(), None).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "Can not found work_group size to launch kernel"
-        );
+        assert_eq!(e.to_string(), "Can not found work_group size to launch kernel");
         assert_eq!(p.calls, 0);
     }
 
@@ -809,10 +756,7 @@ mod tests {
         let d = DeviceInfo::new([1024; 3]);
         assert_eq!(select_tflite(&[[1, 1, 1]], &mut p, &d).unwrap(), 0);
         let s = select(&[[1, 1, 1]], 0, &mut p, &clock, &Policy::full(), None).unwrap();
-        assert_eq!(
-            (s.index, s.decision, s.launches, s.complete),
-            (0, Decision::Single, 0, true)
-        );
+        assert_eq!((s.index, s.decision, s.launches, s.complete), (0, Decision::Single, 0, true));
         assert_eq!(p.calls, 0);
         assert_eq!(clock.now_ns(), 0);
     }
@@ -828,22 +772,11 @@ mod tests {
         // Duplicates are all timed: (1,1,1) x 3 -> three launches.
         let (mut p, _) = table_profiler(vec![0.0, 2.0, 1.0], 0.0, 0);
         let d = DeviceInfo::new([1024; 3]);
-        assert_eq!(
-            select_tflite(
-                &cands(&[[1, 1, 1], [2, 1, 1], [1, 1, 1], [1, 1, 1]]),
-                &mut p,
-                &d
-            )
-            .unwrap(),
-            1
-        );
+        assert_eq!(select_tflite(&cands(&[[1, 1, 1], [2, 1, 1], [1, 1, 1], [1, 1, 1]]), &mut p, &d).unwrap(), 1);
         assert_eq!(p.calls, 4);
         // An error aborts.
         p.failing.insert([2, 1, 1]);
-        assert!(matches!(
-            select_tflite(&cands(&[[1, 1, 1], [2, 1, 1]]), &mut p, &d),
-            Err(TuneError::Profiler(_))
-        ));
+        assert!(matches!(select_tflite(&cands(&[[1, 1, 1], [2, 1, 1]]), &mut p, &d), Err(TuneError::Profiler(_))));
         let adreno = DeviceInfo::new([1024; 3]).with_vendor(GpuVendor::Adreno { model: 330 });
         assert!(adreno.is_adreno3xx());
     }
@@ -854,22 +787,14 @@ mod tests {
         for seed in 0..50u64 {
             let costs: Vec<f64> = (0..40).map(|_| 1000.0 + 9000.0 * rng.next_f64()).collect();
             let list: Vec<WorkGroup> = (1..40).map(|x| [x, 1, 1]).collect();
-            let best = (0..list.len())
-                .min_by(|&a, &b| costs[list[a][0]].total_cmp(&costs[list[b][0]]))
-                .unwrap();
+            let best = (0..list.len()).min_by(|&a, &b| costs[list[a][0]].total_cmp(&costs[list[b][0]])).unwrap();
             let (mut p, clock) = table_profiler(costs.clone(), 0.0, seed);
-            let pol = Policy {
-                tie_min: 0.0,
-                ..Policy::full()
-            };
+            let pol = Policy { tie_min: 0.0, ..Policy::full() };
             let s = select(&list, 0, &mut p, &clock, &pol, None).unwrap();
             assert_eq!(s.index, best);
             assert!(s.launches < 4 * list.len(), "{}", s.launches);
             let (mut p, _) = table_profiler(costs.clone(), 0.0, seed);
-            assert_eq!(
-                select_tflite(&list, &mut p, &DeviceInfo::new([1024; 3])).unwrap(),
-                best
-            );
+            assert_eq!(select_tflite(&list, &mut p, &DeviceInfo::new([1024; 3])).unwrap(), best);
             // Default tie rule: the true best, or the baseline when within 2 % of it (the
             // baseline is set 1 % above the best in odd seeds to exercise that branch).
             let mut costs = costs.clone();
@@ -942,11 +867,7 @@ mod tests {
             let s = select(&list, 0, &mut p, &clock, &Policy::full(), None).unwrap();
             // A slow candidate never wins; only the baseline may be kept, when the fast one's
             // screening samples were all outliers (three x100 in a row).
-            assert!(
-                s.work_group == [13, 1, 1] || s.work_group == [1, 1, 1],
-                "seed {seed}: {:?}",
-                s.work_group
-            );
+            assert!(s.work_group == [13, 1, 1] || s.work_group == [1, 1, 1], "seed {seed}: {:?}", s.work_group);
             found += usize::from(s.work_group == [13, 1, 1]);
         }
         println!("outliers (5%, x100/x0.01): the fast candidate found in {found}/300 seeds");
@@ -973,10 +894,7 @@ mod tests {
         for wg in &list {
             p.failing.insert(*wg);
         }
-        assert!(matches!(
-            select(&list, 0, &mut p, &clock, &Policy::full(), None),
-            Err(TuneError::Profiler(_))
-        ));
+        assert!(matches!(select(&list, 0, &mut p, &clock, &Policy::full(), None), Err(TuneError::Profiler(_))));
     }
 
     #[test]
@@ -990,30 +908,18 @@ mod tests {
         for seed in 0..50u64 {
             let l = Landscape::random(grid, &mut rng);
             let clock = FakeClock::new();
-            let mut p =
-                FakeProfiler::from_landscape(l, NoiseModel::lognormal(0.1), seed, clock.clone());
+            let mut p = FakeProfiler::from_landscape(l, NoiseModel::lognormal(0.1), seed, clock.clone());
             p.jit_ns = 2e5;
             p.launch_overhead_ns = 5e3;
             let budget = 1_000_000 + seed * 200_000;
-            let pol = Policy {
-                op_budget_ns: Some(budget),
-                ..Policy::full()
-            };
+            let pol = Policy { op_budget_ns: Some(budget), ..Policy::full() };
             let s = select(&list, 0, &mut p, &clock, &pol, None).unwrap();
-            assert!(
-                clock.now_ns() as f64 <= budget as f64 + p.max_call_ns,
-                "{} > {budget}",
-                clock.now_ns()
-            );
+            assert!(clock.now_ns() as f64 <= budget as f64 + p.max_call_ns, "{} > {budget}", clock.now_ns());
             assert!(s.complete, "an op cap is a complete result");
             // The model deadline: the same bound, but incomplete.
             let clock = FakeClock::new();
-            let mut p = FakeProfiler::from_landscape(
-                l_again(grid, seed),
-                NoiseModel::lognormal(0.1),
-                seed,
-                clock.clone(),
-            );
+            let mut p =
+                FakeProfiler::from_landscape(l_again(grid, seed), NoiseModel::lognormal(0.1), seed, clock.clone());
             p.jit_ns = 2e5;
             let s = select(&list, 0, &mut p, &clock, &Policy::full(), Some(budget)).unwrap();
             assert!(clock.now_ns() as f64 <= budget as f64 + p.max_call_ns);
@@ -1024,10 +930,7 @@ mod tests {
         clock.advance(10);
         let mut p = FakeProfiler::new(|_| 1.0, NoiseModel::lognormal(0.0), 0, clock.clone());
         let s = select(&list, 0, &mut p, &clock, &Policy::full(), Some(5)).unwrap();
-        assert_eq!(
-            (s.index, s.decision, s.launches, s.complete),
-            (0, Decision::Untimed, 0, false)
-        );
+        assert_eq!((s.index, s.decision, s.launches, s.complete), (0, Decision::Untimed, 0, false));
         assert_eq!(p.calls, 0);
     }
 
@@ -1037,27 +940,9 @@ mod tests {
         let policies = [
             Policy::full(),
             Policy::budgeted(),
-            Policy {
-                warmup: 0,
-                min_samples: 0,
-                max_samples: 0,
-                tie_max_samples: 0,
-                ..Policy::full()
-            },
-            Policy {
-                screen_keep_fraction: 0.0,
-                screen_keep_min: 0,
-                prior_sigma: f64::NAN,
-                ..Policy::full()
-            },
-            Policy {
-                z_eliminate: 0.0,
-                z_tie: 0.0,
-                z_stop: 0.0,
-                tie_min: -1.0,
-                indifference: 10.0,
-                ..Policy::full()
-            },
+            Policy { warmup: 0, min_samples: 0, max_samples: 0, tie_max_samples: 0, ..Policy::full() },
+            Policy { screen_keep_fraction: 0.0, screen_keep_min: 0, prior_sigma: f64::NAN, ..Policy::full() },
+            Policy { z_eliminate: 0.0, z_tie: 0.0, z_stop: 0.0, tie_min: -1.0, indifference: 10.0, ..Policy::full() },
         ];
         let mut rng = XorShift64::new(5);
         for seed in 0..200u64 {
@@ -1131,19 +1016,11 @@ mod tests {
             let base = get_work_group(grid, kmax);
             let ours = our_candidates(grid, &d, &k, &[base], opts);
             let tfl = work_groups_aligned_to_grid(&d, &k, grid);
-            let best = ours
-                .iter()
-                .chain(tfl.iter())
-                .map(|&w| land.cost_ns(w))
-                .fold(f64::INFINITY, f64::min);
+            let best = ours.iter().chain(tfl.iter()).map(|&w| land.cost_ns(w)).fold(f64::INFINITY, f64::min);
 
             let clock = FakeClock::new();
-            let mut p = FakeProfiler::from_landscape(
-                land.clone(),
-                NoiseModel::lognormal(sigma),
-                seed ^ 0x5555,
-                clock.clone(),
-            );
+            let mut p =
+                FakeProfiler::from_landscape(land.clone(), NoiseModel::lognormal(sigma), seed ^ 0x5555, clock.clone());
             let s = select(&ours, 0, &mut p, &clock, policy, None).unwrap();
             o.ours_regret.push(land.cost_ns(s.work_group) / best - 1.0);
             o.ours_launches += s.launches;
@@ -1151,11 +1028,7 @@ mod tests {
             o.kept_baseline += usize::from(s.decision == Decision::KeptBaseline);
             let r = land.cost_ns(s.work_group) / best - 1.0;
             if r >= 0.05 && std::env::var_os("WG_DEBUG").is_some() {
-                let rank = |w: WorkGroup| {
-                    ours.iter()
-                        .filter(|&&x| land.cost_ns(x) < land.cost_ns(w))
-                        .count()
-                };
+                let rank = |w: WorkGroup| ours.iter().filter(|&&x| land.cost_ns(x) < land.cost_ns(w)).count();
                 println!(
                     "seed {seed} grid {grid:?} regret {:.2}% decision {:?} chosen {:?} (rank {}) baseline {:?} (true {:.2}% over best, rank {}) launches {}",
                     r * 100.0,
@@ -1170,12 +1043,8 @@ mod tests {
             }
 
             let clock = FakeClock::new();
-            let mut p = FakeProfiler::from_landscape(
-                land.clone(),
-                NoiseModel::lognormal(sigma),
-                seed ^ 0xAAAA,
-                clock.clone(),
-            );
+            let mut p =
+                FakeProfiler::from_landscape(land.clone(), NoiseModel::lognormal(sigma), seed ^ 0xAAAA, clock.clone());
             let i = select_tflite(&tfl, &mut p, &d).unwrap();
             o.tflite_regret.push(land.cost_ns(tfl[i]) / best - 1.0);
             o.tflite_launches += p.calls;
@@ -1219,15 +1088,8 @@ mod tests {
         let seeds = 1000;
         let o = run_seeds(0.10, seeds, &Policy::full(), &CandidateOptions::default());
         let (ok, mean, _ok_t, mean_t) = summarize("sigma=10%", &o, seeds);
-        assert!(
-            ok >= 0.99,
-            "ours: regret < 5% in only {:.1}% of seeds",
-            ok * 100.0
-        );
-        assert!(
-            mean_t > mean,
-            "single-shot mean regret {mean_t} <= ours {mean}"
-        );
+        assert!(ok >= 0.99, "ours: regret < 5% in only {:.1}% of seeds", ok * 100.0);
+        assert!(mean_t > mean, "single-shot mean regret {mean_t} <= ours {mean}");
     }
 
     #[test]
@@ -1245,32 +1107,13 @@ mod tests {
     fn budgeted_policy_at_10_percent_noise() {
         let seeds = 300;
         let opts = CandidateOptions::default();
-        let o = run_seeds(
-            0.10,
-            seeds,
-            &Policy {
-                op_budget_ns: None,
-                ..Policy::budgeted()
-            },
-            &opts,
-        );
+        let o = run_seeds(0.10, seeds, &Policy { op_budget_ns: None, ..Policy::budgeted() }, &opts);
         let (ok, mean, ok_t, mean_t) = summarize("budgeted, sigma=10%", &o, seeds);
         assert!(mean < mean_t);
         assert!(ok > ok_t);
         // For the record: a static cap of 24 candidates (shape-stratified) before measuring.
-        let capped = CandidateOptions {
-            max_candidates: Some(24),
-            ..CandidateOptions::default()
-        };
-        let o = run_seeds(
-            0.10,
-            seeds,
-            &Policy {
-                op_budget_ns: None,
-                ..Policy::budgeted()
-            },
-            &capped,
-        );
+        let capped = CandidateOptions { max_candidates: Some(24), ..CandidateOptions::default() };
+        let o = run_seeds(0.10, seeds, &Policy { op_budget_ns: None, ..Policy::budgeted() }, &capped);
         summarize("budgeted + cap 24, sigma=10%", &o, seeds);
     }
 }

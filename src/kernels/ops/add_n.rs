@@ -4,12 +4,12 @@
 //! sums the inputs in order starting from 0, as TFLite's reference kernel (and its
 //! optimized kernel with one thread); int32 sums wrap.
 
-use crate::kernels::shape_util::{in_op, op_error};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{in_op, op_error};
 
 const OP: &str = "ADD_N";
 

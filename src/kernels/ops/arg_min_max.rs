@@ -4,16 +4,16 @@
 //! int32 or int64 (`output_type`). A non-constant axis makes the output dynamic, sized
 //! in Eval (see `shape_util::plan_declared_output`).
 
-use crate::kernels::shape_util::{
-    check_arity, check_type, in_op, known_at_prepare, normalize_axis, op_error, plan_declared_output, scalar_int,
-    settle_output_shape,
-};
 use crate::abi::builtin_op_data::{TfLiteArgMaxParams, TfLiteArgMinParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{
+    check_arity, check_type, in_op, known_at_prepare, normalize_axis, op_error, plan_declared_output, scalar_int,
+    settle_output_shape,
+};
 
 /// The ARG_MAX registration.
 pub fn arg_max_registration() -> TfLiteRegistration {

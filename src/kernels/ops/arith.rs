@@ -9,12 +9,6 @@
 //! with TFLite's rescaling (7 bits of headroom). POW: float32 (`powf`) and int32 (through
 //! `double`, as C++ `std::pow(int, int)`; negative exponents are an error, as in TFLite).
 
-use crate::kernels::binary::{
-    BinaryOperands, binary_f32, binary_operands, binary_operands_in_place, run_binary, run_binary_f32, with_op,
-};
-use crate::kernels::broadcast::broadcast_binary;
-use crate::kernels::fixed_point::{get_reciprocal, multiply_smaller_than_one_exp_x86};
-use crate::kernels::shape_util::{check_out_shape, in_op, op_error};
 use crate::abi::builtin_op_data::{TfLiteDivParams, TfLiteFusedActivation};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType, kTfLiteInplaceOpInput0Shared, kTfLiteInplaceOpInput1Shared};
@@ -23,11 +17,17 @@ use crate::kernels::activation::{
     activation_range_f32, activation_range_i32, activation_range_quantized, clamp_min_max,
 };
 use crate::kernels::api::{OpCtx, QuantParams};
+use crate::kernels::binary::{
+    BinaryOperands, binary_f32, binary_operands, binary_operands_in_place, run_binary, run_binary_f32, with_op,
+};
+use crate::kernels::broadcast::broadcast_binary;
+use crate::kernels::fixed_point::{get_reciprocal, multiply_smaller_than_one_exp_x86};
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{
     multiply_by_quantized_multiplier_greater_than_one, multiply_by_quantized_multiplier_smaller_than_one_exp,
     quantize_multiplier_smaller_than_one_exp, try_quantize_multiplier,
 };
+use crate::kernels::shape_util::{check_out_shape, in_op, op_error};
 use crate::microkernels::f32_vbinary::{BinaryOp, NO_CLAMP};
 
 /// The ops of this file.

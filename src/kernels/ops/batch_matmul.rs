@@ -23,15 +23,15 @@ use super::conv_common::{
     PackSlot, QuantMul, affine, asymmetric_quantize, legacy_quant_mul, parallel_rows, recommended_threads,
     symmetric_quantize, threads_for,
 };
-use crate::kernels::kernel::{self, BuiltinKernel};
-use crate::microkernels::packed::Packed;
-use crate::kernels::shape_util::{check_arity, op_error};
 use crate::abi::builtin_op_data::TfLiteBatchMatMulParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64};
+use crate::kernels::shape_util::{check_arity, op_error};
+use crate::microkernels::packed::Packed;
 
 const OP: &str = "BATCH_MATMUL";
 const MAX_RANK: usize = 5;
@@ -475,7 +475,9 @@ fn requant(
     act: (i32, i32),
 ) -> Result<IntRequant> {
     let (lq, rq) = (lhs.quant(), rhs.quant());
-    if let Some((s, _, _)) = rhs.affine_quant() && s.len() > 1 {
+    if let Some((s, _, _)) = rhs.affine_quant()
+        && s.len() > 1
+    {
         return Err(op_error(OP, "per-channel quantization of the rhs needs a float lhs (hybrid)"));
     }
     let mult = legacy_quant_mul(OP, lq.scale, rq.scale, None, out.scale)?;
@@ -527,7 +529,10 @@ impl BuiltinKernel for BatchMatMul {
         let (lhs, rhs) = (ctx.input(0)?, ctx.input(1)?);
         let mut out = ctx.output(0)?;
         if out.shape != st.plan.out_shape.as_slice() {
-            return Err(op_error(OP, format!("output shape {:?} was not prepared as {:?}", out.shape, st.plan.out_shape)));
+            return Err(op_error(
+                OP,
+                format!("output shape {:?} was not prepared as {:?}", out.shape, st.plan.out_shape),
+            ));
         }
         let threads = recommended_threads(ctx);
         let k = st.plan.k;

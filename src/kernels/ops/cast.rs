@@ -8,13 +8,13 @@
 //! reference LiteRT build produces for every integer target, checked against it); to bool
 //! is `x != 0`; to float16 / bfloat16 goes through `f32` with round-to-nearest-even.
 
-use crate::kernels::float_conv::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
-use crate::kernels::shape_util::{check_arity, check_out_shape, in_op, op_error};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::float_conv::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{check_arity, check_out_shape, in_op, op_error};
 
 const OP: &str = "CAST";
 

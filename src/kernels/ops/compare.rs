@@ -11,16 +11,16 @@
 //! it computes on x86-64; see `fixed_point::multiply_smaller_than_one_exp_x86`). Strings
 //! are not supported.
 
-use crate::kernels::binary::{BinaryOperands, binary_operands, with_op};
-use crate::kernels::broadcast::broadcast_binary;
-use crate::kernels::fixed_point::multiply_smaller_than_one_exp_x86;
-use crate::kernels::shape_util::{check_out_shape, in_op, op_error, unary_operands};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::OpCtx;
+use crate::kernels::binary::{BinaryOperands, binary_operands, with_op};
+use crate::kernels::broadcast::broadcast_binary;
+use crate::kernels::fixed_point::multiply_smaller_than_one_exp_x86;
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{quantize_multiplier_greater_than_one, quantize_multiplier_smaller_than_one_exp};
+use crate::kernels::shape_util::{check_out_shape, in_op, op_error, unary_operands};
 
 /// The comparisons.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

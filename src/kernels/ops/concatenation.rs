@@ -7,13 +7,13 @@
 //! Rank-0 inputs concatenate along axis 0 into a vector. The fused activation must be
 //! NONE (TFLite rejects others).
 
-use crate::kernels::shape_util::{check_type, in_op, op_error, with_elem_type};
 use crate::abi::builtin_op_data::{TfLiteConcatenationParams, TfLiteFusedActivation};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, QuantParams, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{check_type, in_op, op_error, with_elem_type};
 
 const OP: &str = "CONCATENATION";
 

@@ -13,7 +13,6 @@
 //! calling its own subgraph (directly or through others), operand counts that differ from
 //! the callee's inputs/outputs, and type or size mismatches.
 
-use crate::kernels::shape_util::op_error;
 use crate::abi::builtin_op_data::{TfLiteCallOnceParams, TfLiteIfParams, TfLiteWhileParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
@@ -23,6 +22,7 @@ use crate::interpreter::context::subgraph_from_context;
 use crate::interpreter::control_flow::copy_tensors;
 use crate::kernels::api::OpCtx;
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::op_error;
 
 /// The IF registration.
 pub fn if_registration() -> TfLiteRegistration {
@@ -149,7 +149,9 @@ fn if_prepare(ctx: &OpCtx<'_>, p: &TfLiteIfParams) -> Result<()> {
     let n_out = ctx.num_outputs();
     let mut out_shapes: Vec<Vec<Vec<i32>>> = Vec::new();
     let mut dynamic = false;
-    for (what, index) in [("then_subgraph_index", p.then_subgraph_index), ("else_subgraph_index", p.else_subgraph_index)] {
+    for (what, index) in
+        [("then_subgraph_index", p.then_subgraph_index), ("else_subgraph_index", p.else_subgraph_index)]
+    {
         // SAFETY: `this` is the live subgraph running this node; the callee is distinct.
         unsafe {
             let branch = callee(this, index, what, IF)?;
@@ -206,7 +208,10 @@ const WHILE: &str = "WHILE";
 /// TFLite's `CheckCondOutput`: a bool scalar or a one-element vector.
 fn check_cond_output(shape: &[i32], ty: TfLiteType) -> Result<()> {
     if ty != TfLiteType::kTfLiteBool || !(shape.is_empty() || shape == [1]) {
-        return Err(op_error(WHILE, format!("the condition subgraph must output one bool, not {} {shape:?}", ty.name())));
+        return Err(op_error(
+            WHILE,
+            format!("the condition subgraph must output one bool, not {} {shape:?}", ty.name()),
+        ));
     }
     Ok(())
 }
@@ -329,7 +334,8 @@ fn call_once_prepare(ctx: &OpCtx<'_>, p: &TfLiteCallOnceParams) -> Result<()> {
     }
     // SAFETY: as above; the init subgraph is a distinct live sibling.
     unsafe {
-        let init = (*this).callee(p.init_subgraph_index, "init_subgraph_index").map_err(|e| op_error(CALL_ONCE, e.message))?;
+        let init =
+            (*this).callee(p.init_subgraph_index, "init_subgraph_index").map_err(|e| op_error(CALL_ONCE, e.message))?;
         if !(*init).inputs().is_empty() || !(*init).outputs().is_empty() {
             return Err(op_error(CALL_ONCE, "the init subgraph must have no inputs and no outputs"));
         }
@@ -341,7 +347,8 @@ fn call_once_eval(ctx: &OpCtx<'_>, p: &TfLiteCallOnceParams) -> Result<()> {
     let this = this_subgraph(ctx)?;
     // SAFETY: `this` is the live subgraph running this node.
     let shared = unsafe { (*this).shared.clone() };
-    let index = usize::try_from(p.init_subgraph_index).map_err(|_| op_error(CALL_ONCE, "negative init subgraph index"))?;
+    let index =
+        usize::try_from(p.init_subgraph_index).map_err(|_| op_error(CALL_ONCE, "negative init subgraph index"))?;
     if shared.lock().unwrap_or_else(|e| e.into_inner()).is_initialized(index) {
         return Ok(());
     }

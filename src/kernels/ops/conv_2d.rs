@@ -19,9 +19,10 @@
 //! filters are widened to `i16` with their zero points applied. Grouped and 16x8
 //! convolutions always use the reference loop.
 
-use super::conv_common::{opt_data_cow, Requant, 
-    ConvGeom, QuantMul, affine, check_len, checked_product, compute_padding_height_width, dim, legacy_quant_mul,
-    PackSlot, parallel_rows, per_channel_multipliers, positive_param, recommended_threads, threads_for,
+use super::conv_common::{
+    ConvGeom, PackSlot, QuantMul, Requant, affine, check_len, checked_product, compute_padding_height_width, dim,
+    legacy_quant_mul, opt_data_cow, parallel_rows, per_channel_multipliers, positive_param, recommended_threads,
+    threads_for,
 };
 use crate::abi::builtin_op_data::{TfLiteConvParams, TfLiteFusedActivation};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
@@ -30,10 +31,10 @@ use crate::error::{Error, Result};
 use crate::kernels::activation::{activation_range_f32, activation_range_quantized, clamp_min_max};
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64};
 use crate::microkernels::f32_gemm::PackedGemm;
 use crate::microkernels::packed::Packed;
 use crate::microkernels::table;
-use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64};
 
 const OP: &str = "CONV_2D";
 
@@ -81,7 +82,16 @@ fn check_sizes(g: &ConvGeom, input: usize, filter: usize, bias: Option<usize>, o
 /// image; returns the accumulator.
 #[inline]
 #[allow(clippy::too_many_arguments)]
-fn window<A>(g: &ConvGeom, fpg: usize, b: usize, oy: usize, ox: usize, oc: usize, init: A, mut f: impl FnMut(A, usize, usize) -> A) -> A {
+fn window<A>(
+    g: &ConvGeom,
+    fpg: usize,
+    b: usize,
+    oy: usize,
+    ox: usize,
+    oc: usize,
+    init: A,
+    mut f: impl FnMut(A, usize, usize) -> A,
+) -> A {
     let group = oc / fpg;
     let mut acc = init;
     for ky in 0..g.f_h {
@@ -150,12 +160,26 @@ pub struct Quant8Params {
 impl Quant8Params {
     /// The parameters of an 8-bit conv-like op, with the zero points checked to be 8-bit
     /// offsets (the accumulation's overflow bounds assume it).
-    pub fn checked(op: &str, input_zero_point: i32, filter_offset: i32, output_zero_point: i32, mults: Vec<QuantMul>, (act_min, act_max): (i32, i32)) -> Result<Self> {
+    pub fn checked(
+        op: &str,
+        input_zero_point: i32,
+        filter_offset: i32,
+        output_zero_point: i32,
+        mults: Vec<QuantMul>,
+        (act_min, act_max): (i32, i32),
+    ) -> Result<Self> {
         let offsets_ok = |v: i32| (-255..=255).contains(&v);
         if !offsets_ok(input_zero_point) || !offsets_ok(filter_offset) {
             return Err(Error::new(format!("{op}: zero points out of the 8-bit range")));
         }
-        Ok(Quant8Params { input_offset: -input_zero_point, filter_offset, output_offset: output_zero_point, mults, act_min, act_max })
+        Ok(Quant8Params {
+            input_offset: -input_zero_point,
+            filter_offset,
+            output_offset: output_zero_point,
+            mults,
+            act_min,
+            act_max,
+        })
     }
 
     #[inline]
@@ -274,7 +298,12 @@ pub fn hybrid_temporary_bytes(input_len: usize, batches: usize) -> Result<[usize
 
 /// The node's hybrid temporaries `first..first + 3` (as requested with
 /// [`hybrid_temporary_bytes`]), cut to `input_len` values and `batches` batches.
-pub fn hybrid_temporaries<'a>(ctx: &OpCtx<'a>, first: usize, input_len: usize, batches: usize) -> Result<HybridBuffers<'a>> {
+pub fn hybrid_temporaries<'a>(
+    ctx: &OpCtx<'a>,
+    first: usize,
+    input_len: usize,
+    batches: usize,
+) -> Result<HybridBuffers<'a>> {
     let data = ctx.temporary_mut::<i8>(first)?;
     let scales = ctx.temporary_mut::<f32>(first + 1)?;
     let offsets = ctx.temporary_mut::<i32>(first + 2)?;
@@ -298,9 +327,15 @@ impl OwnedHybridInput {
 }
 
 /// [`quantize_hybrid_input_into`] into fresh vectors.
-pub fn quantize_hybrid_input(input: &[f32], batch_len: usize, per_channel: bool, filter_scale: f32) -> OwnedHybridInput {
+pub fn quantize_hybrid_input(
+    input: &[f32],
+    batch_len: usize,
+    per_channel: bool,
+    filter_scale: f32,
+) -> OwnedHybridInput {
     let batches = input.len().checked_div(batch_len).unwrap_or(0);
-    let mut o = OwnedHybridInput { data: vec![0i8; input.len()], scales: vec![1.0f32; batches], offsets: vec![0i32; batches] };
+    let mut o =
+        OwnedHybridInput { data: vec![0i8; input.len()], scales: vec![1.0f32; batches], offsets: vec![0i32; batches] };
     let bufs = HybridBuffers { data: &mut o.data, scales: &mut o.scales, offsets: &mut o.offsets };
     // The buffers have exactly the sizes the function checks.
     let _ = quantize_hybrid_input_into(input, batch_len, per_channel, filter_scale, bufs);
@@ -370,7 +405,14 @@ pub fn conv_hybrid_reference(
 }
 
 #[inline]
-fn hybrid_finish(acc: i32, channel_scales: &[f32], oc: usize, batch_scale: f32, bias: Option<&[f32]>, act: (f32, f32)) -> f32 {
+fn hybrid_finish(
+    acc: i32,
+    channel_scales: &[f32],
+    oc: usize,
+    batch_scale: f32,
+    bias: Option<&[f32]>,
+    act: (f32, f32),
+) -> f32 {
     let v = if channel_scales.len() == 1 {
         // HybridConv: result (0) += dot * scale; then + bias.
         0.0 + acc as f32 * batch_scale
@@ -435,7 +477,11 @@ pub fn pack_filter<S: Copy, E>(g: &ConvGeom, filter: &[S], nb: usize, f: impl Fn
 where
     E: Copy + Default,
 {
-    check_len("filter", filter.len(), g.out_c.checked_mul(g.f_h).and_then(|v| v.checked_mul(g.f_w)?.checked_mul(g.f_c)))?;
+    check_len(
+        "filter",
+        filter.len(),
+        g.out_c.checked_mul(g.f_h).and_then(|v| v.checked_mul(g.f_w)?.checked_mul(g.f_c)),
+    )?;
     if nb == 0 {
         return Err(Error::new("block size must be positive"));
     }
@@ -641,11 +687,23 @@ fn im2col_pixels(row_bytes: usize) -> usize {
 /// Writes the im2col rows of output pixels `q..q + rows.len() / k` (flattened over
 /// batch, rows and columns): each pixel's window, taps in filter order, `cv(x, batch)`
 /// of each input value, zeros outside the image.
-fn im2col_into<S: Copy, E: Copy + Default>(g: &ConvGeom, input: &[S], q: usize, rows: &mut [E], cv: &impl Fn(S, usize) -> E) {
+fn im2col_into<S: Copy, E: Copy + Default>(
+    g: &ConvGeom,
+    input: &[S],
+    q: usize,
+    rows: &mut [E],
+    cv: &impl Fn(S, usize) -> E,
+) {
     let k = g.f_h * g.f_w * g.in_c;
     let plane = g.out_h * g.out_w;
-    if g.f_h == 1 && g.f_w == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 && g.pad_w == 0
-        && g.in_h == g.out_h && g.in_w == g.out_w
+    if g.f_h == 1
+        && g.f_w == 1
+        && g.stride_h == 1
+        && g.stride_w == 1
+        && g.pad_h == 0
+        && g.pad_w == 0
+        && g.in_h == g.out_h
+        && g.in_w == g.out_w
     {
         // Pointwise: the rows are the input pixels themselves, contiguous within a batch.
         let mut i = 0;
@@ -724,7 +782,11 @@ pub fn pack_filter_i16<S: Copy>(g: &ConvGeom, filter: &[S], f: impl Fn(S) -> i16
     if !have_avx2() {
         return pack_filter(g, filter, 8, f);
     }
-    check_len("filter", filter.len(), g.out_c.checked_mul(g.f_h).and_then(|v| v.checked_mul(g.f_w)?.checked_mul(g.f_c)))?;
+    check_len(
+        "filter",
+        filter.len(),
+        g.out_c.checked_mul(g.f_h).and_then(|v| v.checked_mul(g.f_w)?.checked_mul(g.f_c)),
+    )?;
     let taps = g.f_h * g.f_w;
     let pairs = g.f_c.div_ceil(2);
     let per_block = taps * pairs * 32;
@@ -829,7 +891,8 @@ unsafe fn conv_pixels_i16_avx2<O>(
                                 for i in 0..pairs {
                                     let xp = _mm256_set1_epi32(pair(xs[p], i));
                                     acc[p][0] = _mm256_add_epi32(acc[p][0], _mm256_madd_epi16(xp, w16!(wtap, i * 32)));
-                                    acc[p][1] = _mm256_add_epi32(acc[p][1], _mm256_madd_epi16(xp, w16!(wtap, i * 32 + 16)));
+                                    acc[p][1] =
+                                        _mm256_add_epi32(acc[p][1], _mm256_madd_epi16(xp, w16!(wtap, i * 32 + 16)));
                                 }
                             }
                         }
@@ -866,17 +929,26 @@ fn conv_rows_i16<S: QuantInt, O: Send>(
     if use_im2col(g) || have_avx2() {
         let cv = |x: S, b: usize| x.to_i32().wrapping_add(offsets[b]) as i16;
         let pg = rows_geom(g);
-        return conv_rows_im2col(g, input, &cv, packed.len(), packed_i16_len(&pg), out, threads, &|pg, rows, origin, q0, o| {
-            if have_avx2() {
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: `have_avx2()` was checked just above.
-                unsafe {
-                    conv_pixels_i16_avx2(pg, Src { input: rows, origin, packed, q0 }, o, finish)
-                };
-            } else {
-                conv_pixels::<i16, O, 8>(pg, Src { input: rows, origin, packed, q0 }, o, finish);
-            }
-        });
+        return conv_rows_im2col(
+            g,
+            input,
+            &cv,
+            packed.len(),
+            packed_i16_len(&pg),
+            out,
+            threads,
+            &|pg, rows, origin, q0, o| {
+                if have_avx2() {
+                    #[cfg(target_arch = "x86_64")]
+                    // SAFETY: `have_avx2()` was checked just above.
+                    unsafe {
+                        conv_pixels_i16_avx2(pg, Src { input: rows, origin, packed, q0 }, o, finish)
+                    };
+                } else {
+                    conv_pixels::<i16, O, 8>(pg, Src { input: rows, origin, packed, q0 }, o, finish);
+                }
+            },
+        );
     }
     let per_batch = (g.in_h * g.in_w * g.in_c).max(1);
     let wide: Vec<i16> =
@@ -950,7 +1022,9 @@ pub fn conv_q8_optimized<T: QuantInt>(
     check_len("multipliers", p.mults.len(), Some(g.out_c))?;
     let rq = Requant::new(&p.mults, bias, p.output_offset, p.act_min, p.act_max);
     let offsets = vec![p.input_offset; g.batches];
-    conv_rows_i16(g, input, &offsets, packed, out, threads, &|acc: &[i32], _b, oc0, out: &mut [T]| rq.apply(oc0, acc, out))
+    conv_rows_i16(g, input, &offsets, packed, out, threads, &|acc: &[i32], _b, oc0, out: &mut [T]| {
+        rq.apply(oc0, acc, out)
+    })
 }
 
 /// Hybrid convolution on `x - offset[b]` (widened to `i16` while it is read) and a packed
@@ -1005,11 +1079,22 @@ struct State {
 
 /// How the node computes, decided from the types and quantization as conv.cc does.
 enum Kind {
-    F32 { act: (f32, f32) },
+    F32 {
+        act: (f32, f32),
+    },
     /// Float input, int8 (or uint8 read as int8) filter.
-    Hybrid { per_channel: bool, channel_scales: Vec<f32>, filter_scale: f32, act: (f32, f32) },
+    Hybrid {
+        per_channel: bool,
+        channel_scales: Vec<f32>,
+        filter_scale: f32,
+        act: (f32, f32),
+    },
     Quant8(Quant8Params),
-    Quant16 { mults: Vec<QuantMul>, act: (i32, i32), bias64: bool },
+    Quant16 {
+        mults: Vec<QuantMul>,
+        act: (i32, i32),
+        bias64: bool,
+    },
 }
 
 /// The node's input, filter, optional bias and output.
@@ -1035,8 +1120,10 @@ fn plan(
         )));
     }
     let d = |t: &TensorView<'_>, what, i| dim(OP, what, t.shape, i);
-    let (batches, in_h, in_w, in_c) = (d(input, "input", 0)?, d(input, "input", 1)?, d(input, "input", 2)?, d(input, "input", 3)?);
-    let (out_c, f_h, f_w, f_c) = (d(filter, "filter", 0)?, d(filter, "filter", 1)?, d(filter, "filter", 2)?, d(filter, "filter", 3)?);
+    let (batches, in_h, in_w, in_c) =
+        (d(input, "input", 0)?, d(input, "input", 1)?, d(input, "input", 2)?, d(input, "input", 3)?);
+    let (out_c, f_h, f_w, f_c) =
+        (d(filter, "filter", 0)?, d(filter, "filter", 1)?, d(filter, "filter", 2)?, d(filter, "filter", 3)?);
     if in_h == 0 || in_w == 0 || in_c == 0 || out_c == 0 || f_h == 0 || f_w == 0 || f_c == 0 {
         return Err(Error::new(format!(
             "{OP}: input {:?} and filter {:?} need positive spatial and channel dimensions",
@@ -1050,11 +1137,18 @@ fn plan(
         return Err(Error::new(format!("{OP}: {out_c} filters cannot be split into {} groups", in_c / f_c)));
     }
     let dtype = input.dtype;
-    if !matches!(dtype, TfLiteType::kTfLiteFloat32 | TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteInt16) {
+    if !matches!(
+        dtype,
+        TfLiteType::kTfLiteFloat32 | TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteInt16
+    ) {
         return Err(Error::new(format!("{OP}: input type {} is not supported", dtype.name())));
     }
     if output.dtype != dtype {
-        return Err(Error::new(format!("{OP}: output type {} differs from input type {}", output.dtype.name(), dtype.name())));
+        return Err(Error::new(format!(
+            "{OP}: output type {} differs from input type {}",
+            output.dtype.name(),
+            dtype.name()
+        )));
     }
     let stride_h = positive_param(OP, "stride_height", p.stride_height)?;
     let stride_w = positive_param(OP, "stride_width", p.stride_width)?;
@@ -1083,7 +1177,9 @@ fn plan(
     geom.check_index_range(OP)?;
     checked_product(OP, &[batches, out_h, out_w, out_c])?;
     checked_product(OP, &[batches, in_h, in_w, in_c])?;
-    if let Some(b) = bias && b.num_elements() != out_c {
+    if let Some(b) = bias
+        && b.num_elements() != out_c
+    {
         return Err(Error::new(format!("{OP}: bias has {} elements for {out_c} filters", b.num_elements())));
     }
     let bias_type = bias.map(|b| b.dtype);
@@ -1102,12 +1198,18 @@ fn plan(
         TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 => {
             let want_filter = dtype;
             if filter.dtype != want_filter {
-                return Err(Error::new(format!("{OP}: filter type {} with {} input", filter.dtype.name(), dtype.name())));
+                return Err(Error::new(format!(
+                    "{OP}: filter type {} with {} input",
+                    filter.dtype.name(),
+                    dtype.name()
+                )));
             }
             if let Some(bt) = bias_type.filter(|&t| t != TfLiteType::kTfLiteInt32) {
                 return Err(Error::new(format!("{OP}: bias of type {} with {} input", bt.name(), dtype.name())));
             }
-            if let Some(b) = bias && b.quant().zero_point != 0 {
+            if let Some(b) = bias
+                && b.quant().zero_point != 0
+            {
                 return Err(Error::new(format!("{OP}: bias zero point must be 0")));
             }
             Kind::Quant8(quant8_params(input, filter, bias, output, out_c, p.activation)?)
@@ -1131,14 +1233,18 @@ fn plan(
                 (None, TfLiteType::kTfLiteInt32) => false,
                 (None, _) => true,
             };
-            if let (Some(bt), TfLiteType::kTfLiteInt32 | TfLiteType::kTfLiteInt64) = (bias_type, qbt) && bt != qbt {
+            if let (Some(bt), TfLiteType::kTfLiteInt32 | TfLiteType::kTfLiteInt64) = (bias_type, qbt)
+                && bt != qbt
+            {
                 return Err(Error::new(format!(
                     "{OP}: bias type {} differs from quantized_bias_type {}",
                     bt.name(),
                     qbt.name()
                 )));
             }
-            if let Some(b) = bias && b.quant().zero_point != 0 {
+            if let Some(b) = bias
+                && b.quant().zero_point != 0
+            {
                 return Err(Error::new(format!("{OP}: bias zero point must be 0")));
             }
             let (scales, _, _) = affine(OP, "filter", filter)?;
@@ -1338,9 +1444,8 @@ fn run(
                     conv_f32_reference(g, input, filter.data::<f32>()?, bias_c.as_deref(), out, *act)
                 }
                 Variant::Optimized => {
-                    let packed = gemm.get(filter, bias, &mut fresh_gemm, || {
-                        super::conv_f32_gemm::pack_weights(g, filter, bias)
-                    })?;
+                    let packed = gemm
+                        .get(filter, bias, &mut fresh_gemm, || super::conv_f32_gemm::pack_weights(g, filter, bias))?;
                     super::conv_f32_gemm::compute(table(), g, input, packed, out, *act, threads)
                 }
             }
@@ -1477,9 +1582,23 @@ mod tests {
             let n_f = g.out_c * g.f_h * g.f_w * g.f_c;
             let n = g.output_len().unwrap();
             let bias: Vec<i32> = (0..g.out_c).map(|_| r.int(-3000, 3000)).collect();
-            let mults = per_channel_multipliers("T", 0.02, &(0..g.out_c).map(|c| 0.001 + c as f32 * 0.0003).collect::<Vec<_>>(), 0.05, g.out_c).unwrap();
+            let mults = per_channel_multipliers(
+                "T",
+                0.02,
+                &(0..g.out_c).map(|c| 0.001 + c as f32 * 0.0003).collect::<Vec<_>>(),
+                0.05,
+                g.out_c,
+            )
+            .unwrap();
             // int8 per channel.
-            let p = Quant8Params { input_offset: 7, filter_offset: 0, output_offset: -3, mults: mults.clone(), act_min: -128, act_max: 127 };
+            let p = Quant8Params {
+                input_offset: 7,
+                filter_offset: 0,
+                output_offset: -3,
+                mults: mults.clone(),
+                act_min: -128,
+                act_max: 127,
+            };
             let input: Vec<i8> = (0..n_in).map(|_| r.int(-128, 127) as i8).collect();
             let filter: Vec<i8> = (0..n_f).map(|_| r.int(-127, 127) as i8).collect();
             let (mut a, mut b) = (vec![0i8; n], vec![0i8; n]);
@@ -1488,12 +1607,20 @@ mod tests {
             conv_q8_optimized(&g, &input, &packed, Some(&bias), &p, &mut b, 2).unwrap();
             assert_eq!(a, b, "{g:?}");
             // uint8 per tensor with a filter zero point.
-            let p = Quant8Params { input_offset: -120, filter_offset: -131, output_offset: 128, mults: vec![mults[0]; g.out_c], act_min: 10, act_max: 250 };
+            let p = Quant8Params {
+                input_offset: -120,
+                filter_offset: -131,
+                output_offset: 128,
+                mults: vec![mults[0]; g.out_c],
+                act_min: 10,
+                act_max: 250,
+            };
             let input: Vec<u8> = (0..n_in).map(|_| r.int(0, 255) as u8).collect();
             let filter: Vec<u8> = (0..n_f).map(|_| r.int(0, 255) as u8).collect();
             let (mut a, mut b) = (vec![0u8; n], vec![0u8; n]);
             conv_q8_reference(&g, &input, &filter, Some(&bias), &p, &mut a).unwrap();
-            let packed = pack_filter_i16(&packing_geom_i16(&g), &filter, |v| (v as i32 + p.filter_offset) as i16).unwrap();
+            let packed =
+                pack_filter_i16(&packing_geom_i16(&g), &filter, |v| (v as i32 + p.filter_offset) as i16).unwrap();
             conv_q8_optimized(&g, &input, &packed, None.or(Some(&bias[..])), &p, &mut b, 1).unwrap();
             assert_eq!(a, b);
             assert!(a.iter().any(|&v| v != 10 && v != 250), "requantization saturates everything");
@@ -1546,9 +1673,19 @@ mod tests {
         let g = geom(1, 1, 2, 2, 1, 1, 1, 2, 1, 1, TfLitePadding::kTfLitePaddingValid);
         let m = per_channel_multipliers("T", 1.0, &[1.0], 1.0, 1).unwrap();
         let mut out = [0i16; 2];
-        conv_i16_reference(&g, &[1000, 2000, -300, 7], &[3, -2], Bias16::I64(Some(&[5])), &m, (-32768, 32767), &mut out).unwrap();
+        conv_i16_reference(
+            &g,
+            &[1000, 2000, -300, 7],
+            &[3, -2],
+            Bias16::I64(Some(&[5])),
+            &m,
+            (-32768, 32767),
+            &mut out,
+        )
+        .unwrap();
         assert_eq!(out, [1000 * 3 - 4000 + 5, -900 - 14 + 5]);
-        conv_i16_reference(&g, &[30000, 30000, 0, 0], &[127, 127], Bias16::I32(None), &m, (-32768, 32767), &mut out).unwrap();
+        conv_i16_reference(&g, &[30000, 30000, 0, 0], &[127, 127], Bias16::I32(None), &m, (-32768, 32767), &mut out)
+            .unwrap();
         assert_eq!(out, [32767, 0]);
     }
 
@@ -1564,8 +1701,8 @@ mod tests {
 
     #[test]
     fn registration_glue() {
-        use crate::kernels::test_util::{Graph, qp};
         use crate::abi::types::TfLiteStatus;
+        use crate::kernels::test_util::{Graph, qp};
         use TfLiteType::*;
         let reg = registration();
         assert_eq!(reg.builtin_code, TfLiteBuiltinOperator::kTfLiteBuiltinConv2d as i32);
@@ -1583,10 +1720,19 @@ mod tests {
         let mut g = Graph::new();
         let input = [1.0f32, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0, 1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0];
         let x = g.tensor(kTfLiteFloat32, &[2, 2, 4, 1], &input, None, false);
-        let w = g.tensor(kTfLiteFloat32, &[3, 2, 2, 1], &[1.0f32, 2.0, 3.0, 4.0, -1.0, 1.0, -1.0, 1.0, -1.0, -1.0, 1.0, 1.0], None, true);
+        let w = g.tensor(
+            kTfLiteFloat32,
+            &[3, 2, 2, 1],
+            &[1.0f32, 2.0, 3.0, 4.0, -1.0, 1.0, -1.0, 1.0, -1.0, -1.0, 1.0, 1.0],
+            None,
+            true,
+        );
         let b = g.tensor(kTfLiteFloat32, &[3], &[1.0f32, 2.0, 3.0], None, true);
         let o = g.output(kTfLiteFloat32, None);
-        assert_eq!(g.run(&reg, &[x, w, b], &[o], params(2, TfLitePadding::kTfLitePaddingValid)), TfLiteStatus::kTfLiteOk);
+        assert_eq!(
+            g.run(&reg, &[x, w, b], &[o], params(2, TfLitePadding::kTfLitePaddingValid)),
+            TfLiteStatus::kTfLiteOk
+        );
         assert_eq!(g.shape(o), vec![2, 1, 2, 3]);
         assert_eq!(g.data::<f32>(o), vec![18.0, 2.0, 5.0, 18.0, 2.0, 5.0, 17.0, 4.0, 3.0, 37.0, 4.0, 3.0]);
         // SAME padding, no bias.
@@ -1596,38 +1742,65 @@ mod tests {
         // Errors: zero stride, unknown padding, wrong bias size, rank 3 input, channel mismatch,
         // missing params, int8 without quantization.
         let o = g.output(kTfLiteFloat32, None);
-        assert_eq!(g.run(&reg, &[x, w, b], &[o], params(0, TfLitePadding::kTfLitePaddingValid)), TfLiteStatus::kTfLiteError);
-        assert_eq!(g.run(&reg, &[x, w, b], &[o], params(1, TfLitePadding::kTfLitePaddingUnknown)), TfLiteStatus::kTfLiteError);
+        assert_eq!(
+            g.run(&reg, &[x, w, b], &[o], params(0, TfLitePadding::kTfLitePaddingValid)),
+            TfLiteStatus::kTfLiteError
+        );
+        assert_eq!(
+            g.run(&reg, &[x, w, b], &[o], params(1, TfLitePadding::kTfLitePaddingUnknown)),
+            TfLiteStatus::kTfLiteError
+        );
         let b2 = g.tensor(kTfLiteFloat32, &[2], &[1.0f32, 2.0], None, true);
-        assert_eq!(g.run(&reg, &[x, w, b2], &[o], params(1, TfLitePadding::kTfLitePaddingValid)), TfLiteStatus::kTfLiteError);
+        assert_eq!(
+            g.run(&reg, &[x, w, b2], &[o], params(1, TfLitePadding::kTfLitePaddingValid)),
+            TfLiteStatus::kTfLiteError
+        );
         let x3 = g.tensor(kTfLiteFloat32, &[2, 4, 2], &input, None, false);
-        assert_eq!(g.run(&reg, &[x3, w, b], &[o], params(1, TfLitePadding::kTfLitePaddingValid)), TfLiteStatus::kTfLiteError);
+        assert_eq!(
+            g.run(&reg, &[x3, w, b], &[o], params(1, TfLitePadding::kTfLitePaddingValid)),
+            TfLiteStatus::kTfLiteError
+        );
         let w2 = g.tensor(kTfLiteFloat32, &[3, 1, 1, 2], &[0.0f32; 6], None, true);
-        assert_eq!(g.run(&reg, &[x, w2, b], &[o], params(1, TfLitePadding::kTfLitePaddingValid)), TfLiteStatus::kTfLiteError);
+        assert_eq!(
+            g.run(&reg, &[x, w2, b], &[o], params(1, TfLitePadding::kTfLitePaddingValid)),
+            TfLiteStatus::kTfLiteError
+        );
         assert_eq!(g.run::<TfLiteConvParams>(&reg, &[x, w, b], &[o], None), TfLiteStatus::kTfLiteError);
         let xi = g.tensor(kTfLiteInt8, &[1, 2, 2, 1], &[1i8; 4], None, false);
         let wi = g.tensor(kTfLiteInt8, &[1, 1, 1, 1], &[1i8], None, true);
         let oi = g.output(kTfLiteInt8, None);
-        assert_eq!(g.run(&reg, &[xi, wi], &[oi], params(1, TfLitePadding::kTfLitePaddingValid)), TfLiteStatus::kTfLiteError);
+        assert_eq!(
+            g.run(&reg, &[xi, wi], &[oi], params(1, TfLitePadding::kTfLitePaddingValid)),
+            TfLiteStatus::kTfLiteError
+        );
         // int8 per-tensor: scales 0.5 * 0.5 / 0.25 = 1, input zero point 1.
         let xi = g.tensor(kTfLiteInt8, &[1, 1, 2, 1], &[3i8, -5], Some(qp(0.5, 1)), false);
         let wi = g.tensor(kTfLiteInt8, &[1, 1, 1, 1], &[2i8], Some(qp(0.5, 0)), true);
         let bi = g.tensor(kTfLiteInt32, &[1], &[10i32], Some(qp(0.25, 0)), true);
         let oi = g.output(kTfLiteInt8, Some(qp(0.25, -2)));
-        assert_eq!(g.run(&reg, &[xi, wi, bi], &[oi], params(1, TfLitePadding::kTfLitePaddingValid)), TfLiteStatus::kTfLiteOk);
+        assert_eq!(
+            g.run(&reg, &[xi, wi, bi], &[oi], params(1, TfLitePadding::kTfLitePaddingValid)),
+            TfLiteStatus::kTfLiteOk
+        );
         assert_eq!(g.data::<i8>(oi), vec![2 * 2 + 10 - 2, 2 * -6 + 10 - 2]);
         // uint8 with filter zero point.
         let xu = g.tensor(kTfLiteUInt8, &[1, 1, 2, 1], &[130u8, 120], Some(qp(0.5, 128)), false);
         let wu = g.tensor(kTfLiteUInt8, &[1, 1, 1, 1], &[132u8], Some(qp(0.5, 128)), true);
         let bu = g.tensor(kTfLiteInt32, &[1], &[-4i32], Some(qp(0.25, 0)), true);
         let ou = g.output(kTfLiteUInt8, Some(qp(0.25, 100)));
-        assert_eq!(g.run(&reg, &[xu, wu, bu], &[ou], params(1, TfLitePadding::kTfLitePaddingValid)), TfLiteStatus::kTfLiteOk);
+        assert_eq!(
+            g.run(&reg, &[xu, wu, bu], &[ou], params(1, TfLitePadding::kTfLitePaddingValid)),
+            TfLiteStatus::kTfLiteOk
+        );
         assert_eq!(g.data::<u8>(ou), vec![104, 64]);
         // Hybrid: float input, int8 filter (scale 0.5), symmetric per-batch quantization.
         let xh = g.tensor(kTfLiteFloat32, &[1, 1, 2, 1], &[1.0f32, -0.5], None, false);
         let wh = g.tensor(kTfLiteInt8, &[1, 1, 1, 1], &[4i8], Some(qp(0.5, 0)), true);
         let oh = g.output(kTfLiteFloat32, None);
-        assert_eq!(g.run(&reg, &[xh, wh], &[oh], params(1, TfLitePadding::kTfLitePaddingValid)), TfLiteStatus::kTfLiteOk);
+        assert_eq!(
+            g.run(&reg, &[xh, wh], &[oh], params(1, TfLitePadding::kTfLitePaddingValid)),
+            TfLiteStatus::kTfLiteOk
+        );
         let got = g.data::<f32>(oh);
         assert!((got[0] - 2.0).abs() < 1e-2 && (got[1] + 1.0).abs() < 2e-2, "{got:?}");
     }

@@ -9,8 +9,8 @@ use crate::abi::builtin_op_data::TfLitePadding;
 use crate::abi::types::TfLiteType;
 use crate::error::{Error, Result};
 use crate::kernels::api::{Element, TensorView};
-use std::borrow::Cow;
 use crate::kernels::quant::try_quantize_multiplier;
+use std::borrow::Cow;
 
 // The kernels' thread pool lives in `crate::kernels::threadpool`; the ops import it from here.
 pub use crate::kernels::threadpool::{parallel_rows, recommended_threads, threads_for};
@@ -22,9 +22,7 @@ pub use crate::kernels::threadpool::{parallel_rows, recommended_threads, threads
 /// Dimension `i` of `shape` as `usize`; an error naming `op` and `what` if it is missing
 /// or negative.
 pub fn dim(op: &str, what: &str, shape: &[i32], i: usize) -> Result<usize> {
-    let d = *shape
-        .get(i)
-        .ok_or_else(|| Error::new(format!("{op}: {what} shape {shape:?} has no dimension {i}")))?;
+    let d = *shape.get(i).ok_or_else(|| Error::new(format!("{op}: {what} shape {shape:?} has no dimension {i}")))?;
     usize::try_from(d).map_err(|_| Error::new(format!("{op}: {what} shape {shape:?} has a negative dimension")))
 }
 
@@ -181,14 +179,10 @@ impl ConvGeom {
     /// Checks that every input and output coordinate the window loops can form stays in
     /// `isize` (so the index arithmetic above cannot overflow).
     pub fn check_index_range(&self, op: &str) -> Result<()> {
-        let far_y = self
-            .out_h
-            .checked_mul(self.stride_h)
-            .and_then(|v| v.checked_add(self.f_h.checked_mul(self.dil_h)?));
-        let far_x = self
-            .out_w
-            .checked_mul(self.stride_w)
-            .and_then(|v| v.checked_add(self.f_w.checked_mul(self.dil_w)?));
+        let far_y =
+            self.out_h.checked_mul(self.stride_h).and_then(|v| v.checked_add(self.f_h.checked_mul(self.dil_h)?));
+        let far_x =
+            self.out_w.checked_mul(self.stride_w).and_then(|v| v.checked_add(self.f_w.checked_mul(self.dil_w)?));
         match (far_y, far_x) {
             (Some(y), Some(x)) if y <= isize::MAX as usize / 2 && x <= isize::MAX as usize / 2 => Ok(()),
             _ => Err(Error::new(format!("{op}: window geometry overflows"))),
@@ -756,7 +750,19 @@ impl<P> PackSlot<P> {
 /// TFLite computes it.
 #[cfg(test)]
 #[allow(clippy::too_many_arguments)]
-pub fn test_conv_geom(b: usize, h: usize, w: usize, c: usize, oc: usize, fh: usize, fw: usize, fc: usize, s: usize, d: usize, pad: TfLitePadding) -> ConvGeom {
+pub fn test_conv_geom(
+    b: usize,
+    h: usize,
+    w: usize,
+    c: usize,
+    oc: usize,
+    fh: usize,
+    fw: usize,
+    fc: usize,
+    s: usize,
+    d: usize,
+    pad: TfLitePadding,
+) -> ConvGeom {
     let (out_h, out_w, p) = compute_padding_height_width(s, s, d, d, h, w, fh, fw, pad).expect("a valid test geometry");
     ConvGeom {
         batches: b,

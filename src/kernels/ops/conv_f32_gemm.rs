@@ -5,9 +5,9 @@
 //! microkernels' clamp.
 
 use super::conv_common::{ConvGeom, parallel_rows, threads_for};
-use crate::kernels::threadpool::parallel_chunks_mut;
 use crate::error::{Error, Result};
 use crate::kernels::api::TensorView;
+use crate::kernels::threadpool::parallel_chunks_mut;
 use crate::microkernels::f32_gemm::{self, ConvRows, DenseRows, PackedGemm};
 use crate::microkernels::{Table, table};
 
@@ -103,7 +103,18 @@ mod tests {
     use crate::microkernels::available_tables;
 
     #[allow(clippy::too_many_arguments)]
-    fn geom(b: usize, h: usize, w: usize, c: usize, oc: usize, fh: usize, fw: usize, s: usize, d: usize, pad: TfLitePadding) -> ConvGeom {
+    fn geom(
+        b: usize,
+        h: usize,
+        w: usize,
+        c: usize,
+        oc: usize,
+        fh: usize,
+        fw: usize,
+        s: usize,
+        d: usize,
+        pad: TfLitePadding,
+    ) -> ConvGeom {
         test_conv_geom(b, h, w, c, oc, fh, fw, c, s, d, pad)
     }
 

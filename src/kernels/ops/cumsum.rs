@@ -5,13 +5,13 @@
 //! output excludes its own element) and `reverse` (sum from the end). Sums run in element
 //! order from 0, as TFLite's loop; integer sums wrap.
 
-use crate::kernels::shape_util::{check_arity, in_op, int_values, op_error};
 use crate::abi::builtin_op_data::TfLiteCumsumParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{check_arity, in_op, int_values, op_error};
 
 const OP: &str = "CUMSUM";
 

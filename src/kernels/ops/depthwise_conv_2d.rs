@@ -15,21 +15,22 @@
 //! integers), split over threads by output rows. 16x8 always uses the reference loop.
 
 use super::conv_2d::{
-    ConvElem, HybridBuffers, HybridInput, Quant8Params, hybrid_temporaries, hybrid_temporary_bytes, quantize_hybrid_input,
-    quantize_hybrid_input_into, widen,
-};
-use super::conv_common::{opt_data_cow, Requant, 
-    ConvGeom, QuantMul, affine, check_len, checked_product, compute_padding_height_width, dim, legacy_quant_mul,
-    parallel_rows, per_channel_multipliers, positive_param, recommended_threads, threads_for,
+    ConvElem, HybridBuffers, HybridInput, Quant8Params, hybrid_temporaries, hybrid_temporary_bytes,
+    quantize_hybrid_input, quantize_hybrid_input_into, widen,
 };
 use super::conv_common::PackSlot;
-use crate::kernels::kernel::{self, BuiltinKernel};
+use super::conv_common::{
+    ConvGeom, QuantMul, Requant, affine, check_len, checked_product, compute_padding_height_width, dim,
+    legacy_quant_mul, opt_data_cow, parallel_rows, per_channel_multipliers, positive_param, recommended_threads,
+    threads_for,
+};
 use crate::abi::builtin_op_data::{TfLiteDepthwiseConvParams, TfLiteFusedActivation};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::activation::{activation_range_f32, activation_range_quantized, clamp_min_max};
 use crate::kernels::api::{OpCtx, TensorView, TensorViewMut};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64};
 use crate::microkernels::f32_dwconv::{self, DwGeom};
 use crate::microkernels::packed::Packed;
@@ -77,7 +78,16 @@ fn check_sizes(g: &ConvGeom, input: usize, filter: usize, bias: Option<usize>, o
 /// `(b, oy, ox)` in TFLite's order, skipping taps outside the image.
 #[inline]
 #[allow(clippy::too_many_arguments)]
-fn window<A>(g: &ConvGeom, mult: usize, b: usize, oy: usize, ox: usize, oc: usize, init: A, mut f: impl FnMut(A, usize, usize) -> A) -> A {
+fn window<A>(
+    g: &ConvGeom,
+    mult: usize,
+    b: usize,
+    oy: usize,
+    ox: usize,
+    oc: usize,
+    init: A,
+    mut f: impl FnMut(A, usize, usize) -> A,
+) -> A {
     let ic = oc / mult;
     let mut acc = init;
     for ky in 0..g.f_h {
@@ -166,7 +176,8 @@ pub fn dw_i16_reference(
     let mult = check_sizes(g, input.len(), filter.len(), bias.map(|b| b.len()), out.len())?;
     check_len("multipliers", mults.len(), Some(g.out_c))?;
     for_each_output(g, |o, b, oy, ox, oc| {
-        let acc = window(g, mult, b, oy, ox, oc, 0i64, |acc, i, f| acc.wrapping_add(input[i] as i64 * filter[f] as i64));
+        let acc =
+            window(g, mult, b, oy, ox, oc, 0i64, |acc, i, f| acc.wrapping_add(input[i] as i64 * filter[f] as i64));
         let acc = acc.wrapping_add(bias.map_or(0, |bb| bb[oc]));
         let m = mults[oc];
         out[o] = multiply_by_quantized_multiplier_i64(acc, m.multiplier, m.shift).clamp(act.0, act.1) as i16;
@@ -175,7 +186,14 @@ pub fn dw_i16_reference(
 }
 
 #[inline]
-fn hybrid_finish(acc: i32, channel_scales: &[f32], oc: usize, batch_scale: f32, bias: Option<&[f32]>, act: (f32, f32)) -> f32 {
+fn hybrid_finish(
+    acc: i32,
+    channel_scales: &[f32],
+    oc: usize,
+    batch_scale: f32,
+    bias: Option<&[f32]>,
+    act: (f32, f32),
+) -> f32 {
     let cs = if channel_scales.len() == 1 { channel_scales[0] } else { channel_scales[oc] };
     let mut v = acc as f32;
     v *= cs * batch_scale;
@@ -355,7 +373,8 @@ pub fn dw_f32_optimized(
         check_len("bias", b.len(), Some(g.out_c))?;
     }
     let zeros = vec![0i32; g.batches];
-    dw_rows(g, input, &|x: f32, _| x, &zeros, filter, out, threads, &|acc: &[f32], _b, _c0, out: &mut [f32]| match bias {
+    dw_rows(g, input, &|x: f32, _| x, &zeros, filter, out, threads, &|acc: &[f32], _b, _c0, out: &mut [f32]| match bias
+    {
         Some(bb) => {
             for ((o, &a), &bv) in out.iter_mut().zip(acc).zip(bb) {
                 *o = clamp_min_max(a + bv, act.0, act.1);
@@ -372,7 +391,10 @@ pub fn dw_f32_optimized(
 /// The microkernels' geometry of a depthwise convolution with depth multiplier 1.
 fn dw_geom(g: &ConvGeom) -> Result<DwGeom> {
     if g.in_c != g.out_c {
-        return Err(Error::new(format!("the depthwise microkernels need depth multiplier 1, not {} to {} channels", g.in_c, g.out_c)));
+        return Err(Error::new(format!(
+            "the depthwise microkernels need depth multiplier 1, not {} to {} channels",
+            g.in_c, g.out_c
+        )));
     }
     Ok(DwGeom {
         batches: g.batches,
@@ -473,9 +495,20 @@ fn dw_q8_wide<T: QuantInt>(
     let offsets = vec![p.input_offset; g.batches];
     if exact_in_f32(g, max_abs_wide(g, input, &offsets), filter.max_abs) {
         let cv = |x: T, off: i32| wide(x, off) as f32;
-        return dw_rows(g, input, &cv, &offsets, &filter.as_f32, out, threads, &|acc: &[f32], _b, c0, out: &mut [T]| rq.apply(c0, acc, out));
+        return dw_rows(
+            g,
+            input,
+            &cv,
+            &offsets,
+            &filter.as_f32,
+            out,
+            threads,
+            &|acc: &[f32], _b, c0, out: &mut [T]| rq.apply(c0, acc, out),
+        );
     }
-    dw_rows(g, input, &wide::<T>, &offsets, &filter.wide, out, threads, &|acc: &[i32], _b, c0, out: &mut [T]| rq.apply(c0, acc, out))
+    dw_rows(g, input, &wide::<T>, &offsets, &filter.wide, out, threads, &|acc: &[i32], _b, c0, out: &mut [T]| {
+        rq.apply(c0, acc, out)
+    })
 }
 
 /// An 8-bit value widened with an offset (`x + off` as `i16`).
@@ -548,11 +581,20 @@ fn dw_hybrid_wide(
     let offsets: Vec<i32> = q.offsets.iter().map(|&o| o.wrapping_neg()).collect();
     if exact_in_f32(g, max_abs_wide(g, q.data, &offsets), filter.max_abs) {
         let cv = |x: i8, off: i32| wide(x, off) as f32;
-        return dw_rows(g, q.data, &cv, &offsets, &filter.as_f32, out, threads, &|acc: &[f32], b, c0, out: &mut [f32]| {
-            for (j, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
-                *o = hybrid_finish(a as i32, channel_scales, c0 + j, q.scales[b], bias, act);
-            }
-        });
+        return dw_rows(
+            g,
+            q.data,
+            &cv,
+            &offsets,
+            &filter.as_f32,
+            out,
+            threads,
+            &|acc: &[f32], b, c0, out: &mut [f32]| {
+                for (j, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
+                    *o = hybrid_finish(a as i32, channel_scales, c0 + j, q.scales[b], bias, act);
+                }
+            },
+        );
     }
     dw_rows(g, q.data, &wide::<i8>, &offsets, &filter.wide, out, threads, &|acc: &[i32], b, c0, out: &mut [f32]| {
         for (j, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
@@ -605,11 +647,16 @@ fn plan(
     output: &TensorView<'_>,
 ) -> Result<(ConvGeom, Kind)> {
     if input.shape.len() != 4 || filter.shape.len() != 4 {
-        return Err(Error::new(format!("{OP}: input {:?} and filter {:?} must have rank 4", input.shape, filter.shape)));
+        return Err(Error::new(format!(
+            "{OP}: input {:?} and filter {:?} must have rank 4",
+            input.shape, filter.shape
+        )));
     }
     let d = |t: &TensorView<'_>, what, i| dim(OP, what, t.shape, i);
-    let (batches, in_h, in_w, in_c) = (d(input, "input", 0)?, d(input, "input", 1)?, d(input, "input", 2)?, d(input, "input", 3)?);
-    let (f_n, f_h, f_w, out_c) = (d(filter, "filter", 0)?, d(filter, "filter", 1)?, d(filter, "filter", 2)?, d(filter, "filter", 3)?);
+    let (batches, in_h, in_w, in_c) =
+        (d(input, "input", 0)?, d(input, "input", 1)?, d(input, "input", 2)?, d(input, "input", 3)?);
+    let (f_n, f_h, f_w, out_c) =
+        (d(filter, "filter", 0)?, d(filter, "filter", 1)?, d(filter, "filter", 2)?, d(filter, "filter", 3)?);
     if in_h == 0 || in_w == 0 || in_c == 0 || f_h == 0 || f_w == 0 || out_c == 0 {
         return Err(Error::new(format!(
             "{OP}: input {:?} and filter {:?} need positive spatial and channel dimensions",
@@ -634,11 +681,18 @@ fn plan(
     let dil_h = limit("dilation_height_factor", p.dilation_height_factor)?;
     let dil_w = limit("dilation_width_factor", p.dilation_width_factor)?;
     let dtype = input.dtype;
-    if !matches!(dtype, TfLiteType::kTfLiteFloat32 | TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteInt16) {
+    if !matches!(
+        dtype,
+        TfLiteType::kTfLiteFloat32 | TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteInt16
+    ) {
         return Err(Error::new(format!("{OP}: input type {} is not supported", dtype.name())));
     }
     if output.dtype != dtype {
-        return Err(Error::new(format!("{OP}: output type {} differs from input type {}", output.dtype.name(), dtype.name())));
+        return Err(Error::new(format!(
+            "{OP}: output type {} differs from input type {}",
+            output.dtype.name(),
+            dtype.name()
+        )));
     }
     let hybrid = dtype == TfLiteType::kTfLiteFloat32 && filter.dtype == TfLiteType::kTfLiteInt8;
     let filter_ok = hybrid
@@ -713,7 +767,6 @@ fn plan(
     Ok((geom, kind))
 }
 
-
 fn quant_kind(
     input: &TensorView<'_>,
     filter: &TensorView<'_>,
@@ -742,13 +795,21 @@ fn quant_kind(
                 if scales.len() > 1 {
                     return Err(Error::new(format!("{OP}: per-channel quantization needs int8 or int16 input")));
                 }
-                let m = legacy_quant_mul(OP, in_q.scale, filter.quant().scale, bias.map(|b| b.quant().scale), out_q.scale)?;
+                let m =
+                    legacy_quant_mul(OP, in_q.scale, filter.quant().scale, bias.map(|b| b.quant().scale), out_q.scale)?;
                 vec![m; out_c]
             } else {
                 per_channel_multipliers(OP, in_q.scale, scales, out_q.scale, out_c)?
             };
             let filter_offset = if dt == TfLiteType::kTfLiteUInt8 { -filter.quant().zero_point } else { 0 };
-            Ok(Kind::Quant8(Quant8Params::checked(OP, in_q.zero_point, filter_offset, out_q.zero_point, mults, (act_min, act_max))?))
+            Ok(Kind::Quant8(Quant8Params::checked(
+                OP,
+                in_q.zero_point,
+                filter_offset,
+                out_q.zero_point,
+                mults,
+                (act_min, act_max),
+            )?))
         }
     }
 }
@@ -879,7 +940,9 @@ fn run(
             let mut fresh = None;
             let fw = wide.get(filter, None, &mut fresh, || widen_filter(kind, filter))?;
             match input.dtype {
-                TfLiteType::kTfLiteUInt8 => dw_q8_wide(g, input.data::<u8>()?, fw, bias_s, p, out.data_mut::<u8>()?, threads),
+                TfLiteType::kTfLiteUInt8 => {
+                    dw_q8_wide(g, input.data::<u8>()?, fw, bias_s, p, out.data_mut::<u8>()?, threads)
+                }
                 _ => dw_q8_wide(g, input.data::<i8>()?, fw, bias_s, p, out.data_mut::<i8>()?, threads),
             }
         }
@@ -934,7 +997,18 @@ mod tests {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn geom(b: usize, h: usize, w: usize, c: usize, m: usize, fh: usize, fw: usize, s: usize, d: usize, pad: TfLitePadding) -> ConvGeom {
+    fn geom(
+        b: usize,
+        h: usize,
+        w: usize,
+        c: usize,
+        m: usize,
+        fh: usize,
+        fw: usize,
+        s: usize,
+        d: usize,
+        pad: TfLitePadding,
+    ) -> ConvGeom {
         crate::kernels::ops::conv_common::test_conv_geom(b, h, w, c, c * m, fh, fw, c * m, s, d, pad)
     }
 
@@ -981,7 +1055,14 @@ mod tests {
             // int8 per channel
             let scales: Vec<f32> = (0..g.out_c).map(|c| 0.002 + 0.0005 * c as f32).collect();
             let mults = per_channel_multipliers("T", 0.05, &scales, 0.02, g.out_c).unwrap();
-            let p = Quant8Params { input_offset: 5, filter_offset: 0, output_offset: -7, mults, act_min: -128, act_max: 127 };
+            let p = Quant8Params {
+                input_offset: 5,
+                filter_offset: 0,
+                output_offset: -7,
+                mults,
+                act_min: -128,
+                act_max: 127,
+            };
             let qi: Vec<i8> = (0..n_in).map(|_| r.int(-128, 127) as i8).collect();
             let qf: Vec<i8> = (0..n_f).map(|_| r.int(-127, 127) as i8).collect();
             let qb: Vec<i32> = (0..g.out_c).map(|_| r.int(-2000, 2000)).collect();
@@ -990,7 +1071,14 @@ mod tests {
             q8(&g, &qi, &qf, Some(&qb), &p, &mut b, 2, Variant::Optimized).unwrap();
             assert_eq!(a, b);
             // uint8 with zero points
-            let p = Quant8Params { input_offset: -128, filter_offset: -120, output_offset: 130, mults: vec![p.mults[0]; g.out_c], act_min: 0, act_max: 255 };
+            let p = Quant8Params {
+                input_offset: -128,
+                filter_offset: -120,
+                output_offset: 130,
+                mults: vec![p.mults[0]; g.out_c],
+                act_min: 0,
+                act_max: 255,
+            };
             let ui: Vec<u8> = (0..n_in).map(|_| r.int(0, 255) as u8).collect();
             let uf: Vec<u8> = (0..n_f).map(|_| r.int(0, 255) as u8).collect();
             let (mut a, mut b) = (vec![0u8; n], vec![0u8; n]);
@@ -1016,7 +1104,12 @@ mod tests {
         let mut cases = 0;
         for c in [1usize, 3, 7, 8, 9, 15, 16, 17, 24, 33, 144] {
             for (fh, fw) in [(3, 3), (5, 5), (3, 5), (1, 1), (7, 7)] {
-                for (s, d, pad) in [(1, 1, kTfLitePaddingSame), (2, 1, kTfLitePaddingValid), (2, 2, kTfLitePaddingSame), (1, 2, kTfLitePaddingValid)] {
+                for (s, d, pad) in [
+                    (1, 1, kTfLitePaddingSame),
+                    (2, 1, kTfLitePaddingValid),
+                    (2, 2, kTfLitePaddingSame),
+                    (1, 2, kTfLitePaddingValid),
+                ] {
                     let b = 1 + (r.next() % 2) as usize;
                     let (h, w) = (7 + (r.next() % 6) as usize, 7 + (r.next() % 7) as usize);
                     if compute_padding_height_width(s, s, d, d, h, w, fh, fw, pad).is_err() {
@@ -1034,7 +1127,15 @@ mod tests {
                     let (mut want, mut got, mut mag) = (vec![0.0f32; n], vec![0.0f32; n], vec![0.0f32; n]);
                     dw_f32_reference(&g, &input, &filter, Some(&bias), &mut want, act).unwrap();
                     let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<f32>>();
-                    dw_f32_reference(&g, &abs(&input), &abs(&filter), Some(&abs(&bias)), &mut mag, (f32::MIN, f32::MAX)).unwrap();
+                    dw_f32_reference(
+                        &g,
+                        &abs(&input),
+                        &abs(&filter),
+                        Some(&abs(&bias)),
+                        &mut mag,
+                        (f32::MIN, f32::MAX),
+                    )
+                    .unwrap();
                     let packed = pack_f32(&g, &filter, Some(&bias)).unwrap();
                     dw_f32_microkernel(&g, &input, &packed, &mut got, act, 1 + (r.next() % 3) as usize).unwrap();
                     for i in 0..n {
@@ -1078,8 +1179,8 @@ mod tests {
 
     #[test]
     fn registration_glue() {
-        use crate::kernels::test_util::{Graph, qp};
         use crate::abi::types::TfLiteStatus;
+        use crate::kernels::test_util::{Graph, qp};
         use TfLiteType::*;
         let reg = registration();
         let params = |stride: i32, dil: i32| {
@@ -1094,7 +1195,13 @@ mod tests {
             })
         };
         let mut g = Graph::new();
-        let x = g.tensor(kTfLiteFloat32, &[1, 3, 2, 2], &[1.0f32, 2.0, 7.0, 8.0, 3.0, 4.0, 9.0, 10.0, 5.0, 6.0, 11.0, 12.0], None, false);
+        let x = g.tensor(
+            kTfLiteFloat32,
+            &[1, 3, 2, 2],
+            &[1.0f32, 2.0, 7.0, 8.0, 3.0, 4.0, 9.0, 10.0, 5.0, 6.0, 11.0, 12.0],
+            None,
+            false,
+        );
         let w = g.tensor(
             kTfLiteFloat32,
             &[1, 2, 2, 4],

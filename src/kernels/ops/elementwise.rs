@@ -9,17 +9,17 @@
 //! table; ABS int8 / int16 (quantized, rescaled when the scales differ), plain int16 and
 //! int32; NEG int32 / int64 (wrapping); SIGN float64 and int32.
 
-use crate::kernels::fixed_point::{lut_lookup_int16, lut_populate_8bit, lut_populate_int16, rescale};
-use crate::kernels::shape_util::{check_out_shape, in_op, op_error, unary_operands};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::fixed_point::{lut_lookup_int16, lut_populate_8bit, lut_populate_int16, rescale};
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{
     multiply_by_quantized_multiplier, rounding_divide_by_pot, saturating_rounding_doubling_high_mul as srdhm,
     try_quantize_multiplier,
 };
+use crate::kernels::shape_util::{check_out_shape, in_op, op_error, unary_operands};
 
 /// The ops of this file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

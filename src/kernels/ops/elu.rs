@@ -6,15 +6,15 @@
 //! elementwise, uint8 / int8 through tables of TFLite's `GeluTransform*`. RELU_0_TO_1:
 //! float32 clamp to [0, 1]; uint8 / int8 requantize as RELU does (`QuantizedReluX(0, 1)`).
 
-use crate::kernels::fixed_point::lut_populate_8bit;
-use crate::kernels::shape_util::{check_out_shape, in_op, op_error, unary_operands};
 use crate::abi::builtin_op_data::TfLiteGeluParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, QuantParams};
+use crate::kernels::fixed_point::lut_populate_8bit;
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, try_quantize_multiplier};
+use crate::kernels::shape_util::{check_out_shape, in_op, op_error, unary_operands};
 
 const ELU: &str = "ELU";
 const GELU: &str = "GELU";

@@ -8,12 +8,12 @@
 //! with per-row quantization (`quantized_dimension` 0, one scale per row, zero point 0).
 //! TFLite's int4 tables are not supported.
 
-use crate::kernels::shape_util::{check_arity, in_op, int_values, op_error};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{check_arity, in_op, int_values, op_error};
 
 const OP: &str = "EMBEDDING_LOOKUP";
 

@@ -9,16 +9,16 @@
 //! the output shape: when they are not constant the output is dynamic and is sized in
 //! Eval (see `shape_util::plan_declared_output`).
 
-use crate::kernels::shape_util::{
-    check_arity, check_out_shape, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output,
-    settle_output_shape, to_i32, with_elem_type,
-};
 use crate::abi::builtin_op_data::TfLiteShapeParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{
+    check_arity, check_out_shape, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output,
+    settle_output_shape, to_i32, with_elem_type,
+};
 
 /// The SHAPE registration.
 pub fn shape_registration() -> TfLiteRegistration {

@@ -7,14 +7,14 @@
 //! float) moved to the divisor's sign; a zero integer divisor is an error. Integer
 //! overflow (`MIN / -1`) wraps or saturates instead of trapping.
 
-use crate::kernels::binary::{BinaryOperands, binary_operands, check_output, with_op};
-use crate::kernels::broadcast::broadcast_binary;
-use crate::kernels::shape_util::op_error;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::OpCtx;
+use crate::kernels::binary::{BinaryOperands, binary_operands, check_output, with_op};
+use crate::kernels::broadcast::broadcast_binary;
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::op_error;
 
 const DIV: &str = "FLOOR_DIV";
 const MOD: &str = "FLOOR_MOD";

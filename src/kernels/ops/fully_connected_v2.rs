@@ -27,8 +27,8 @@
 //! integer sums, split over threads.
 //! Not supported (an error): shuffled, sparse, int4 and int16 weights.
 
-use super::conv_common::{opt_data_cow, 
-    PackSlot, checked_product, per_channel_multipliers, recommended_threads, threads_for,
+use super::conv_common::{
+    PackSlot, checked_product, opt_data_cow, per_channel_multipliers, recommended_threads, threads_for,
 };
 use crate::abi::builtin_op_data::{
     TfLiteFullyConnectedParams, TfLiteFullyConnectedWeightsFormat, TfLiteFusedActivation,
@@ -38,8 +38,8 @@ use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::activation::{activation_range_f32, activation_range_quantized, apply_f32, clamp_min_max};
 use crate::kernels::api::{OpCtx, TensorView, TensorViewMut};
-use crate::kernels::quant::QuantInt;
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::quant::QuantInt;
 use crate::microkernels::f32_gemm::PackedGemm;
 use crate::microkernels::packed::Packed;
 use crate::microkernels::table;
@@ -89,7 +89,14 @@ fn check(d: FcDims, input: usize, weights: usize, bias: Option<usize>, out: usiz
 
 /// Float layer, TFLite's `reference_ops::FullyConnected`: a sequential `f32` dot product
 /// per output, plus the bias, clamped.
-pub fn fc_f32_reference(input: &[f32], weights: &[f32], bias: Option<&[f32]>, d: FcDims, out: &mut [f32], act: (f32, f32)) -> Result<()> {
+pub fn fc_f32_reference(
+    input: &[f32],
+    weights: &[f32],
+    bias: Option<&[f32]>,
+    d: FcDims,
+    out: &mut [f32],
+    act: (f32, f32),
+) -> Result<()> {
     check(d, input.len(), weights.len(), bias.map(|b| b.len()), out.len())?;
     for b in 0..d.batches {
         let x = &input[b * d.depth..(b + 1) * d.depth];
@@ -192,11 +199,14 @@ pub fn fc_quant_reference<T: QuantInt, W: QuantInt, O: QuantInt>(
         for u in 0..d.units {
             let w = &weights[u * d.depth..(u + 1) * d.depth];
             let dot = if bias.wide() {
-                x.iter().zip(w).fold(0i64, |acc, (&xi, &wi)| {
-                    acc.wrapping_add(operand_product(p, xi.to_i32(), wi.to_i32()) as i64)
-                })
+                x.iter()
+                    .zip(w)
+                    .fold(0i64, |acc, (&xi, &wi)| acc.wrapping_add(operand_product(p, xi.to_i32(), wi.to_i32()) as i64))
             } else {
-                x.iter().zip(w).fold(0i32, |acc, (&xi, &wi)| acc.wrapping_add(operand_product(p, xi.to_i32(), wi.to_i32()))) as i64
+                x.iter()
+                    .zip(w)
+                    .fold(0i32, |acc, (&xi, &wi)| acc.wrapping_add(operand_product(p, xi.to_i32(), wi.to_i32())))
+                    as i64
             };
             out[b * d.units + u] = O::from_i32(p.finish(bias.add(dot, u), u));
         }
@@ -291,7 +301,15 @@ pub fn quantize_rows_into<'a>(
 }
 
 #[inline]
-fn hybrid_finish(dot: i32, row_sum: i32, offset: i32, batch_scale: f32, channel_scale: Option<f32>, bias: f32, act: TfLiteFusedActivation) -> f32 {
+fn hybrid_finish(
+    dot: i32,
+    row_sum: i32,
+    offset: i32,
+    batch_scale: f32,
+    channel_scale: Option<f32>,
+    bias: f32,
+    act: TfLiteFusedActivation,
+) -> f32 {
     let mut scale = batch_scale;
     if let Some(cs) = channel_scale {
         scale *= cs;
@@ -505,7 +523,9 @@ pub fn fc_quant_optimized<O: QuantInt>(
             return Err(Error::new("rows too long for the optimized int64 path"));
         }
     }
-    fc_optimized(input_wide, packed, d, out, threads, &|acc: i32, _b, u| O::from_i32(p.finish(bias.add(acc as i64, u), u)))
+    fc_optimized(input_wide, packed, d, out, threads, &|acc: i32, _b, u| {
+        O::from_i32(p.finish(bias.add(acc as i64, u), u))
+    })
 }
 
 /// Hybrid layer on packed `i16` weights; identical to [`fc_hybrid_reference`].
@@ -522,7 +542,10 @@ pub fn fc_hybrid_optimized(
     threads: usize,
     wide: &mut [i16],
 ) -> Result<()> {
-    if row_sums.len() != d.units || bias.is_some_and(|b| b.len() != d.units) || channel_scales.is_some_and(|c| c.len() != d.units) {
+    if row_sums.len() != d.units
+        || bias.is_some_and(|b| b.len() != d.units)
+        || channel_scales.is_some_and(|c| c.len() != d.units)
+    {
         return Err(Error::new("row sums, bias or channel scales do not match the units"));
     }
     if q.scales.len() != d.batches || q.offsets.len() != d.batches {
@@ -535,7 +558,15 @@ pub fn fc_hybrid_optimized(
         *w = v as i16;
     }
     fc_optimized(wide, packed, d, out, threads, &|dot: i32, b, u| {
-        hybrid_finish(dot, row_sums[u], q.offsets[b], q.scales[b], channel_scales.map(|c| c[u]), bias.map_or(0.0, |bb| bb[u]), act)
+        hybrid_finish(
+            dot,
+            row_sums[u],
+            q.offsets[b],
+            q.scales[b],
+            channel_scales.map(|c| c[u]),
+            bias.map_or(0.0, |bb| bb[u]),
+            act,
+        )
     })
 }
 
@@ -558,7 +589,9 @@ pub fn output_shape(input: &[i32], weights: &[i32], keep_num_dims: bool) -> Resu
             return Err(Error::new("keep_num_dims needs an input of rank 1 or more"));
         };
         if depth != 0 && last != depth {
-            return Err(Error::new(format!("input's last dimension {last} does not match the weights' {depth} (keep_num_dims)")));
+            return Err(Error::new(format!(
+                "input's last dimension {last} does not match the weights' {depth} (keep_num_dims)"
+            )));
         }
         let mut shape = input.to_vec();
         if let Some(l) = shape.last_mut() {
@@ -568,7 +601,9 @@ pub fn output_shape(input: &[i32], weights: &[i32], keep_num_dims: bool) -> Resu
     }
     let total = input.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d as i64));
     let batches = if depth == 0 {
-        input.split_last().map_or(Some(1i64), |(_, lead)| lead.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d as i64)))
+        input
+            .split_last()
+            .map_or(Some(1i64), |(_, lead)| lead.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d as i64)))
     } else {
         total.map(|n| n / depth as i64)
     };
@@ -652,7 +687,10 @@ fn plan(
         if weights.dtype != kTfLiteFloat32 {
             return Err(Error::new(format!("{OP}: weights of type {} are not supported", weights.dtype.name())));
         }
-        if input.dtype != kTfLiteFloat32 || output.dtype != kTfLiteFloat32 || bias_type.is_some_and(|t| t != kTfLiteFloat32) {
+        if input.dtype != kTfLiteFloat32
+            || output.dtype != kTfLiteFloat32
+            || bias_type.is_some_and(|t| t != kTfLiteFloat32)
+        {
             return Err(Error::new(format!("{OP}: float32 weights need float32 input, output and bias")));
         }
     }
@@ -665,9 +703,12 @@ fn plan(
     let out_shape = output_shape(input.shape, weights.shape, p.keep_num_dims)?;
     let (units, depth) = (weights.shape[0] as usize, weights.shape[1] as usize);
     let total = checked_product(OP, &input.shape.iter().map(|&d| d as usize).collect::<Vec<_>>())?;
-    let batches = total.checked_div(depth).unwrap_or_else(|| out_shape.iter().rev().skip(1).map(|&d| d as usize).product());
+    let batches =
+        total.checked_div(depth).unwrap_or_else(|| out_shape.iter().rev().skip(1).map(|&d| d as usize).product());
     checked_product(OP, &[batches, units])?;
-    if let Some(b) = bias && b.num_elements() != units {
+    if let Some(b) = bias
+        && b.num_elements() != units
+    {
         return Err(Error::new(format!("{OP}: bias shape {:?} does not match {units} units", b.shape)));
     }
     let mut bias64 = false;
@@ -682,7 +723,6 @@ fn plan(
     };
     Ok((FcDims { batches, depth, units }, kind, out_shape, bias64))
 }
-
 
 fn hybrid_kind(weights: &TensorView<'_>, units: usize) -> Result<Kind> {
     match weights.affine_quant() {
@@ -736,10 +776,15 @@ fn quant_kind(
     }
     let scales_f64 = if per_channel {
         if !matches!(input.dtype, kTfLiteInt8 | kTfLiteInt16) || weights.dtype != kTfLiteInt8 {
-            return Err(Error::new(format!("{OP}: per-channel quantization needs int8 or int16 input and int8 weights")));
+            return Err(Error::new(format!(
+                "{OP}: per-channel quantization needs int8 or int16 input and int8 weights"
+            )));
         }
         if qdim != 0 || scales.len() != units {
-            return Err(Error::new(format!("{OP}: {} weight scales along dimension {qdim} for {units} units", scales.len())));
+            return Err(Error::new(format!(
+                "{OP}: {} weight scales along dimension {qdim} for {units} units",
+                scales.len()
+            )));
         }
         // TFLite also derives fixed-point multipliers here (used by its optimized kernels);
         // computing them checks the scales the same way.
@@ -847,7 +892,9 @@ fn widen_weights(d: FcDims, kind: &Kind, weights: &TensorView<'_>) -> Result<Wid
         Kind::Quant(qp) => {
             let off = qp.weights_offset;
             let packed = match weights.dtype {
-                TfLiteType::kTfLiteUInt8 => pack_weights(weights.data::<u8>()?, d, |v| v.to_i32().wrapping_add(off) as i16)?,
+                TfLiteType::kTfLiteUInt8 => {
+                    pack_weights(weights.data::<u8>()?, d, |v| v.to_i32().wrapping_add(off) as i16)?
+                }
                 _ => pack_weights(weights.data::<i8>()?, d, |v| v.to_i32().wrapping_add(off) as i16)?,
             };
             Ok(WideWeights { packed: Packed::new(packed), row_sums: Vec::new() })
@@ -867,7 +914,10 @@ impl BuiltinKernel for FullyConnected {
             return Err(Error::new(format!("{OP}: expected 2 or 3 inputs, got {n_in}")));
         }
         if p.weights_format != TfLiteFullyConnectedWeightsFormat::kTfLiteFullyConnectedWeightsFormatDefault {
-            return Err(Error::new(format!("{OP}: shuffled weights (format {:?}) are not supported", p.weights_format)));
+            return Err(Error::new(format!(
+                "{OP}: shuffled weights (format {:?}) are not supported",
+                p.weights_format
+            )));
         }
         if ctx.num_outputs() != 1 {
             return Err(Error::new(format!("{OP}: expected 1 output, got {}", ctx.num_outputs())));
@@ -879,9 +929,8 @@ impl BuiltinKernel for FullyConnected {
         let (mut gemm, mut wide) = (PackSlot::default(), PackSlot::default());
         // The optimized path widens to i16; int16 inputs (16x8) stay on the reference loop.
         let widen = match (input.dtype, output.dtype) {
-            (TfLiteType::kTfLiteUInt8, TfLiteType::kTfLiteUInt8) | (TfLiteType::kTfLiteInt8, TfLiteType::kTfLiteInt8) => {
-                !(bias64 && d.depth >= 1 << 14)
-            }
+            (TfLiteType::kTfLiteUInt8, TfLiteType::kTfLiteUInt8)
+            | (TfLiteType::kTfLiteInt8, TfLiteType::kTfLiteInt8) => !(bias64 && d.depth >= 1 << 14),
             _ => false,
         };
         match kind {
@@ -983,7 +1032,8 @@ fn run(
             let out = out.data_mut::<f32>()?;
             let g = as_conv(d);
             let mut fresh = None;
-            let packed = gemm.get(weights, bias, &mut fresh, || super::conv_f32_gemm::pack_weights(&g, weights, bias))?;
+            let packed =
+                gemm.get(weights, bias, &mut fresh, || super::conv_f32_gemm::pack_weights(&g, weights, bias))?;
             super::conv_f32_gemm::compute(table(), &g, input, packed, out, *act, threads)
         }
         Kind::Hybrid { channel_scales, weight_scale } => {
@@ -1018,8 +1068,12 @@ fn run(
             };
             use TfLiteType::*;
             match (input.dtype, *out_type) {
-                (kTfLiteUInt8, kTfLiteUInt8) => quant::<u8, u8, u8>(input, weights, d, bias_q, qp, out.data_mut()?, threads, packed),
-                (kTfLiteInt8, kTfLiteInt8) => quant::<i8, i8, i8>(input, weights, d, bias_q, qp, out.data_mut()?, threads, packed),
+                (kTfLiteUInt8, kTfLiteUInt8) => {
+                    quant::<u8, u8, u8>(input, weights, d, bias_q, qp, out.data_mut()?, threads, packed)
+                }
+                (kTfLiteInt8, kTfLiteInt8) => {
+                    quant::<i8, i8, i8>(input, weights, d, bias_q, qp, out.data_mut()?, threads, packed)
+                }
                 (kTfLiteInt16, kTfLiteInt16) => {
                     quant::<i16, i8, i16>(input, weights, d, bias_q, qp, out.data_mut()?, threads, packed)
                 }
@@ -1036,7 +1090,11 @@ fn run(
 /// A quantized layer: on `packed` weights (widened by [`widen_weights`]) when given, else
 /// TFLite's reference loop.
 #[allow(clippy::too_many_arguments)]
-fn quant<T: QuantInt + crate::kernels::api::Element, W: QuantInt + crate::kernels::api::Element, O: QuantInt + crate::kernels::api::Element>(
+fn quant<
+    T: QuantInt + crate::kernels::api::Element,
+    W: QuantInt + crate::kernels::api::Element,
+    O: QuantInt + crate::kernels::api::Element,
+>(
     input: &TensorView<'_>,
     weights: &TensorView<'_>,
     d: FcDims,
@@ -1093,9 +1151,26 @@ mod tests {
 
     /// The float layer on `t`'s GEMM kernels, as the optimized path runs it.
     #[allow(clippy::too_many_arguments)]
-    fn gemm_fc(t: &crate::microkernels::Table, x: &[f32], w: &[f32], bias: &[f32], d: FcDims, out: &mut [f32], act: (f32, f32), threads: usize) {
+    fn gemm_fc(
+        t: &crate::microkernels::Table,
+        x: &[f32],
+        w: &[f32],
+        bias: &[f32],
+        d: FcDims,
+        out: &mut [f32],
+        act: (f32, f32),
+        threads: usize,
+    ) {
         let g = as_conv(d);
-        let packed = crate::microkernels::f32_gemm::pack(&t.f32_gemm, d.units, 1, d.depth, |o, _, k| w[o * d.depth + k], Some(bias)).unwrap();
+        let packed = crate::microkernels::f32_gemm::pack(
+            &t.f32_gemm,
+            d.units,
+            1,
+            d.depth,
+            |o, _, k| w[o * d.depth + k],
+            Some(bias),
+        )
+        .unwrap();
         super::super::conv_f32_gemm::compute(t, &g, x, &packed, out, act, threads).unwrap();
     }
 
@@ -1114,7 +1189,11 @@ mod tests {
                     b.fill(f32::NAN);
                     gemm_fc(t, &x, &w, &bias, d, &mut b, (-2.0, 2.0), threads);
                     for (i, (p, q)) in a.iter().zip(&b).enumerate() {
-                        assert!((p - q).abs() <= 1e-4 * (1.0 + p.abs()), "{} {d:?} element {i}: {p} vs {q}", t.isa.name());
+                        assert!(
+                            (p - q).abs() <= 1e-4 * (1.0 + p.abs()),
+                            "{} {d:?} element {i}: {p} vs {q}",
+                            t.isa.name()
+                        );
                     }
                 }
             }
@@ -1146,8 +1225,19 @@ mod tests {
                 fc_hybrid_reference(&q, &qw, Some(&scales), Some(&bias), d, kTfLiteActTanh, &mut a).unwrap();
                 let rs: Vec<i32> = qw.chunks_exact(depth).map(|w| w.iter().map(|&v| v as i32).sum()).collect();
                 let packed = pack_weights(&qw, d, |v| v as i16).unwrap();
-                fc_hybrid_optimized(&q, &packed, &rs, Some(&scales), Some(&bias), d, kTfLiteActTanh, &mut b, 2, &mut vec![0; q.data.len()])
-                    .unwrap();
+                fc_hybrid_optimized(
+                    &q,
+                    &packed,
+                    &rs,
+                    Some(&scales),
+                    Some(&bias),
+                    d,
+                    kTfLiteActTanh,
+                    &mut b,
+                    2,
+                    &mut vec![0; q.data.len()],
+                )
+                .unwrap();
                 assert_eq!(a, b);
             }
         }
@@ -1157,7 +1247,15 @@ mod tests {
     fn double_requantization() {
         // acc 5 * scale 0.5 = 2.5 -> 3 (half away from zero); -2.5 -> -3.
         let d = FcDims { batches: 2, depth: 1, units: 1 };
-        let p = QuantFcParams { input_offset: 0, weights_offset: 0, output_offset: 0, scales: vec![0.5], act_min: -128, act_max: 127, legacy_u8_to_i16: false };
+        let p = QuantFcParams {
+            input_offset: 0,
+            weights_offset: 0,
+            output_offset: 0,
+            scales: vec![0.5],
+            act_min: -128,
+            act_max: 127,
+            legacy_u8_to_i16: false,
+        };
         let mut out = [0i8; 2];
         fc_quant_reference(&[5i8, -5], &[1i8], QBias::I32(None), d, &p, &mut out).unwrap();
         assert_eq!(out, [3, -3]);
@@ -1165,7 +1263,13 @@ mod tests {
         let mut out16 = [0i16; 2];
         let p = QuantFcParams { scales: vec![1.0 / 64.0], act_min: -32768, act_max: 32767, ..p };
         fc_quant_reference(&[32767i16, -32768], &[127i8], QBias::I64(Some(&[1 << 20])), d, &p, &mut out16).unwrap();
-        assert_eq!(out16, [((32767 * 127 + (1 << 20)) as f64 / 64.0).round() as i16, ((-32768 * 127 + (1 << 20)) as f64 / 64.0).round() as i16]);
+        assert_eq!(
+            out16,
+            [
+                ((32767 * 127 + (1 << 20)) as f64 / 64.0).round() as i16,
+                ((-32768 * 127 + (1 << 20)) as f64 / 64.0).round() as i16
+            ]
+        );
     }
 
     #[test]
@@ -1202,8 +1306,8 @@ mod tests {
 
     #[test]
     fn registration_glue() {
-        use crate::kernels::test_util::{Graph, qp};
         use crate::abi::types::TfLiteStatus;
+        use crate::kernels::test_util::{Graph, qp};
         use TfLiteType::*;
         let reg = registration();
         assert_eq!(reg.builtin_code, TfLiteBuiltinOperator::kTfLiteBuiltinFullyConnected as i32);

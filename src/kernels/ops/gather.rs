@@ -8,16 +8,16 @@
 //! BROADCAST_TO's shape determine the output shape: non-constant ones make the output
 //! dynamic, sized in Eval (see `shape_util::plan_declared_output`).
 
-use crate::kernels::shape_util::{
-    check_arity, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output,
-    settle_output_shape, to_i32, with_elem_type,
-};
 use crate::abi::builtin_op_data::TfLiteGatherParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{
+    check_arity, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
+    to_i32, with_elem_type,
+};
 
 /// The GATHER registration.
 pub fn registration() -> TfLiteRegistration {
@@ -157,7 +157,10 @@ pub fn repeat_to<T: Copy>(input: &[T], in_shape: &[i32], out_shape: &[i32], out:
 
 const GATHER: &str = "GATHER";
 
-fn gather_operands<'a>(ctx: &OpCtx<'a>, p: &Option<TfLiteGatherParams>) -> Result<(TensorView<'a>, TensorView<'a>, Vec<i32>, GatherGeometry)> {
+fn gather_operands<'a>(
+    ctx: &OpCtx<'a>,
+    p: &Option<TfLiteGatherParams>,
+) -> Result<(TensorView<'a>, TensorView<'a>, Vec<i32>, GatherGeometry)> {
     check_arity(ctx, GATHER, 2, 2, 1)?;
     let input = ctx.input(0).map_err(in_op(GATHER))?;
     let positions = ctx.input(1).map_err(in_op(GATHER))?;
@@ -341,7 +344,8 @@ impl BuiltinKernel for BroadcastTo {
         let s = match planned {
             Some(s) => s.as_slice(),
             None => {
-                let target = int_values(&ctx.input(1).map_err(in_op(BROADCAST_TO))?, false).map_err(in_op(BROADCAST_TO))?;
+                let target =
+                    int_values(&ctx.input(1).map_err(in_op(BROADCAST_TO))?, false).map_err(in_op(BROADCAST_TO))?;
                 dynamic = broadcast_to_shape(input.shape, &target).map_err(in_op(BROADCAST_TO))?;
                 settle_output_shape(ctx, BROADCAST_TO, 0, "shape values", &dynamic)?;
                 dynamic.as_slice()

@@ -12,15 +12,15 @@
 //! `shape_util::plan_declared_output`). Both move fixed-size elements of any numeric or
 //! bool type (TFLite's GATHER_ND also takes strings, which this runtime does not).
 
-use crate::kernels::shape_util::{
-    check_arity, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
-    with_elem_type,
-};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{
+    check_arity, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
+    with_elem_type,
+};
 
 const GATHER: &str = "GATHER_ND";
 const SCATTER: &str = "SCATTER_ND";
@@ -323,11 +323,15 @@ impl BuiltinKernel for ScatterNd {
         let idx = int_values(&indices, false).map_err(in_op(SCATTER))?;
         use TfLiteType::*;
         let r = match updates.dtype {
-            kTfLiteFloat32 => scatter_nd(&idx, nd, updates.data::<f32>()?, oshape, out.data_mut::<f32>()?, |a, b| a + b),
+            kTfLiteFloat32 => {
+                scatter_nd(&idx, nd, updates.data::<f32>()?, oshape, out.data_mut::<f32>()?, |a, b| a + b)
+            }
             kTfLiteBool => scatter_nd(&idx, nd, updates.data::<u8>()?, oshape, out.data_mut::<u8>()?, |a, b| {
                 u8::from(a != 0 || b != 0)
             }),
-            kTfLiteUInt8 => scatter_nd(&idx, nd, updates.data::<u8>()?, oshape, out.data_mut::<u8>()?, u8::wrapping_add),
+            kTfLiteUInt8 => {
+                scatter_nd(&idx, nd, updates.data::<u8>()?, oshape, out.data_mut::<u8>()?, u8::wrapping_add)
+            }
             kTfLiteInt8 => scatter_nd(&idx, nd, updates.data::<i8>()?, oshape, out.data_mut::<i8>()?, i8::wrapping_add),
             kTfLiteInt32 => {
                 scatter_nd(&idx, nd, updates.data::<i32>()?, oshape, out.data_mut::<i32>()?, i32::wrapping_add)

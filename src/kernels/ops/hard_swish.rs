@@ -6,14 +6,14 @@
 //! (input on a "hires" scale of `input_scale / 128`, the ReLU-ish factor on a
 //! `3 / 32768` scale, int16 multipliers from `DownScaleInt32ToInt16Multiplier`), bit-exact.
 
-use crate::kernels::threadpool::elementwise::split_unary_f32;
-use crate::kernels::shape_util::{check_out_shape, in_op, op_error, unary_operands};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, QuantParams};
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{QuantInt, rounding_divide_by_pot_i16, try_quantize_multiplier};
+use crate::kernels::shape_util::{check_out_shape, in_op, op_error, unary_operands};
+use crate::kernels::threadpool::elementwise::split_unary_f32;
 use crate::kernels::threadpool::recommended_threads;
 use crate::microkernels::f32_vunary::{self, UnaryOp};
 use crate::microkernels::table;

@@ -9,15 +9,15 @@
 //! power-of-two shift for power-of-two scales, else a 3 * 2^k multiplier) and interpolate
 //! TFLite's 256-entry sigmoid table.
 
-use crate::kernels::threadpool::elementwise::split_unary_f32;
-use crate::kernels::fixed_point::{SIGMOID_TABLE_UINT16, lut_populate_8bit};
-use crate::kernels::shape_util::{check_out_shape, in_op, op_error, unary_operands};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, QuantParams};
+use crate::kernels::fixed_point::{SIGMOID_TABLE_UINT16, lut_populate_8bit};
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::checked_log2;
+use crate::kernels::shape_util::{check_out_shape, in_op, op_error, unary_operands};
+use crate::kernels::threadpool::elementwise::split_unary_f32;
 use crate::kernels::threadpool::recommended_threads;
 
 /// The LOGISTIC registration.

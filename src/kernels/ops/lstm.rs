@@ -26,7 +26,6 @@
 //! LSTM with layer normalization, the integer single-step LSTM, and the BASIC kernel.
 
 use super::conv_common::{asymmetric_quantize, symmetric_quantize};
-use crate::kernels::shape_util::op_error;
 use crate::abi::builtin_op_data::{
     TfLiteFusedActivation, TfLiteLSTMKernelType, TfLiteLSTMParams, TfLiteUnidirectionalSequenceLSTMParams,
 };
@@ -36,6 +35,7 @@ use crate::error::Result;
 use crate::kernels::activation::apply_f32;
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::op_error;
 
 /// The UNIDIRECTIONAL_SEQUENCE_LSTM registration.
 pub fn sequence_registration() -> TfLiteRegistration {
@@ -302,7 +302,13 @@ fn check_operands(ctx: &OpCtx<'_>, kind: Kind, p: &Params) -> Result<(Dims, Mode
         }
         let w = ctx.input(INPUT_TO_GATE[g]).map_err(in_op(kind))?;
         check(w.shape == [n_cell as i32, n_input as i32] && w.dtype == wtype, kind, || {
-            format!("input-to-gate weights {} must be {} [{n_cell}, {n_input}], not {} {:?}", INPUT_TO_GATE[g], wtype.name(), w.dtype.name(), w.shape)
+            format!(
+                "input-to-gate weights {} must be {} [{n_cell}, {n_input}], not {} {:?}",
+                INPUT_TO_GATE[g],
+                wtype.name(),
+                w.dtype.name(),
+                w.shape
+            )
         })?;
         let r = ctx.input(RECURRENT_TO_GATE[g]).map_err(in_op(kind))?;
         // A diagonal multiplies the output state elementwise: n_output must be n_cell.
@@ -344,7 +350,9 @@ fn check_operands(ctx: &OpCtx<'_>, kind: Kind, p: &Params) -> Result<(Dims, Mode
         let b = ctx.optional_input(bi).map_err(in_op(kind))?;
         match b {
             None if g == G_INPUT && cifg => {}
-            Some(_) if g == G_INPUT && cifg => return Err(op_error(name, "CIFG LSTM must not have an input gate bias")),
+            Some(_) if g == G_INPUT && cifg => {
+                return Err(op_error(name, "CIFG LSTM must not have an input gate bias"));
+            }
             None => return Err(op_error(name, format!("gate bias {bi} is missing"))),
             Some(b) => check(b.shape == [n_cell as i32] && b.dtype == btype, kind, || {
                 format!("gate bias {bi} must be {} [{n_cell}]", btype.name())
@@ -360,7 +368,9 @@ fn check_operands(ctx: &OpCtx<'_>, kind: Kind, p: &Params) -> Result<(Dims, Mode
         })?;
     } else {
         check(pb.is_none(), kind, || "a projection bias needs projection weights".into())?;
-        check(n_output == n_cell, kind, || format!("without projection n_output ({n_output}) must equal n_cell ({n_cell})"))?;
+        check(n_output == n_cell, kind, || {
+            format!("without projection n_output ({n_output}) must equal n_cell ({n_cell})")
+        })?;
     }
     if let Some(b) = &pb {
         check(b.shape == [n_output as i32] && b.dtype == btype, kind, || {
@@ -468,7 +478,8 @@ fn gather<'a>(ctx: &OpCtx<'a>, kind: Kind) -> Result<Weights<'a>> {
             },
             None => None,
         };
-        let layer_norm = if ctx.num_inputs() == 24 { get(LAYER_NORM[g])?.map(|t| t.data::<f32>()).transpose()? } else { None };
+        let layer_norm =
+            if ctx.num_inputs() == 24 { get(LAYER_NORM[g])?.map(|t| t.data::<f32>()).transpose()? } else { None };
         let bias = ctx.input(GATE_BIAS[g]).map_err(in_op(kind))?.data::<f32>()?;
         *slot = Some(Gate { input: mat(&w)?, recurrent, peephole, layer_norm, bias });
     }
@@ -521,7 +532,6 @@ pub fn gate_buffer_len(p: &Params, d: Dims) -> Option<usize> {
     let rows = if p.time_major { d.n_batch } else { 1 };
     rows.checked_mul(d.n_cell)?.checked_mul(4)
 }
-
 
 // ---------------------------------------------------------------------------------------
 // The computation (slices only)
@@ -583,7 +593,16 @@ pub(crate) fn matmul_acc_f32(m: &[f32], rows: usize, cols: usize, x: &[f32], n_b
 /// The hybrid product: `out[b, r] += float(M[r]·xq[b] - row_sum[r] * zp[b]) * (sf[b] *
 /// scale)` (TFLite's `MatrixBatchVectorMultiplyAccumulate` with scaling factors).
 #[allow(clippy::too_many_arguments, reason = "mirrors the tensor_utils routine")]
-pub(crate) fn matmul_acc_i8(m: &[i8], scale: f32, rows: usize, cols: usize, x: &Quantized, sums: Option<&[i32]>, n_batch: usize, out: &mut [f32]) {
+pub(crate) fn matmul_acc_i8(
+    m: &[i8],
+    scale: f32,
+    rows: usize,
+    cols: usize,
+    x: &Quantized,
+    sums: Option<&[i32]>,
+    n_batch: usize,
+    out: &mut [f32],
+) {
     for b in 0..n_batch {
         let xb = &x.q[b * cols..(b + 1) * cols];
         let s = x.scale[b] * scale;
@@ -742,7 +761,18 @@ fn gate_sums(sums: Option<&HybridSums>, g: usize) -> &[Option<Vec<i32>>; 2] {
 
 /// One LSTM step over `nb` batch rows (TFLite's `LstmStepFloat` / `LstmStepHybrid`).
 #[allow(clippy::too_many_arguments, reason = "one step, as lstm_eval's LstmStep*")]
-fn step(w: &Weights<'_>, p: &Params, d: Dims, hybrid: bool, nb: usize, x: &[f32], h: &mut [f32], c: &mut [f32], out: &mut [f32], sc: &mut Scratch<'_>) {
+fn step(
+    w: &Weights<'_>,
+    p: &Params,
+    d: Dims,
+    hybrid: bool,
+    nb: usize,
+    x: &[f32],
+    h: &mut [f32],
+    c: &mut [f32],
+    out: &mut [f32],
+    sc: &mut Scratch<'_>,
+) {
     let (nc, no) = (d.n_cell, d.n_output);
     let x_zero = is_zero(x);
     let h_zero = is_zero(h);
@@ -759,10 +789,32 @@ fn step(w: &Weights<'_>, p: &Params, d: Dims, hybrid: bool, nb: usize, x: &[f32]
     {
         let s = StepInputs { x, x_zero, xq: &sc.xq, h_zero, hq: &sc.hq };
         if let Some(g) = &w.gates[G_INPUT] {
-            gate(g, gate_sums(sums, G_INPUT), TfLiteFusedActivation::kTfLiteActSigmoid, d, nb, &s, h, Some(c), hybrid, gi);
+            gate(
+                g,
+                gate_sums(sums, G_INPUT),
+                TfLiteFusedActivation::kTfLiteActSigmoid,
+                d,
+                nb,
+                &s,
+                h,
+                Some(c),
+                hybrid,
+                gi,
+            );
         }
         if let Some(g) = &w.gates[G_FORGET] {
-            gate(g, gate_sums(sums, G_FORGET), TfLiteFusedActivation::kTfLiteActSigmoid, d, nb, &s, h, Some(c), hybrid, gf);
+            gate(
+                g,
+                gate_sums(sums, G_FORGET),
+                TfLiteFusedActivation::kTfLiteActSigmoid,
+                d,
+                nb,
+                &s,
+                h,
+                Some(c),
+                hybrid,
+                gf,
+            );
         }
         if let Some(g) = &w.gates[G_CELL] {
             gate(g, gate_sums(sums, G_CELL), p.activation, d, nb, &s, h, None, hybrid, gc);
@@ -782,7 +834,18 @@ fn step(w: &Weights<'_>, p: &Params, d: Dims, hybrid: bool, nb: usize, x: &[f32]
     {
         let s = StepInputs { x, x_zero, xq: &sc.xq, h_zero, hq: &sc.hq };
         if let Some(g) = &w.gates[G_OUTPUT] {
-            gate(g, gate_sums(sums, G_OUTPUT), TfLiteFusedActivation::kTfLiteActSigmoid, d, nb, &s, h, Some(c), hybrid, go);
+            gate(
+                g,
+                gate_sums(sums, G_OUTPUT),
+                TfLiteFusedActivation::kTfLiteActSigmoid,
+                d,
+                nb,
+                &s,
+                h,
+                Some(c),
+                hybrid,
+                go,
+            );
         }
     }
     // h = o ⊙ act(c), projected.

@@ -9,10 +9,12 @@
 //! int16 fixed-point ones. The non-layer-norm gate scale is 2^-12 (TFLite's default);
 //! the fifth intermediate tensor gives the hidden (pre-projection) scale and zero point.
 
-use crate::kernels::shape_util::op_error;
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
-use crate::kernels::quant::{checked_log2, multiply_by_quantized_multiplier as mbqm, quantize_multiplier, rounding_divide_by_pot};
+use crate::kernels::quant::{
+    checked_log2, multiply_by_quantized_multiplier as mbqm, quantize_multiplier, rounding_divide_by_pot,
+};
+use crate::kernels::shape_util::op_error;
 
 use super::lstm::{Dims, Params};
 
@@ -51,7 +53,11 @@ fn scale(t: &TensorView<'_>) -> f32 {
 }
 
 /// `PrecomputeZeroPointTimesWeightWithBias`: `bias + zero_point * row_sum(weights)`.
-fn zp_times_weights_with_bias(zero_point: i32, weights: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> Result<Vec<i32>> {
+fn zp_times_weights_with_bias(
+    zero_point: i32,
+    weights: &TensorView<'_>,
+    bias: Option<&TensorView<'_>>,
+) -> Result<Vec<i32>> {
     let rows = weights.shape.first().copied().unwrap_or(0).max(0) as usize;
     let cols = weights.shape.get(1).copied().unwrap_or(0).max(0) as usize;
     let w = weights.data::<i8>()?;
@@ -83,11 +89,8 @@ impl IntegerParams {
 
         let cell_scale = checked_log2(scale(&cell_state))
             .ok_or_else(|| op_error(OP, "the cell state scale must be a power of two"))?;
-        let quantized_cell_clip = if p.cell_clip > 0.0 {
-            (p.cell_clip / scale(&cell_state)).clamp(-32768.0, 32767.0) as i16
-        } else {
-            0
-        };
+        let quantized_cell_clip =
+            if p.cell_clip > 0.0 { (p.cell_clip / scale(&cell_state)).clamp(-32768.0, 32767.0) as i16 } else { 0 };
         let quantized_proj_clip =
             if p.proj_clip > 0.0 { (p.proj_clip / scale(&output)).clamp(-128.0, 127.0) as i8 } else { 0 };
 
@@ -236,8 +239,11 @@ mod fx16 {
         let one_quarter: i16 = 1 << (frac - 2);
         let mask = one_quarter.wrapping_sub(1);
         let a_mod_quarter_minus_one_quarter = (a & mask).wrapping_sub(one_quarter);
-        let mut result =
-            exp_on_interval_between_negative_one_quarter_and_0_excl(rescale(a_mod_quarter_minus_one_quarter, int_bits, 0));
+        let mut result = exp_on_interval_between_negative_one_quarter_and_0_excl(rescale(
+            a_mod_quarter_minus_one_quarter,
+            int_bits,
+            0,
+        ));
         let remainder = a_mod_quarter_minus_one_quarter.wrapping_sub(a);
         for (exponent, multiplier) in
             [(-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535), (3, 720401), (4, 242)]
@@ -436,7 +442,17 @@ struct Scratch {
 }
 
 #[allow(clippy::too_many_arguments, reason = "one step, as LstmStepInteger8x8_16")]
-fn step(t: &Tensors<'_>, ip: &IntegerParams, d: Dims, nb: usize, x: &[i8], h: &mut [i8], c: &mut [i16], out: &mut [i8], sc: &mut Scratch) {
+fn step(
+    t: &Tensors<'_>,
+    ip: &IntegerParams,
+    d: Dims,
+    nb: usize,
+    x: &[i8],
+    h: &mut [i8],
+    c: &mut [i16],
+    out: &mut [i8],
+    sc: &mut Scratch,
+) {
     let (nc, no) = (d.n_cell, d.n_output);
     let cifg = t.w_in[0].is_none();
     let [gi, gf, gg, go] = &mut sc.gates;
@@ -519,7 +535,17 @@ pub fn eval(ctx: &OpCtx<'_>, p: &Params, d: Dims, ip: &IntegerParams) -> Result<
     };
     if p.time_major {
         for s in 0..t_max {
-            step(&t, ip, d, nb, &input[s * nb * ni..(s + 1) * nb * ni], h, c, &mut output[s * nb * no..(s + 1) * nb * no], &mut sc);
+            step(
+                &t,
+                ip,
+                d,
+                nb,
+                &input[s * nb * ni..(s + 1) * nb * ni],
+                h,
+                c,
+                &mut output[s * nb * no..(s + 1) * nb * no],
+                &mut sc,
+            );
         }
     } else {
         for b in 0..nb {

@@ -6,11 +6,6 @@
 //! `scale1 * scale2 / scale_out`; int16 needs zero points of 0). All with numpy
 //! broadcasting. Not supported: int16 inputs with an 8-bit output, uint32, complex64.
 
-use crate::kernels::binary::{
-    BinaryOperands, binary_f32, binary_operands, binary_operands_in_place, check_output, is_quantized, run_binary,
-    run_binary_f32, with_op,
-};
-use crate::kernels::broadcast::broadcast_binary;
 use crate::abi::builtin_op_data::{TfLiteFusedActivation, TfLiteMulParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType, kTfLiteInplaceOpInput0Shared, kTfLiteInplaceOpInput1Shared};
@@ -20,6 +15,11 @@ use crate::kernels::activation::{
     clamp_min_max,
 };
 use crate::kernels::api::{OpCtx, QuantParams};
+use crate::kernels::binary::{
+    BinaryOperands, binary_f32, binary_operands, binary_operands_in_place, check_output, is_quantized, run_binary,
+    run_binary_f32, with_op,
+};
+use crate::kernels::broadcast::broadcast_binary;
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, try_quantize_multiplier};
 use crate::microkernels::f32_vbinary::BinaryOp;
@@ -308,8 +308,8 @@ mod tests {
 
     #[test]
     fn registration_glue() {
-        use crate::kernels::test_util::{Graph, qp};
         use crate::abi::types::TfLiteStatus;
+        use crate::kernels::test_util::{Graph, qp};
         use TfLiteType::*;
         let reg = registration();
         assert_eq!(reg.builtin_code, TfLiteBuiltinOperator::kTfLiteBuiltinMul as i32);

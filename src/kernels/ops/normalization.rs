@@ -15,7 +15,6 @@
 //! known defect, so it is not followed.
 
 use super::elementwise::inv_sqrt_multiplier_exp;
-use crate::kernels::shape_util::{check_arity, in_op, op_error};
 use crate::abi::builtin_op_data::{TfLiteFusedActivation, TfLiteL2NormParams, TfLiteLocalResponseNormParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
@@ -23,6 +22,7 @@ use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_smaller_than_one_exp};
+use crate::kernels::shape_util::{check_arity, in_op, op_error};
 
 const L2: &str = "L2_NORMALIZATION";
 const LRN: &str = "LOCAL_RESPONSE_NORMALIZATION";
@@ -34,9 +34,7 @@ pub fn l2_normalization_registration() -> TfLiteRegistration {
 
 /// The LOCAL_RESPONSE_NORMALIZATION registration.
 pub fn local_response_normalization_registration() -> TfLiteRegistration {
-    kernel::registration::<LocalResponseNormalization>(
-        TfLiteBuiltinOperator::kTfLiteBuiltinLocalResponseNormalization,
-    )
+    kernel::registration::<LocalResponseNormalization>(TfLiteBuiltinOperator::kTfLiteBuiltinLocalResponseNormalization)
 }
 
 // ---------------------------------------------------------------------------------------

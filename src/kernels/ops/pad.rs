@@ -7,15 +7,15 @@
 //! non-constant paddings make the output dynamic, sized in Eval (see
 //! `shape_util::plan_declared_output`).
 
-use crate::kernels::shape_util::{
-    check_arity, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
-    with_elem_type,
-};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{
+    check_arity, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
+    with_elem_type,
+};
 use crate::kernels::threadpool::elementwise::elementwise_threads;
 use crate::kernels::threadpool::{parallel_chunks_mut, recommended_threads};
 
@@ -100,11 +100,8 @@ fn pad_plan(input_shape: &[i32], pads: &[(usize, usize)]) -> Result<PadPlan> {
     }
     let last = pads.iter().rposition(|&(b, a)| b != 0 || a != 0).unwrap_or(0);
     let shape: Vec<usize> = input_shape.iter().map(|&d| d.max(0) as usize).collect();
-    let (shape, pads) = if shape.is_empty() {
-        (shape, pads.to_vec())
-    } else {
-        (shape[..=last].to_vec(), pads[..=last].to_vec())
-    };
+    let (shape, pads) =
+        if shape.is_empty() { (shape, pads.to_vec()) } else { (shape[..=last].to_vec(), pads[..=last].to_vec()) };
     Ok(PadPlan { n_in, n_out, scalar: input_shape.is_empty(), shape, pads })
 }
 
@@ -151,7 +148,9 @@ fn pad_split<T: Copy + Send + Sync>(
     let per = n.div_ceil(t);
     parallel_chunks_mut(t, out, per * out_block, &|i, o| {
         let rows = o.len() / out_block;
-        let src = input.get(i * per * in_block..(i * per + rows) * in_block).ok_or_else(|| Error::new("pad: split out of range"))?;
+        let src = input
+            .get(i * per * in_block..(i * per + rows) * in_block)
+            .ok_or_else(|| Error::new("pad: split out of range"))?;
         let mut sub = shape[d..].to_vec();
         sub[0] = rows;
         pad_dims(src, o, &sub, &pads[d..], value);
@@ -202,7 +201,9 @@ fn operands<'a>(ctx: &OpCtx<'a>, op: &'static str, v2: bool) -> Result<Operands<
             format!("output type {} differs from the input type {}", out.dtype.name(), input.dtype.name()),
         ));
     }
-    if let Some(v) = &value && v.dtype != input.dtype {
+    if let Some(v) = &value
+        && v.dtype != input.dtype
+    {
         return Err(op_error(
             op,
             format!("pad value type {} differs from the input type {}", v.dtype.name(), input.dtype.name()),

@@ -274,7 +274,13 @@ fn pool_optimized<T: Copy + Sync, A: Copy + Send + Sync, O: Send>(
 /// Float MAX (`MAX`) or AVERAGE pooling: [`pool_optimized`]'s order of operations, bit
 /// for bit, accumulating straight into each output pixel's channels, so the channel loops
 /// are plain slice loops the compiler vectorises.
-fn pool_f32_rows<const MAX: bool>(g: &ConvGeom, input: &[f32], out: &mut [f32], threads: usize, act: (f32, f32)) -> Result<()> {
+fn pool_f32_rows<const MAX: bool>(
+    g: &ConvGeom,
+    input: &[f32],
+    out: &mut [f32],
+    threads: usize,
+    act: (f32, f32),
+) -> Result<()> {
     check(g, input.len(), out.len())?;
     let c_n = g.in_c;
     let row_len = g.out_w * c_n;
@@ -292,7 +298,8 @@ fn pool_f32_rows<const MAX: bool>(g: &ConvGeom, input: &[f32], out: &mut [f32], 
                     for kx in fx.clone() {
                         let (iy, ix) = ((y0 + ky as isize) as usize, (x0 + kx as isize) as usize);
                         let base = ((b * g.in_h + iy) * g.in_w + ix) * c_n;
-                        let src = input.get(base..base + c_n).ok_or_else(|| Error::new("pooling window out of range"))?;
+                        let src =
+                            input.get(base..base + c_n).ok_or_else(|| Error::new("pooling window out of range"))?;
                         if MAX {
                             o.iter_mut().zip(src).for_each(|(a, &x)| *a = cpp_max(*a, x));
                         } else {
@@ -317,21 +324,39 @@ fn pool_f32_rows<const MAX: bool>(g: &ConvGeom, input: &[f32], out: &mut [f32], 
 }
 
 /// Float pooling of any kind, by variant.
-pub fn pool_f32(kind: PoolKind, variant: Variant, g: &ConvGeom, input: &[f32], out: &mut [f32], act: (f32, f32), threads: usize) -> Result<()> {
+pub fn pool_f32(
+    kind: PoolKind,
+    variant: Variant,
+    g: &ConvGeom,
+    input: &[f32],
+    out: &mut [f32],
+    act: (f32, f32),
+    threads: usize,
+) -> Result<()> {
     match (kind, variant) {
         (PoolKind::Average, Variant::Reference) => avg_pool_f32_reference(g, input, out, act),
         (PoolKind::Max, Variant::Reference) => max_pool_f32_reference(g, input, out, act),
         (PoolKind::L2, Variant::Reference) => l2_pool_f32_reference(g, input, out, act),
         (PoolKind::Average, Variant::Optimized) => pool_f32_rows::<false>(g, input, out, threads, act),
         (PoolKind::Max, Variant::Optimized) => pool_f32_rows::<true>(g, input, out, threads, act),
-        (PoolKind::L2, Variant::Optimized) => pool_optimized(g, input, out, threads, 0.0f32, &|a, x| a + x * x, &|a, n| {
-            Ok(clamp_min_max((a / n as i32 as f32).sqrt(), act.0, act.1))
-        }),
+        (PoolKind::L2, Variant::Optimized) => {
+            pool_optimized(g, input, out, threads, 0.0f32, &|a, x| a + x * x, &|a, n| {
+                Ok(clamp_min_max((a / n as i32 as f32).sqrt(), act.0, act.1))
+            })
+        }
     }
 }
 
 /// Quantized (uint8 / int8 / int16) AVERAGE or MAX pooling, by variant.
-pub fn pool_q<T: QuantInt>(kind: PoolKind, variant: Variant, g: &ConvGeom, input: &[T], out: &mut [T], act: (i32, i32), threads: usize) -> Result<()> {
+pub fn pool_q<T: QuantInt>(
+    kind: PoolKind,
+    variant: Variant,
+    g: &ConvGeom,
+    input: &[T],
+    out: &mut [T],
+    act: (i32, i32),
+    threads: usize,
+) -> Result<()> {
     match (kind, variant) {
         (PoolKind::Average, Variant::Reference) => avg_pool_q_reference(g, input, out, act),
         (PoolKind::Max, Variant::Reference) => max_pool_q_reference(g, input, out, act),
@@ -421,7 +446,8 @@ fn geometry(ctx: &OpCtx<'_>, kind: PoolKind, p: &TfLitePoolParams) -> Result<(Co
 
 fn quant_range(ctx: &OpCtx<'_>, op: &str, p: &TfLitePoolParams, dtype: TfLiteType) -> Result<(i32, i32)> {
     let oq = ctx.output(0)?.quant();
-    activation_range_quantized(p.activation, dtype, oq.scale, oq.zero_point).map_err(|e| Error::new(format!("{op}: {e}")))
+    activation_range_quantized(p.activation, dtype, oq.scale, oq.zero_point)
+        .map_err(|e| Error::new(format!("{op}: {e}")))
 }
 
 const AVERAGE: u8 = 0;
@@ -562,9 +588,21 @@ mod tests {
             assert_eq!(out, [0, 3]);
         }
         let mut outu = [0u8; 2];
-        pool_q::<u8>(PoolKind::Average, Variant::Reference, &g, &[1, 2, 250, 255, 1, 2, 250, 255], &mut outu, (0, 255), 1).unwrap();
+        pool_q::<u8>(
+            PoolKind::Average,
+            Variant::Reference,
+            &g,
+            &[1, 2, 250, 255, 1, 2, 250, 255],
+            &mut outu,
+            (0, 255),
+            1,
+        )
+        .unwrap();
         assert_eq!(outu, [2, 253]);
-        assert!(pool_q::<u8>(PoolKind::L2, Variant::Reference, &g, &[1, 2, 3, 4, 1, 2, 3, 4], &mut outu, (0, 255), 1).is_err());
+        assert!(
+            pool_q::<u8>(PoolKind::L2, Variant::Reference, &g, &[1, 2, 3, 4, 1, 2, 3, 4], &mut outu, (0, 255), 1)
+                .is_err()
+        );
     }
 
     #[test]
@@ -602,8 +640,8 @@ mod tests {
 
     #[test]
     fn registration_glue() {
-        use crate::kernels::test_util::{Graph, qp};
         use crate::abi::types::TfLiteStatus;
+        use crate::kernels::test_util::{Graph, qp};
         use TfLiteType::*;
         let params = |f: i32, s: i32| {
             Some(TfLitePoolParams {

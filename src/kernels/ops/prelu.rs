@@ -8,17 +8,17 @@
 //! shape; at most 4 dimensions when shapes differ, as TFLite's reference kernel); float32,
 //! uint8 and int8.
 
-use crate::kernels::binary::binary_f32;
-use crate::kernels::broadcast::broadcast_binary;
-use crate::kernels::threadpool::elementwise::split_unary_f32;
-use crate::kernels::shape_util::{check_arity, check_out_shape, in_op, op_error, unary_operands};
 use crate::abi::builtin_op_data::TfLiteLeakyReluParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, QuantParams, TensorView, broadcast_shape};
+use crate::kernels::binary::binary_f32;
+use crate::kernels::broadcast::broadcast_binary;
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, try_quantize_multiplier};
+use crate::kernels::shape_util::{check_arity, check_out_shape, in_op, op_error, unary_operands};
+use crate::kernels::threadpool::elementwise::split_unary_f32;
 use crate::kernels::threadpool::recommended_threads;
 use crate::microkernels::f32_vbinary::{BinaryOp, NO_CLAMP};
 use crate::microkernels::f32_vunary::{self, UnaryOp};

@@ -8,14 +8,14 @@
 //! DEQUANTIZE: uint8/int8/int16 to float32 (`scale * (q - zero_point)` computed in `f64`
 //! per tensor, in `f32` per channel), and float16 to float32.
 
-use crate::kernels::float_conv::{cvtt_f32_i32, f16_to_f32};
-use crate::kernels::shape_util::{check_arity, check_out_shape, in_op, op_error};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{Element, OpCtx, QuantParams, TensorView};
+use crate::kernels::float_conv::{cvtt_f32_i32, f16_to_f32};
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{multiply_by_quantized_multiplier, try_quantize_multiplier};
+use crate::kernels::shape_util::{check_arity, check_out_shape, in_op, op_error};
 
 const QUANTIZE: &str = "QUANTIZE";
 const DEQUANTIZE: &str = "DEQUANTIZE";

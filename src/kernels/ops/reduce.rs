@@ -13,7 +13,6 @@
 //! non-constant axis makes the output dynamic, sized in Eval (see
 //! `shape_util::plan_declared_output`).
 
-use crate::kernels::shape_util::{check_arity, in_op, known_at_prepare, op_error, plan_declared_output, settle_output_shape};
 use crate::abi::builtin_op_data::TfLiteReducerParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
@@ -22,6 +21,9 @@ use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{
     QuantInt, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64, try_quantize_multiplier,
+};
+use crate::kernels::shape_util::{
+    check_arity, in_op, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
 };
 
 /// Which reduction.
@@ -315,7 +317,8 @@ pub fn int8_sum_builtin(
     let scale = input_scale / output_scale;
     let bias = (-input_zero_point) as f32 * scale * p.count as f32;
     for (o, &sum) in out.iter_mut().zip(sums.iter()) {
-        let v = crate::kernels::float_conv::cvtt_f32_i32((sum as f32 * scale + bias).round()).wrapping_add(output_zero_point);
+        let v = crate::kernels::float_conv::cvtt_f32_i32((sum as f32 * scale + bias).round())
+            .wrapping_add(output_zero_point);
         *o = v.clamp(-128, 127) as i8;
     }
     Ok(())
@@ -440,7 +443,11 @@ fn prepare(ctx: &OpCtx<'_>, kind: Reducer, keep_dims: bool) -> Result<ReduceStat
         _ => false,
     };
     let temps = if sums {
-        vec![out_len(&p).checked_mul(ACC_BYTES).ok_or_else(|| Error::new(format!("{}: accumulator size overflow", kind.name())))?]
+        vec![
+            out_len(&p)
+                .checked_mul(ACC_BYTES)
+                .ok_or_else(|| Error::new(format!("{}: accumulator size overflow", kind.name())))?,
+        ]
     } else {
         Vec::new()
     };
@@ -522,7 +529,9 @@ fn eval(ctx: &OpCtx<'_>, kind: Reducer, keep_dims: bool, st: &ReduceState) -> Re
     let (qi, qo) = (input.quant(), out.quant());
     use TfLiteType::*;
     let r = match (kind, input.dtype) {
-        (Reducer::Mean, kTfLiteFloat32) => mean_f32(input.data()?, sh, p, out.data_mut()?, accumulator(ctx, out_len(p))),
+        (Reducer::Mean, kTfLiteFloat32) => {
+            mean_f32(input.data()?, sh, p, out.data_mut()?, accumulator(ctx, out_len(p)))
+        }
         (Reducer::Mean, kTfLiteInt32) => {
             let o = out.data_mut::<i32>()?;
             let acc = accumulator(ctx, out_len(p));
@@ -579,7 +588,17 @@ fn eval(ctx: &OpCtx<'_>, kind: Reducer, keep_dims: bool, st: &ReduceState) -> Re
         }
         (Reducer::Sum, kTfLiteInt8) => {
             let acc = accumulator(ctx, out_len(p));
-            int8_sum_builtin(input.data()?, sh, p, qi.scale, qi.zero_point, qo.scale, qo.zero_point, out.data_mut()?, acc)
+            int8_sum_builtin(
+                input.data()?,
+                sh,
+                p,
+                qi.scale,
+                qi.zero_point,
+                qo.scale,
+                qo.zero_point,
+                out.data_mut()?,
+                acc,
+            )
         }
         (Reducer::Prod, kTfLiteInt8 | kTfLiteInt16) => {
             let planned = st.prod_multiplier;

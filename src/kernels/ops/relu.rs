@@ -6,13 +6,13 @@
 //! output's parameters with `QuantizeMultiplier(scale_in / scale_out)` and clamp to the
 //! activation's bounds quantized with the output's parameters (`QuantizedReluX`).
 
-use crate::kernels::threadpool::elementwise::split_unary_f32;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, QuantParams, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, try_quantize_multiplier};
+use crate::kernels::threadpool::elementwise::split_unary_f32;
 use crate::kernels::threadpool::recommended_threads;
 use crate::microkernels::f32_vunary::{self, UnaryOp};
 
@@ -310,8 +310,8 @@ mod tests {
 
     #[test]
     fn registration_glue() {
-        use crate::kernels::test_util::Graph;
         use crate::abi::types::TfLiteStatus;
+        use crate::kernels::test_util::Graph;
         use TfLiteType::*;
         assert_eq!(relu_registration().builtin_code, TfLiteBuiltinOperator::kTfLiteBuiltinRelu as i32);
         assert_eq!(relu6_registration().builtin_code, TfLiteBuiltinOperator::kTfLiteBuiltinRelu6 as i32);

@@ -9,10 +9,6 @@
 //! that does not hold the same number of elements), and Eval resizes it to the real one —
 //! the byte count never changes, so the runtime allows that during Invoke.
 
-use crate::kernels::shape_util::{
-    check_arity, check_same_quant, check_same_type, element_count, in_op, int_values,
-    known_at_prepare, op_error, scalar_int, with_elem_type,
-};
 use crate::abi::builtin_op_data::{
     TFLITE_RESHAPE_PARAMS_MAX_DIMENSION_COUNT, TfLiteReshapeParams, TfLiteSqueezeParams,
 };
@@ -21,6 +17,10 @@ use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{
+    check_arity, check_same_quant, check_same_type, element_count, in_op, int_values, known_at_prepare, op_error,
+    scalar_int, with_elem_type,
+};
 
 /// The RESHAPE registration.
 pub fn registration() -> TfLiteRegistration {

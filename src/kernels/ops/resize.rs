@@ -20,15 +20,15 @@
 //! `num_threads` for large outputs.
 
 use super::conv_common::{parallel_rows, recommended_threads, threads_for};
-use crate::kernels::shape_util::{
-    check_arity, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
-};
 use crate::abi::builtin_op_data::{TfLiteResizeBilinearParams, TfLiteResizeNearestNeighborParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{
+    check_arity, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
+};
 use crate::microkernels::f32_resize::{self, XTap};
 
 const BILINEAR: &str = "RESIZE_BILINEAR";

@@ -5,12 +5,12 @@
 //! run; any set of distinct axes works here (a repeated axis is an error, as in
 //! TensorFlow). Any fixed-size element type is moved unchanged.
 
-use crate::kernels::shape_util::{check_arity, in_op, int_values, op_error, strides, with_elem_type};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{check_arity, in_op, int_values, op_error, strides, with_elem_type};
 
 const OP: &str = "REVERSE_V2";
 const MAX_RANK: usize = 8;

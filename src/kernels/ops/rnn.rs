@@ -12,7 +12,6 @@
 //! `asymmetric_quantize_inputs`), as TFLite's `RnnBatchStep`.
 
 use super::lstm::{Quantized, is_zero, matmul_acc_f32, matmul_acc_i8, row_sums};
-use crate::kernels::shape_util::op_error;
 use crate::abi::builtin_op_data::{TfLiteFusedActivation, TfLiteRNNParams, TfLiteSequenceRNNParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
@@ -20,6 +19,7 @@ use crate::error::Result;
 use crate::kernels::activation::apply_f32;
 use crate::kernels::api::OpCtx;
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::op_error;
 
 /// The RNN registration.
 pub fn registration() -> TfLiteRegistration {
@@ -129,7 +129,11 @@ fn check(ctx: &OpCtx<'_>, kind: Kind, p: &Params) -> Result<(usize, usize, usize
             if input.shape.len() != 3 {
                 return Err(err(format!("the input must have rank 3, not {}", input.shape.len())));
             }
-            let (b, t) = if p.time_major { (d(input.shape, 1), d(input.shape, 0)) } else { (d(input.shape, 0), d(input.shape, 1)) };
+            let (b, t) = if p.time_major {
+                (d(input.shape, 1), d(input.shape, 0))
+            } else {
+                (d(input.shape, 0), d(input.shape, 1))
+            };
             (b, t, d(input.shape, 2))
         }
     };
@@ -287,4 +291,3 @@ fn eval(ctx: &OpCtx<'_>, kind: Kind, plan: &mut Plan) -> Result<()> {
     }
     Ok(())
 }
-

@@ -5,12 +5,12 @@
 //! dimension (selecting whole slabs). SELECT_V2: numpy broadcasting of all three inputs
 //! (rank at most 5, as TFLite). Values of any fixed-size type are moved unchanged.
 
-use crate::kernels::shape_util::{check_arity, check_out_shape, in_op, op_error, strides, with_elem_type};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView, broadcast_shape};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{check_arity, check_out_shape, in_op, op_error, strides, with_elem_type};
 
 /// The SELECT registration.
 pub fn registration() -> TfLiteRegistration {

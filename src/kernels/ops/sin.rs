@@ -93,8 +93,8 @@ mod tests {
 
     #[test]
     fn registration_glue() {
-        use crate::kernels::test_util::Graph;
         use crate::abi::types::TfLiteStatus;
+        use crate::kernels::test_util::Graph;
         let reg = registration();
         assert_eq!(reg.builtin_code, TfLiteBuiltinOperator::kTfLiteBuiltinSin as i32);
         let mut g = Graph::new();

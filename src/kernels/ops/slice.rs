@@ -9,16 +9,16 @@
 //! values: non-constant ones make the output dynamic, sized in Eval (see
 //! `shape_util::plan_declared_output`).
 
-use crate::kernels::shape_util::{
-    check_arity, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
-    strides, with_elem_type,
-};
 use crate::abi::builtin_op_data::TfLiteStridedSliceParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{
+    check_arity, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
+    strides, with_elem_type,
+};
 
 const MAX_RANK: usize = 5;
 

@@ -9,21 +9,21 @@
 //! int16: TFLite's two 513-entry lookup tables (exp on [-10, 0] and 1 / (1 + x)).
 //! LOG_SOFTMAX uint8/int8 requires the output scale 16/256 and zero point 255 / 127.
 
-use crate::kernels::fixed_point::{
-    calculate_input_radius, exp_on_negative_values, get_reciprocal, log_x_for_x_greater_than_or_equal_to_1,
-    lut_lookup_int16, lut_populate_int16_f64, rescale,
-};
-use crate::kernels::shape_util::{check_out_shape, in_op, op_error, unary_operands};
 use crate::abi::builtin_op_data::TfLiteSoftmaxParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::OpCtx;
+use crate::kernels::fixed_point::{
+    calculate_input_radius, exp_on_negative_values, get_reciprocal, log_x_for_x_greater_than_or_equal_to_1,
+    lut_lookup_int16, lut_populate_int16_f64, rescale,
+};
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{
     multiply_by_quantized_multiplier, quantize_multiplier_greater_than_one, quantize_multiplier_smaller_than_one_exp,
     rounding_divide_by_pot, saturating_rounding_doubling_high_mul as srdhm, try_quantize_multiplier,
 };
+use crate::kernels::shape_util::{check_out_shape, in_op, op_error, unary_operands};
 
 const SOFTMAX: &str = "SOFTMAX";
 const LOG_SOFTMAX: &str = "LOG_SOFTMAX";
@@ -441,9 +441,7 @@ impl BuiltinKernel for LogSoftmax {
         check_out_shape(LOG_SOFTMAX, out.shape, input.shape)?;
         match (input.dtype, p) {
             (TfLiteType::kTfLiteFloat32, _) => log_softmax_f32(input.data()?, depth, out.data_mut()?),
-            (TfLiteType::kTfLiteInt8, Some(p)) => {
-                log_softmax_quantized::<i8>(input.data()?, depth, p, out.data_mut()?)
-            }
+            (TfLiteType::kTfLiteInt8, Some(p)) => log_softmax_quantized::<i8>(input.data()?, depth, p, out.data_mut()?),
             (TfLiteType::kTfLiteUInt8, Some(p)) => {
                 log_softmax_quantized::<u8>(input.data()?, depth, p, out.data_mut()?)
             }

@@ -12,16 +12,16 @@
 //! checks). Non-constant `block_shape` / `paddings` / `crops` must give the shape the
 //! model declares (see `shape_util::plan_declared_output`).
 
-use crate::kernels::shape_util::{
-    check_arity, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
-    with_elem_type,
-};
 use crate::abi::builtin_op_data::{TfLiteDepthToSpaceParams, TfLiteSpaceToDepthParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{
+    check_arity, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
+    with_elem_type,
+};
 
 /// The DEPTH_TO_SPACE registration.
 pub fn depth_to_space_registration() -> TfLiteRegistration {

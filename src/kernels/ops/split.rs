@@ -8,16 +8,16 @@
 //! does. Non-constant `axis` / `size_splits` make the outputs dynamic, sized in
 //! Eval (see `shape_util::plan_declared_output`).
 
-use crate::kernels::shape_util::{
-    check_arity, check_type, in_op, int_values, known_at_prepare, normalize_axis, op_error, plan_declared_output,
-    scalar_int, settle_output_shape, with_elem_type,
-};
 use crate::abi::builtin_op_data::{TfLitePackParams, TfLiteSplitParams, TfLiteSplitVParams, TfLiteUnpackParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{
+    check_arity, check_type, in_op, int_values, known_at_prepare, normalize_axis, op_error, plan_declared_output,
+    scalar_int, settle_output_shape, with_elem_type,
+};
 
 /// The SPLIT registration.
 pub fn registration() -> TfLiteRegistration {

@@ -6,11 +6,6 @@
 //! `pot_scale_int16` is set and every scale is a power of two). All with numpy
 //! broadcasting.
 
-use crate::kernels::binary::{
-    BinaryOperands, Pot16Params, QuantArithParams, binary_f32, binary_operands, binary_operands_in_place, check_output,
-    run_binary, run_binary_f32, with_op,
-};
-use crate::kernels::broadcast::broadcast_binary;
 use crate::abi::builtin_op_data::{TfLiteFusedActivation, TfLiteSubParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType, kTfLiteInplaceOpInput0Shared, kTfLiteInplaceOpInput1Shared};
@@ -19,6 +14,11 @@ use crate::kernels::activation::{
     activation_range_f32, activation_range_i32, activation_range_i64, activation_range_quantized, clamp_min_max,
 };
 use crate::kernels::api::{OpCtx, QuantParams};
+use crate::kernels::binary::{
+    BinaryOperands, Pot16Params, QuantArithParams, binary_f32, binary_operands, binary_operands_in_place, check_output,
+    run_binary, run_binary_f32, with_op,
+};
+use crate::kernels::broadcast::broadcast_binary;
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{QuantInt, quantized_type_range};
 use crate::microkernels::f32_vbinary::BinaryOp;
@@ -308,8 +308,8 @@ mod tests {
 
     #[test]
     fn registration_glue() {
-        use crate::kernels::test_util::{Graph, qp};
         use crate::abi::types::TfLiteStatus;
+        use crate::kernels::test_util::{Graph, qp};
         use TfLiteType::*;
         let reg = registration();
         assert_eq!(reg.builtin_code, TfLiteBuiltinOperator::kTfLiteBuiltinSub as i32);

@@ -8,14 +8,14 @@
 //! comparator is not a strict order with NaNs). A non-constant `k` must give the shape the
 //! model declares (see `shape_util::plan_declared_output`).
 
-use crate::kernels::shape_util::{
-    check_arity, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
-};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{
+    check_arity, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
+};
 use core::cmp::Ordering;
 
 const OP: &str = "TOPK_V2";

@@ -4,15 +4,15 @@
 //! an error rather than undefined output. A non-constant `perm` makes the output dynamic,
 //! sized in Eval (see `shape_util::plan_declared_output`).
 
-use crate::kernels::shape_util::{
-    check_arity, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
-    strides, with_elem_type,
-};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{
+    check_arity, check_type, in_op, int_values, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
+    strides, with_elem_type,
+};
 
 const OP: &str = "TRANSPOSE";
 const MAX_RANK: usize = 6;

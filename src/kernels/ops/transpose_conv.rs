@@ -25,19 +25,18 @@
 //! and output rows split over `num_threads`.
 
 use super::conv_common::{
-    PackSlot, QuantMul, affine, asymmetric_quantize, data_cow, legacy_quant_mul, opt_data_cow,
-    parallel_rows, per_channel_multipliers, positive_param, recommended_threads, threads_for,
-
+    PackSlot, QuantMul, affine, asymmetric_quantize, data_cow, legacy_quant_mul, opt_data_cow, parallel_rows,
+    per_channel_multipliers, positive_param, recommended_threads, threads_for,
 };
-use crate::kernels::shape_util::{int_values, known_at_prepare, plan_declared_output, settle_output_shape};
 use crate::abi::builtin_op_data::{TfLiteFusedActivation, TfLitePadding, TfLiteTransposeConvParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::activation::{activation_range_f32, activation_range_quantized, clamp_min_max};
 use crate::kernels::api::{OpCtx, TensorView};
-use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64};
+use crate::kernels::shape_util::{int_values, known_at_prepare, plan_declared_output, settle_output_shape};
 use crate::microkernels::packed::Packed;
 
 const OP: &str = "TRANSPOSE_CONV";
@@ -586,11 +585,10 @@ fn plan<'a>(ctx: &OpCtx<'a>, p: &TfLiteTransposeConvParams) -> Result<(Plan<'a>,
             dtype.name()
         )));
     }
-    if let Some(b) = &bias && b.num_elements() != out_c {
-        return Err(Error::new(format!(
-            "{OP}: bias has {} elements for {out_c} output channels",
-            b.num_elements()
-        )));
+    if let Some(b) = &bias
+        && b.num_elements() != out_c
+    {
+        return Err(Error::new(format!("{OP}: bias has {} elements for {out_c} output channels", b.num_elements())));
     }
     let bias_type = bias.as_ref().map(|b| b.dtype);
     let kind = match dtype {
@@ -654,7 +652,9 @@ fn plan<'a>(ctx: &OpCtx<'a>, p: &TfLiteTransposeConvParams) -> Result<(Plan<'a>,
                 (None, kTfLiteInt32) => false,
                 (None, _) => true,
             };
-            if let (Some(bt), kTfLiteInt32 | kTfLiteInt64) = (bias_type, qbt) && bt != qbt {
+            if let (Some(bt), kTfLiteInt32 | kTfLiteInt64) = (bias_type, qbt)
+                && bt != qbt
+            {
                 return Err(Error::new(format!(
                     "{OP}: bias type {} differs from quantized_bias_type {}",
                     bt.name(),
@@ -809,7 +809,13 @@ impl BuiltinKernel for TransposeConv {
         ctx.request_temporaries(&temps)?;
         if !known_at_prepare(&plan.output_shape) {
             plan_declared_output(ctx, OP, 0)?;
-            return Ok(State { kind, fixed: None, packed_for: None, gemm: PackSlot::default(), ints: PackSlot::default() });
+            return Ok(State {
+                kind,
+                fixed: None,
+                packed_for: None,
+                gemm: PackSlot::default(),
+                ints: PackSlot::default(),
+            });
         }
         let shape = wanted_shape(&plan)?;
         let g = geometry(&plan, shape)?;
@@ -833,7 +839,13 @@ fn check_geometry(g: &TransposeGeom) -> Result<()> {
     )
 }
 
-fn run_node(ctx: &OpCtx<'_>, p: &TfLiteTransposeConvParams, state: &mut State, variant: Variant, threads: usize) -> Result<()> {
+fn run_node(
+    ctx: &OpCtx<'_>,
+    p: &TfLiteTransposeConvParams,
+    state: &mut State,
+    variant: Variant,
+    threads: usize,
+) -> Result<()> {
     let plan = operands(ctx, p)?;
     let (shape, g) = match state.fixed {
         Some(f) => f,
@@ -872,7 +884,8 @@ fn run_node(ctx: &OpCtx<'_>, p: &TfLiteTransposeConvParams, state: &mut State, v
                 }
                 Variant::Optimized => {
                     let mut fresh = None;
-                    let packed = gemm.get(weights, bias, &mut fresh, || super::transpose_conv_f32_gemm::pack(&g, weights, bias))?;
+                    let packed = gemm
+                        .get(weights, bias, &mut fresh, || super::transpose_conv_f32_gemm::pack(&g, weights, bias))?;
                     super::transpose_conv_f32_gemm::compute(packed, &g, x, o, *act, threads)
                 }
             }
@@ -1097,18 +1110,16 @@ fn custom_run(ctx: &OpCtx<'_>, state: &CustomState, variant: Variant, threads: u
     let (x, o) = (plan.input.data::<f32>()?, out.data_mut::<f32>()?);
     let r = match variant {
         Variant::Reference => transpose_conv_reference(&g, &ops, x, plan.weights.data::<f32>()?, o),
-        Variant::Optimized => {
-            super::transpose_conv_f32_gemm::run(
-                Some(&state.gemm),
-                &g,
-                x,
-                &plan.weights,
-                Some(&plan.bias),
-                o,
-                (f32::MIN, f32::MAX),
-                threads,
-            )
-        }
+        Variant::Optimized => super::transpose_conv_f32_gemm::run(
+            Some(&state.gemm),
+            &g,
+            x,
+            &plan.weights,
+            Some(&plan.bias),
+            o,
+            (f32::MIN, f32::MAX),
+            threads,
+        ),
     };
     r.map_err(custom_err)
 }

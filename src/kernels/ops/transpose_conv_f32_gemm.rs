@@ -182,7 +182,9 @@ fn phases(
     };
     let k = key(weights, bias, g)?;
     let mut slot = cache.slot.lock();
-    if let Some((have, p)) = slot.as_ref() && *have == k {
+    if let Some((have, p)) = slot.as_ref()
+        && *have == k
+    {
         return Ok(p.clone());
     }
     let p = Arc::new(build(g, weights.data::<f32>()?, bias_data)?);
@@ -477,7 +479,14 @@ pub fn pack(g: &TransposeGeom, weights: &TensorView<'_>, bias: Option<&TensorVie
 
 /// Runs the transposed convolution on weights packed by [`pack`] for `g`: `act` clamps
 /// every output (the bias is in the packing).
-pub fn compute(p: &Phases, g: &TransposeGeom, input: &[f32], out: &mut [f32], act: (f32, f32), max_threads: usize) -> Result<()> {
+pub fn compute(
+    p: &Phases,
+    g: &TransposeGeom,
+    input: &[f32],
+    out: &mut [f32],
+    act: (f32, f32),
+    max_threads: usize,
+) -> Result<()> {
     let want_out = [g.batches, g.out_h, g.out_w, g.out_c].iter().try_fold(1usize, |a, &d| a.checked_mul(d));
     if want_out != Some(out.len()) {
         return Err(Error::new(format!("output holds {} values, the geometry needs {want_out:?}", out.len())));

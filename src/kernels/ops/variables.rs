@@ -7,7 +7,6 @@
 //! across invokes and are visible from every subgraph (a WHILE body assigns, the main
 //! graph reads). Reading a variable that was never assigned is an error.
 
-use crate::kernels::shape_util::{check_arity, op_error};
 use crate::abi::builtin_op_data::TfLiteVarHandleParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
@@ -17,6 +16,7 @@ use crate::interpreter::context::subgraph_from_context;
 use crate::interpreter::resources::ResourceVariable;
 use crate::kernels::api::{OpCtx, TensorView};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::shape_util::{check_arity, op_error};
 use std::ffi::CStr;
 
 /// The VAR_HANDLE registration.
@@ -126,7 +126,9 @@ fn var_handle_eval(ctx: &OpCtx<'_>, (container, shared_name): &(String, String))
     unsafe {
         let id = (*this).shared.lock().unwrap_or_else(|e| e.into_inner()).resource_id(container, shared_name);
         let bytes = id.to_le_bytes();
-        (*this).write_tensor(index, &[], dtype, bytes.as_ptr(), bytes.len()).map_err(|e| op_error(VAR_HANDLE, e.message))
+        (*this)
+            .write_tensor(index, &[], dtype, bytes.as_ptr(), bytes.len())
+            .map_err(|e| op_error(VAR_HANDLE, e.message))
     }
 }
 
@@ -136,7 +138,8 @@ fn resource_id(t: &TensorView<'_>, op: &str) -> Result<i32> {
         return Err(op_error(op, format!("the resource input has type {}", t.dtype.name())));
     }
     let raw = t.raw()?;
-    let b: [u8; 4] = raw.get(..4).and_then(|b| b.try_into().ok()).ok_or_else(|| op_error(op, "the resource input holds no id"))?;
+    let b: [u8; 4] =
+        raw.get(..4).and_then(|b| b.try_into().ok()).ok_or_else(|| op_error(op, "the resource input holds no id"))?;
     Ok(i32::from_le_bytes(b))
 }
 
@@ -175,7 +178,9 @@ fn read_variable_eval(ctx: &OpCtx<'_>) -> Result<()> {
                 format!("the variable has type {}, the output {}", var.dtype.name(), dtype.name()),
             ));
         }
-        (*this).write_tensor(index, &var.dims, dtype, var.data.as_ptr(), var.data.len()).map_err(|e| op_error(READ_VARIABLE, e.message))
+        (*this)
+            .write_tensor(index, &var.dims, dtype, var.data.as_ptr(), var.data.len())
+            .map_err(|e| op_error(READ_VARIABLE, e.message))
     }
 }
 

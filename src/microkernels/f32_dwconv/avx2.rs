@@ -30,7 +30,14 @@ unsafe fn rows9(channels: usize, taps: usize, ind: &[*const f32], weights: &[f32
 
 /// # Safety
 /// See [`super::DwRowKernel`] (`taps == 25`).
-unsafe fn rows25(channels: usize, taps: usize, ind: &[*const f32], weights: &[f32], out: &mut [f32], clamp: (f32, f32)) {
+unsafe fn rows25(
+    channels: usize,
+    taps: usize,
+    ind: &[*const f32],
+    weights: &[f32],
+    out: &mut [f32],
+    clamp: (f32, f32),
+) {
     debug_assert_eq!(taps, 25);
     // SAFETY: the caller's contract, which includes that the CPU has AVX2 and FMA.
     unsafe { rows::<25>(channels, taps, ind, weights, out, clamp) }
@@ -38,7 +45,14 @@ unsafe fn rows25(channels: usize, taps: usize, ind: &[*const f32], weights: &[f3
 
 /// # Safety
 /// See [`super::DwRowKernel`].
-unsafe fn rows_any(channels: usize, taps: usize, ind: &[*const f32], weights: &[f32], out: &mut [f32], clamp: (f32, f32)) {
+unsafe fn rows_any(
+    channels: usize,
+    taps: usize,
+    ind: &[*const f32],
+    weights: &[f32],
+    out: &mut [f32],
+    clamp: (f32, f32),
+) {
     // SAFETY: the caller's contract, which includes that the CPU has AVX2 and FMA.
     unsafe { rows::<0>(channels, taps, ind, weights, out, clamp) }
 }
@@ -237,7 +251,13 @@ unsafe fn block2<const MASKED: bool, const T: usize, const PX: usize>(
 /// `w` holds `8 * (taps + 1)` values; the CPU has AVX2 and FMA.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn block1<const T: usize, const PX: usize>(px: *const *const f32, taps: usize, c: usize, w: *const f32, mask: __m256i) -> [__m256; PX] {
+unsafe fn block1<const T: usize, const PX: usize>(
+    px: *const *const f32,
+    taps: usize,
+    c: usize,
+    w: *const f32,
+    mask: __m256i,
+) -> [__m256; PX] {
     let taps = if T == 0 { taps } else { T };
     // SAFETY: the function's contract; weight offsets stay inside the `w` block.
     unsafe {

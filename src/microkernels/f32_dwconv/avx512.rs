@@ -41,7 +41,14 @@ unsafe fn rows9(channels: usize, taps: usize, ind: &[*const f32], weights: &[f32
 
 /// # Safety
 /// See [`super::DwRowKernel`] (`taps == 25`).
-unsafe fn rows25(channels: usize, taps: usize, ind: &[*const f32], weights: &[f32], out: &mut [f32], clamp: (f32, f32)) {
+unsafe fn rows25(
+    channels: usize,
+    taps: usize,
+    ind: &[*const f32],
+    weights: &[f32],
+    out: &mut [f32],
+    clamp: (f32, f32),
+) {
     debug_assert_eq!(taps, 25);
     let src = Indirect { ind: ind.as_ptr(), taps: 25 };
     // SAFETY: the caller's contract, which includes that the CPU has AVX-512.
@@ -50,7 +57,14 @@ unsafe fn rows25(channels: usize, taps: usize, ind: &[*const f32], weights: &[f3
 
 /// # Safety
 /// See [`super::DwRowKernel`].
-unsafe fn rows_any(channels: usize, taps: usize, ind: &[*const f32], weights: &[f32], out: &mut [f32], clamp: (f32, f32)) {
+unsafe fn rows_any(
+    channels: usize,
+    taps: usize,
+    ind: &[*const f32],
+    weights: &[f32],
+    out: &mut [f32],
+    clamp: (f32, f32),
+) {
     let src = Indirect { ind: ind.as_ptr(), taps };
     // SAFETY: the caller's contract, which includes that the CPU has AVX-512.
     unsafe { rows::<0, 4, _>(channels, taps, src, out.len() / channels, weights.as_ptr(), out.as_mut_ptr(), clamp) }
@@ -88,7 +102,8 @@ unsafe fn direct(
             }
         }
         if taps == 25 && !flat && slides(5, channels, offsets) {
-            let src = Slide::<5> { base, rows: [offsets[0], offsets[5], offsets[10], offsets[15], offsets[20]], channels };
+            let src =
+                Slide::<5> { base, rows: [offsets[0], offsets[5], offsets[10], offsets[15], offsets[20]], channels };
             if px_step == channels {
                 return slide_rows::<5, 1, 4>(src, pixels, w, o, clamp);
             }
@@ -583,7 +598,8 @@ impl<V: Vector> Block<V> {
         // SAFETY: the caller's contract; `t + 1 < taps` in the paired loop, `t < taps`
         // after it.
         unsafe {
-            let weight = |t: usize| if T == 0 { V::load::<false>(w.add(LANES * (t + 1)), V::mask(LANES)) } else { held[t] };
+            let weight =
+                |t: usize| if T == 0 { V::load::<false>(w.add(LANES * (t + 1)), V::mask(LANES)) } else { held[t] };
             let mut a = [bias; PX];
             let mut b = [V::zero(); PX];
             let mut t = 0;
@@ -667,7 +683,10 @@ unsafe fn flat_rows<const T: usize, const VX: usize, const SLIDE8: bool>(
                         *xi = _mm512_loadu_ps(row.add(i * LANES));
                     }
                     for q in 0..SLIDE_PX {
-                        let mid = _mm512_castsi512_ps(_mm512_alignr_epi32::<8>(_mm512_castps_si512(xv[q + 1]), _mm512_castps_si512(xv[q])));
+                        let mid = _mm512_castsi512_ps(_mm512_alignr_epi32::<8>(
+                            _mm512_castps_si512(xv[q + 1]),
+                            _mm512_castps_si512(xv[q]),
+                        ));
                         // Tap order as [`flat_vector`]: even taps into `a`, odd into `b`.
                         for (kx, xk) in [xv[q], mid, xv[q + 1]].into_iter().enumerate() {
                             let t = 3 * ky + kx;

@@ -132,15 +132,18 @@ pub fn pack(
     bias: Option<&[f32]>,
 ) -> Result<Packed<f32>> {
     if channels == 0 || taps == 0 {
-        return Err(Error::new(format!("depthwise weights need channels and taps, got {channels} channels and {taps} taps")));
+        return Err(Error::new(format!(
+            "depthwise weights need channels and taps, got {channels} channels and {taps} taps"
+        )));
     }
     if let Some(b) = bias
         && b.len() != channels
     {
         return Err(Error::new(format!("bias has {} values for {channels} channels", b.len())));
     }
-    let len = packed_len(kernels, channels, taps)
-        .ok_or_else(|| Error::new(format!("packed depthwise weights for {channels} channels and {taps} taps overflow")))?;
+    let len = packed_len(kernels, channels, taps).ok_or_else(|| {
+        Error::new(format!("packed depthwise weights for {channels} channels and {taps} taps overflow"))
+    })?;
     let mut data = Vec::new();
     data.try_reserve_exact(len).map_err(|_| Error::new(format!("cannot allocate {len} packed depthwise weights")))?;
     for (c0, n, width) in kernels.blocks(channels) {
@@ -268,7 +271,11 @@ pub fn run_rows(
     g.check()?;
     let (c, taps, row_len) = (g.channels, g.taps(), g.row_len());
     if Some(input.len()) != g.input_len() {
-        return Err(Error::new(format!("depthwise input has {} values, the geometry needs {:?}", input.len(), g.input_len())));
+        return Err(Error::new(format!(
+            "depthwise input has {} values, the geometry needs {:?}",
+            input.len(),
+            g.input_len()
+        )));
     }
     let want_packed = packed_len(kernels, c, taps);
     if Some(packed.len()) != want_packed {
@@ -288,7 +295,8 @@ pub fn run_rows(
     let edges = Edges { g, kernel, zero: zeros.as_ptr(), packed, clamp };
     // Tap `(ky, kx)` of a pixel whose taps are all inside the image reads
     // `ky * dil_h` rows and `kx * dil_w` columns past its first tap.
-    let offsets: Vec<usize> = (0..g.k_h).flat_map(|ky| (0..g.k_w).map(move |kx| ky * g.dil_h * in_row_len + kx * g.dil_w * c)).collect();
+    let offsets: Vec<usize> =
+        (0..g.k_h).flat_map(|ky| (0..g.k_w).map(move |kx| ky * g.dil_h * in_row_len + kx * g.dil_w * c)).collect();
     let last_offset = offsets.last().copied().unwrap_or(0);
     let (inner_lo, inner_hi) = inner_columns(g);
     // The input row each filter row reads for the current output row (`None`: padding).
@@ -387,7 +395,9 @@ impl Edges<'_> {
                     let left = g.pad_left.saturating_sub(start).div_ceil(g.stride_w).min(pixels);
                     let first_ix = start + left * g.stride_w - g.pad_left;
                     let (inside, columns) = match row {
-                        Some(row) if first_ix < g.in_w => ((g.in_w - 1 - first_ix) / g.stride_w + 1, &row[first_ix * c..]),
+                        Some(row) if first_ix < g.in_w => {
+                            ((g.in_w - 1 - first_ix) / g.stride_w + 1, &row[first_ix * c..])
+                        }
                         _ => (0, &row_of_nothing[..]),
                     };
                     let mut slots = ind.chunks_exact_mut(taps);

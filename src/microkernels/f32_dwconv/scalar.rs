@@ -27,7 +27,14 @@ unsafe fn rows9(channels: usize, taps: usize, ind: &[*const f32], weights: &[f32
 
 /// # Safety
 /// See [`super::DwRowKernel`] (`taps == 25`).
-unsafe fn rows25(channels: usize, taps: usize, ind: &[*const f32], weights: &[f32], out: &mut [f32], clamp: (f32, f32)) {
+unsafe fn rows25(
+    channels: usize,
+    taps: usize,
+    ind: &[*const f32],
+    weights: &[f32],
+    out: &mut [f32],
+    clamp: (f32, f32),
+) {
     debug_assert_eq!(taps, 25);
     // SAFETY: forwarded from the caller's contract.
     unsafe { rows::<25>(channels, taps, ind, weights, out, clamp) }
@@ -35,7 +42,14 @@ unsafe fn rows25(channels: usize, taps: usize, ind: &[*const f32], weights: &[f3
 
 /// # Safety
 /// See [`super::DwRowKernel`].
-unsafe fn rows_any(channels: usize, taps: usize, ind: &[*const f32], weights: &[f32], out: &mut [f32], clamp: (f32, f32)) {
+unsafe fn rows_any(
+    channels: usize,
+    taps: usize,
+    ind: &[*const f32],
+    weights: &[f32],
+    out: &mut [f32],
+    clamp: (f32, f32),
+) {
     // SAFETY: forwarded from the caller's contract.
     unsafe { rows::<0>(channels, taps, ind, weights, out, clamp) }
 }
@@ -83,7 +97,14 @@ fn block<'a>(x: impl Fn(usize) -> &'a [f32], taps: usize, width: usize, w: &[f32
 /// # Safety
 /// See [`super::DwRowKernel`].
 #[inline(always)]
-unsafe fn rows<const T: usize>(channels: usize, taps: usize, ind: &[*const f32], weights: &[f32], out: &mut [f32], clamp: (f32, f32)) {
+unsafe fn rows<const T: usize>(
+    channels: usize,
+    taps: usize,
+    ind: &[*const f32],
+    weights: &[f32],
+    out: &mut [f32],
+    clamp: (f32, f32),
+) {
     let taps = if T == 0 { taps } else { T };
     for (ptrs, out_px) in ind.chunks_exact(taps).zip(out.chunks_exact_mut(channels)) {
         let mut w = weights;

@@ -21,7 +21,17 @@ fn axis(input: usize, k: usize, stride: usize, dil: usize, same: bool) -> Option
 }
 
 #[allow(clippy::too_many_arguments)]
-fn geom(batches: usize, h: usize, w: usize, c: usize, kh: usize, kw: usize, stride: usize, dil: usize, same: bool) -> Option<DwGeom> {
+fn geom(
+    batches: usize,
+    h: usize,
+    w: usize,
+    c: usize,
+    kh: usize,
+    kw: usize,
+    stride: usize,
+    dil: usize,
+    same: bool,
+) -> Option<DwGeom> {
     let (out_h, pad_top) = axis(h, kh, stride, dil, same)?;
     let (out_w, pad_left) = axis(w, kw, stride, dil, same)?;
     Some(DwGeom {
@@ -102,9 +112,16 @@ fn tables_match_scalar_and_naive() {
     let mut cases = 0;
     for c in [1usize, 3, 7, 8, 9, 15, 16, 17, 24, 33, 144] {
         for (kh, kw) in filters {
-            for (stride, dil, same) in
-                [(1, 1, true), (1, 1, false), (2, 1, true), (2, 1, false), (1, 2, true), (1, 2, false), (2, 2, true), (2, 2, false)]
-            {
+            for (stride, dil, same) in [
+                (1, 1, true),
+                (1, 1, false),
+                (2, 1, true),
+                (2, 1, false),
+                (1, 2, true),
+                (1, 2, false),
+                (2, 2, true),
+                (2, 2, false),
+            ] {
                 let batches = 1 + r.below(2);
                 let (h, w) = (4 + r.below(8), 4 + r.below(9));
                 let clamp = clamps[r.below(clamps.len())];
@@ -169,7 +186,8 @@ fn direct_matches_pointer_kernels() {
         let with = &t.f32_dwconv;
         let without = DwKernels { direct: None, ..*with };
         for c in [1usize, 4, 8, 11, 16, 24, 37] {
-            for (kh, kw, stride, dil) in [(3, 3, 1, 1), (3, 3, 2, 1), (5, 5, 1, 1), (5, 5, 2, 1), (5, 5, 2, 2), (3, 5, 1, 1), (7, 7, 1, 1)]
+            for (kh, kw, stride, dil) in
+                [(3, 3, 1, 1), (3, 3, 2, 1), (5, 5, 1, 1), (5, 5, 2, 1), (5, 5, 2, 2), (3, 5, 1, 1), (7, 7, 1, 1)]
             {
                 let Some(g) = geom(1, 9, 40 + r.below(30), c, kh, kw, stride, dil, true) else {
                     continue;

@@ -16,26 +16,10 @@ use core::arch::x86_64::*;
 
 /// The AVX-512 GEMM table entry.
 pub const KERNELS: GemmKernels = GemmKernels {
-    wide: GemmKernel {
-        mr: 10,
-        nr: 16,
-        by_rows: WIDE,
-    },
-    narrow: GemmKernel {
-        mr: 12,
-        nr: 8,
-        by_rows: NARROW,
-    },
-    mid: Some(GemmKernel {
-        mr: 8,
-        nr: 24,
-        by_rows: MID,
-    }),
-    single: GemmKernel {
-        mr: 8,
-        nr: 1,
-        by_rows: SINGLE,
-    },
+    wide: GemmKernel { mr: 10, nr: 16, by_rows: WIDE },
+    narrow: GemmKernel { mr: 12, nr: 8, by_rows: NARROW },
+    mid: Some(GemmKernel { mr: 8, nr: 24, by_rows: MID }),
+    single: GemmKernel { mr: 8, nr: 1, by_rows: SINGLE },
 };
 
 const WIDE: &[IgemmFn] = &[
@@ -74,18 +58,12 @@ const MID: &[IgemmFn] = &[
     igemm_y::<7, 3>,
     igemm_y::<8, 3>,
 ];
-const SINGLE: &[IgemmFn] = &[
-    dot::<1>, dot::<2>, dot::<3>, dot::<4>, dot::<5>, dot::<6>, dot::<7>, dot::<8>,
-];
+const SINGLE: &[IgemmFn] = &[dot::<1>, dot::<2>, dot::<3>, dot::<4>, dot::<5>, dot::<6>, dot::<7>, dot::<8>];
 
 /// The lanes of a 16-float vector below `n` (all of them for `n >= 16`).
 #[inline(always)]
 fn lanes_below(n: usize) -> __mmask16 {
-    if n >= 16 {
-        0xffff
-    } else {
-        ((1u32 << n) - 1) as __mmask16
-    }
+    if n >= 16 { 0xffff } else { ((1u32 << n) - 1) as __mmask16 }
 }
 
 /// # Safety
@@ -135,11 +113,7 @@ unsafe fn dot_impl<const M: usize>(p: &IgemmArgs) {
             if tail != 0 {
                 let wv = _mm256_maskz_loadu_ps(mask, w.add(k));
                 for i in 0..M {
-                    acc_half[i] = _mm256_fmadd_ps(
-                        _mm256_maskz_loadu_ps(mask, rows[i].add(k)),
-                        wv,
-                        acc_half[i],
-                    );
+                    acc_half[i] = _mm256_fmadd_ps(_mm256_maskz_loadu_ps(mask, rows[i].add(k)), wv, acc_half[i]);
                 }
             }
             w = w.add(p.kc);
@@ -156,11 +130,7 @@ unsafe fn dot_impl<const M: usize>(p: &IgemmArgs) {
         // Eight rows' sums at once, in one vector (row `i` in lane `i`): pairwise
         // horizontal adds, then the two 128-bit halves added across.
         let row = |i: usize| {
-            if i < M {
-                halves[i]
-            } else {
-                _mm256_setzero_ps()
-            }
+            if i < M { halves[i] } else { _mm256_setzero_ps() }
         };
         let h01 = _mm256_hadd_ps(row(0), row(1));
         let h23 = _mm256_hadd_ps(row(2), row(3));
@@ -168,10 +138,7 @@ unsafe fn dot_impl<const M: usize>(p: &IgemmArgs) {
         let h67 = _mm256_hadd_ps(row(6), row(7));
         let q0 = _mm256_hadd_ps(h01, h23);
         let q1 = _mm256_hadd_ps(h45, h67);
-        let sums = _mm256_add_ps(
-            _mm256_permute2f128_ps::<0x20>(q0, q1),
-            _mm256_permute2f128_ps::<0x31>(q0, q1),
-        );
+        let sums = _mm256_add_ps(_mm256_permute2f128_ps::<0x20>(q0, q1), _mm256_permute2f128_ps::<0x31>(q0, q1));
         let out = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(sums, bias), vmin), vmax);
         if p.c_stride == 1 {
             _mm256_mask_storeu_ps(p.c, lanes_below(M) as __mmask8, out);
@@ -226,15 +193,11 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &IgemmArgs) {
             for (i, row) in acc.iter().enumerate() {
                 let c = p.c.add(i * p.c_stride);
                 for v in 0..V {
-                    _mm512_storeu_ps(
-                        c.add(16 * v),
-                        _mm512_min_ps(_mm512_max_ps(row[v], vmin), vmax),
-                    );
+                    _mm512_storeu_ps(c.add(16 * v), _mm512_min_ps(_mm512_max_ps(row[v], vmin), vmax));
                 }
             }
         } else {
-            let masks: [__mmask16; V] =
-                core::array::from_fn(|v| lanes_below(p.nc.saturating_sub(16 * v)));
+            let masks: [__mmask16; V] = core::array::from_fn(|v| lanes_below(p.nc.saturating_sub(16 * v)));
             for (i, row) in acc.iter().enumerate() {
                 let c = p.c.add(i * p.c_stride);
                 for v in 0..V {
@@ -290,8 +253,7 @@ unsafe fn igemm_y_impl<const M: usize, const V: usize>(p: &IgemmArgs) {
         }
         let vmin = _mm256_set1_ps(p.min);
         let vmax = _mm256_set1_ps(p.max);
-        let masks: [__mmask8; V] =
-            core::array::from_fn(|v| lanes_below(p.nc.saturating_sub(8 * v).min(8)) as __mmask8);
+        let masks: [__mmask8; V] = core::array::from_fn(|v| lanes_below(p.nc.saturating_sub(8 * v).min(8)) as __mmask8);
         for (i, row) in acc.iter().enumerate() {
             let c = p.c.add(i * p.c_stride);
             for v in 0..V {

@@ -14,11 +14,11 @@
 //! `[NR bias][ks][kc][NR weights]`, zero-padded past the last channel, so the kernel reads
 //! one linear stream and never branches on edges.
 
-pub mod scalar;
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
 #[cfg(target_arch = "x86_64")]
 pub mod avx512;
+pub mod scalar;
 #[cfg(test)]
 mod tests;
 
@@ -143,9 +143,8 @@ pub fn pack(
         .and_then(|v| v.checked_add(1))
         .and_then(|v| v.checked_mul(nr))
         .ok_or_else(|| Error::new("GEMM packing: weight size overflows"))?;
-    let total = block_len
-        .checked_mul(n.div_ceil(nr))
-        .ok_or_else(|| Error::new("GEMM packing: weight size overflows"))?;
+    let total =
+        block_len.checked_mul(n.div_ceil(nr)).ok_or_else(|| Error::new("GEMM packing: weight size overflows"))?;
     let mut data = vec![0f32; total];
     for (blk, chunk) in data.chunks_exact_mut(block_len).enumerate() {
         let o0 = blk * nr;
@@ -203,7 +202,13 @@ pub trait RowTaps {
 }
 
 /// [`RowTaps::gather`] through [`RowTaps::fill`]: tap by tap.
-fn gather_by_offsets<T: RowTaps + ?Sized>(taps: &T, rows: Range<usize>, input: &[f32], kc: usize, dst: &mut [f32]) -> Result<()> {
+fn gather_by_offsets<T: RowTaps + ?Sized>(
+    taps: &T,
+    rows: Range<usize>,
+    input: &[f32],
+    kc: usize,
+    dst: &mut [f32],
+) -> Result<()> {
     let ks = taps.taps_per_row();
     let mut offs = vec![0usize; rows.len() * ks];
     taps.fill(rows.clone(), &mut offs);
@@ -467,7 +472,11 @@ pub fn igemm(
         .and_then(|v| v.checked_add(ncols))
         .ok_or_else(|| Error::new("GEMM output size overflows"))?;
     if out.len() < need || (rows.len() > 1 && out_stride < ncols) {
-        return Err(Error::new(format!("GEMM output of {} values cannot hold {} rows of {ncols}", out.len(), rows.len())));
+        return Err(Error::new(format!(
+            "GEMM output of {} values cannot hold {} rows of {ncols}",
+            out.len(),
+            rows.len()
+        )));
     }
     let (ks, kc) = (packed.ks, packed.kc);
     if taps.taps_per_row() != ks {
@@ -528,8 +537,13 @@ pub fn igemm(
                                 run_bases.push((zero.as_ptr(), 0));
                                 continue;
                             }
-                            let end = (count - 1).checked_mul(step).and_then(|v| v.checked_add(o)).and_then(|v| v.checked_add(call_kc));
-                            let span = end.and_then(|e| input.get(o..e)).ok_or_else(|| past_input(r + count - 1, l * w, input.len()))?;
+                            let end = (count - 1)
+                                .checked_mul(step)
+                                .and_then(|v| v.checked_add(o))
+                                .and_then(|v| v.checked_add(call_kc));
+                            let span = end
+                                .and_then(|e| input.get(o..e))
+                                .ok_or_else(|| past_input(r + count - 1, l * w, input.len()))?;
                             run_bases.push((span.as_ptr(), step));
                         }
                         q += count;
@@ -580,8 +594,10 @@ pub fn igemm(
                         continue;
                     }
                     // Every read of this tap in the run lies in `span`.
-                    let end = (count - 1).checked_mul(step).and_then(|v| v.checked_add(o)).and_then(|v| v.checked_add(kc));
-                    let span = end.and_then(|e| input.get(o..e)).ok_or_else(|| past_input(r + count - 1, t, input.len()))?;
+                    let end =
+                        (count - 1).checked_mul(step).and_then(|v| v.checked_add(o)).and_then(|v| v.checked_add(kc));
+                    let span =
+                        end.and_then(|e| input.get(o..e)).ok_or_else(|| past_input(r + count - 1, t, input.len()))?;
                     bases[t] = (span.as_ptr(), step);
                 }
                 for j in 0..count {

@@ -12,7 +12,17 @@ fn scalar() -> &'static Table {
 
 #[allow(clippy::too_many_arguments)]
 /// Direct evaluation of a convolution as `rows x n` through `taps`.
-fn direct(input: &[f32], taps: &impl RowTaps, m: usize, n: usize, ks: usize, kc: usize, w: &[f32], bias: &[f32], act: (f32, f32)) -> Vec<f32> {
+fn direct(
+    input: &[f32],
+    taps: &impl RowTaps,
+    m: usize,
+    n: usize,
+    ks: usize,
+    kc: usize,
+    w: &[f32],
+    bias: &[f32],
+    act: (f32, f32),
+) -> Vec<f32> {
     let mut out = vec![0f32; m * n];
     let mut offs = vec![0; ks];
     for r in 0..m {
@@ -88,7 +98,21 @@ fn conv_igemm_matches_direct_and_simd_matches_scalar() {
         }
         let out_h = (in_h + 2 * pad_h - eff_h) / stride + 1;
         let out_w = (in_w + 2 * pad_w - eff_w) / stride + 1;
-        let taps = ConvRows { in_h, in_w, in_c, out_h, out_w, f_h, f_w, stride_h: stride, stride_w: stride, dil_h: dil, dil_w: dil, pad_h, pad_w };
+        let taps = ConvRows {
+            in_h,
+            in_w,
+            in_c,
+            out_h,
+            out_w,
+            f_h,
+            f_w,
+            stride_h: stride,
+            stride_w: stride,
+            dil_h: dil,
+            dil_w: dil,
+            pad_h,
+            pad_w,
+        };
         let ks = f_h * f_w;
         let m = batches * out_h * out_w;
         let input: Vec<f32> = (0..batches * in_h * in_w * in_c).map(|_| rng.f32()).collect();
@@ -106,7 +130,8 @@ fn conv_igemm_matches_direct_and_simd_matches_scalar() {
         close(&reference, &want, ks * in_c).unwrap_or_else(|e| panic!("scalar case {case}: {e}"));
         for table in available_tables() {
             let got = run(table);
-            close(&got, &reference, ks * in_c).unwrap_or_else(|e| panic!("{} vs scalar, case {case}: {e}", table.isa.name()));
+            close(&got, &reference, ks * in_c)
+                .unwrap_or_else(|e| panic!("{} vs scalar, case {case}: {e}", table.isa.name()));
         }
     }
 }
@@ -200,7 +225,21 @@ fn timing_probe() {
         }
         let pad = f / 2;
         let out = (hw + 2 * pad - f) / s + 1;
-        let taps = ConvRows { in_h: hw, in_w: hw, in_c: c, out_h: out, out_w: out, f_h: f, f_w: f, stride_h: s, stride_w: s, dil_h: 1, dil_w: 1, pad_h: pad, pad_w: pad };
+        let taps = ConvRows {
+            in_h: hw,
+            in_w: hw,
+            in_c: c,
+            out_h: out,
+            out_w: out,
+            f_h: f,
+            f_w: f,
+            stride_h: s,
+            stride_w: s,
+            dil_h: 1,
+            dil_w: 1,
+            pad_h: pad,
+            pad_w: pad,
+        };
         let input = vec![0.5f32; hw * hw * c];
         let packed = pack(&t.f32_gemm, n, f * f, c, |_, _, _| 0.1, None).unwrap();
         let m = out * out;

@@ -31,9 +31,15 @@ unsafe fn eight(x: *const f32, o: *mut f32) {
         let vx = _mm256_loadu_ps(x);
         let sign = _mm256_set1_ps(-0.0);
         let z = _mm256_or_ps(vx, sign); // -|x|
-        let n = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm256_mul_ps(z, _mm256_set1_ps(LOG2E)));
+        let n = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm256_mul_ps(
+            z,
+            _mm256_set1_ps(LOG2E),
+        ));
         // The scalar twin rounds after each multiply and add: keep the same steps (no FMA).
-        let r = _mm256_sub_ps(_mm256_sub_ps(z, _mm256_mul_ps(n, _mm256_set1_ps(LN2_HI))), _mm256_mul_ps(n, _mm256_set1_ps(LN2_LO)));
+        let r = _mm256_sub_ps(
+            _mm256_sub_ps(z, _mm256_mul_ps(n, _mm256_set1_ps(LN2_HI))),
+            _mm256_mul_ps(n, _mm256_set1_ps(LN2_LO)),
+        );
         let mut p = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(C6), r), _mm256_set1_ps(C5));
         p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(C4));
         p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(C3));

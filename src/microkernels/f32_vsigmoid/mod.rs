@@ -6,11 +6,11 @@
 //! positive `x`. Inputs below -87.3 (where `exp` underflows) give `0` before the flip.
 //! The result is within a few ulp of the exact logistic; NaN stays NaN.
 
-pub mod scalar;
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
 #[cfg(target_arch = "x86_64")]
 pub mod avx512;
+pub mod scalar;
 
 /// A sigmoid kernel: `out[i] = sigmoid(input[i])` for equal-length slices.
 pub type SigmoidFn = fn(input: &[f32], out: &mut [f32]);
@@ -34,11 +34,7 @@ pub(crate) mod consts {
 /// written) when the lengths differ.
 pub fn sigmoid(table: &super::Table, input: &[f32], out: &mut [f32]) -> crate::error::Result<()> {
     if input.len() != out.len() {
-        return Err(crate::error::Error::new(format!(
-            "sigmoid of {} values into {} outputs",
-            input.len(),
-            out.len()
-        )));
+        return Err(crate::error::Error::new(format!("sigmoid of {} values into {} outputs", input.len(), out.len())));
     }
     (table.f32_vsigmoid)(input, out);
     Ok(())
@@ -71,7 +67,12 @@ mod tests {
                 let mut got = vec![f32::NAN; len];
                 sigmoid(table, &xs[..len], &mut got).unwrap();
                 for (i, (&g, &w)) in got.iter().zip(&want[..len]).enumerate() {
-                    assert!((g - w).abs() <= 2.0 * f32::EPSILON * w.abs(), "{} x {}: {g} vs {w}", table.isa.name(), xs[i]);
+                    assert!(
+                        (g - w).abs() <= 2.0 * f32::EPSILON * w.abs(),
+                        "{} x {}: {g} vs {w}",
+                        table.isa.name(),
+                        xs[i]
+                    );
                 }
             }
             let mut nan = [0f32; 3];
