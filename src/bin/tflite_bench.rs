@@ -393,6 +393,9 @@ fn finish_run(a: &Args, ready: Ready) -> Result<(), String> {
     println!("persistent_bytes: {}", stats.persistent_bytes);
     println!("arena_lower_bound_bytes: {}", stats.lower_bound_bytes);
     println!("fused_activations: {}", interp.primary().fused_activations());
+    if a.threads > 1 {
+        println!("single_threaded_now: {}", interp.primary().runs_single_threaded());
+    }
     // After the runs: some kernels pack their weights at the first Invoke.
     println!("packed_bytes: {}", live_packed_bytes().saturating_sub(packed_before));
     if a.profile {

@@ -40,6 +40,7 @@ pub fn build_subgraphs(
             config.preserve_intermediates,
         );
         s.allow_fusion = config.fuse_activations;
+        s.adaptive_threads = config.adaptive_threads;
         build_tensors(model, &sg, &mut s).map_err(|e| Error::new(format!("subgraph {si}: {e}")))?;
         s.inputs = sg.inputs().map(|v| v.iter().collect()).unwrap_or_default();
         s.outputs = sg.outputs().map(|v| v.iter().collect()).unwrap_or_default();

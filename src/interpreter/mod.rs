@@ -18,6 +18,7 @@ mod fusion;
 pub mod node_ops;
 pub mod resources;
 pub mod subgraph;
+mod thread_choice;
 
 use crate::error::{Error, Result};
 use crate::model::Model;
@@ -50,6 +51,10 @@ pub struct InterpreterConfig {
     /// Fuse standalone float activations into their producers on the CPU (`fusion.rs`);
     /// on by default, off when the environment sets `TFLITE_RS_NO_FUSION=1`.
     pub fuse_activations: bool,
+    /// Run a subgraph on one thread while timing shows that faster than the configured
+    /// threads (`thread_choice.rs`); on by default, off when the environment sets
+    /// `TFLITE_RS_FIXED_THREADS=1`.
+    pub adaptive_threads: bool,
 }
 
 impl Default for InterpreterConfig {
@@ -60,6 +65,7 @@ impl Default for InterpreterConfig {
             preserve_intermediates: false,
             enable_cancellation: false,
             fuse_activations: std::env::var_os("TFLITE_RS_NO_FUSION").is_none_or(|v| v == "0"),
+            adaptive_threads: std::env::var_os("TFLITE_RS_FIXED_THREADS").is_none_or(|v| v == "0"),
         }
     }
 }

@@ -146,6 +146,10 @@ pub struct Subgraph {
     pub(crate) fusions: Vec<super::fusion::Fusion>,
     /// Whether AllocateTensors may fuse (the interpreter's `fuse_activations`).
     pub(crate) allow_fusion: bool,
+    /// Whether Invoke may run on one thread when that times faster (the interpreter's
+    /// `adaptive_threads`), and the timing behind that choice.
+    pub(crate) adaptive_threads: bool,
+    thread_choice: super::thread_choice::ThreadChoice,
 }
 
 /// A committed memory plan and its inputs, to tell whether a re-plan changes anything.
@@ -207,6 +211,8 @@ impl Subgraph {
             shared: Arc::default(),
             fusions: Vec::new(),
             allow_fusion: false,
+            adaptive_threads: false,
+            thread_choice: Default::default(),
         });
         sg.sync_context();
         sg
@@ -722,11 +728,30 @@ impl Subgraph {
             return Err(Error::new("Invoke called on model that is not ready."));
         }
         let was_busy = core::mem::replace(&mut self.busy, true);
+        // Threads: the configured count or one, whichever the timing found faster.
+        let configured = self.context.recommended_num_threads;
+        let timed = self.adaptive_threads && configured > 1 && !self.has_delegates();
+        let single = timed && self.thread_choice.next_is_single();
+        if single {
+            self.context.recommended_num_threads = 1;
+        }
+        let start = Instant::now();
         let r = self.invoke_impl();
+        let took = start.elapsed();
+        self.context.recommended_num_threads = configured;
+        if timed && r.is_ok() {
+            self.thread_choice.record(single, took);
+        }
         self.busy = was_busy;
         self.in_invoke = false;
         self.preparing_in_invoke = false;
         r
+    }
+
+    /// True if the last timing round found one thread faster than the configured count
+    /// (see `thread_choice.rs`).
+    pub fn runs_single_threaded(&self) -> bool {
+        self.thread_choice.chose_single()
     }
 
     fn invoke_impl(&mut self) -> Result<()> {

@@ -1,5 +1,7 @@
-//! Activation fusion on the CPU: a fused graph gives the same bits as the model's graph
-//! with less memory, and a delegate applied afterwards sees the model's graph.
+//! CPU execution choices that must never change an answer: activation fusion (the fused
+//! graph gives the same bits as the model's graph, with less memory, and a delegate
+//! applied afterwards sees the model's graph) and the thread count (every corpus model
+//! gives the same bits on 1, 2 and 3 threads, so switching between them is safe).
 
 mod common;
 
@@ -107,4 +109,34 @@ fn a_delegate_sees_the_models_graph() {
     plain.invoke().expect("invoke");
     assert_eq!(outputs(&interp), outputs(&plain));
     drop(interp);
+}
+
+fn interpreter_threads(model: &str, threads: i32) -> Interpreter {
+    let path = common::corpus().join("models").join(model);
+    let model = Model::from_file(&path).unwrap_or_else(|e| panic!("{}: {}", path.display(), e.message));
+    let config = InterpreterConfig { num_threads: threads, adaptive_threads: false, ..InterpreterConfig::default() };
+    let mut interp = Interpreter::new(Arc::new(model), &builtin_op_resolver(), config).expect("interpreter");
+    interp.allocate_tensors().expect("allocate");
+    interp
+}
+
+#[test]
+fn thread_counts_give_the_same_bits() {
+    for model in [
+        "mobilenet_v2_f32.tflite",
+        "pose_landmark_full.tflite",
+        "palm_detection_lite.tflite",
+        "face_landmark.tflite",
+        "hand_landmark_lite.tflite",
+        "selfie_segmentation.tflite",
+    ] {
+        let mut runs = Vec::new();
+        for threads in [1, 2, 3] {
+            let mut interp = interpreter_threads(model, threads);
+            fill_inputs(&mut interp);
+            interp.invoke().expect("invoke");
+            runs.push(outputs(&interp));
+        }
+        assert!(runs.iter().all(|r| *r == runs[0]), "{model}: outputs differ between 1, 2 and 3 threads");
+    }
 }

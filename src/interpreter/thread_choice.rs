@@ -1,0 +1,107 @@
+//! Whether a subgraph runs on its configured threads or on one: decided by timing whole
+//! Invokes, so that more threads are never slower than one.
+//!
+//! Splitting an op over threads pays when the threads' cores share data cheaply. On a
+//! virtual machine the host may place the vCPUs on distant cores, where reading what the
+//! other core wrote costs several times a local read, and then a graph whose ops each
+//! split can run slower on two threads than on one; the placement also changes while the
+//! process runs. So every `ROUND` Invokes the subgraph samples both settings (`SAMPLES`
+//! Invokes each, alternating; the fastest of each counts, which ignores interruptions)
+//! and keeps the faster until the next round. Ties go to one thread, which leaves the
+//! other core free. The answer does not depend on it: every kernel computes each output
+//! value the same way whatever the thread count (a test checks the bits).
+//!
+//! Only a subgraph with more than one thread configured and no delegate applied is
+//! timed; `TFLITE_RS_FIXED_THREADS=1` (or `InterpreterConfig::adaptive_threads = false`)
+//! keeps the configured count.
+
+use std::time::Duration;
+
+/// Invokes per setting in a sampling round.
+const SAMPLES: u64 = 4;
+/// Invokes from one sampling round to the next (the first `2 * SAMPLES` of them sample).
+const ROUND: u64 = 128;
+
+/// The timing state of one subgraph.
+#[derive(Debug, Default)]
+pub(crate) struct ThreadChoice {
+    /// Invokes timed so far.
+    invokes: u64,
+    /// Fastest Invoke of this round on the configured threads, and on one thread.
+    fastest: [Option<Duration>; 2],
+    /// The setting the last round chose.
+    single: bool,
+}
+
+impl ThreadChoice {
+    /// True if the next Invoke should run on one thread.
+    pub(crate) fn next_is_single(&self) -> bool {
+        let at = self.invokes % ROUND;
+        if at < 2 * SAMPLES { at % 2 == 1 } else { self.single }
+    }
+
+    /// Records how long an Invoke took on the setting [`Self::next_is_single`] gave.
+    pub(crate) fn record(&mut self, single: bool, took: Duration) {
+        let at = self.invokes % ROUND;
+        if at < 2 * SAMPLES {
+            if at == 0 {
+                self.fastest = [None, None];
+            }
+            let slot = &mut self.fastest[usize::from(single)];
+            *slot = Some(slot.map_or(took, |t| t.min(took)));
+            if at == 2 * SAMPLES - 1
+                && let [Some(configured), Some(one)] = self.fastest
+            {
+                self.single = one <= configured;
+            }
+        }
+        self.invokes += 1;
+    }
+
+    /// The setting the last sampling round chose (`true`: one thread).
+    pub(crate) fn chose_single(&self) -> bool {
+        self.single
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(choice: &mut ThreadChoice, invokes: u64, configured_ms: u64, single_ms: u64) {
+        for _ in 0..invokes {
+            let single = choice.next_is_single();
+            choice.record(single, Duration::from_millis(if single { single_ms } else { configured_ms }));
+        }
+    }
+
+    #[test]
+    fn the_faster_setting_wins_each_round() {
+        let mut c = ThreadChoice::default();
+        // Sampling alternates, starting on the configured threads.
+        assert!(!c.next_is_single());
+        run(&mut c, 1, 5, 9);
+        assert!(c.next_is_single());
+        run(&mut c, 2 * SAMPLES - 1, 5, 9);
+        assert!(!c.chose_single());
+        assert!(!c.next_is_single());
+        // The machine changes: one thread becomes faster; the next round notices.
+        run(&mut c, ROUND - 2 * SAMPLES, 5, 3);
+        assert!(!c.chose_single(), "decided only in sampling rounds");
+        run(&mut c, 2 * SAMPLES, 5, 3);
+        assert!(c.chose_single());
+        assert!(c.next_is_single());
+    }
+
+    #[test]
+    fn the_fastest_sample_counts_and_ties_go_to_one_thread() {
+        let mut c = ThreadChoice::default();
+        // One slow outlier on the configured threads does not decide the round.
+        c.record(false, Duration::from_millis(50));
+        for _ in 1..2 * SAMPLES {
+            let single = c.next_is_single();
+            c.record(single, Duration::from_millis(4));
+        }
+        assert!(c.chose_single(), "equal fastest times: one thread");
+    }
+}
