@@ -65,6 +65,19 @@ fn fused_graph_gives_the_same_bits_in_less_memory() {
 }
 
 #[test]
+fn prelu_after_add_is_fused_with_the_same_bits() {
+    // face_landmark has 20 PRELUs with per-channel alphas after residual ADDs.
+    let mut fused = interpreter("face_landmark.tflite", true);
+    let mut plain = interpreter("face_landmark.tflite", false);
+    assert_eq!(fused.primary().fused_activations(), 20);
+    for interp in [&mut fused, &mut plain] {
+        fill_inputs(interp);
+        interp.invoke().expect("invoke");
+    }
+    assert_eq!(outputs(&fused), outputs(&plain), "fusion changed the answer");
+}
+
+#[test]
 fn models_without_standalone_activations_are_unchanged() {
     let interp = interpreter("mobilenet_v2_f32.tflite", true);
     assert_eq!(interp.primary().fused_activations(), 0);
@@ -88,27 +101,30 @@ unsafe extern "C" fn record_plan(context: *mut TfLiteContext, delegate: *mut TfL
 
 #[test]
 fn a_delegate_sees_the_models_graph() {
-    let mut interp = interpreter("selfie_segmentation.tflite", true);
-    let fused_len = interp.primary().execution_plan().len();
-    let mut seen = 0usize;
-    // SAFETY: every other field of a delegate may be NULL / zero.
-    let mut delegate: TfLiteDelegate = unsafe { std::mem::zeroed() };
-    delegate.data_ = &mut seen as *mut usize as *mut _;
-    delegate.Prepare = Some(record_plan);
-    // SAFETY: the delegate and `seen` outlive the interpreter's use of them (it is
-    // dropped at the end of this test, after the last use).
-    unsafe { interp.modify_graph_with_delegate(&mut delegate) }.expect("apply delegate");
-    assert_eq!(seen, fused_len + 22, "the delegate saw a fused graph");
-    assert_eq!(interp.primary().fused_activations(), 0);
-    interp.allocate_tensors().expect("allocate");
-    assert_eq!(interp.primary().fused_activations(), 0, "fused again under a delegate");
-    fill_inputs(&mut interp);
-    interp.invoke().expect("invoke");
-    let mut plain = interpreter("selfie_segmentation.tflite", false);
-    fill_inputs(&mut plain);
-    plain.invoke().expect("invoke");
-    assert_eq!(outputs(&interp), outputs(&plain));
-    drop(interp);
+    // Activation fusions (selfie_segmentation) and ADD+PRELU fusions (face_landmark).
+    for (model, fusions) in [("selfie_segmentation.tflite", 22), ("face_landmark.tflite", 20)] {
+        let mut interp = interpreter(model, true);
+        let fused_len = interp.primary().execution_plan().len();
+        let mut seen = 0usize;
+        // SAFETY: every other field of a delegate may be NULL / zero.
+        let mut delegate: TfLiteDelegate = unsafe { std::mem::zeroed() };
+        delegate.data_ = &mut seen as *mut usize as *mut _;
+        delegate.Prepare = Some(record_plan);
+        // SAFETY: the delegate and `seen` outlive the interpreter's use of them (it is
+        // dropped at the end of this iteration, after the last use).
+        unsafe { interp.modify_graph_with_delegate(&mut delegate) }.expect("apply delegate");
+        assert_eq!(seen, fused_len + fusions, "{model}: the delegate saw a fused graph");
+        assert_eq!(interp.primary().fused_activations(), 0);
+        interp.allocate_tensors().expect("allocate");
+        assert_eq!(interp.primary().fused_activations(), 0, "{model}: fused again under a delegate");
+        fill_inputs(&mut interp);
+        interp.invoke().expect("invoke");
+        let mut plain = interpreter(model, false);
+        fill_inputs(&mut plain);
+        plain.invoke().expect("invoke");
+        assert_eq!(outputs(&interp), outputs(&plain), "{model}");
+        drop(interp);
+    }
 }
 
 fn interpreter_threads(model: &str, threads: i32) -> Interpreter {

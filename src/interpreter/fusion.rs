@@ -15,25 +15,37 @@
 //! is applied, so delegates always see the model's graph. `TFLITE_RS_NO_FUSION=1`
 //! (or `InterpreterConfig::fuse_activations = false`) switches it off.
 
+use super::node_ops;
+use super::subgraph::NodeEntry;
 use super::subgraph::Subgraph;
-use crate::abi::arrays::{int_array_slice, int_array_slice_mut};
+use crate::abi::arrays::{int_array_free, int_array_from_slice, int_array_slice, int_array_slice_mut};
 use crate::abi::builtin_op_data::{
     TfLiteAddParams, TfLiteConvParams, TfLiteDepthwiseConvParams, TfLiteFullyConnectedParams, TfLiteFusedActivation,
     TfLiteMulParams, TfLiteSubParams,
 };
 use crate::abi::builtin_ops::TfLiteBuiltinOperator as Op;
-use crate::abi::types::{TfLiteRegistration, TfLiteType};
+use crate::abi::types::{TfLiteContext, TfLiteRegistration, TfLiteType};
 use crate::resolver::OpFinder;
+use core::ffi::c_char;
 use std::sync::OnceLock;
 
 /// One fused pair, with what undoing it restores.
 pub(crate) struct Fusion {
     producer: usize,
-    activation_node: usize,
-    /// The activation node's position in the execution plan before it was removed.
-    plan_position: usize,
     /// The producer's own output (the activation's input).
     intermediate: i32,
+    /// For a fused PRELU: the producer's registration and inputs before fusing.
+    replaced: Option<(TfLiteRegistration, Vec<i32>)>,
+}
+
+/// What a fused node does after its producer.
+#[derive(Clone, Copy)]
+enum Fused {
+    /// A clamp: becomes the producer's fused activation.
+    Clamp(TfLiteFusedActivation),
+    /// PRELU with this tensor of per-channel alphas: the producer (an ADD) becomes an
+    /// ADD-then-PRELU node.
+    Prelu(i32),
 }
 
 /// The fused activation a standalone activation op stands for.
@@ -105,6 +117,27 @@ fn is_own_kernel(reg: &TfLiteRegistration) -> bool {
         })
 }
 
+/// Gives node `e` the kernel `reg` with inputs `inputs`: frees what the old kernel's
+/// `init` made, then runs the new one's (builtin params as the buffer, as TFLite does).
+fn swap_kernel(ctx: *mut TfLiteContext, e: &mut NodeEntry, reg: TfLiteRegistration, inputs: &[i32]) {
+    // SAFETY: `ctx` is the node's live subgraph context; `user_data` came from the current
+    // registration's `init` (freed once, here); the new `init` gets what the builder gives.
+    unsafe {
+        if e.initialized {
+            node_ops::free(&e.registration, ctx, e.node.user_data);
+        }
+        e.registration = reg;
+        e.node.user_data = node_ops::init(&e.registration, ctx, e.node.builtin_data as *const c_char, 0);
+        e.initialized = true;
+    }
+    let arr = int_array_from_slice(inputs);
+    if !arr.is_null() {
+        // SAFETY: the node owns its malloc'ed inputs array, replaced here.
+        unsafe { int_array_free(e.node.inputs) };
+        e.node.inputs = arr;
+    }
+}
+
 impl Subgraph {
     /// Fuses every eligible (producer, activation) pair (see the module comment). Returns
     /// how many were fused.
@@ -144,14 +177,36 @@ impl Subgraph {
                     && t.quantization.params.is_null()
             })
         };
+        let dims = |t: i32| -> &[i32] {
+            // SAFETY: a tensor's dims are NULL or its own live array.
+            usize::try_from(t)
+                .ok()
+                .and_then(|t| self.tensors.get(t))
+                .map_or(&[], |t| unsafe { int_array_slice(t.dims) })
+        };
+        // Float32 alphas with one value per channel of `t` (all other dims 1).
+        let per_channel_alphas = |a: i32, t: i32| {
+            let (ad, td) = (dims(a), dims(t));
+            is_f32(a)
+                && !ad.is_empty()
+                && td.last() == ad.last()
+                && td.last().is_some_and(|&c| c > 0)
+                && ad[..ad.len() - 1].iter().all(|&d| d == 1)
+        };
+        let prelu = Op::kTfLiteBuiltinPrelu as i32;
         let mut found = Vec::new();
         for (pos, &ni) in self.execution_plan.iter().enumerate() {
             let act_node = ni as usize;
             let e = &self.nodes[act_node];
-            let Some(act) = activation_of(e.registration.builtin_code) else { continue };
             // SAFETY: the node's arrays are owned by it and live.
             let (ins, outs) = unsafe { (int_array_slice(e.node.inputs), int_array_slice(e.node.outputs)) };
-            let (&[t], &[u]) = (ins, outs) else { continue };
+            let (t, u, fused) = match (activation_of(e.registration.builtin_code), ins, outs) {
+                (Some(act), &[t], &[u]) => (t, u, Fused::Clamp(act)),
+                (None, &[t, a], &[u]) if e.registration.builtin_code == prelu && per_channel_alphas(a, t) => {
+                    (t, u, Fused::Prelu(a))
+                }
+                _ => continue,
+            };
             if t == u || !is_own_kernel(&e.registration) || observable(t) || !is_f32(t) || !is_f32(u) {
                 continue;
             }
@@ -161,31 +216,87 @@ impl Subgraph {
             }
             let pe = &self.nodes[p];
             // SAFETY: as above.
-            let p_outs = unsafe { int_array_slice(pe.node.outputs) };
+            let (p_ins, p_outs) = unsafe { (int_array_slice(pe.node.inputs), int_array_slice(pe.node.outputs)) };
             if p_outs != [t] || !pe.node.delegate.is_null() || !is_own_kernel(&pe.registration) {
                 continue;
             }
-            // SAFETY: the producer's builtin data is the parser's struct for its code;
-            // nothing else references it while the subgraph is not running.
-            let Some(field) = (unsafe { activation_field(pe.registration.builtin_code, pe.node.builtin_data) }) else {
-                continue;
-            };
-            if *field != TfLiteFusedActivation::kTfLiteActNone {
-                continue;
+            match fused {
+                Fused::Clamp(_) => {
+                    // SAFETY: the producer's builtin data is the parser's struct for its
+                    // code; nothing else references it while the subgraph is not running.
+                    let field = unsafe { activation_field(pe.registration.builtin_code, pe.node.builtin_data) };
+                    if field.is_none_or(|f| *f != TfLiteFusedActivation::kTfLiteActNone) {
+                        continue;
+                    }
+                }
+                Fused::Prelu(_) => {
+                    // The fused node runs where the PRELU ran (its alphas may be made
+                    // after the ADD, e.g. dequantized just before the PRELU), so the ADD's
+                    // inputs must not change in between: no variables.
+                    if pe.registration.builtin_code != Op::kTfLiteBuiltinAdd as i32
+                        || p_ins.len() != 2
+                        || p_ins.iter().any(|i| self.variables.contains(i))
+                    {
+                        continue;
+                    }
+                }
             }
-            found.push((p, act_node, pos, t, u, act));
+            found.push((p, act_node, pos, t, u, fused));
         }
-        // Later positions first, so removing one does not move the others.
-        for &(p, act_node, pos, t, u, act) in found.iter().rev() {
+        if found.is_empty() {
+            return 0;
+        }
+        self.plan_before_fusion = self.execution_plan.clone();
+        // The new plan: a fused clamp's node leaves it; a fused PRELU's slot runs the
+        // producer (now ADD-then-PRELU) and the producer's own slot goes.
+        let mut slot_of = std::collections::HashMap::new();
+        for &(p, act_node, _, _, _, fused) in &found {
+            match fused {
+                Fused::Clamp(_) => slot_of.insert(act_node, None),
+                Fused::Prelu(_) => {
+                    slot_of.insert(p, None);
+                    slot_of.insert(act_node, Some(p))
+                }
+            };
+        }
+        self.execution_plan = self
+            .plan_before_fusion
+            .iter()
+            .filter_map(|&ni| match slot_of.get(&(ni as usize)) {
+                None => Some(ni),
+                Some(runs) => runs.map(|p| p as i32),
+            })
+            .collect();
+        for &(p, _, _, t, u, fused) in &found {
+            let ctx = self.context_ptr();
             let pe = &mut self.nodes[p];
-            // SAFETY: checked above; the subgraph is not running.
-            if let Some(field) = unsafe { activation_field(pe.registration.builtin_code, pe.node.builtin_data) } {
-                *field = act;
+            let mut replaced = None;
+            match fused {
+                Fused::Clamp(act) => {
+                    // SAFETY: checked above; the subgraph is not running.
+                    if let Some(field) = unsafe { activation_field(pe.registration.builtin_code, pe.node.builtin_data) }
+                    {
+                        *field = act;
+                    }
+                }
+                Fused::Prelu(alphas) => {
+                    // SAFETY: the producer's inputs array is its own live array.
+                    let inputs = unsafe { int_array_slice(pe.node.inputs) }.to_vec();
+                    let mut with_alphas = inputs.clone();
+                    with_alphas.push(alphas);
+                    let reg = TfLiteRegistration {
+                        builtin_code: pe.registration.builtin_code,
+                        version: pe.registration.version,
+                        ..crate::kernels::ops::add::add_prelu_registration()
+                    };
+                    let original = pe.registration;
+                    swap_kernel(ctx, pe, reg, &with_alphas);
+                    replaced = Some((original, inputs));
+                }
             }
             // SAFETY: the producer owns its outputs array (one element, checked above).
             unsafe { int_array_slice_mut(pe.node.outputs)[0] = u };
-            self.execution_plan.remove(pos);
-            self.fusions.push(Fusion { producer: p, activation_node: act_node, plan_position: pos, intermediate: t });
+            self.fusions.push(Fusion { producer: p, intermediate: t, replaced });
         }
         found.len()
     }
@@ -194,17 +305,26 @@ impl Subgraph {
     pub(crate) fn unfuse_activations(&mut self) {
         // Undo in reverse order of fusing: earliest plan position first, each put back
         // into the plan as it was when that pair was fused.
+        if self.fusions.is_empty() {
+            return;
+        }
         while let Some(f) = self.fusions.pop() {
+            let ctx = self.context_ptr();
             let pe = &mut self.nodes[f.producer];
-            // SAFETY: as in `fuse_activations`.
-            if let Some(field) = unsafe { activation_field(pe.registration.builtin_code, pe.node.builtin_data) } {
-                *field = TfLiteFusedActivation::kTfLiteActNone;
+            match f.replaced {
+                Some((original, inputs)) => swap_kernel(ctx, pe, original, &inputs),
+                None => {
+                    // SAFETY: as in `fuse_activations`.
+                    if let Some(field) = unsafe { activation_field(pe.registration.builtin_code, pe.node.builtin_data) }
+                    {
+                        *field = TfLiteFusedActivation::kTfLiteActNone;
+                    }
+                }
             }
             // SAFETY: the producer owns its one-element outputs array.
             unsafe { int_array_slice_mut(pe.node.outputs)[0] = f.intermediate };
-            let at = f.plan_position.min(self.execution_plan.len());
-            self.execution_plan.insert(at, f.activation_node as i32);
         }
+        self.execution_plan = core::mem::take(&mut self.plan_before_fusion);
     }
 
     /// How many activation nodes are fused into their producers now.

@@ -144,6 +144,8 @@ pub struct Subgraph {
     /// Activation nodes fused into their producers (`fusion.rs`), to undo before a
     /// delegate sees the graph.
     pub(crate) fusions: Vec<super::fusion::Fusion>,
+    /// The execution plan before fusing (restored by `unfuse_activations`).
+    pub(crate) plan_before_fusion: Vec<i32>,
     /// Whether AllocateTensors may fuse (the interpreter's `fuse_activations`).
     pub(crate) allow_fusion: bool,
     /// Whether Invoke may run on one thread when that times faster (the interpreter's
@@ -210,6 +212,7 @@ impl Subgraph {
             call_depth: 0,
             shared: Arc::default(),
             fusions: Vec::new(),
+            plan_before_fusion: Vec::new(),
             allow_fusion: false,
             adaptive_threads: false,
             thread_choice: Default::default(),

@@ -53,8 +53,14 @@ pub struct BinaryOperands<'a> {
 
 /// Gathers and checks the operands of a binary op (see [`BinaryOperands`]).
 pub fn binary_operands<'a>(ctx: &OpCtx<'a>, op: &'static str) -> Result<BinaryOperands<'a>> {
-    if ctx.num_inputs() != 2 {
-        return Err(Error::new(format!("{op}: expected 2 inputs, got {}", ctx.num_inputs())));
+    binary_operands_of(ctx, op, 2)
+}
+
+/// [`binary_operands`] for a node with `inputs` inputs, the binary op's two first (a
+/// fused node carries the fused op's operands after them).
+pub fn binary_operands_of<'a>(ctx: &OpCtx<'a>, op: &'static str, inputs: usize) -> Result<BinaryOperands<'a>> {
+    if ctx.num_inputs() != inputs {
+        return Err(Error::new(format!("{op}: expected {inputs} inputs, got {}", ctx.num_inputs())));
     }
     if ctx.num_outputs() != 1 {
         return Err(Error::new(format!("{op}: expected 1 output, got {}", ctx.num_outputs())));
@@ -73,7 +79,12 @@ pub fn binary_operands<'a>(ctx: &OpCtx<'a>, op: &'static str) -> Result<BinaryOp
 /// `kTfLiteInplaceOpInput0Shared | kTfLiteInplaceOpInput1Shared`): notes which input
 /// the output shares memory with; run it with [`run_binary`].
 pub fn binary_operands_in_place<'a>(ctx: &OpCtx<'a>, op: &'static str) -> Result<BinaryOperands<'a>> {
-    let mut ops = binary_operands(ctx, op)?;
+    binary_operands_in_place_of(ctx, op, 2)
+}
+
+/// [`binary_operands_in_place`] for a node with `inputs` inputs (see [`binary_operands_of`]).
+pub fn binary_operands_in_place_of<'a>(ctx: &OpCtx<'a>, op: &'static str, inputs: usize) -> Result<BinaryOperands<'a>> {
+    let mut ops = binary_operands_of(ctx, op, inputs)?;
     if let Some(k) = ctx.input_sharing_output(0) {
         if ops.a.index == ops.b.index {
             return Err(Error::new(format!("{op}: cannot run in place over an input used twice")));

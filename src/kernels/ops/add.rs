@@ -16,13 +16,16 @@ use crate::kernels::activation::{
 };
 use crate::kernels::api::{OpCtx, QuantParams};
 use crate::kernels::binary::{
-    BinaryOperands, Pot16Params, QuantArithParams, binary_f32, binary_operands, binary_operands_in_place, check_output,
-    is_quantized, run_binary, run_binary_f32, with_op,
+    BinaryOperands, Pot16Params, QuantArithParams, binary_f32, binary_operands, binary_operands_in_place,
+    binary_operands_in_place_of, binary_operands_of, check_output, is_quantized, run_binary, run_binary_f32, with_op,
 };
 use crate::kernels::broadcast::broadcast_binary;
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::QuantInt;
-use crate::microkernels::f32_vbinary::BinaryOp;
+use crate::kernels::threadpool::elementwise::elementwise_threads;
+use crate::kernels::threadpool::parallel_chunks_mut;
+use crate::microkernels::f32_vbinary::{self, BinaryOp, NO_CLAMP, Other};
+use crate::microkernels::table;
 
 const OP: &str = "ADD";
 
@@ -209,6 +212,68 @@ impl BuiltinKernel for Add {
                 run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| add_i16_pot(a, ash, b, bsh, o, osh, q))
             }
         }
+        .map_err(with_op(OP))
+    }
+}
+
+/// The registration of ADD with a PRELU fused after it: the CPU's graph fusion gives it to
+/// an ADD node whose only reader is a float32 PRELU with per-channel alphas (see
+/// `interpreter::fusion`); it is never resolved from a model. Input 2 holds the alphas.
+pub fn add_prelu_registration() -> TfLiteRegistration {
+    TfLiteRegistration {
+        inplace_operator: kTfLiteInplaceOpInput0Shared | kTfLiteInplaceOpInput1Shared,
+        ..kernel::registration::<AddPrelu>(TfLiteBuiltinOperator::kTfLiteBuiltinAdd)
+    }
+}
+
+/// ADD then PRELU in one node; its state is the ADD's clamp and the channel count the
+/// alphas (input 2, one per channel) must have.
+struct AddPrelu;
+
+/// What Prepare keeps for an ADD with a fused PRELU.
+struct AddPreluState {
+    clamp: (f32, f32),
+    channels: usize,
+}
+
+impl BuiltinKernel for AddPrelu {
+    const NAME: &'static str = OP;
+    type Params = TfLiteAddParams;
+    type State = AddPreluState;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &TfLiteAddParams) -> Result<AddPreluState> {
+        let ops = binary_operands_of(ctx, OP, 3)?;
+        let alpha = ctx.input(2)?;
+        let f32t = TfLiteType::kTfLiteFloat32;
+        let channels = ops.out_shape.last().map_or(0, |&c| c.max(0) as usize);
+        if ops.a.dtype != f32t || alpha.dtype != f32t || alpha.num_elements() != channels || channels == 0 {
+            return Err(Error::new(format!(
+                "{OP}: a fused PRELU needs float32 operands and {channels} alphas, got {} {:?}",
+                alpha.dtype.name(),
+                alpha.shape
+            )));
+        }
+        ctx.set_output_type(0, f32t).map_err(with_op(OP))?;
+        ctx.resize_output(0, &ops.out_shape).map_err(with_op(OP))?;
+        Ok(AddPreluState { clamp: activation_range_f32(p.activation), channels })
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &TfLiteAddParams, state: &mut AddPreluState) -> Result<()> {
+        let mut ops = binary_operands_in_place_of(ctx, OP, 3)?;
+        check_output(OP, &ops, TfLiteType::kTfLiteFloat32)?;
+        let alphas = ctx.input(2)?.data::<f32>()?;
+        if alphas.len() != state.channels {
+            return Err(Error::new(format!("{OP}: {} alphas for {} channels", alphas.len(), state.channels)));
+        }
+        run_binary_f32(&mut ops, BinaryOp::Add, state.clamp).map_err(with_op(OP))?;
+        let out = ops.out.data_mut::<f32>()?;
+        let row = state.channels;
+        let threads = elementwise_threads(ops.threads, out.len());
+        let per = out.len().div_ceil(threads).div_ceil(row) * row;
+        let alpha = Other::Row(alphas);
+        parallel_chunks_mut(threads, out, per.max(row), &|_, chunk: &mut [f32]| {
+            f32_vbinary::apply_in_place(table(), BinaryOp::Prelu, chunk, false, alpha, NO_CLAMP)
+        })
         .map_err(with_op(OP))
     }
 }
