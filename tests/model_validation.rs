@@ -5,6 +5,7 @@
 //! layers whose weights have a zero-sized dimension (refused at Prepare). Models are
 //! written in memory with the crate's `ModelWriter`.
 
+mod common;
 use std::sync::{Arc, Mutex};
 use tensorflowlite_c::interpreter::{Interpreter, InterpreterConfig};
 use tensorflowlite_c::model::Model;
@@ -69,6 +70,27 @@ fn constant_graph_input_is_refused() {
     w.io(&[x], &[y]);
     let msg = creation_error(&w);
     assert_names(&msg, &["input tensor 0", "'frozen_x'", "constant"]);
+}
+
+/// Through the C API: the model is refused at TfLiteModelCreate, so no application can
+/// reach TfLiteTensorCopyFromBuffer on the read-only input.
+#[test]
+fn constant_graph_input_is_refused_by_the_c_api() {
+    let mut w = ModelWriter::new();
+    let x = w.constant_f32("frozen_x", &[1, 4], &[1.0, 2.0, 3.0, 4.0]);
+    let y = w.tensor_f32("y", &[1, 4]);
+    w.op(Op::RELU, &[x], &[y]);
+    w.io(&[x], &[y]);
+    let bytes = w.finish();
+    // SAFETY: the bytes outlive the call; a non-NULL model is deleted.
+    unsafe {
+        let m = common::TfLiteModelCreate(bytes.as_ptr().cast(), bytes.len());
+        let refused = m.is_null();
+        if !refused {
+            common::TfLiteModelDelete(m);
+        }
+        assert!(refused, "TfLiteModelCreate accepted a model whose input is a constant");
+    }
 }
 
 #[test]
