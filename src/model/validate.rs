@@ -171,6 +171,9 @@ fn validate_subgraph(
     let tensors = sg.tensors();
     let nt = tensors.map_or(0, |t| t.len());
     let mut constant = vec![false; nt];
+    // Tensors an operator may read without another operator writing them first: constants,
+    // variables (state the runtime keeps) and tensors of zero bytes (nothing to read).
+    let mut ready = vec![false; nt];
     if let Some(tensors) = tensors {
         for (ti, t) in tensors.iter().enumerate() {
             let ctx = || format!("subgraph {si} tensor {ti} ('{}')", t.name().unwrap_or(""));
@@ -202,6 +205,14 @@ fn validate_subgraph(
                 };
                 if len > 0 {
                     constant[ti] = true;
+                    if t.is_variable() {
+                        // TFLite's InterpreterBuilder refuses these too: the runtime writes
+                        // variables, and this one's data lies in the read-only model.
+                        return Err(Error::new(format!(
+                            "{}: Tensor {ti} is a variable tensor with buffer. It's not supported now.",
+                            ctx()
+                        )));
+                    }
                     let fixed = dtype.element_size().is_some() || dtype == TfLiteType::kTfLiteInt4;
                     if fixed && t.sparsity().is_none() && len != bytes {
                         return Err(Error::new(format!(
@@ -212,6 +223,8 @@ fn validate_subgraph(
                     }
                 }
             }
+            let fixed_size = dtype.element_size().is_some() || dtype == TfLiteType::kTfLiteInt4;
+            ready[ti] = constant[ti] || t.is_variable() || (fixed_size && bytes == 0);
             if let Some(q) = t.quantization() {
                 let ns = q.scale().map_or(0, |s| s.len());
                 let nz = q.zero_point().map_or(0, |z| z.len());
@@ -234,7 +247,22 @@ fn validate_subgraph(
 
     check_indices(&format!("subgraph {si} inputs"), sg.inputs(), nt, false)?;
     check_indices(&format!("subgraph {si} outputs"), sg.outputs(), nt, false)?;
+    let tensor_name = |ti: usize| tensors.map_or("", |ts| ts.get(ti).name().unwrap_or(""));
+    let mut graph_input = vec![false; nt];
+    for i in sg.inputs().into_iter().flatten() {
+        let i = i as usize;
+        // The application writes graph inputs (TfLiteTensorCopyFromBuffer, a control-flow
+        // op copies into its subgraph's): a constant's data lies in the read-only model.
+        if constant[i] {
+            return Err(Error::new(format!(
+                "subgraph {si}: input tensor {i} ('{}') is a constant (it has data in the model); a graph input must be writable",
+                tensor_name(i)
+            )));
+        }
+        graph_input[i] = true;
+    }
 
+    let mut writer: Vec<Option<usize>> = vec![None; nt];
     if let Some(ops) = sg.operators() {
         for (oi, op) in ops.iter().enumerate() {
             let what = format!("subgraph {si} operator {oi}");
@@ -262,6 +290,28 @@ fn validate_subgraph(
                     )));
                 }
             }
+            for &o in &outputs {
+                if o < 0 {
+                    continue;
+                }
+                let o = o as usize;
+                if graph_input[o] {
+                    return Err(Error::new(format!(
+                        "{what} ({}): output tensor {o} ('{}') is a graph input of subgraph {si}",
+                        op_name(m, &op),
+                        tensor_name(o)
+                    )));
+                }
+                if let Some(p) = writer[o] {
+                    return Err(Error::new(format!(
+                        "subgraph {si}: tensor {o} ('{}') is written by operator {p} ({}) and operator {oi} ({})",
+                        tensor_name(o),
+                        op_name(m, &ops.get(p)),
+                        op_name(m, &op)
+                    )));
+                }
+                writer[o] = Some(oi);
+            }
             if op.large_custom_options_size() > 0 {
                 let end = op.large_custom_options_offset().checked_add(op.large_custom_options_size());
                 if end.is_none_or(|e| e > _file_len as u64) {
@@ -269,6 +319,52 @@ fn validate_subgraph(
                 }
             }
         }
+
+        // Operators run in file order, so every input must exist before its reader runs:
+        // a tensor read before the operator that writes it (a cycle, or a misordered graph)
+        // or never written at all would be read uninitialized.
+        let mut available: Vec<bool> = (0..nt).map(|i| ready[i] || graph_input[i]).collect();
+        for (oi, op) in ops.iter().enumerate() {
+            for i in op.inputs().into_iter().flatten() {
+                if i < 0 || available[i as usize] {
+                    continue;
+                }
+                let i = i as usize;
+                return Err(Error::new(match writer[i] {
+                    Some(p) => format!(
+                        "subgraph {si}: operator {oi} ({}) reads tensor {i} ('{}') before operator {p} ({}) writes it \
+                         (operators run in order: a cycle or a misordered graph)",
+                        op_name(m, &op),
+                        tensor_name(i),
+                        op_name(m, &ops.get(p))
+                    ),
+                    None => format!(
+                        "subgraph {si}: operator {oi} ({}) reads tensor {i} ('{}'), which no operator writes and which is \
+                         not a graph input, a constant or a variable",
+                        op_name(m, &op),
+                        tensor_name(i)
+                    ),
+                }));
+            }
+            for o in op.outputs().into_iter().flatten() {
+                if o >= 0 {
+                    available[o as usize] = true;
+                }
+            }
+        }
     }
     Ok(())
+}
+
+/// The operator's name for messages: the builtin's name or the custom code.
+fn op_name(m: &fb::Model<'_>, op: &fb::Operator<'_>) -> String {
+    let Some(code) = m.operator_codes().map(|c| c.get(op.opcode_index() as usize)) else {
+        return String::from("?");
+    };
+    let raw = crate::resolver::opcode::builtin_code(&code);
+    if raw == crate::abi::builtin_ops::TfLiteBuiltinOperator::kTfLiteBuiltinCustom as i32 {
+        return code.custom_code().unwrap_or("custom").to_string();
+    }
+    crate::abi::builtin_ops::TfLiteBuiltinOperator::from_raw(raw)
+        .map_or_else(|| format!("opcode {raw}"), |o| o.name().to_string())
 }

@@ -12,6 +12,8 @@ pub struct TensorSpec {
     pub shape: Vec<i32>,
     /// Constant contents (little-endian bytes), if any.
     pub data: Option<Vec<u8>>,
+    /// A variable (state the runtime keeps across invokes).
+    pub variable: bool,
 }
 
 /// An operator of the model being written.
@@ -46,6 +48,7 @@ impl ModelWriter {
             dtype: fb::TensorType::FLOAT32,
             shape: shape.to_vec(),
             data: None,
+            variable: false,
         });
         self.tensors.len() as i32 - 1
     }
@@ -58,8 +61,14 @@ impl ModelWriter {
             dtype: fb::TensorType::FLOAT32,
             shape: shape.to_vec(),
             data: Some(data),
+            variable: false,
         });
         self.tensors.len() as i32 - 1
+    }
+
+    /// Marks tensor `t` as a variable.
+    pub fn set_variable(&mut self, t: i32) {
+        self.tensors[t as usize].variable = true;
     }
 
     /// Adds a builtin operator.
@@ -100,7 +109,14 @@ impl ModelWriter {
             let name = b.create_string(&t.name);
             tensors.push(fb::Tensor::create(
                 &mut b,
-                &fb::TensorArgs { shape: Some(shape), type_: t.dtype, buffer, name: Some(name), ..Default::default() },
+                &fb::TensorArgs {
+                    shape: Some(shape),
+                    type_: t.dtype,
+                    buffer,
+                    name: Some(name),
+                    is_variable: t.variable,
+                    ..Default::default()
+                },
             ));
         }
         let mut codes: Vec<(i32, i32)> = Vec::new();
@@ -200,6 +216,37 @@ impl ModelWriter {
                     &fb::SubOptionsArgs { fused_activation_function: o.activation, ..Default::default() },
                 );
                 (fb::BuiltinOptions::SubOptions, Some(x.as_union_value()))
+            }
+            // Convolutions with unit strides and dilations and VALID padding.
+            fb::BuiltinOperator::CONV_2D => {
+                let x = fb::Conv2DOptions::create(
+                    b,
+                    &fb::Conv2DOptionsArgs {
+                        padding: fb::Padding::VALID,
+                        stride_w: 1,
+                        stride_h: 1,
+                        dilation_w_factor: 1,
+                        dilation_h_factor: 1,
+                        fused_activation_function: o.activation,
+                        ..Default::default()
+                    },
+                );
+                (fb::BuiltinOptions::Conv2DOptions, Some(x.as_union_value()))
+            }
+            fb::BuiltinOperator::DEPTHWISE_CONV_2D => {
+                let x = fb::DepthwiseConv2DOptions::create(
+                    b,
+                    &fb::DepthwiseConv2DOptionsArgs {
+                        padding: fb::Padding::VALID,
+                        stride_w: 1,
+                        stride_h: 1,
+                        depth_multiplier: 1,
+                        dilation_w_factor: 1,
+                        dilation_h_factor: 1,
+                        fused_activation_function: o.activation,
+                    },
+                );
+                (fb::BuiltinOptions::DepthwiseConv2DOptions, Some(x.as_union_value()))
             }
             _ => (fb::BuiltinOptions::NONE, None),
         }

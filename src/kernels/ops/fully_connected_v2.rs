@@ -703,6 +703,14 @@ fn plan(
     let out_shape = output_shape(input.shape, weights.shape, p.keep_num_dims)?;
     let (units, depth) = (weights.shape[0] as usize, weights.shape[1] as usize);
     let total = checked_product(OP, &input.shape.iter().map(|&d| d as usize).collect::<Vec<_>>())?;
+    if depth == 0 && total != 0 {
+        // TFLite divides the input's size by this depth (and crashes); an empty input has
+        // nothing to multiply and still gives its empty output.
+        return Err(Error::new(format!(
+            "{OP}: weights of shape {:?} have a zero depth but the input {:?} has {total} elements",
+            weights.shape, input.shape
+        )));
+    }
     let batches =
         total.checked_div(depth).unwrap_or_else(|| out_shape.iter().rev().skip(1).map(|&d| d as usize).product());
     checked_product(OP, &[batches, units])?;

@@ -1,0 +1,288 @@
+//! Graph structures that would make the runtime write read-only memory or read
+//! uninitialized tensors are refused before anything runs, with a message naming the
+//! tensor and operators at fault: constant graph inputs, tensors with two writers,
+//! operator inputs nothing provides, tensors read before they are written (cycles), and
+//! layers whose weights have a zero-sized dimension (refused at Prepare). Models are
+//! written in memory with the crate's `ModelWriter`.
+
+mod common;
+use std::sync::{Arc, Mutex};
+use tensorflowlite_c::interpreter::{Interpreter, InterpreterConfig};
+use tensorflowlite_c::model::Model;
+use tensorflowlite_c::model::fb::BuiltinOperator as Op;
+use tensorflowlite_c::model::writer::ModelWriter;
+use tensorflowlite_c::resolver::builtin::builtin_op_resolver;
+
+/// Loads `bytes` and creates an interpreter; the error message of whichever step fails.
+fn create(bytes: Vec<u8>) -> Result<Interpreter, String> {
+    let model = Model::from_vec(bytes).map_err(|e| e.message)?;
+    let config = InterpreterConfig { reporter: Arc::new(|_: &str| {}), ..Default::default() };
+    Interpreter::new(Arc::new(model), &builtin_op_resolver(), config).map_err(|e| e.message)
+}
+
+/// The message creation fails with; panics when the model is accepted.
+fn creation_error(w: &ModelWriter) -> String {
+    match create(w.finish()) {
+        Ok(_) => panic!("the model was accepted"),
+        Err(m) => m,
+    }
+}
+
+fn assert_names(msg: &str, parts: &[&str]) {
+    for p in parts {
+        assert!(msg.contains(p), "message {msg:?} does not name {p:?}");
+    }
+}
+
+/// Creates an interpreter whose error reporter collects into the returned list.
+fn create_reporting(bytes: Vec<u8>) -> (Interpreter, Arc<Mutex<Vec<String>>>) {
+    let model = Model::from_vec(bytes).unwrap_or_else(|e| panic!("load failed: {}", e.message));
+    let reported = Arc::new(Mutex::new(Vec::new()));
+    let sink = reported.clone();
+    let config = InterpreterConfig {
+        reporter: Arc::new(move |m: &str| sink.lock().unwrap().push(m.to_string())),
+        ..Default::default()
+    };
+    let interp = Interpreter::new(Arc::new(model), &builtin_op_resolver(), config)
+        .unwrap_or_else(|e| panic!("creation failed: {}", e.message));
+    (interp, reported)
+}
+
+/// What AllocateTensors (Prepare) reports and fails with, after creation succeeded.
+fn prepare_error(w: &ModelWriter) -> String {
+    let (mut interp, reported) = create_reporting(w.finish());
+    match interp.allocate_tensors() {
+        Ok(()) => panic!("AllocateTensors accepted the model"),
+        Err(e) => format!("{} {}", reported.lock().unwrap().join(" "), e.message),
+    }
+}
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+#[test]
+fn constant_graph_input_is_refused() {
+    let mut w = ModelWriter::new();
+    let x = w.constant_f32("frozen_x", &[1, 4], &[1.0, 2.0, 3.0, 4.0]);
+    let y = w.tensor_f32("y", &[1, 4]);
+    w.op(Op::RELU, &[x], &[y]);
+    w.io(&[x], &[y]);
+    let msg = creation_error(&w);
+    assert_names(&msg, &["input tensor 0", "'frozen_x'", "constant"]);
+}
+
+/// Through the C API: the model is refused at TfLiteModelCreate, so no application can
+/// reach TfLiteTensorCopyFromBuffer on the read-only input.
+#[test]
+fn constant_graph_input_is_refused_by_the_c_api() {
+    let mut w = ModelWriter::new();
+    let x = w.constant_f32("frozen_x", &[1, 4], &[1.0, 2.0, 3.0, 4.0]);
+    let y = w.tensor_f32("y", &[1, 4]);
+    w.op(Op::RELU, &[x], &[y]);
+    w.io(&[x], &[y]);
+    let bytes = w.finish();
+    // SAFETY: the bytes outlive the call; a non-NULL model is deleted.
+    unsafe {
+        let m = common::TfLiteModelCreate(bytes.as_ptr().cast(), bytes.len());
+        let refused = m.is_null();
+        if !refused {
+            common::TfLiteModelDelete(m);
+        }
+        assert!(refused, "TfLiteModelCreate accepted a model whose input is a constant");
+    }
+}
+
+#[test]
+fn constant_written_by_an_operator_is_refused() {
+    let mut w = ModelWriter::new();
+    let x = w.tensor_f32("x", &[4]);
+    let y = w.constant_f32("y", &[4], &[0.0; 4]);
+    w.op(Op::RELU, &[x], &[y]);
+    w.io(&[x], &[y]);
+    let msg = creation_error(&w);
+    assert_names(&msg, &["operator 0", "output tensor 1", "constant"]);
+}
+
+#[test]
+fn variable_with_data_is_refused() {
+    let mut w = ModelWriter::new();
+    let x = w.tensor_f32("x", &[4]);
+    let state = w.constant_f32("state", &[4], &[0.0; 4]);
+    w.set_variable(state);
+    let y = w.tensor_f32("y", &[4]);
+    w.op(Op::ADD, &[x, state], &[y]);
+    w.io(&[x], &[y]);
+    let msg = creation_error(&w);
+    assert_names(&msg, &["Tensor 1", "variable tensor with buffer"]);
+}
+
+/// Reading a constant as a graph output writes nothing: accepted, and the output holds
+/// the constant.
+#[test]
+fn constant_graph_output_is_read() {
+    let mut w = ModelWriter::new();
+    let x = w.tensor_f32("x", &[2]);
+    let y = w.tensor_f32("y", &[2]);
+    let c = w.constant_f32("c", &[2], &[5.0, -6.0]);
+    w.op(Op::RELU, &[x], &[y]);
+    w.io(&[x], &[y, c]);
+    let mut interp = create(w.finish()).expect("a constant graph output is legal");
+    interp.allocate_tensors().expect("allocate");
+    interp.invoke().expect("invoke");
+    let t = interp.primary().tensor(c).expect("tensor c");
+    // SAFETY: the constant's data points into the model, 8 bytes of float32.
+    let got = unsafe { std::slice::from_raw_parts(t.data.raw_const as *const u8, t.bytes) };
+    assert_eq!(got, f32_bytes(&[5.0, -6.0]).as_slice());
+}
+
+#[test]
+fn tensor_written_by_two_operators_is_refused() {
+    let mut w = ModelWriter::new();
+    let x = w.tensor_f32("x", &[4]);
+    let t = w.tensor_f32("shared", &[4]);
+    let y = w.tensor_f32("y", &[4]);
+    w.op(Op::RELU, &[x], &[t]);
+    w.op(Op::RELU6, &[x], &[t]);
+    w.op(Op::ADD, &[t, x], &[y]);
+    w.io(&[x], &[y]);
+    let msg = creation_error(&w);
+    assert_names(&msg, &["tensor 1", "'shared'", "operator 0 (RELU)", "operator 1 (RELU6)"]);
+}
+
+#[test]
+fn operator_writing_a_graph_input_is_refused() {
+    let mut w = ModelWriter::new();
+    let x = w.tensor_f32("x", &[4]);
+    let z = w.tensor_f32("z", &[4]);
+    let y = w.tensor_f32("y", &[4]);
+    w.op(Op::RELU, &[x], &[z]);
+    w.op(Op::ADD, &[x, z], &[y]);
+    w.io(&[x, z], &[y]);
+    let msg = creation_error(&w);
+    assert_names(&msg, &["operator 0 (RELU)", "output tensor 1", "'z'", "graph input"]);
+}
+
+#[test]
+fn input_nothing_provides_is_refused() {
+    let mut w = ModelWriter::new();
+    let x = w.tensor_f32("x", &[4]);
+    let orphan = w.tensor_f32("orphan", &[4]);
+    let s = w.tensor_f32("s", &[4]);
+    let y = w.tensor_f32("y", &[4]);
+    w.op(Op::RELU, &[x], &[s]);
+    w.op(Op::ADD, &[s, orphan], &[y]);
+    w.io(&[x], &[y]);
+    let msg = creation_error(&w);
+    assert_names(&msg, &["operator 1 (ADD)", "tensor 1", "'orphan'", "no operator writes"]);
+}
+
+/// What the reachability rule leaves alone: optional inputs (-1), zero-sized tensors,
+/// variables and graph inputs are all provided.
+#[test]
+fn provided_inputs_are_accepted() {
+    let mut w = ModelWriter::new();
+    let x = w.tensor_f32("x", &[1, 4]);
+    let weights = w.constant_f32("weights", &[2, 4], &[1.0; 8]);
+    let fc = w.tensor_f32("fc", &[1, 2]);
+    let state = w.tensor_f32("state", &[1, 2]);
+    w.set_variable(state);
+    let y = w.tensor_f32("y", &[1, 2]);
+    let empty = w.tensor_f32("empty", &[0]);
+    let empty_out = w.tensor_f32("empty_out", &[0]);
+    w.op(Op::FULLY_CONNECTED, &[x, weights, -1], &[fc]);
+    w.op(Op::ADD, &[fc, state], &[y]);
+    w.op(Op::RELU, &[empty], &[empty_out]);
+    w.io(&[x], &[y, empty_out]);
+    let mut interp = create(w.finish()).expect("every input is provided");
+    interp.allocate_tensors().expect("allocate");
+    interp.invoke().expect("invoke");
+}
+
+#[test]
+fn cycle_between_operators_is_refused() {
+    let mut w = ModelWriter::new();
+    let x = w.tensor_f32("x", &[4]);
+    let a = w.tensor_f32("a", &[4]);
+    let b = w.tensor_f32("b", &[4]);
+    w.op(Op::ADD, &[x, b], &[a]);
+    w.op(Op::RELU, &[a], &[b]);
+    w.io(&[x], &[a]);
+    let msg = creation_error(&w);
+    assert_names(&msg, &["operator 0 (ADD)", "operator 1 (RELU)", "tensor 2", "'b'", "before"]);
+}
+
+/// TFLite runs operators in file order: a reader placed before its writer reads the tensor
+/// uninitialized even without a cycle.
+#[test]
+fn reader_before_writer_is_refused() {
+    let mut w = ModelWriter::new();
+    let x = w.tensor_f32("x", &[4]);
+    let t = w.tensor_f32("t", &[4]);
+    let y = w.tensor_f32("y", &[4]);
+    w.op(Op::RELU, &[t], &[y]);
+    w.op(Op::RELU, &[x], &[t]);
+    w.io(&[x], &[y]);
+    let msg = creation_error(&w);
+    assert_names(&msg, &["operator 0 (RELU)", "operator 1 (RELU)", "tensor 1", "'t'"]);
+}
+
+#[test]
+fn fully_connected_zero_depth_weights_is_refused_at_prepare() {
+    let mut w = ModelWriter::new();
+    let x = w.tensor_f32("x", &[1, 4]);
+    let weights = w.constant_f32("weights", &[3, 0], &[]);
+    let y = w.tensor_f32("y", &[1, 3]);
+    w.op(Op::FULLY_CONNECTED, &[x, weights, -1], &[y]);
+    w.io(&[x], &[y]);
+    let msg = prepare_error(&w);
+    assert_names(&msg, &["FULLY_CONNECTED", "[3, 0]", "[1, 4]"]);
+}
+
+/// A convolution (or depthwise convolution) whose filter has a zero-sized dimension.
+fn conv_with_filter(op: Op, filter: &[i32]) -> ModelWriter {
+    let mut w = ModelWriter::new();
+    let x = w.tensor_f32("x", &[1, 4, 4, 2]);
+    let f = w.constant_f32("filter", filter, &[]);
+    let y = w.tensor_f32("y", &[1, 4, 4, 2]);
+    w.op(op, &[x, f, -1], &[y]);
+    w.io(&[x], &[y]);
+    w
+}
+
+#[test]
+fn convolutions_with_zero_sized_filters_are_refused_at_prepare() {
+    for (op, filter) in [
+        (Op::CONV_2D, [2, 0, 1, 2]),
+        (Op::CONV_2D, [2, 1, 0, 2]),
+        (Op::CONV_2D, [2, 1, 1, 0]),
+        (Op::CONV_2D, [0, 1, 1, 2]),
+        (Op::DEPTHWISE_CONV_2D, [1, 0, 1, 2]),
+        (Op::DEPTHWISE_CONV_2D, [1, 1, 0, 2]),
+        (Op::DEPTHWISE_CONV_2D, [1, 1, 1, 0]),
+    ] {
+        let msg = prepare_error(&conv_with_filter(op, &filter));
+        let name = if op == Op::CONV_2D { "CONV_2D" } else { "DEPTHWISE_CONV_2D" };
+        assert_names(&msg, &[name, &format!("{filter:?}"), "[1, 4, 4, 2]"]);
+    }
+}
+
+/// BATCH_MATMUL with a zero-sized inner dimension multiplies nothing: like TFLite it
+/// runs and gives zeros (the sum over no terms), reading nothing out of bounds.
+#[test]
+fn batch_matmul_with_zero_inner_dimension_gives_zeros() {
+    let mut w = ModelWriter::new();
+    let a = w.tensor_f32("a", &[1, 2, 0]);
+    let b = w.constant_f32("b", &[1, 0, 3], &[]);
+    let y = w.tensor_f32("y", &[1, 2, 3]);
+    w.op(Op::BATCH_MATMUL, &[a, b], &[y]);
+    w.io(&[a], &[y]);
+    let (mut interp, reported) = create_reporting(w.finish());
+    interp.allocate_tensors().unwrap_or_else(|e| panic!("allocate: {} {:?}", e.message, reported.lock().unwrap()));
+    interp.invoke().unwrap_or_else(|e| panic!("invoke: {} {:?}", e.message, reported.lock().unwrap()));
+    let t = interp.primary().tensor(y).expect("tensor y");
+    assert_eq!(t.bytes, 6 * 4);
+    // SAFETY: after a successful Invoke the output holds t.bytes bytes of float32.
+    let got = unsafe { std::slice::from_raw_parts(t.data.raw_const as *const f32, t.bytes / 4) };
+    assert!(got.iter().all(|&v| v == 0.0), "{got:?}");
+}
