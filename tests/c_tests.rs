@@ -5,7 +5,7 @@
 //! Each program is compiled with `$CC` (default `cc`) as
 //! `-std=c99 -Wall -Wextra -Werror -I<include> -I<repo>/c_tests` (C11 where a
 //! program says so), linked with
-//! `-L<libdir> -ltensorflowlite_c -Wl,-rpath,<libdir> -lm`, and run from the
+//! `-L<libdir> -ltensorflowlite_c -Wl,-rpath,<libdir> -lm -pthread`, and run from the
 //! repository root with `TFLITE_CORPUS_DIR` and `LD_LIBRARY_PATH` set. It
 //! passes when it exits 0; otherwise its stdout and stderr are shown.
 //!
@@ -156,7 +156,7 @@ fn compile(source: &Path, exe_name: &str, std: Std) -> PathBuf {
         .arg(format!("-L{}", lib.display()))
         .arg("-ltensorflowlite_c")
         .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .arg("-lm");
+        .args(["-lm", "-pthread"]);
     let out = cmd.output().unwrap_or_else(|e| panic!("cannot run C compiler {:?}: {e}", cc));
     assert!(
         out.status.success(),
@@ -321,6 +321,12 @@ fn delegate_test() {
 #[test]
 fn delegate_opaque_test() {
     run_c_test("delegate_opaque_test", Std::C99);
+}
+
+/// Eight interpreters on one model, invoked at once from their own threads.
+#[test]
+fn concurrency_test() {
+    run_c_test("concurrency_test", Std::C99);
 }
 
 /// `_Static_assert` needs C11; the headers themselves are checked as C99 by

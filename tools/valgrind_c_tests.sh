@@ -9,8 +9,8 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export TFLITE_CORPUS_DIR=${TFLITE_CORPUS_DIR:-$here/../shared/corpus}
 cc_flags=(-std=c11 -g -O1 -I"$here/include" -I"$here/c_tests")
-link=(-L"$libdir" -ltensorflowlite_c -Wl,-rpath,"$libdir" -lm)
-vg=(valgrind --leak-check=full --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=1 -q)
+link=(-L"$libdir" -ltensorflowlite_c -Wl,-rpath,"$libdir" -lm -pthread)
+vg=(valgrind --suppressions="$here/tools/valgrind.supp" --leak-check=full --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=1 -q)
 fail=0
 for src in "$here"/c_tests/*.c; do
   name=$(basename "$src" .c)
