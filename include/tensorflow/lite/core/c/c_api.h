@@ -40,31 +40,6 @@ struct TfLiteEvalTensor;
 
 
 /*
- An optional input that is absent is written as this tensor index.
- */
-#define kTfLiteOptionalTensor -1
-
-/*
- In-place operator bits for `TfLiteRegistration::inplace_operator`.
- */
-#define kTfLiteInplaceOpNone 0
-
-#define kTfLiteInplaceOpDataUnmodified 1
-
-#define kTfLiteInplaceInputCanBeSharedWithCorrespondingOutput 2
-
-#define kTfLiteInplaceOpInput0Shared 4
-
-#define kTfLiteInplaceOpInput1Shared 8
-
-#define kTfLiteInplaceOpInput2Shared 16
-
-/*
- The largest value of the enum.
- */
-#define TfLiteBuiltinOperator_MAX 209
-
-/*
  Maximum number of entries of `TfLiteReshapeParams::shape`.
  */
 #define TFLITE_RESHAPE_PARAMS_MAX_DIMENSION_COUNT 8
@@ -93,6 +68,61 @@ struct TfLiteEvalTensor;
  Maximum number of branches of `TfLiteStablehloCaseParams`.
  */
 #define TFLITE_STABLEHLO_CASE_PARAMS_MAX_BRANCHES_COUNT 20
+
+/*
+ The largest value of the enum.
+ */
+#define TfLiteBuiltinOperator_MAX 209
+
+/*
+ An optional input that is absent is written as this tensor index.
+ */
+#define kTfLiteOptionalTensor -1
+
+/*
+ In-place operator bits for `TfLiteRegistration::inplace_operator`.
+ */
+#define kTfLiteInplaceOpNone 0
+
+#define kTfLiteInplaceOpDataUnmodified 1
+
+#define kTfLiteInplaceInputCanBeSharedWithCorrespondingOutput 2
+
+#define kTfLiteInplaceOpInput0Shared 4
+
+#define kTfLiteInplaceOpInput1Shared 8
+
+#define kTfLiteInplaceOpInput2Shared 16
+
+/*
+ Quantized signed 8-bit inference.
+ */
+#define TFLITE_XNNPACK_DELEGATE_FLAG_QS8 1
+
+/*
+ Quantized unsigned 8-bit inference.
+ */
+#define TFLITE_XNNPACK_DELEGATE_FLAG_QU8 2
+
+/*
+ Largest rank TFLite 2.19's broadcasting kernels accept (`BroadcastAdd6DSlow` & co.).
+ */
+#define MAX_BROADCAST_RANK 6
+
+/*
+ Alignment of every tensor offset and of each arena's base
+ (TFLite's `kDefaultTensorAlignment` and `kDefaultArenaAlignment`).
+ */
+#define DEFAULT_TENSOR_ALIGNMENT 64
+
+/*
+ Alignment of the block's start.
+ */
+#define AlignedBuffer_ALIGNMENT DEFAULT_TENSOR_ALIGNMENT
+
+
+
+
 
 #define ENUM_MIN_TENSOR_TYPE 0
 
@@ -194,36 +224,6 @@ struct TfLiteEvalTensor;
  The code of `PLACEHOLDER_FOR_GREATER_OP_CODES`.
  */
 #define PLACEHOLDER_FOR_GREATER_OP_CODES 127
-
-/*
- Alignment of every tensor offset and of each arena's base
- (TFLite's `kDefaultTensorAlignment` and `kDefaultArenaAlignment`).
- */
-#define DEFAULT_TENSOR_ALIGNMENT 64
-
-/*
- Alignment of the block's start.
- */
-#define AlignedBuffer_ALIGNMENT DEFAULT_TENSOR_ALIGNMENT
-
-
-
-
-
-/*
- Largest rank TFLite 2.19's broadcasting kernels accept (`BroadcastAdd6DSlow` & co.).
- */
-#define MAX_BROADCAST_RANK 6
-
-/*
- Quantized signed 8-bit inference.
- */
-#define TFLITE_XNNPACK_DELEGATE_FLAG_QS8 1
-
-/*
- Quantized unsigned 8-bit inference.
- */
-#define TFLITE_XNNPACK_DELEGATE_FLAG_QU8 2
 
 /*
  Element types of tensors.
@@ -2727,6 +2727,24 @@ typedef struct TfLiteStablehloCaseParams {
  */
 #define kTfLiteNullBufferHandle -1
 
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
 #define ENUM_VALUES_TENSOR_TYPE { TensorType_FLOAT32, TensorType_FLOAT16, TensorType_INT32, TensorType_UINT8, TensorType_INT64, TensorType_STRING, TensorType_BOOL, TensorType_INT16, TensorType_COMPLEX64, TensorType_INT8, TensorType_FLOAT64, TensorType_COMPLEX128, TensorType_UINT64, TensorType_RESOURCE, TensorType_VARIANT, TensorType_UINT32, TensorType_UINT16, TensorType_INT4, TensorType_BFLOAT16, }
 
 #define ENUM_VALUES_QUANTIZATION_DETAILS { QuantizationDetails_NONE, QuantizationDetails_CustomQuantization, QuantizationDetails_BlockwiseQuantization, }
@@ -3370,24 +3388,6 @@ typedef struct TfLiteStablehloCaseParams {
 #define Model_VT_METADATA 16
 
 #define Model_VT_SIGNATURE_DEFS 18
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 #ifdef __cplusplus
 extern "C" {
