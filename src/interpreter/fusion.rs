@@ -27,7 +27,6 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator as Op;
 use crate::abi::types::{TfLiteContext, TfLiteRegistration, TfLiteType};
 use crate::resolver::OpFinder;
 use core::ffi::c_char;
-use std::sync::OnceLock;
 
 /// One fused pair, with what undoing it restores.
 pub(crate) struct Fusion {
@@ -96,9 +95,7 @@ unsafe fn activation_field<'a>(code: i32, data: *mut core::ffi::c_void) -> Optio
 /// addresses; should a build ever give one function two addresses, the pair is simply
 /// not fused. An application's functions live outside this library and never compare
 /// equal to ours.
-fn is_own_kernel(reg: &TfLiteRegistration) -> bool {
-    static BUILTINS: OnceLock<crate::resolver::OpResolver> = OnceLock::new();
-    let builtins = BUILTINS.get_or_init(crate::resolver::builtin::builtin_op_resolver);
+fn is_own_kernel(builtins: &crate::resolver::OpResolver, reg: &TfLiteRegistration) -> bool {
     macro_rules! same {
         ($a:expr, $b:expr) => {
             match ($a, $b) {
@@ -150,6 +147,9 @@ impl Subgraph {
         {
             return 0;
         }
+        // Built per pass (once per AllocateTensors that fuses): a few microseconds, and no
+        // process-wide table for leak checkers to report.
+        let builtins = crate::resolver::builtin::builtin_op_resolver();
         let n_tensors = self.tensors.len();
         // Readers and the producing node of every tensor, over the execution plan.
         let mut readers = vec![0usize; n_tensors];
@@ -207,7 +207,7 @@ impl Subgraph {
                 }
                 _ => continue,
             };
-            if t == u || !is_own_kernel(&e.registration) || observable(t) || !is_f32(t) || !is_f32(u) {
+            if t == u || !is_own_kernel(&builtins, &e.registration) || observable(t) || !is_f32(t) || !is_f32(u) {
                 continue;
             }
             let Some(&p) = usize::try_from(t).ok().and_then(|t| producer.get(t)) else { continue };
@@ -217,7 +217,7 @@ impl Subgraph {
             let pe = &self.nodes[p];
             // SAFETY: as above.
             let (p_ins, p_outs) = unsafe { (int_array_slice(pe.node.inputs), int_array_slice(pe.node.outputs)) };
-            if p_outs != [t] || !pe.node.delegate.is_null() || !is_own_kernel(&pe.registration) {
+            if p_outs != [t] || !pe.node.delegate.is_null() || !is_own_kernel(&builtins, &pe.registration) {
                 continue;
             }
             match fused {
