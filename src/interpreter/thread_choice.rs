@@ -113,7 +113,13 @@ mod tests {
         let mut c = ThreadChoice::default();
         for k in 0..2 * SAMPLES {
             let single = c.next_is_single();
-            let ms = if single { 10 } else if k == 0 { 6 } else { 13 };
+            let ms = if single {
+                10
+            } else if k == 0 {
+                6
+            } else {
+                13
+            };
             c.record(single, Duration::from_millis(ms));
         }
         assert!(c.chose_single());
