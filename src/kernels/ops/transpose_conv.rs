@@ -986,7 +986,10 @@ impl BuiltinKernel for TransposeConvBias {
         let options = parse_custom_options(ctx.custom_initial_data());
         let plan = custom_plan(ctx, options)?;
         ctx.resize_output(0, &custom_out_shape(&plan.geom)).map_err(custom_err)?;
-        Ok(CustomState { options, geom: plan.geom, gemm: Default::default() })
+        let gemm = PackSlot::prepare(&plan.weights, Some(&plan.bias), || {
+            super::transpose_conv_f32_gemm::pack(&plan.geom, &plan.weights, Some(&plan.bias))
+        })?;
+        Ok(CustomState { options, geom: plan.geom, gemm })
     }
 
     fn invoke(ctx: &OpCtx<'_>, _: &(), state: &mut CustomState) -> Result<()> {
@@ -999,7 +1002,7 @@ struct CustomState {
     /// `(padding, stride_width, stride_height)`, or `None` when the options are too short.
     options: Option<(i32, i32, i32)>,
     geom: TransposeGeom,
-    gemm: super::transpose_conv_f32_gemm::TransposeGemmCache,
+    gemm: PackSlot<super::transpose_conv_f32_gemm::Phases>,
 }
 
 /// Parses the custom options: MediaPipe casts them to `TfLiteTransposeConvParams` and reads
@@ -1095,7 +1098,7 @@ fn custom_out_shape(g: &TransposeGeom) -> [i32; 4] {
     [g.batches as i32, g.out_h as i32, g.out_w as i32, g.out_c as i32]
 }
 
-fn custom_run(ctx: &OpCtx<'_>, state: &CustomState, variant: Variant, threads: usize) -> Result<()> {
+fn custom_run(ctx: &OpCtx<'_>, state: &mut CustomState, variant: Variant, threads: usize) -> Result<()> {
     let plan = custom_plan(ctx, state.options)?;
     let g = plan.geom;
     if g != state.geom {
@@ -1110,16 +1113,12 @@ fn custom_run(ctx: &OpCtx<'_>, state: &CustomState, variant: Variant, threads: u
     let (x, o) = (plan.input.data::<f32>()?, out.data_mut::<f32>()?);
     let r = match variant {
         Variant::Reference => transpose_conv_reference(&g, &ops, x, plan.weights.data::<f32>()?, o),
-        Variant::Optimized => super::transpose_conv_f32_gemm::run(
-            Some(&state.gemm),
-            &g,
-            x,
-            &plan.weights,
-            Some(&plan.bias),
-            o,
-            (f32::MIN, f32::MAX),
-            threads,
-        ),
+        Variant::Optimized => {
+            let (w, b) = (&plan.weights, Some(&plan.bias));
+            let mut fresh = None;
+            let packed = state.gemm.get(w, b, &mut fresh, || super::transpose_conv_f32_gemm::pack(&g, w, b))?;
+            super::transpose_conv_f32_gemm::compute(packed, &g, x, o, (f32::MIN, f32::MAX), threads)
+        }
     };
     r.map_err(custom_err)
 }

@@ -14,15 +14,13 @@
 //! rows they reach. A few output channels then still make a GEMM of useful width (one
 //! output channel by phases would be GEMMs one column wide).
 
-use super::conv_common::{parallel_rows, threads_for, weights_stable};
+use super::conv_common::{parallel_rows, threads_for};
 use super::transpose_conv::TransposeGeom;
 use crate::error::{Error, Result};
 use crate::kernels::api::TensorView;
 use crate::microkernels::f32_gemm::{self, PAD, PackedGemm, RowTaps};
 use crate::microkernels::table;
 use core::ops::Range;
-use parking_lot::Mutex;
-use std::sync::Arc;
 
 /// One phase: the filter rows `fys` and columns `fxs` that reach its output pixels, and
 /// those taps packed (`None` when no tap reaches them: the output is the bias alone).
@@ -57,14 +55,6 @@ pub struct Phases {
     packing: Packing,
     bias: Vec<f32>,
 }
-
-/// A node's packed phases, with what they were packed from.
-#[derive(Default)]
-pub struct TransposeGemmCache {
-    slot: Mutex<Option<(Key, Arc<Phases>)>>,
-}
-
-type Key = (usize, usize, usize, usize, TransposeGeom);
 
 fn build(g: &TransposeGeom, weights: &[f32], bias: Option<&[f32]>) -> Result<Phases> {
     let want = [g.out_c, g.f_h, g.f_w, g.in_c].iter().try_fold(1usize, |a, &d| a.checked_mul(d));
@@ -153,43 +143,6 @@ fn build_blocks(g: &TransposeGeom, weights: &[f32], bias: Vec<f32>) -> Result<Ph
     };
     let packed = f32_gemm::pack(kernels, cols, 1, g.in_c, w, Some(&tiled))?;
     Ok(Phases { packing: Packing::Block(packed), bias })
-}
-
-fn key(weights: &TensorView<'_>, bias: Option<&TensorView<'_>>, g: &TransposeGeom) -> Result<Key> {
-    let w = weights.raw()?;
-    let (bp, bl) = match bias {
-        Some(b) => {
-            let r = b.raw()?;
-            (r.as_ptr() as usize, r.len())
-        }
-        None => (0, 0),
-    };
-    Ok((w.as_ptr() as usize, w.len(), bp, bl, *g))
-}
-
-/// The packed phases for `weights` and `bias`: from `cache` when they keep their values
-/// across runs, packed anew otherwise.
-fn phases(
-    cache: Option<&TransposeGemmCache>,
-    g: &TransposeGeom,
-    weights: &TensorView<'_>,
-    bias: Option<&TensorView<'_>>,
-) -> Result<Arc<Phases>> {
-    let bias_data = bias.map(|b| b.data::<f32>()).transpose()?;
-    let stable = weights_stable(weights, bias);
-    let Some(cache) = cache.filter(|_| stable) else {
-        return Ok(Arc::new(build(g, weights.data::<f32>()?, bias_data)?));
-    };
-    let k = key(weights, bias, g)?;
-    let mut slot = cache.slot.lock();
-    if let Some((have, p)) = slot.as_ref()
-        && *have == k
-    {
-        return Ok(p.clone());
-    }
-    let p = Arc::new(build(g, weights.data::<f32>()?, bias_data)?);
-    *slot = Some((k, p.clone()));
-    Ok(p)
 }
 
 /// The output pixels `ox = px + j * stride_w` of output row `oy` (batch `b`) of one phase,
@@ -499,29 +452,6 @@ pub fn compute(
         return Ok(());
     }
     run_phases(p, g, input, out, act, max_threads)
-}
-
-/// Runs the transposed convolution: `act` clamps every output (the bias is in the packing).
-#[allow(clippy::too_many_arguments)]
-pub fn run(
-    cache: Option<&TransposeGemmCache>,
-    g: &TransposeGeom,
-    input: &[f32],
-    weights: &TensorView<'_>,
-    bias: Option<&TensorView<'_>>,
-    out: &mut [f32],
-    act: (f32, f32),
-    max_threads: usize,
-) -> Result<()> {
-    let want_out = [g.batches, g.out_h, g.out_w, g.out_c].iter().try_fold(1usize, |a, &d| a.checked_mul(d));
-    if want_out != Some(out.len()) {
-        return Err(Error::new(format!("output holds {} values, the geometry needs {want_out:?}", out.len())));
-    }
-    if out.is_empty() {
-        return Ok(());
-    }
-    let p = phases(cache, g, weights, bias)?;
-    run_phases(&p, g, input, out, act, max_threads)
 }
 
 /// Runs the transposed convolution on packed phases.
