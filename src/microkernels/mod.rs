@@ -20,6 +20,7 @@ pub mod f32_vbinary;
 pub mod f32_vsigmoid;
 pub mod f32_vunary;
 pub mod packed;
+pub mod qs8_requant;
 #[cfg(test)]
 pub(crate) mod test_rng;
 
@@ -36,6 +37,9 @@ pub enum Isa {
     /// vector registers, mask registers for tails). Families without a kernel of their
     /// own for it use their AVX2 kernels in this table.
     Avx512,
+    /// [`Isa::Avx512`] plus VNNI (`vpdpbusd`: four 8-bit products summed into each 32-bit
+    /// lane): the 8-bit GEMM kernels. Its float kernels are those of [`Isa::Avx512`].
+    Avx512Vnni,
 }
 
 impl Isa {
@@ -45,6 +49,7 @@ impl Isa {
             Isa::Scalar => "scalar",
             Isa::Avx2Fma => "avx2+fma",
             Isa::Avx512 => "avx512",
+            Isa::Avx512Vnni => "avx512vnni",
         }
     }
 
@@ -62,13 +67,15 @@ impl Isa {
                     && std::is_x86_feature_detected!("avx512dq")
                     && std::is_x86_feature_detected!("avx512vl")
             }
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512Vnni => Isa::Avx512.is_available() && std::is_x86_feature_detected!("avx512vnni"),
             #[cfg(not(target_arch = "x86_64"))]
-            Isa::Avx2Fma | Isa::Avx512 => false,
+            Isa::Avx2Fma | Isa::Avx512 | Isa::Avx512Vnni => false,
         }
     }
 
     /// Every instruction set this build knows, most capable last.
-    pub const ALL: [Isa; 3] = [Isa::Scalar, Isa::Avx2Fma, Isa::Avx512];
+    pub const ALL: [Isa; 4] = [Isa::Scalar, Isa::Avx2Fma, Isa::Avx512, Isa::Avx512Vnni];
 }
 
 /// The kernels of one instruction set.
@@ -105,7 +112,7 @@ impl Table {
             f32_resize_bilinear: f32_resize::avx2::bilinear_row,
         };
         #[cfg(target_arch = "x86_64")]
-        static AVX512: Table = Table {
+        const AVX512_TABLE: Table = Table {
             isa: Isa::Avx512,
             f32_gemm: f32_gemm::avx512::KERNELS,
             f32_dwconv: f32_dwconv::avx512::KERNELS,
@@ -114,6 +121,10 @@ impl Table {
             f32_vunary: f32_vunary::avx512::KERNELS,
             f32_resize_bilinear: f32_resize::avx2::bilinear_row,
         };
+        #[cfg(target_arch = "x86_64")]
+        static AVX512: Table = AVX512_TABLE;
+        #[cfg(target_arch = "x86_64")]
+        static AVX512_VNNI: Table = Table { isa: Isa::Avx512Vnni, ..AVX512_TABLE };
         if !isa.is_available() {
             return None;
         }
@@ -123,6 +134,8 @@ impl Table {
             Isa::Avx2Fma => Some(&AVX2),
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 => Some(&AVX512),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512Vnni => Some(&AVX512_VNNI),
             #[cfg(not(target_arch = "x86_64"))]
             _ => None,
         }
@@ -134,13 +147,15 @@ fn simd_disabled_by_env() -> bool {
     std::env::var_os("TFLITE_RS_NO_SIMD").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
-/// The most capable instruction set `TFLITE_RS_MAX_ISA` allows (`scalar`, `avx2` or
-/// `avx512`; unset or unknown allows all): a way to compare tables on one machine.
+/// The most capable instruction set `TFLITE_RS_MAX_ISA` allows (`scalar`, `avx2`,
+/// `avx512` or `avx512vnni`; unset or unknown allows all): a way to compare tables on one
+/// machine.
 fn max_isa_by_env() -> Isa {
     match std::env::var("TFLITE_RS_MAX_ISA").as_deref() {
         Ok("scalar") => Isa::Scalar,
         Ok("avx2") => Isa::Avx2Fma,
-        _ => Isa::Avx512,
+        Ok("avx512") => Isa::Avx512,
+        _ => Isa::Avx512Vnni,
     }
 }
 
