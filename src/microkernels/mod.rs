@@ -15,11 +15,13 @@
 
 pub mod f32_dwconv;
 pub mod f32_gemm;
+pub mod f32_quantize;
 pub mod f32_resize;
 pub mod f32_vbinary;
 pub mod f32_vsigmoid;
 pub mod f32_vunary;
 pub mod packed;
+pub mod qs8_gemm;
 pub mod qs8_requant;
 #[cfg(test)]
 pub(crate) mod test_rng;
@@ -87,6 +89,10 @@ pub struct Table {
     pub f32_vbinary: f32_vbinary::BinaryKernels,
     pub f32_vunary: f32_vunary::UnaryKernels,
     pub f32_resize_bilinear: f32_resize::BilinearRowFn,
+    pub f32_quantize: f32_quantize::QuantizeKernels,
+    /// 8-bit GEMM kernels where this instruction set has ones worth using (the scalar
+    /// twin, and VNNI); `None` leaves the ops on their widening 16-bit loops.
+    pub qs8_gemm: Option<&'static qs8_gemm::Qs8GemmKernels>,
 }
 
 impl Table {
@@ -100,6 +106,8 @@ impl Table {
             f32_vbinary: f32_vbinary::scalar::KERNELS,
             f32_vunary: f32_vunary::scalar::KERNELS,
             f32_resize_bilinear: f32_resize::scalar::bilinear_row,
+            f32_quantize: f32_quantize::scalar::KERNELS,
+            qs8_gemm: Some(&qs8_gemm::scalar::KERNELS),
         };
         #[cfg(target_arch = "x86_64")]
         static AVX2: Table = Table {
@@ -110,6 +118,8 @@ impl Table {
             f32_vbinary: f32_vbinary::avx2::KERNELS,
             f32_vunary: f32_vunary::avx2::KERNELS,
             f32_resize_bilinear: f32_resize::avx2::bilinear_row,
+            f32_quantize: f32_quantize::scalar::KERNELS,
+            qs8_gemm: None,
         };
         #[cfg(target_arch = "x86_64")]
         const AVX512_TABLE: Table = Table {
@@ -120,11 +130,14 @@ impl Table {
             f32_vbinary: f32_vbinary::avx512::KERNELS,
             f32_vunary: f32_vunary::avx512::KERNELS,
             f32_resize_bilinear: f32_resize::avx2::bilinear_row,
+            f32_quantize: f32_quantize::avx512::KERNELS,
+            qs8_gemm: None,
         };
         #[cfg(target_arch = "x86_64")]
         static AVX512: Table = AVX512_TABLE;
         #[cfg(target_arch = "x86_64")]
-        static AVX512_VNNI: Table = Table { isa: Isa::Avx512Vnni, ..AVX512_TABLE };
+        static AVX512_VNNI: Table =
+            Table { isa: Isa::Avx512Vnni, qs8_gemm: Some(&qs8_gemm::avx512vnni::KERNELS), ..AVX512_TABLE };
         if !isa.is_available() {
             return None;
         }

@@ -24,6 +24,7 @@ use super::conv_common::{
     legacy_quant_mul, opt_data_cow, parallel_rows, per_channel_multipliers, positive_param, recommended_threads,
     threads_for,
 };
+use super::conv_qs8_gemm;
 use crate::abi::builtin_op_data::{TfLiteConvParams, TfLiteFusedActivation};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
@@ -34,6 +35,7 @@ use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64};
 use crate::microkernels::f32_gemm::PackedGemm;
 use crate::microkernels::packed::Packed;
+use crate::microkernels::qs8_gemm::{PackedQs8Gemm, Qs8GemmKernels};
 use crate::microkernels::table;
 
 const OP: &str = "CONV_2D";
@@ -1075,6 +1077,12 @@ struct State {
     gemm: PackSlot<PackedGemm>,
     /// The integer or hybrid filter widened and packed for [`conv_rows_i16`] (ungrouped).
     i16s: PackSlot<Packed<i16>>,
+    /// The int8 filter packed for the 8-bit GEMM microkernels, with the folded bias
+    /// (ungrouped int8, where the CPU's table has them).
+    qs8: PackSlot<PackedQs8Gemm>,
+    /// The input with its channels padded for the 8-bit kernels (an RGB first layer),
+    /// kept between Invokes.
+    padded_input: Vec<i8>,
 }
 
 /// How the node computes, decided from the types and quantization as conv.cc does.
@@ -1377,11 +1385,23 @@ impl BuiltinKernel for Conv2d {
         };
         ctx.request_temporaries(&temps)?;
         let ungrouped = geom.f_c == geom.in_c;
-        let (mut gemm, mut i16s) = (PackSlot::default(), PackSlot::default());
-        match kind {
+        let (mut gemm, mut i16s, mut qs8) = (PackSlot::default(), PackSlot::default(), PackSlot::default());
+        match &kind {
             Kind::F32 { .. } if ungrouped => {
                 gemm = PackSlot::prepare(&filter, bias.as_ref(), || {
                     super::conv_f32_gemm::pack_weights(&geom, &filter, bias.as_ref())
+                })?;
+            }
+            Kind::Hybrid { channel_scales, .. } if ungrouped && table().qs8_gemm.is_some() => {
+                let k = table().qs8_gemm.ok_or_else(|| Error::new("internal error: 8-bit kernels vanished"))?;
+                qs8 = PackSlot::prepare(&filter, bias.as_ref(), || {
+                    pack_qs8_hybrid(k, &geom, channel_scales, &filter, bias.as_ref())
+                })?;
+            }
+            Kind::Quant8(p) if ungrouped && qs8_kernels(&input, p).is_some() => {
+                let k = qs8_kernels(&input, p).ok_or_else(|| Error::new("internal error: 8-bit kernels vanished"))?;
+                qs8 = PackSlot::prepare(&filter, bias.as_ref(), || {
+                    conv_qs8_gemm::pack_weights(k, &geom, &filter, bias.as_ref(), p)
                 })?;
             }
             Kind::Hybrid { .. } | Kind::Quant8(_) if ungrouped => {
@@ -1392,7 +1412,7 @@ impl BuiltinKernel for Conv2d {
         }
         let out_shape = geom.output_shape(OP)?;
         ctx.resize_output(0, &out_shape)?;
-        Ok(State { geom, kind, out_shape, gemm, i16s })
+        Ok(State { geom, kind, out_shape, gemm, i16s, qs8, padded_input: Vec::new() })
     }
 
     fn invoke(ctx: &OpCtx<'_>, _: &TfLiteConvParams, state: &mut State) -> Result<()> {
@@ -1429,11 +1449,11 @@ fn run(
     variant: Variant,
     scratch: Option<HybridBuffers<'_>>,
 ) -> Result<()> {
-    let State { geom, kind, gemm, i16s, .. } = state;
+    let State { geom, kind, gemm, i16s, qs8, padded_input, .. } = state;
     let g = &*geom;
     let grouped = g.f_c != g.in_c;
     let variant = if grouped { Variant::Reference } else { variant };
-    let (mut fresh_gemm, mut fresh_i16) = (None, None);
+    let (mut fresh_gemm, mut fresh_i16, mut fresh_qs8) = (None, None, None);
     match &*kind {
         Kind::F32 { act } => {
             let input = input.data::<f32>()?;
@@ -1468,11 +1488,34 @@ fn run(
                 Variant::Reference => {
                     conv_hybrid_reference(g, &q, hybrid_filter(filter)?, channel_scales, bias_s, *act, out)
                 }
+                Variant::Optimized if table().qs8_gemm.is_some() => {
+                    let k = table().qs8_gemm.ok_or_else(|| Error::new("internal error: 8-bit kernels vanished"))?;
+                    let packed =
+                        qs8.get(filter, bias, &mut fresh_qs8, || pack_qs8_hybrid(k, g, channel_scales, filter, bias))?;
+                    conv_qs8_gemm::compute_hybrid(
+                        k,
+                        g,
+                        q.data,
+                        q.scales,
+                        q.offsets,
+                        packed,
+                        out,
+                        *act,
+                        threads,
+                        padded_input,
+                    )
+                }
                 Variant::Optimized => {
                     let packed = i16s.get(filter, None, &mut fresh_i16, || pack_i16(g, kind, filter))?;
                     conv_hybrid_optimized(g, &q, packed, channel_scales, bias_s, *act, out, threads)
                 }
             }
+        }
+        Kind::Quant8(p) if variant == Variant::Optimized && qs8_kernels(input, p).is_some() => {
+            let k = qs8_kernels(input, p).ok_or_else(|| Error::new("internal error: 8-bit kernels vanished"))?;
+            let packed =
+                qs8.get(filter, bias, &mut fresh_qs8, || conv_qs8_gemm::pack_weights(k, g, filter, bias, p))?;
+            conv_qs8_gemm::compute(k, g, input.data::<i8>()?, packed, out.data_mut::<i8>()?, threads, padded_input)
         }
         Kind::Quant8(p) => {
             let bias_c = opt_data_cow::<i32>(bias)?;
@@ -1502,6 +1545,27 @@ fn run(
             conv_i16_reference(g, input, filter, bias, mults, *act, out)
         }
     }
+}
+
+/// A hybrid node's int8 filter, channel scales and float bias packed for `k`.
+fn pack_qs8_hybrid(
+    k: &Qs8GemmKernels,
+    g: &ConvGeom,
+    channel_scales: &[f32],
+    filter: &TensorView<'_>,
+    bias: Option<&TensorView<'_>>,
+) -> Result<PackedQs8Gemm> {
+    let b = bias.map(|b| b.data::<f32>()).transpose()?;
+    conv_qs8_gemm::pack_hybrid(k, g, hybrid_filter(filter)?, channel_scales, b)
+}
+
+/// The 8-bit GEMM kernels for an int8 node whose input zero point they can fold, if the
+/// CPU's table has them.
+fn qs8_kernels(input: &TensorView<'_>, p: &Quant8Params) -> Option<&'static Qs8GemmKernels> {
+    if input.dtype != TfLiteType::kTfLiteInt8 || conv_qs8_gemm::input_zero_point(p).is_none() {
+        return None;
+    }
+    table().qs8_gemm
 }
 
 /// 8-bit convolution: the reference loop, or the optimized one on `packed` (the filter

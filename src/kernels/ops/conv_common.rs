@@ -622,17 +622,16 @@ fn min_max(values: &[f32]) -> (f32, f32) {
 /// `max|v| / 127` (rounding half away from zero, in f32) and returns the scale (1 for an
 /// all-zero input, whose quantized values are all 0).
 pub fn symmetric_quantize(values: &[f32], out: &mut [i8]) -> f32 {
-    let (lo, hi) = min_max(values);
+    let k = &crate::microkernels::table().f32_quantize;
+    let (lo, hi) = (k.min_max)(values).unwrap_or_else(|| min_max(values));
     let range = crate::kernels::activation::cpp_max(lo.abs(), hi.abs());
     if range == 0.0 {
         out.iter_mut().for_each(|o| *o = 0);
         return 1.0;
     }
     let inv = 127.0f32 / range;
-    for (o, &v) in out.iter_mut().zip(values) {
-        let q = (v * inv).round() as i32;
-        *o = q.clamp(-127, 127) as i8;
-    }
+    // `round(v * inv)`: adding a zero offset first changes no value.
+    (k.quantize)(values, inv, 0.0, (-127, 127), out);
     range / 127.0
 }
 
@@ -642,7 +641,8 @@ pub fn symmetric_quantize(values: &[f32], out: &mut [i8]) -> f32 {
 pub fn asymmetric_quantize(values: &[f32], out: &mut [i8]) -> (f32, i32) {
     const QMIN: f64 = -128.0;
     const QMAX: f64 = 127.0;
-    let (lo, hi) = min_max(values);
+    let k = &crate::microkernels::table().f32_quantize;
+    let (lo, hi) = (k.min_max)(values).unwrap_or_else(|| min_max(values));
     // std::fmin / std::fmax ignore a NaN operand.
     let rmin = if lo.is_nan() { 0.0 } else { lo.min(0.0) } as f64;
     let rmax = if hi.is_nan() { 0.0 } else { hi.max(0.0) } as f64;
@@ -665,11 +665,8 @@ pub fn asymmetric_quantize(values: &[f32], out: &mut [i8]) -> (f32, i32) {
     };
     let scale_f = scale as f32;
     let inv = 1.0f32 / scale_f;
-    for (o, &v) in out.iter_mut().zip(values) {
-        // `offset + v * inv` is computed in float (int + float), then rounded.
-        let q = (nudged as f32 + v * inv).round() as i32;
-        *o = q.clamp(-128, 127) as i8;
-    }
+    // `offset + v * inv` is computed in float (int + float), then rounded.
+    (k.quantize)(values, inv, nudged as f32, (-128, 127), out);
     (scale_f, nudged)
 }
 

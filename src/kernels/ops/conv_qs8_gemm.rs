@@ -1,0 +1,345 @@
+//! int8 convolution on the 8-bit GEMM microkernels: the filter packed once per node with
+//! the input zero point folded into the bias (at Prepare for constant filters), every
+//! output pixel a GEMM row whose taps point into the NHWC input, rows split over threads.
+//! Used by CONV_2D for ungrouped int8 convolutions where the CPU's table has 8-bit GEMM
+//! kernels; results are identical to TFLite's `reference_integer_ops::ConvPerChannel`.
+
+use super::conv_2d::Quant8Params;
+use super::conv_common::{ConvGeom, parallel_rows, threads_for};
+use crate::error::{Error, Result};
+use crate::kernels::api::TensorView;
+use crate::kernels::threadpool::parallel_chunks_mut;
+use crate::microkernels::f32_gemm::{ConvRows, DenseRows};
+use crate::microkernels::qs8_gemm::{self, PackedQs8Gemm, Qs8GemmKernels, Qs8Output};
+
+/// The input zero point of `p` when it and the output zero point are int8 values (the
+/// kernels fold the input's into the bias and pad with it); `None` sends the node to the
+/// widening path.
+pub fn input_zero_point(p: &Quant8Params) -> Option<i8> {
+    i8::try_from(p.output_offset).ok()?;
+    i8::try_from(p.input_offset.checked_neg()?).ok()
+}
+
+/// Input channels as the kernels read them: a layer with several taps whose channel count
+/// is not a multiple of 4 (an RGB first layer) reads a copy of its input with the
+/// channels padded to one, so that its taps can point into it (the kernels read four
+/// bytes at a time); the padding channels have zero weights.
+pub fn kernel_channels(g: &ConvGeom) -> usize {
+    if g.f_h * g.f_w > 1 && !g.in_c.is_multiple_of(4) { g.in_c.div_ceil(4) * 4 } else { g.in_c }
+}
+
+/// Packs `filter` (OHWI, int8) and `bias` for `kernels`, with `p`'s requantization.
+pub fn pack(
+    kernels: &Qs8GemmKernels,
+    g: &ConvGeom,
+    filter: &[i8],
+    bias: Option<&[i32]>,
+    p: &Quant8Params,
+) -> Result<PackedQs8Gemm> {
+    let ks = g.f_h * g.f_w;
+    let kc = g.in_c;
+    let want = g.out_c.checked_mul(ks).and_then(|v| v.checked_mul(kc));
+    if want != Some(filter.len()) {
+        return Err(Error::new(format!("filter has {} values, the geometry needs {want:?}", filter.len())));
+    }
+    let zp = input_zero_point(p).ok_or_else(|| Error::new("input zero point is not an int8 value"))?;
+    let mults: Vec<(i32, i32)> = p.mults.iter().map(|m| (m.multiplier, m.shift)).collect();
+    let out = Qs8Output { mults: &mults, offset: p.output_offset, range: (p.act_min, p.act_max) };
+    let per_output = ks * kc;
+    let weight = |o: usize, t: usize, k: usize| if k < kc { filter[o * per_output + t * kc + k] } else { 0 };
+    qs8_gemm::pack(kernels, g.out_c, ks, kernel_channels(g), weight, bias, i32::from(zp), &out)
+}
+
+/// Packs the filter and bias tensors for `kernels`.
+pub fn pack_weights(
+    kernels: &Qs8GemmKernels,
+    g: &ConvGeom,
+    filter: &TensorView<'_>,
+    bias: Option<&TensorView<'_>>,
+    p: &Quant8Params,
+) -> Result<PackedQs8Gemm> {
+    let b = bias.map(|b| b.data::<i32>()).transpose()?;
+    pack(kernels, g, filter.data::<i8>()?, b, p)
+}
+
+/// Packs a hybrid layer's int8 `filter` (OHWI), per-channel `scales` (or one for all) and
+/// float `bias` for `kernels`.
+pub fn pack_hybrid(
+    kernels: &Qs8GemmKernels,
+    g: &ConvGeom,
+    filter: &[i8],
+    scales: &[f32],
+    bias: Option<&[f32]>,
+) -> Result<PackedQs8Gemm> {
+    let ks = g.f_h * g.f_w;
+    let kc = g.in_c;
+    let want = g.out_c.checked_mul(ks).and_then(|v| v.checked_mul(kc));
+    if want != Some(filter.len()) {
+        return Err(Error::new(format!("filter has {} values, the geometry needs {want:?}", filter.len())));
+    }
+    let per_output = ks * kc;
+    let weight = |o: usize, t: usize, k: usize| if k < kc { filter[o * per_output + t * kc + k] } else { 0 };
+    qs8_gemm::pack_hybrid(kernels, g.out_c, ks, kernel_channels(g), weight, scales, bias)
+}
+
+/// `input` (pixels of `g.in_c` channels) with each pixel padded to `in_c` channels of
+/// value `pad`, in `scratch`; `input` itself when no padding is needed.
+fn pad_channels<'a>(g: &ConvGeom, input: &'a [i8], in_c: usize, pad: i8, scratch: &'a mut Vec<i8>) -> &'a [i8] {
+    if in_c == g.in_c {
+        return input;
+    }
+    let pixels = input.len() / g.in_c.max(1);
+    scratch.clear();
+    scratch.resize(pixels * in_c, pad);
+    // Pixels are a few bytes: copied byte by byte (a `memcpy` call each costs more).
+    for (dst, src) in scratch.chunks_exact_mut(in_c).zip(input.chunks_exact(g.in_c)) {
+        for (d, &v) in dst.iter_mut().zip(src) {
+            *d = v;
+        }
+    }
+    scratch
+}
+
+/// The rows of an NHWC convolution of geometry `g` with `in_c` channels per pixel.
+fn conv_rows(g: &ConvGeom, in_c: usize) -> ConvRows {
+    ConvRows {
+        in_h: g.in_h,
+        in_w: g.in_w,
+        in_c,
+        out_h: g.out_h,
+        out_w: g.out_w,
+        f_h: g.f_h,
+        f_w: g.f_w,
+        stride_h: g.stride_h,
+        stride_w: g.stride_w,
+        dil_h: g.dil_h,
+        dil_w: g.dil_w,
+        pad_h: g.pad_h,
+        pad_w: g.pad_w,
+    }
+}
+
+/// A hybrid convolution on weights packed by [`pack_hybrid`]: `input` is the int8 input,
+/// quantized per batch with `scales[b]` and zero point `zero_points[b]`.
+#[allow(clippy::too_many_arguments)]
+pub fn compute_hybrid(
+    kernels: &Qs8GemmKernels,
+    g: &ConvGeom,
+    input: &[i8],
+    scales: &[f32],
+    zero_points: &[i32],
+    packed: &PackedQs8Gemm,
+    out: &mut [f32],
+    act: (f32, f32),
+    max_threads: usize,
+    scratch: &mut Vec<i8>,
+) -> Result<()> {
+    let pixels = g.out_h * g.out_w;
+    let n = g.out_c;
+    if out.len() != g.batches * pixels * n || packed.n != n {
+        return Err(Error::new(format!(
+            "output has {} values, the geometry needs {}",
+            out.len(),
+            g.batches * pixels * n
+        )));
+    }
+    if g.input_len() != Some(input.len()) || scales.len() != g.batches || zero_points.len() != g.batches {
+        return Err(Error::new("hybrid input, scales or zero points do not match the geometry"));
+    }
+    let batch_in = g.in_h * g.in_w * g.in_c;
+    let in_c = kernel_channels(g);
+    let rows = conv_rows(g, in_c);
+    let work = pixels.saturating_mul(n).saturating_mul(packed.layer_ks * packed.layer_kc);
+    let threads = threads_for(max_threads, work, pixels);
+    for (b, out_b) in out.chunks_exact_mut(pixels * n).enumerate() {
+        let zp = zero_points[b];
+        let pad = i8::try_from(zp).map_err(|_| Error::new(format!("hybrid input zero point {zp} is not int8")))?;
+        let input_b = pad_channels(g, &input[b * batch_in..(b + 1) * batch_in], in_c, pad, scratch);
+        let quant = qs8_gemm::HybridRows { scales: &scales[b..b + 1], zero_points: &zero_points[b..b + 1] };
+        parallel_rows(threads, out_b, n, &|first, chunk: &mut [f32]| {
+            let r = first..first + chunk.len() / n;
+            qs8_gemm::igemm_hybrid(kernels, packed, input_b, &rows, r, 0..n, &quant, pad, chunk, n, act)
+        })?;
+    }
+    Ok(())
+}
+
+/// The convolution on weights packed for `kernels`; `scratch` keeps the channel-padded
+/// copy of the input between calls (see [`kernel_channels`]).
+pub fn compute(
+    kernels: &Qs8GemmKernels,
+    g: &ConvGeom,
+    input: &[i8],
+    packed: &PackedQs8Gemm,
+    out: &mut [i8],
+    max_threads: usize,
+    scratch: &mut Vec<i8>,
+) -> Result<()> {
+    let rows = g.batches * g.out_h * g.out_w;
+    let n = g.out_c;
+    if out.len() != rows * n || packed.n != n {
+        return Err(Error::new(format!("output has {} values, the geometry needs {}", out.len(), rows * n)));
+    }
+    if g.input_len() != Some(input.len()) {
+        return Err(Error::new(format!("input has {} values, the geometry needs {:?}", input.len(), g.input_len())));
+    }
+    let work = rows.saturating_mul(n).saturating_mul(packed.layer_ks * packed.layer_kc);
+    let dense = g.f_h == 1
+        && g.f_w == 1
+        && g.stride_h == 1
+        && g.stride_w == 1
+        && g.pad_h == 0
+        && g.pad_w == 0
+        && g.in_h == g.out_h
+        && g.in_w == g.out_w;
+    if rows == 1 && dense {
+        // One output row: split the output channels instead, in whole packed blocks.
+        let nr = packed.nr;
+        let threads = threads_for(max_threads, work, n.div_ceil(nr));
+        let per = n.div_ceil(nr).div_ceil(threads) * nr;
+        let in_c = g.in_c;
+        return parallel_chunks_mut(threads, out, per, &|i, chunk: &mut [i8]| {
+            let c0 = i * per;
+            qs8_gemm::igemm(kernels, packed, input, &DenseRows { stride: in_c }, 0..1, c0..c0 + chunk.len(), chunk, n)
+        });
+    }
+    let threads = threads_for(max_threads, work, rows);
+    let in_c = kernel_channels(g);
+    let input = pad_channels(g, input, in_c, packed.input_zero_point, scratch);
+    let conv_rows = conv_rows(g, in_c);
+    parallel_rows(threads, out, n, &|first, chunk: &mut [i8]| {
+        let r = first..first + chunk.len() / n;
+        if dense {
+            qs8_gemm::igemm(kernels, packed, input, &DenseRows { stride: g.in_c }, r, 0..n, chunk, n)
+        } else {
+            qs8_gemm::igemm(kernels, packed, input, &conv_rows, r, 0..n, chunk, n)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::builtin_op_data::TfLitePadding;
+    use crate::kernels::ops::conv_2d::conv_q8_reference;
+    use crate::kernels::ops::conv_common::{QuantMul, test_conv_geom};
+    use crate::microkernels::available_tables;
+    use crate::microkernels::test_rng::Lcg;
+
+    #[test]
+    fn every_table_matches_the_reference_loop() {
+        use TfLitePadding::*;
+        let shapes = [
+            test_conv_geom(1, 9, 9, 3, 32, 3, 3, 3, 2, 1, kTfLitePaddingSame),
+            test_conv_geom(2, 6, 7, 16, 24, 1, 1, 16, 1, 1, kTfLitePaddingValid),
+            test_conv_geom(1, 8, 8, 8, 17, 3, 3, 8, 1, 2, kTfLitePaddingSame),
+            test_conv_geom(1, 5, 5, 6, 40, 5, 5, 6, 1, 1, kTfLitePaddingSame),
+            test_conv_geom(1, 1, 1, 64, 70, 1, 1, 64, 1, 1, kTfLitePaddingValid),
+            test_conv_geom(1, 7, 7, 20, 96, 1, 1, 20, 2, 1, kTfLitePaddingSame),
+        ];
+        let mut rng = Lcg(4242);
+        for (i, g) in shapes.iter().enumerate() {
+            let input: Vec<i8> = (0..g.input_len().unwrap()).map(|_| rng.next() as i8).collect();
+            let filter: Vec<i8> =
+                (0..g.out_c * g.f_h * g.f_w * g.in_c).map(|_| (rng.below(255) as i32 - 127) as i8).collect();
+            let bias: Vec<i32> = (0..g.out_c).map(|_| rng.below(20001) as i32 - 10000).collect();
+            let mults: Vec<QuantMul> = (0..g.out_c)
+                .map(|_| QuantMul {
+                    multiplier: (1 << 30) + (rng.next() >> 2) as i32,
+                    shift: -(rng.below(6) as i32) - 6,
+                })
+                .collect();
+            let zp = [-128, 3, 127][i % 3];
+            let p = Quant8Params::checked("CONV_2D", zp, 0, -2, mults, (-128, 127)).unwrap();
+            let mut want = vec![0i8; g.output_len().unwrap()];
+            conv_q8_reference(g, &input, &filter, Some(&bias), &p, &mut want).unwrap();
+            for t in available_tables() {
+                let Some(k) = t.qs8_gemm else { continue };
+                let packed = pack(k, g, &filter, Some(&bias), &p).unwrap();
+                for threads in [1, 2, 3] {
+                    let mut got = vec![0x33i8; want.len()];
+                    compute(k, g, &input, &packed, &mut got, threads, &mut Vec::new()).unwrap();
+                    assert_eq!(got, want, "{} shape {i} threads {threads}", t.isa.name());
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod hybrid_tests {
+    use super::*;
+    use crate::abi::builtin_op_data::TfLitePadding;
+    use crate::kernels::ops::conv_2d::{conv_hybrid_reference, quantize_hybrid_input};
+    use crate::kernels::ops::conv_common::test_conv_geom;
+    use crate::microkernels::available_tables;
+    use crate::microkernels::test_rng::Lcg;
+
+    #[test]
+    fn every_table_matches_the_hybrid_reference() {
+        use TfLitePadding::*;
+        let shapes = [
+            test_conv_geom(2, 9, 9, 3, 32, 3, 3, 3, 2, 1, kTfLitePaddingSame),
+            test_conv_geom(1, 6, 7, 16, 24, 1, 1, 16, 1, 1, kTfLitePaddingValid),
+            test_conv_geom(2, 5, 5, 8, 17, 3, 3, 8, 1, 1, kTfLitePaddingSame),
+        ];
+        let mut rng = Lcg(808);
+        for (i, g) in shapes.iter().enumerate() {
+            let input: Vec<f32> = (0..g.input_len().unwrap()).map(|_| rng.f32() * 3.0 + 0.5).collect();
+            let filter: Vec<i8> =
+                (0..g.out_c * g.f_h * g.f_w * g.in_c).map(|_| (rng.below(255) as i32 - 127) as i8).collect();
+            let bias: Vec<f32> = (0..g.out_c).map(|_| rng.f32()).collect();
+            let per_channel = i % 2 == 0;
+            let scales: Vec<f32> = if per_channel {
+                (0..g.out_c).map(|_| 0.002 + rng.below(100) as f32 * 1e-4).collect()
+            } else {
+                vec![1.0]
+            };
+            let q = quantize_hybrid_input(&input, g.in_h * g.in_w * g.in_c, per_channel, 0.01);
+            let act = (-1.0, 6.0);
+            let mut want = vec![0f32; g.output_len().unwrap()];
+            conv_hybrid_reference(g, &q.view(), &filter, &scales, Some(&bias), act, &mut want).unwrap();
+            for t in available_tables() {
+                let Some(k) = t.qs8_gemm else { continue };
+                let packed = pack_hybrid(k, g, &filter, &scales, Some(&bias)).unwrap();
+                for threads in [1, 2] {
+                    let mut got = vec![f32::NAN; want.len()];
+                    let mut scratch = Vec::new();
+                    compute_hybrid(k, g, &q.data, &q.scales, &q.offsets, &packed, &mut got, act, threads, &mut scratch)
+                        .unwrap();
+                    assert_eq!(got, want, "{} shape {i} threads {threads}", t.isa.name());
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use crate::abi::builtin_op_data::TfLitePadding;
+    use crate::kernels::ops::conv_common::{QuantMul, test_conv_geom};
+    use crate::microkernels::table;
+
+    /// Timing of an RGB first layer (run by hand with `--ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn time_first_layer() {
+        let g = test_conv_geom(1, 224, 224, 3, 32, 3, 3, 3, 2, 1, TfLitePadding::kTfLitePaddingSame);
+        let Some(k) = table().qs8_gemm else { return };
+        let input = vec![3i8; g.input_len().unwrap()];
+        let filter = vec![1i8; 32 * 27];
+        let mults = vec![QuantMul { multiplier: 1 << 30, shift: -8 }; 32];
+        let p = Quant8Params::checked("CONV_2D", -1, 0, 0, mults, (-128, 127)).unwrap();
+        let packed = pack(k, &g, &filter, None, &p).unwrap();
+        let mut out = vec![0i8; g.output_len().unwrap()];
+        let mut scratch = Vec::new();
+        let mut best = f64::MAX;
+        for _ in 0..50 {
+            let t0 = std::time::Instant::now();
+            compute(k, &g, &input, &packed, &mut out, 1, &mut scratch).unwrap();
+            best = best.min(t0.elapsed().as_secs_f64());
+        }
+        eprintln!("first layer: {:.1} us", best * 1e6);
+    }
+}

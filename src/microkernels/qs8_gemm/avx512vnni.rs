@@ -1,0 +1,212 @@
+//! AVX-512 VNNI 8-bit GEMM kernels: `vpdpbusd` multiplies four unsigned input bytes (the
+//! input with its sign bit flipped, `x ^ 0x80`) by four signed weight bytes and adds the
+//! four products into each 32-bit lane, 64 multiply-adds per instruction. The 32-bit sums
+//! are requantized exactly (see `qs8_requant`) and narrowed to bytes in registers; column
+//! tails are written with masked stores.
+//!
+//! Tiles: wide `MR x NR` = 8 x 32 (two 512-bit accumulators per row: each broadcast input
+//! word feeds two multiply-adds), narrow 12 x 16 for channel counts that 32 would pad more
+//! (16, 48, 80, ...).
+
+use super::{Qs8GemmKernel, Qs8GemmKernels, Qs8IgemmArgs, Qs8IgemmFn, Qs8Out};
+use core::arch::x86_64::*;
+
+/// The AVX-512 VNNI 8-bit GEMM table entry.
+pub const KERNELS: Qs8GemmKernels = Qs8GemmKernels {
+    wide: Qs8GemmKernel { mr: 8, nr: 32, by_rows: WIDE },
+    narrow: Qs8GemmKernel { mr: 12, nr: 16, by_rows: NARROW },
+};
+
+const WIDE: &[Qs8IgemmFn] = &[
+    igemm::<1, 2>,
+    igemm::<2, 2>,
+    igemm::<3, 2>,
+    igemm::<4, 2>,
+    igemm::<5, 2>,
+    igemm::<6, 2>,
+    igemm::<7, 2>,
+    igemm::<8, 2>,
+];
+const NARROW: &[Qs8IgemmFn] = &[
+    igemm::<1, 1>,
+    igemm::<2, 1>,
+    igemm::<3, 1>,
+    igemm::<4, 1>,
+    igemm::<5, 1>,
+    igemm::<6, 1>,
+    igemm::<7, 1>,
+    igemm::<8, 1>,
+    igemm::<9, 1>,
+    igemm::<10, 1>,
+    igemm::<11, 1>,
+    igemm::<12, 1>,
+];
+
+/// The most rows of any tile here.
+const MAX_ROWS: usize = 12;
+
+/// # Safety
+/// The contract of [`Qs8IgemmArgs`] with `NR = 16 * V` and `p.mr == M`, on a CPU with
+/// AVX-512 F, BW, VL and VNNI (the table is only handed out when all are present).
+unsafe fn igemm<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
+    // SAFETY: forwarded contract; the CPU features were checked when the table was chosen.
+    unsafe { igemm_impl::<M, V>(p) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
+unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
+    debug_assert!(M <= MAX_ROWS && V <= 2 && p.mr == M && p.nc <= 16 * V && p.kc % 4 == 0 && p.kc >= 4);
+    let flip = _mm512_set1_epi32(0x8080_8080u32 as i32);
+    let mut acc = [[_mm512_setzero_si512(); V]; M];
+    // SAFETY: the packed block is `ks * kc * 16V` bytes, read 64 bytes per vector as
+    // `[ks][kc/4][16V][4]`; `a[i*ks + t]` are `kc` readable bytes each, read 4 at a time
+    // below `kc` (a multiple of 4); the tables are `16V` values each; `c` rows `i < M`
+    // get `nc` bytes each (masked stores write nothing past `nc`): the contract.
+    unsafe {
+        let mut w = p.w;
+        for t in 0..p.ks {
+            let rows: [*const i8; M] = core::array::from_fn(|i| *p.a.add(i * p.ks + t));
+            let mut k = 0;
+            while k < p.kc {
+                let wv: [__m512i; V] = core::array::from_fn(|v| _mm512_loadu_si512(w.add(64 * v).cast()));
+                for i in 0..M {
+                    let x = _mm512_set1_epi32(rows[i].add(k).cast::<i32>().read_unaligned());
+                    let u = _mm512_xor_si512(x, flip);
+                    for v in 0..V {
+                        acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], u, wv[v]);
+                    }
+                }
+                w = w.add(64 * V);
+                k += 4;
+            }
+        }
+        // The sums leave the registers once, for the requantization loop below: a loop
+        // that indexes the accumulators themselves (it is too long to unroll) would keep
+        // them in memory through the whole K loop.
+        let mut sums = [[0i32; 32]; MAX_ROWS];
+        for i in 0..M {
+            for v in 0..V {
+                _mm512_storeu_si512(sums[i].as_mut_ptr().add(16 * v).cast(), acc[i][v]);
+            }
+        }
+        match p.out {
+            Qs8Out::Int8 { c, bias, mult, left, right, output_offset, min, max, shifts_left, saturates } => {
+                let offset = _mm256_set1_epi16(output_offset.clamp(-32768, 32767) as i16);
+                let vmin = _mm256_set1_epi16(min as i16);
+                let vmax = _mm256_set1_epi16(max as i16);
+                let clamp = min > -128 || max < 127;
+                for v in 0..V {
+                    // Every vector is requantized (a fixed loop keeps the accumulators in
+                    // registers); vectors past `nc` store nothing (an all-zero mask).
+                    let col = 16 * v;
+                    let n = p.nc.saturating_sub(col).min(16);
+                    let mask: __mmask16 = ((1u32 << n) - 1) as __mmask16;
+                    let ch = Channels::load([bias, mult, left, right], col);
+                    for i in 0..M {
+                        let acc = _mm512_loadu_si512(sums[i].as_ptr().add(col).cast());
+                        let r = ch.requant(acc, shifts_left, saturates);
+                        // Saturated to 16 bits, the output offset added with saturation: the
+                        // clamp to the int8 range below then gives what clamping the 32-bit
+                        // values would.
+                        let r = _mm256_adds_epi16(_mm512_cvtsepi32_epi16(r), offset);
+                        let r = if clamp { _mm256_min_epi16(_mm256_max_epi16(r, vmin), vmax) } else { r };
+                        let bytes = _mm256_cvtsepi16_epi8(r);
+                        _mm_mask_storeu_epi8(c.wrapping_add(i * p.c_stride + col), mask, bytes);
+                    }
+                }
+            }
+            Qs8Out::Float { c, sumw, scale, bias, row_fold, row_scale, min, max } => {
+                let (vmin, vmax) = (_mm512_set1_ps(min), _mm512_set1_ps(max));
+                for v in 0..V {
+                    let col = 16 * v;
+                    let n = p.nc.saturating_sub(col).min(16);
+                    let mask: __mmask16 = ((1u32 << n) - 1) as __mmask16;
+                    let sw = _mm512_loadu_si512(sumw.add(col).cast());
+                    let sc = _mm512_loadu_ps(scale.add(col));
+                    let b = _mm512_loadu_ps(bias.add(col));
+                    for i in 0..M {
+                        let acc = _mm512_loadu_si512(sums[i].as_ptr().add(col).cast());
+                        let acc = _mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(*row_fold.add(i)), sw));
+                        // The reference's order: (acc * scale) * row scale + bias.
+                        let f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), sc);
+                        let f = _mm512_add_ps(_mm512_mul_ps(f, _mm512_set1_ps(*row_scale.add(i))), b);
+                        // max(min, f) then min(max, f): NaN passes through as C++'s
+                        // `std::min(std::max(f, min), max)` lets it.
+                        let f = _mm512_min_ps(vmax, _mm512_max_ps(vmin, f));
+                        _mm512_mask_storeu_ps(c.wrapping_add(i * p.c_stride + col), mask, f);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One vector's requantization constants, loaded once per tile: the tables' 16 channels
+/// and what the rounding shift derives from them.
+struct Channels {
+    bias: __m512i,
+    mult: __m512i,
+    /// The multipliers of the odd lanes, moved to the even positions.
+    mult_odd: __m512i,
+    left: __m512i,
+    right: __m512i,
+    /// `2^right - 1` and half of it.
+    rmask: __m512i,
+    rhalf: __m512i,
+}
+
+impl Channels {
+    /// # Safety
+    /// The four tables (bias, multiplier, left and right shift) hold `col + 16` values
+    /// each; AVX-512 F available.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load([bias, mult, left, right]: [*const i32; 4], col: usize) -> Channels {
+        // SAFETY: the tables hold `col + 16` values (the contract); unaligned loads.
+        unsafe {
+            let mult = _mm512_loadu_si512(mult.add(col).cast());
+            let right = _mm512_loadu_si512(right.add(col).cast());
+            let one = _mm512_set1_epi32(1);
+            let rmask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
+            Channels {
+                bias: _mm512_loadu_si512(bias.add(col).cast()),
+                mult,
+                mult_odd: _mm512_srli_epi64::<32>(mult),
+                left: _mm512_loadu_si512(left.add(col).cast()),
+                right,
+                rmask,
+                rhalf: _mm512_srai_epi32::<1>(rmask),
+            }
+        }
+    }
+
+    /// `RoundingDivideByPOT(SaturatingRoundingDoublingHighMul((acc + bias) << left, mult),
+    /// right)` per lane, exactly as `qs8_requant::requant_scalar` before its offset and
+    /// clamp. `shifts_left` false means every `left` is 0; `saturates` false means no
+    /// multiplier is `i32::MIN` (so the high multiply cannot overflow).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn requant(&self, acc: __m512i, shifts_left: bool, saturates: bool) -> __m512i {
+        let x = _mm512_add_epi32(acc, self.bias);
+        let x = if shifts_left { _mm512_sllv_epi32(x, self.left) } else { x };
+        // (x * m + 2^30) >> 31 in 64 bits, even and odd lanes apart (see
+        // `qs8_requant::avx512::requant` for why one nudge serves both signs).
+        let nudge = _mm512_set1_epi64(1 << 30);
+        let even = _mm512_srli_epi64::<31>(_mm512_add_epi64(_mm512_mul_epi32(x, self.mult), nudge));
+        let odd = _mm512_mul_epi32(_mm512_srli_epi64::<32>(x), self.mult_odd);
+        let odd = _mm512_slli_epi64::<1>(_mm512_add_epi64(odd, nudge));
+        let mut h = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+        if saturates {
+            let int_min = _mm512_set1_epi32(i32::MIN);
+            let sat = _mm512_cmpeq_epi32_mask(x, int_min) & _mm512_cmpeq_epi32_mask(self.mult, int_min);
+            h = _mm512_mask_mov_epi32(h, sat, _mm512_set1_epi32(i32::MAX));
+        }
+        // Rounding right shift, ties away from zero: up by one when the remainder exceeds
+        // half (half minus one for negative values: `rem + (h >> 31) > half`).
+        let rem = _mm512_add_epi32(_mm512_and_si512(h, self.rmask), _mm512_srai_epi32::<31>(h));
+        let up = _mm512_cmpgt_epi32_mask(rem, self.rhalf);
+        let shifted = _mm512_srav_epi32(h, self.right);
+        _mm512_mask_add_epi32(shifted, up, shifted, _mm512_set1_epi32(1))
+    }
+}

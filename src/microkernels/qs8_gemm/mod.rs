@@ -1,0 +1,625 @@
+//! Signed 8-bit GEMM / indirect GEMM (IGEMM) microkernels and their safe driver, exact
+//! with TFLite's integer convolution and fully connected kernels.
+//!
+//! TFLite computes `acc[j] = sum_k (x[k] - zp_in) * w[j][k]` (symmetric int8 weights), adds
+//! the bias and requantizes. The kernels instead multiply the input as unsigned bytes
+//! `u = x + 128` (`x ^ 0x80`, what `vpdpbusd` wants: unsigned times signed bytes, four
+//! products summed into each 32-bit lane):
+//!
+//! `sum_k (x - zp_in) * w = sum_k u * w - (128 + zp_in) * sum_k w`
+//!
+//! so the second term is folded into the bias when the weights are packed, and every tap
+//! that falls in the padding reads a row of `zp_in` (whose terms then cancel exactly, as
+//! TFLite's skipped taps contribute nothing). All sums wrap in 32 bits, as TFLite's do, so
+//! the result is identical whatever the order.
+//!
+//! One call of a microkernel computes an `mr x nc` block of outputs (`mr <= MR`,
+//! `nc <= NR`): row `i` reads its `ks` taps of `kc` bytes through pointers (`a[i * ks +
+//! t]`: the input pixel under tap `t`, the padding row, or a gathered row), `kc` a
+//! multiple of 4. Weights are packed per block of `NR` output channels as
+//! `[ks][kc / 4][NR][4]` bytes (zero past the last channel); the requantization tables
+//! (folded bias, multiplier, shifts) are padded to whole blocks.
+
+#[cfg(target_arch = "x86_64")]
+pub mod avx512vnni;
+pub mod scalar;
+#[cfg(test)]
+mod tests;
+
+use super::f32_gemm::{PAD, RowTaps};
+use super::packed::Packed;
+use super::qs8_requant::ChannelRequant;
+use crate::error::{Error, Result};
+use core::ops::Range;
+
+/// The arguments of one microkernel call.
+///
+/// The caller guarantees (this is each microkernel's safety contract):
+/// - `a` points to `mr * ks` row pointers, row-major (`a[i * ks + t]`), each valid for
+///   reading `kc` bytes;
+/// - `w` points to one packed block: `ks * kc * NR` bytes;
+/// - the per-channel tables of `out` each point to `NR` readable values (the block's
+///   channels) and its per-row tables to `mr` values;
+/// - `out`'s `c` is valid for writing `nc` values at `c + i * c_stride` for every `i < mr`;
+/// - `1 <= mr <= MR`, `1 <= nc <= NR`, `kc >= 4` and a multiple of 4, `ks >= 1`.
+pub struct Qs8IgemmArgs {
+    pub mr: usize,
+    pub nc: usize,
+    pub kc: usize,
+    pub ks: usize,
+    pub a: *const *const i8,
+    pub w: *const i8,
+    pub c_stride: usize,
+    pub out: Qs8Out,
+}
+
+/// What a microkernel makes of its 32-bit sums `acc = sum u * w` (`u` the input bytes
+/// plus 128).
+pub enum Qs8Out {
+    /// int8 outputs: `requant_scalar(acc, bias, mult, left, right, ...)` per channel.
+    Int8 {
+        c: *mut i8,
+        bias: *const i32,
+        mult: *const i32,
+        left: *const i32,
+        right: *const i32,
+        output_offset: i32,
+        min: i32,
+        max: i32,
+        /// False when every `left` is 0.
+        shifts_left: bool,
+        /// False when no multiplier is `i32::MIN` (the high multiply cannot saturate).
+        saturates: bool,
+    },
+    /// float outputs of a hybrid layer (row `i` quantized with its own scale and zero
+    /// point): `clamp(f32(acc - row_fold[i] * sumw[j]) * scale[j] * row_scale[i] +
+    /// bias[j], min, max)` with `row_fold = 128 + zero point`, in that order (TFLite's
+    /// reference order, so results are identical).
+    Float {
+        c: *mut f32,
+        sumw: *const i32,
+        scale: *const f32,
+        bias: *const f32,
+        row_fold: *const i32,
+        row_scale: *const f32,
+        min: f32,
+        max: f32,
+    },
+}
+
+/// A microkernel: see [`Qs8IgemmArgs`] for its contract.
+pub type Qs8IgemmFn = unsafe fn(&Qs8IgemmArgs);
+
+/// Kernels of one tile shape.
+pub struct Qs8GemmKernel {
+    /// Rows per full tile.
+    pub mr: usize,
+    /// Output channels per packed block.
+    pub nr: usize,
+    /// `by_rows[r - 1]` computes exactly `r` rows, for `r` in `1..=mr`.
+    pub by_rows: &'static [Qs8IgemmFn],
+}
+
+/// The 8-bit GEMM kernels of one instruction set: a wide tile, and a narrow one for
+/// channel counts the wide block would pad more.
+pub struct Qs8GemmKernels {
+    pub wide: Qs8GemmKernel,
+    pub narrow: Qs8GemmKernel,
+}
+
+impl Qs8GemmKernels {
+    /// The tile shape used for `n` output channels: the one padding `n` less (the wide
+    /// one on a tie).
+    pub fn for_outputs(&self, n: usize) -> &Qs8GemmKernel {
+        let padded = |k: &Qs8GemmKernel| n.div_ceil(k.nr) * k.nr;
+        if padded(&self.narrow) < padded(&self.wide) { &self.narrow } else { &self.wide }
+    }
+}
+
+/// How the output is requantized: TFLite's per-channel `(multiplier, shift)` pairs (one
+/// per output channel, or one for all), the output zero point and the activation range.
+pub struct Qs8Output<'a> {
+    pub mults: &'a [(i32, i32)],
+    pub offset: i32,
+    pub range: (i32, i32),
+}
+
+/// The per-channel tables of a packed layer, padded to whole blocks.
+#[derive(Debug)]
+enum Tables {
+    /// int8 outputs: the input zero point folded into the bias.
+    Requant(ChannelRequant),
+    /// Hybrid float outputs: each channel's weight sum (the zero point is per row, so it
+    /// is folded in the kernel), scale and float bias.
+    Hybrid { sumw: Vec<i32>, scale: Vec<f32>, bias: Vec<f32> },
+}
+
+/// Weights and per-channel tables packed for one table's kernels.
+#[derive(Debug)]
+pub struct PackedQs8Gemm {
+    data: Packed<i8>,
+    tables: Tables,
+    /// Output channels.
+    pub n: usize,
+    /// Taps per output row as the kernels see them (1 when rows are gathered).
+    pub ks: usize,
+    /// Bytes per tap as the kernels see them (a multiple of 4).
+    pub kc: usize,
+    /// The block width it was packed for.
+    pub nr: usize,
+    /// Taps and values per tap of the layer itself.
+    pub layer_ks: usize,
+    pub layer_kc: usize,
+    /// True when each row's taps are copied into one contiguous row first (the layer's
+    /// values per tap are not a multiple of 4).
+    pub gathered: bool,
+    /// The input zero point folded into the bias (padding reads it); 0 for hybrid layers,
+    /// whose padding reads each row's own zero point.
+    pub input_zero_point: i8,
+    /// Whether any channel shifts left / has the multiplier `i32::MIN` (the kernels skip
+    /// those steps otherwise).
+    shifts_left: bool,
+    saturates: bool,
+}
+
+impl PackedQs8Gemm {
+    /// Bytes of packed weights and tables.
+    pub fn bytes(&self) -> usize {
+        let tables = match &self.tables {
+            Tables::Requant(rq) => 4 * rq.padded_channels(),
+            Tables::Hybrid { sumw, .. } => 3 * sumw.len(),
+        };
+        self.data.bytes() + 4 * tables
+    }
+
+    fn block_len(&self) -> usize {
+        self.ks * self.kc * self.nr
+    }
+
+    fn blocks(&self) -> usize {
+        self.n.div_ceil(self.nr)
+    }
+}
+
+/// Weights in the kernels' layout with each channel's weight sum.
+struct PackedWeights {
+    data: Vec<i8>,
+    sums: Vec<i32>,
+    ks: usize,
+    kc: usize,
+    nr: usize,
+    gathered: bool,
+}
+
+fn pack_weights(
+    kernels: &Qs8GemmKernels,
+    n: usize,
+    ks: usize,
+    kc: usize,
+    weight: impl Fn(usize, usize, usize) -> i8,
+) -> Result<PackedWeights> {
+    if n == 0 || ks == 0 || kc == 0 {
+        return Err(Error::new(format!("8-bit GEMM packing needs positive sizes (n {n}, taps {ks}, k {kc})")));
+    }
+    let overflow = || Error::new("8-bit GEMM packing: weight size overflows");
+    let gathered = !kc.is_multiple_of(4);
+    let (call_ks, call_kc) =
+        if gathered { (1, ks.checked_mul(kc).ok_or_else(overflow)?.div_ceil(4) * 4) } else { (ks, kc) };
+    let nr = kernels.for_outputs(n).nr;
+    let block_len = call_ks.checked_mul(call_kc).and_then(|v| v.checked_mul(nr)).ok_or_else(overflow)?;
+    let total = block_len.checked_mul(n.div_ceil(nr)).ok_or_else(overflow)?;
+    let mut data = vec![0i8; total];
+    let mut sums = vec![0i32; n];
+    for (blk, chunk) in data.chunks_exact_mut(block_len).enumerate() {
+        let o0 = blk * nr;
+        for j in 0..nr.min(n - o0) {
+            let o = o0 + j;
+            for t in 0..ks {
+                for k in 0..kc {
+                    let v = weight(o, t, k);
+                    sums[o] = sums[o].wrapping_add(i32::from(v));
+                    // Position in the kernels' view: tap `ct`, value `ck`.
+                    let (ct, ck) = if gathered { (0, t * kc + k) } else { (t, k) };
+                    chunk[(ct * call_kc + ck / 4 * 4) * nr + j * 4 + ck % 4] = v;
+                }
+            }
+        }
+    }
+    Ok(PackedWeights { data, sums, ks: call_ks, kc: call_kc, nr, gathered })
+}
+
+impl PackedWeights {
+    fn finish(self, n: usize, layer: (usize, usize), tables: Tables, input_zero_point: i8) -> PackedQs8Gemm {
+        let (shifts_left, saturates) = match &tables {
+            Tables::Requant(rq) => (rq.left.iter().any(|&l| l != 0), rq.mult.contains(&i32::MIN)),
+            Tables::Hybrid { .. } => (false, false),
+        };
+        PackedQs8Gemm {
+            data: Packed::new(self.data),
+            tables,
+            n,
+            ks: self.ks,
+            kc: self.kc,
+            nr: self.nr,
+            layer_ks: layer.0,
+            layer_kc: layer.1,
+            gathered: self.gathered,
+            input_zero_point,
+            shifts_left,
+            saturates,
+        }
+    }
+}
+
+/// Packs `n` output channels of `ks` taps x `kc` int8 inputs for `kernels`, for int8
+/// outputs: `weight(o, t, k)` is output channel `o`'s weight for tap `t`, input `k`;
+/// `bias` the optional int32 bias; `input_zero_point` the input's zero point (folded into
+/// the bias).
+#[allow(clippy::too_many_arguments)]
+pub fn pack(
+    kernels: &Qs8GemmKernels,
+    n: usize,
+    ks: usize,
+    kc: usize,
+    weight: impl Fn(usize, usize, usize) -> i8,
+    bias: Option<&[i32]>,
+    input_zero_point: i32,
+    output: &Qs8Output<'_>,
+) -> Result<PackedQs8Gemm> {
+    if let Some(b) = bias
+        && b.len() != n
+    {
+        return Err(Error::new(format!("8-bit GEMM packing: {} bias values for {n} outputs", b.len())));
+    }
+    if output.mults.len() != 1 && output.mults.len() != n {
+        return Err(Error::new(format!("8-bit GEMM packing: {} multipliers for {n} outputs", output.mults.len())));
+    }
+    if output.range.0 < -128 || output.range.1 > 127 || output.range.0 > output.range.1 {
+        return Err(Error::new(format!("8-bit GEMM packing: output range {:?} is not within int8", output.range)));
+    }
+    if !(-128..=127).contains(&output.offset) {
+        return Err(Error::new(format!("8-bit GEMM packing: output zero point {} is not int8", output.offset)));
+    }
+    let zp = i8::try_from(input_zero_point)
+        .map_err(|_| Error::new(format!("8-bit GEMM packing: input zero point {input_zero_point} is not int8")))?;
+    let w = pack_weights(kernels, n, ks, kc, weight)?;
+    let fold = 128i32.wrapping_add(input_zero_point);
+    let padded = n.div_ceil(w.nr) * w.nr;
+    let sums = &w.sums;
+    let rq = ChannelRequant::new(
+        padded,
+        |o| match o {
+            _ if o >= n => (0, 0),
+            _ if output.mults.len() == 1 => output.mults[0],
+            _ => output.mults[o],
+        },
+        |o| if o >= n { 0 } else { bias.map_or(0, |b| b[o]).wrapping_sub(fold.wrapping_mul(sums[o])) },
+        output.offset,
+        output.range,
+    );
+    Ok(w.finish(n, (ks, kc), Tables::Requant(rq), zp))
+}
+
+/// Packs a hybrid layer (int8 weights, float outputs) for `kernels`: `weight` as for
+/// [`pack`]; `scales` one per output channel or one for all; `bias` the optional float
+/// bias.
+pub fn pack_hybrid(
+    kernels: &Qs8GemmKernels,
+    n: usize,
+    ks: usize,
+    kc: usize,
+    weight: impl Fn(usize, usize, usize) -> i8,
+    scales: &[f32],
+    bias: Option<&[f32]>,
+) -> Result<PackedQs8Gemm> {
+    if let Some(b) = bias
+        && b.len() != n
+    {
+        return Err(Error::new(format!("8-bit GEMM packing: {} bias values for {n} outputs", b.len())));
+    }
+    if scales.len() != 1 && scales.len() != n {
+        return Err(Error::new(format!("8-bit GEMM packing: {} scales for {n} outputs", scales.len())));
+    }
+    let w = pack_weights(kernels, n, ks, kc, weight)?;
+    let padded = n.div_ceil(w.nr) * w.nr;
+    let mut sumw = w.sums.clone();
+    sumw.resize(padded, 0);
+    let scale = (0..padded).map(|o| {
+        if o >= n {
+            0.0
+        } else if scales.len() == 1 {
+            scales[0]
+        } else {
+            scales[o]
+        }
+    });
+    let bias = (0..padded).map(|o| if o >= n { 0.0 } else { bias.map_or(0.0, |b| b[o]) });
+    let tables = Tables::Hybrid { sumw, scale: scale.collect(), bias: bias.collect() };
+    Ok(w.finish(n, (ks, kc), tables, 0))
+}
+
+fn past_input(r: usize, t: usize, len: usize) -> Error {
+    Error::new(format!("8-bit GEMM row {r} tap {t} reads past the input ({len} values)"))
+}
+
+/// Rows whose pointers are built at once: enough to reuse each weight block over many
+/// tiles, few enough that their inputs stay in the L2 cache.
+fn rows_per_chunk(mr: usize, ks: usize, kc: usize) -> usize {
+    let row_bytes = ks * kc;
+    let rows = (128 * 1024 / row_bytes.max(1)).clamp(mr, 32 * mr);
+    rows / mr * mr
+}
+
+/// Checks `rows` x `cols` against the packing and an output of `out_len` values with
+/// rows `out_stride` apart; returns the kernels' tile shape.
+fn check_call<'k>(
+    kernels: &'k Qs8GemmKernels,
+    packed: &PackedQs8Gemm,
+    taps: &impl RowTaps,
+    rows: &Range<usize>,
+    cols: &Range<usize>,
+    out_len: usize,
+    out_stride: usize,
+) -> Result<&'k Qs8GemmKernel> {
+    let k = kernels.for_outputs(packed.n);
+    if packed.nr != k.nr {
+        return Err(Error::new(format!("8-bit GEMM weights packed for blocks of {}, kernels use {}", packed.nr, k.nr)));
+    }
+    if !cols.start.is_multiple_of(k.nr) || cols.end > packed.n || cols.start >= cols.end {
+        return Err(Error::new(format!(
+            "8-bit GEMM columns {cols:?} do not fit {} outputs in blocks of {}",
+            packed.n, k.nr
+        )));
+    }
+    if taps.taps_per_row() != packed.layer_ks {
+        return Err(Error::new(format!(
+            "8-bit GEMM rows have {} taps, the weights {}",
+            taps.taps_per_row(),
+            packed.layer_ks
+        )));
+    }
+    if rows.is_empty() {
+        return Ok(k);
+    }
+    let ncols = cols.len();
+    let need = (rows.len() - 1)
+        .checked_mul(out_stride)
+        .and_then(|v| v.checked_add(ncols))
+        .ok_or_else(|| Error::new("8-bit GEMM output size overflows"))?;
+    if out_len < need || (rows.len() > 1 && out_stride < ncols) {
+        return Err(Error::new(format!(
+            "8-bit GEMM output of {out_len} values cannot hold {} rows of {ncols}",
+            rows.len()
+        )));
+    }
+    Ok(k)
+}
+
+/// Computes output rows `rows` and output channels `cols` (`cols.start` a multiple of the
+/// packed block width) of an int8 layer packed by [`pack`]. Row `r`'s inputs are found
+/// through `taps` (whose taps and values per tap must be the layer's); `out[(r -
+/// rows.start) * out_stride + (j - cols.start)]` receives output channel `j` of row `r`.
+#[allow(clippy::too_many_arguments)]
+pub fn igemm(
+    kernels: &Qs8GemmKernels,
+    packed: &PackedQs8Gemm,
+    input: &[i8],
+    taps: &impl RowTaps,
+    rows: Range<usize>,
+    cols: Range<usize>,
+    out: &mut [i8],
+    out_stride: usize,
+) -> Result<()> {
+    let Tables::Requant(rq) = &packed.tables else {
+        return Err(Error::new("8-bit GEMM: a hybrid layer's weights used for int8 outputs"));
+    };
+    let k = check_call(kernels, packed, taps, &rows, &cols, out.len(), out_stride)?;
+    let (first_row, first_col) = (rows.start, cols.start);
+    let base = out.as_mut_ptr();
+    drive(k, packed, input, taps, rows, cols, packed.input_zero_point, out_stride, &mut |tile, j0| {
+        let t = j0..j0 + k.nr;
+        // The tables cover every packed block (padded to `blocks * nr`).
+        let (bias, mult, left, right) = (&rq.bias[t.clone()], &rq.mult[t.clone()], &rq.left[t.clone()], &rq.right[t]);
+        let c = (tile.start - first_row) * out_stride + (j0 - first_col);
+        Qs8Out::Int8 {
+            // In bounds: `check_call` verified that the output holds every row of `rows`
+            // and column of `cols`; the kernel writes `nc` values of `mr` rows from here.
+            c: base.wrapping_add(c),
+            bias: bias.as_ptr(),
+            mult: mult.as_ptr(),
+            left: left.as_ptr(),
+            right: right.as_ptr(),
+            output_offset: rq.output_offset,
+            min: rq.min,
+            max: rq.max,
+            shifts_left: packed.shifts_left,
+            saturates: packed.saturates,
+        }
+    })
+}
+
+/// Per-row quantization of a hybrid layer's input: row `r` (counted from the first row
+/// of the call) was quantized with `scales[r]` and zero point `zero_points[r]`, or, when
+/// both have one value, every row with those.
+pub struct HybridRows<'a> {
+    pub scales: &'a [f32],
+    pub zero_points: &'a [i32],
+}
+
+/// Computes output rows `rows` and channels `cols` of a hybrid layer packed by
+/// [`pack_hybrid`] into float `out` (as [`igemm`]), clamped to `(min, max)`. Every row of
+/// one call must share its zero point where a tap falls in the padding (padding reads
+/// `pad`, which must be that zero point).
+#[allow(clippy::too_many_arguments)]
+pub fn igemm_hybrid(
+    kernels: &Qs8GemmKernels,
+    packed: &PackedQs8Gemm,
+    input: &[i8],
+    taps: &impl RowTaps,
+    rows: Range<usize>,
+    cols: Range<usize>,
+    quant: &HybridRows<'_>,
+    pad: i8,
+    out: &mut [f32],
+    out_stride: usize,
+    (min, max): (f32, f32),
+) -> Result<()> {
+    let Tables::Hybrid { sumw, scale, bias } = &packed.tables else {
+        return Err(Error::new("8-bit GEMM: an int8 layer's weights used for float outputs"));
+    };
+    let k = check_call(kernels, packed, taps, &rows, &cols, out.len(), out_stride)?;
+    let uniform = quant.scales.len() == 1 && quant.zero_points.len() == 1;
+    if !uniform && (quant.scales.len() < rows.len() || quant.zero_points.len() < rows.len()) {
+        return Err(Error::new(format!("8-bit GEMM: {} rows need as many scales and zero points", rows.len())));
+    }
+    // One entry per row of the call, or per row of a tile when all rows share them.
+    let (folds, row_scales): (Vec<i32>, Vec<f32>) = if uniform {
+        (vec![128i32.wrapping_add(quant.zero_points[0]); k.mr], vec![quant.scales[0]; k.mr])
+    } else {
+        let folds = quant.zero_points[..rows.len()].iter().map(|&z| 128i32.wrapping_add(z)).collect();
+        (folds, quant.scales[..rows.len()].to_vec())
+    };
+    let (first_row, first_col) = (rows.start, cols.start);
+    let base = out.as_mut_ptr();
+    drive(k, packed, input, taps, rows, cols, pad, out_stride, &mut |tile, j0| {
+        let t = j0..j0 + k.nr;
+        let r = tile.start - first_row;
+        let c = r * out_stride + (j0 - first_col);
+        let q = if uniform { 0..tile.len() } else { r..r + tile.len() };
+        Qs8Out::Float {
+            // In bounds: see `igemm`; the row tables hold every row of the call.
+            c: base.wrapping_add(c),
+            sumw: sumw[t.clone()].as_ptr(),
+            scale: scale[t.clone()].as_ptr(),
+            bias: bias[t].as_ptr(),
+            row_fold: folds[q.clone()].as_ptr(),
+            row_scale: row_scales[q].as_ptr(),
+            min,
+            max,
+        }
+    })
+}
+
+/// The tiles of `rows` x `cols`: builds each chunk's row pointers (padding taps read a
+/// row of `pad`), then calls the kernel on every tile with the output `emit` gives for its
+/// rows and first channel. `emit` must return pointers valid for the kernel's contract.
+#[allow(clippy::too_many_arguments)]
+fn drive(
+    k: &Qs8GemmKernel,
+    packed: &PackedQs8Gemm,
+    input: &[i8],
+    taps: &impl RowTaps,
+    rows: Range<usize>,
+    cols: Range<usize>,
+    pad: i8,
+    out_stride: usize,
+    emit: &mut dyn FnMut(Range<usize>, usize) -> Qs8Out,
+) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let (ks, kc) = (packed.layer_ks, packed.layer_kc);
+    let (call_ks, call_kc) = (packed.ks, packed.kc);
+    let pad_row = vec![pad; call_kc];
+    let chunk = rows_per_chunk(k.mr, call_ks, call_kc);
+    let mut gathered = if packed.gathered { vec![pad; chunk * call_kc] } else { Vec::new() };
+    let mut offsets = vec![0usize; ks];
+    let mut ptrs: Vec<*const i8> = Vec::with_capacity(chunk * call_ks);
+    // Per tap of a run: its first pointer and its step (0 for padding).
+    let mut bases: Vec<(*const i8, usize)> = vec![(core::ptr::null(), 0); ks];
+    let block_len = packed.block_len();
+    let first_block = cols.start / k.nr;
+    let last_block = cols.end.div_ceil(k.nr).min(packed.blocks());
+    let mut r0 = rows.start;
+    while r0 < rows.end {
+        let r1 = (r0 + chunk).min(rows.end);
+        ptrs.clear();
+        if packed.gathered {
+            for (q, r) in (r0..r1).enumerate() {
+                taps.fill(r..r + 1, &mut offsets);
+                let row = &mut gathered[q * call_kc..(q + 1) * call_kc];
+                for (t, &o) in offsets.iter().enumerate() {
+                    let dst = &mut row[t * kc..(t + 1) * kc];
+                    if o == PAD {
+                        dst.fill(pad);
+                    } else {
+                        dst.copy_from_slice(
+                            input.get(o..o.saturating_add(kc)).ok_or_else(|| past_input(r, t, input.len()))?,
+                        );
+                    }
+                }
+            }
+        } else {
+            // A run of rows whose taps advance by one fixed step (the interior of an output
+            // row, or dense rows) is placed by stepping from each tap's first pointer, after
+            // checking the run's last read once; other rows are placed one at a time.
+            let chunk_rows = r1 - r0;
+            let mut q = 0;
+            while q < chunk_rows {
+                let r = r0 + q;
+                let (count, step) = match taps.linear_run(r, chunk_rows - q, &mut offsets) {
+                    Some((count, step)) if count >= 1 && count <= chunk_rows - q => (count, step),
+                    _ => {
+                        taps.fill(r..r + 1, &mut offsets);
+                        (1, 0)
+                    }
+                };
+                for (t, &o) in offsets.iter().enumerate() {
+                    if o == PAD {
+                        bases[t] = (pad_row.as_ptr(), 0);
+                        continue;
+                    }
+                    // Every read of this tap in the run lies in `span`.
+                    let end =
+                        (count - 1).checked_mul(step).and_then(|v| v.checked_add(o)).and_then(|v| v.checked_add(kc));
+                    let span =
+                        end.and_then(|e| input.get(o..e)).ok_or_else(|| past_input(r + count - 1, t, input.len()))?;
+                    bases[t] = (span.as_ptr(), step);
+                }
+                for j in 0..count {
+                    ptrs.extend(bases.iter().map(|&(base, step)| base.wrapping_add(j * step)));
+                }
+                q += count;
+            }
+        }
+        if packed.gathered {
+            ptrs.extend(gathered.chunks_exact(call_kc).take(r1 - r0).map(|row| row.as_ptr()));
+        }
+        for blk in first_block..last_block {
+            let w = &packed.data[blk * block_len..(blk + 1) * block_len];
+            let j0 = blk * k.nr;
+            let nc = k.nr.min(cols.end - j0);
+            let mut t0 = r0;
+            let mut p = 0;
+            while t0 < r1 {
+                let mr = k.mr.min(r1 - t0);
+                let args = Qs8IgemmArgs {
+                    mr,
+                    nc,
+                    kc: call_kc,
+                    ks: call_ks,
+                    a: ptrs[p..p + call_ks * mr].as_ptr(),
+                    w: w.as_ptr(),
+                    c_stride: out_stride,
+                    out: emit(t0..t0 + mr, j0),
+                };
+                // SAFETY: the contract of `Qs8IgemmArgs` holds: `ptrs[p..p + call_ks*mr]`
+                // are `mr * call_ks` pointers (row-major), each to `call_kc` readable
+                // bytes: inside a checked span of `input` (`kc == call_kc` when not
+                // gathered; a run's pointer `j` is `j * step` past the span's start, and the
+                // span reaches the run's last read of `kc`), `pad_row` (`call_kc` long) or
+                // a gathered row of `call_kc`, all alive and unmodified during this call;
+                // `w` is one whole packed block (checked by the slice); `emit` gives the
+                // output and tables for rows `t0..t0 + mr` and channels from `j0` (its
+                // contract, kept by `igemm` and `igemm_hybrid`, which checked the output's
+                // size for every row and column of the call); `mr <= MR`, `nc <= NR` by
+                // construction, `call_kc` a positive multiple of 4 by the packing.
+                unsafe { (k.by_rows[mr - 1])(&args) };
+                p += call_ks * mr;
+                t0 += mr;
+            }
+        }
+        r0 = r1;
+    }
+    Ok(())
+}

@@ -1,0 +1,91 @@
+//! Portable 8-bit GEMM kernels: the oracle of the SIMD ones, and what runs without a SIMD
+//! table. Wide `MR x NR` = 4 x 16, narrow 4 x 8; the same packed layout as every table
+//! (`[ks][kc / 4][NR][4]`).
+
+use super::{Qs8GemmKernel, Qs8GemmKernels, Qs8IgemmArgs, Qs8IgemmFn, Qs8Out};
+use crate::microkernels::qs8_requant::requant_scalar;
+
+/// The scalar 8-bit GEMM table entry.
+pub const KERNELS: Qs8GemmKernels = Qs8GemmKernels {
+    wide: Qs8GemmKernel { mr: 4, nr: 16, by_rows: WIDE },
+    narrow: Qs8GemmKernel { mr: 4, nr: 8, by_rows: NARROW },
+};
+
+const WIDE: &[Qs8IgemmFn] = &[igemm::<1, 16>, igemm::<2, 16>, igemm::<3, 16>, igemm::<4, 16>];
+const NARROW: &[Qs8IgemmFn] = &[igemm::<1, 8>, igemm::<2, 8>, igemm::<3, 8>, igemm::<4, 8>];
+
+/// # Safety
+/// The contract of [`Qs8IgemmArgs`], with `p.mr == M` and `NR` the block width.
+#[allow(clippy::needless_range_loop)] // the same loop nest as the SIMD kernels
+unsafe fn igemm<const M: usize, const NR: usize>(p: &Qs8IgemmArgs) {
+    debug_assert!(p.mr == M && p.nc <= NR && p.kc % 4 == 0);
+    // SAFETY: `w` holds `ks*kc*NR` bytes and `a` holds `ks*M` pointers to `kc` bytes each
+    // (the contract).
+    let (w, a) =
+        unsafe { (core::slice::from_raw_parts(p.w, p.ks * p.kc * NR), core::slice::from_raw_parts(p.a, p.ks * M)) };
+    let mut acc = [[0i32; NR]; M];
+    let mut wk = 0;
+    for t in 0..p.ks {
+        let rows: [&[i8]; M] = core::array::from_fn(|i| {
+            // SAFETY: each row pointer is valid for `kc` bytes (the contract).
+            unsafe { core::slice::from_raw_parts(a[i * p.ks + t], p.kc) }
+        });
+        for k4 in 0..p.kc / 4 {
+            let wrow = &w[wk..wk + 4 * NR];
+            for i in 0..M {
+                let x = &rows[i][k4 * 4..k4 * 4 + 4];
+                for j in 0..NR {
+                    for q in 0..4 {
+                        // The input as unsigned bytes `x + 128`, as the SIMD kernels read it.
+                        let u = i32::from(x[q] as u8 ^ 0x80);
+                        acc[i][j] = acc[i][j].wrapping_add(u * i32::from(wrow[j * 4 + q]));
+                    }
+                }
+            }
+            wk += 4 * NR;
+        }
+    }
+    match p.out {
+        Qs8Out::Int8 { c, bias, mult, left, right, output_offset, min, max, .. } => {
+            // SAFETY: the four tables hold `NR` values each (the contract).
+            let (bias, mult, left, right) = unsafe {
+                (
+                    core::slice::from_raw_parts(bias, NR),
+                    core::slice::from_raw_parts(mult, NR),
+                    core::slice::from_raw_parts(left, NR),
+                    core::slice::from_raw_parts(right, NR),
+                )
+            };
+            for (i, row) in acc.iter().enumerate() {
+                // SAFETY: row `i < mr` of `c` is valid for `nc` bytes (the contract).
+                let c = unsafe { core::slice::from_raw_parts_mut(c.add(i * p.c_stride), p.nc) };
+                for (j, (dst, &v)) in c.iter_mut().zip(row.iter()).enumerate() {
+                    *dst = requant_scalar(v, bias[j], mult[j], left[j], right[j], output_offset, min, max) as i8;
+                }
+            }
+        }
+        Qs8Out::Float { c, sumw, scale, bias, row_fold, row_scale, min, max } => {
+            // SAFETY: the channel tables hold `NR` values, the row tables `mr` (the contract).
+            let (sumw, scale, bias, row_fold, row_scale) = unsafe {
+                (
+                    core::slice::from_raw_parts(sumw, NR),
+                    core::slice::from_raw_parts(scale, NR),
+                    core::slice::from_raw_parts(bias, NR),
+                    core::slice::from_raw_parts(row_fold, M),
+                    core::slice::from_raw_parts(row_scale, M),
+                )
+            };
+            for (i, row) in acc.iter().enumerate() {
+                // SAFETY: row `i < mr` of `c` is valid for `nc` floats (the contract).
+                let c = unsafe { core::slice::from_raw_parts_mut(c.add(i * p.c_stride), p.nc) };
+                for (j, (dst, &v)) in c.iter_mut().zip(row.iter()).enumerate() {
+                    let acc = v.wrapping_sub(row_fold[i].wrapping_mul(sumw[j]));
+                    let f = acc as f32 * scale[j] * row_scale[i] + bias[j];
+                    // `std::min(std::max(f, min), max)`, NaN passing through as in C++.
+                    let f = if f < min { min } else { f };
+                    *dst = if max < f { max } else { f };
+                }
+            }
+        }
+    }
+}

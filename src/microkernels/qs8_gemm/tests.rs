@@ -1,0 +1,294 @@
+//! Every 8-bit GEMM table against a direct evaluation of TFLite's formula, on random
+//! shapes with row, column and K tails, padding taps and extreme zero points.
+
+use super::*;
+use crate::kernels::quant::multiply_by_quantized_multiplier;
+use crate::microkernels::f32_gemm::{ConvRows, DenseRows};
+use crate::microkernels::test_rng::Lcg;
+use crate::microkernels::{Isa, Table, available_tables};
+
+/// TFLite's integer convolution of `m` rows through `taps`.
+#[allow(clippy::too_many_arguments)]
+fn direct(
+    input: &[i8],
+    taps: &impl RowTaps,
+    m: usize,
+    n: usize,
+    ks: usize,
+    kc: usize,
+    w: &[i8],
+    bias: &[i32],
+    zp: i32,
+    out: &Qs8Output<'_>,
+) -> Vec<i8> {
+    let mut res = vec![0i8; m * n];
+    let mut offs = vec![0; ks];
+    for r in 0..m {
+        taps.fill(r..r + 1, &mut offs);
+        for o in 0..n {
+            let mut acc = bias[o];
+            for (t, &off) in offs.iter().enumerate() {
+                if off != PAD {
+                    for k in 0..kc {
+                        let x = i32::from(input[off + k]) - zp;
+                        acc = acc.wrapping_add(x * i32::from(w[(o * ks + t) * kc + k]));
+                    }
+                }
+            }
+            let (mult, shift) = if out.mults.len() == 1 { out.mults[0] } else { out.mults[o] };
+            let v = multiply_by_quantized_multiplier(acc, mult, shift).wrapping_add(out.offset);
+            res[r * n + o] = v.clamp(out.range.0, out.range.1) as i8;
+        }
+    }
+    res
+}
+
+fn tables() -> Vec<(&'static Table, &'static Qs8GemmKernels)> {
+    let t: Vec<_> = available_tables().into_iter().filter_map(|t| t.qs8_gemm.map(|k| (t, k))).collect();
+    assert!(t.iter().any(|(t, _)| t.isa == Isa::Scalar), "the scalar table has 8-bit GEMM kernels");
+    t
+}
+
+fn random_case(rng: &mut Lcg, n: usize, ks: usize, kc: usize) -> (Vec<i8>, Vec<i32>, Vec<(i32, i32)>) {
+    let w: Vec<i8> = (0..n * ks * kc).map(|_| (rng.below(255) as i32 - 127) as i8).collect();
+    let bias: Vec<i32> = (0..n).map(|_| rng.below(40001) as i32 - 20000).collect();
+    let mults: Vec<(i32, i32)> =
+        (0..n).map(|_| ((1 << 30) + (rng.next() >> 2) as i32, -(rng.below(12) as i32) - 4)).collect();
+    (w, bias, mults)
+}
+
+#[test]
+fn dense_rows_match_direct_on_every_table() {
+    let mut rng = Lcg(0x5151_2323);
+    for case in 0..80 {
+        let m = 1 + rng.below(30);
+        let n = 1 + rng.below(70);
+        let kc = 1 + rng.below(50);
+        let zp = [-128, 127, 0, -3, 5][case % 5];
+        let input: Vec<i8> = (0..m * kc).map(|_| rng.next() as i8).collect();
+        let (w, bias, mut mults) = random_case(&mut rng, n, 1, kc);
+        if case % 4 == 1 {
+            // Multipliers above one (left shifts) and the one multiplier whose high
+            // multiply can saturate.
+            for (j, m) in mults.iter_mut().enumerate() {
+                m.1 = (j % 5) as i32 - 1;
+            }
+            mults[0] = (i32::MIN, 2);
+        }
+        let per_tensor = case % 3 == 0;
+        let out = Qs8Output {
+            mults: if per_tensor { &mults[..1] } else { &mults },
+            offset: rng.below(256) as i32 - 128,
+            range: if case % 4 == 0 { (-128, 127) } else { (-100, 90) },
+        };
+        let taps = DenseRows { stride: kc };
+        let want = direct(&input, &taps, m, n, 1, kc, &w, &bias, zp, &out);
+        for (t, k) in tables() {
+            let packed = pack(k, n, 1, kc, |o, _, j| w[o * kc + j], Some(&bias), zp, &out).unwrap();
+            let mut got = vec![0x55i8; m * n];
+            igemm(k, &packed, &input, &taps, 0..m, 0..n, &mut got, n).unwrap();
+            assert_eq!(got, want, "{} case {case}: m {m} n {n} kc {kc} zp {zp}", t.isa.name());
+        }
+    }
+}
+
+#[test]
+fn convolution_rows_match_direct_on_every_table() {
+    let mut rng = Lcg(0xabcd_0042);
+    for case in 0..60 {
+        let in_c = [3, 4, 8, 5, 16, 12, 1][case % 7];
+        let (f_h, f_w) = [(3, 3), (1, 1), (2, 3), (5, 5)][case % 4];
+        let stride = 1 + case % 2;
+        let dil = 1 + (case / 7) % 2;
+        let (in_h, in_w) = (3 + rng.below(8), 3 + rng.below(8));
+        let pad = (case % 3) * dil;
+        let reach_h = (f_h - 1) * dil + 1;
+        let reach_w = (f_w - 1) * dil + 1;
+        if in_h + 2 * pad < reach_h || in_w + 2 * pad < reach_w {
+            continue;
+        }
+        let out_h = (in_h + 2 * pad - reach_h) / stride + 1;
+        let out_w = (in_w + 2 * pad - reach_w) / stride + 1;
+        let batches = 1 + case % 2;
+        let n = 1 + rng.below(40);
+        let taps = ConvRows {
+            in_h,
+            in_w,
+            in_c,
+            out_h,
+            out_w,
+            f_h,
+            f_w,
+            stride_h: stride,
+            stride_w: stride,
+            dil_h: dil,
+            dil_w: dil,
+            pad_h: pad,
+            pad_w: pad,
+        };
+        let m = batches * out_h * out_w;
+        let ks = f_h * f_w;
+        let zp = [-128, 127, 7, 0][case % 4];
+        let input: Vec<i8> = (0..batches * in_h * in_w * in_c).map(|_| rng.next() as i8).collect();
+        let (w, bias, mults) = random_case(&mut rng, n, ks, in_c);
+        let out = Qs8Output { mults: &mults, offset: -7, range: (-128, 127) };
+        let want = direct(&input, &taps, m, n, ks, in_c, &w, &bias, zp, &out);
+        for (t, k) in tables() {
+            let packed = pack(k, n, ks, in_c, |o, tap, j| w[(o * ks + tap) * in_c + j], Some(&bias), zp, &out).unwrap();
+            let mut got = vec![0x55i8; m * n];
+            // Two calls over a split of the rows, as threads run it.
+            let half = m / 2;
+            let (lo, hi) = got.split_at_mut(half * n);
+            igemm(k, &packed, &input, &taps, 0..half, 0..n, lo, n).unwrap();
+            igemm(k, &packed, &input, &taps, half..m, 0..n, hi, n).unwrap();
+            assert_eq!(got, want, "{} case {case}: {taps:?} n {n} zp {zp}", t.isa.name());
+        }
+    }
+}
+
+#[test]
+fn column_ranges_write_only_their_columns() {
+    let mut rng = Lcg(77);
+    let (m, n, kc) = (9, 70, 24);
+    let input: Vec<i8> = (0..m * kc).map(|_| rng.next() as i8).collect();
+    let (w, bias, mults) = random_case(&mut rng, n, 1, kc);
+    let out = Qs8Output { mults: &mults, offset: 3, range: (-128, 127) };
+    let taps = DenseRows { stride: kc };
+    let want = direct(&input, &taps, m, n, 1, kc, &w, &bias, -1, &out);
+    for (t, k) in tables() {
+        let packed = pack(k, n, 1, kc, |o, _, j| w[o * kc + j], Some(&bias), -1, &out).unwrap();
+        let nr = packed.nr;
+        let mut got = vec![0i8; m * n];
+        let mut c0 = 0;
+        while c0 < n {
+            let c1 = (c0 + nr).min(n);
+            let mut part = vec![0i8; m * (c1 - c0)];
+            igemm(k, &packed, &input, &taps, 0..m, c0..c1, &mut part, c1 - c0).unwrap();
+            for r in 0..m {
+                got[r * n + c0..r * n + c1].copy_from_slice(&part[r * (c1 - c0)..(r + 1) * (c1 - c0)]);
+            }
+            c0 = c1;
+        }
+        assert_eq!(got, want, "{}", t.isa.name());
+    }
+}
+
+#[test]
+fn bad_arguments_are_errors() {
+    let k = Table::for_isa(Isa::Scalar).unwrap().qs8_gemm.unwrap();
+    let mults = [(1 << 30, -1)];
+    let out = Qs8Output { mults: &mults, offset: 0, range: (-128, 127) };
+    assert!(pack(k, 0, 1, 4, |_, _, _| 0, None, 0, &out).is_err());
+    assert!(pack(k, 2, 1, 4, |_, _, _| 0, Some(&[1]), 0, &out).is_err());
+    assert!(pack(k, 2, 1, 4, |_, _, _| 0, None, 200, &out).is_err());
+    let wide = Qs8Output { mults: &mults, offset: 0, range: (-129, 127) };
+    assert!(pack(k, 2, 1, 4, |_, _, _| 0, None, 0, &wide).is_err());
+    let packed = pack(k, 2, 1, 4, |_, _, _| 1, None, 0, &out).unwrap();
+    let taps = DenseRows { stride: 4 };
+    let mut c = [0i8; 4];
+    // Two rows of 4 need 8 input bytes.
+    assert!(igemm(k, &packed, &[0; 7], &taps, 0..2, 0..2, &mut c, 2).is_err());
+    assert!(igemm(k, &packed, &[0; 8], &taps, 0..2, 0..2, &mut c[..3], 2).is_err());
+    assert!(igemm(k, &packed, &[0; 8], &taps, 0..2, 0..3, &mut c, 2).is_err());
+    igemm(k, &packed, &[0; 8], &taps, 0..2, 0..2, &mut c, 2).unwrap();
+}
+
+/// Timing of representative layer shapes (run by hand with `--ignored --nocapture`).
+#[test]
+#[ignore]
+fn time_layer_shapes() {
+    let mut rng = Lcg(5);
+    for (m, n, kc) in [(12544, 96, 16), (3136, 24, 144), (196, 576, 96), (49, 1280, 320), (784, 192, 32)] {
+        let input: Vec<i8> = (0..m * kc).map(|_| rng.next() as i8).collect();
+        let (w, bias, mults) = random_case(&mut rng, n, 1, kc);
+        let out = Qs8Output { mults: &mults, offset: 3, range: (-128, 127) };
+        let taps = DenseRows { stride: kc };
+        for (t, k) in tables() {
+            if t.isa == Isa::Scalar {
+                continue;
+            }
+            let packed = pack(k, n, 1, kc, |o, _, j| w[o * kc + j], Some(&bias), -1, &out).unwrap();
+            let mut got = vec![0i8; m * n];
+            let mut best = f64::MAX;
+            for _ in 0..30 {
+                let t0 = std::time::Instant::now();
+                igemm(k, &packed, &input, &taps, 0..m, 0..n, &mut got, n).unwrap();
+                best = best.min(t0.elapsed().as_secs_f64());
+            }
+            let gmacs = (m * n * kc) as f64 / best / 1e9;
+            eprintln!("{} m {m} n {n} k {kc}: {:.1} us, {gmacs:.1} GMAC/s", t.isa.name(), best * 1e6);
+        }
+    }
+}
+
+#[test]
+fn hybrid_rows_match_direct_on_every_table() {
+    let mut rng = Lcg(0x4b1d);
+    for case in 0..40 {
+        let in_c = [4, 3, 8, 16, 5][case % 5];
+        let (f, stride, pad) = [(3, 1, 1), (1, 1, 0), (3, 2, 1), (2, 1, 0)][case % 4];
+        let (in_h, in_w) = (2 + rng.below(7), 2 + rng.below(7));
+        if in_h + 2 * pad < f || in_w + 2 * pad < f {
+            continue;
+        }
+        let (out_h, out_w) = ((in_h + 2 * pad - f) / stride + 1, (in_w + 2 * pad - f) / stride + 1);
+        let taps = ConvRows {
+            in_h,
+            in_w,
+            in_c,
+            out_h,
+            out_w,
+            f_h: f,
+            f_w: f,
+            stride_h: stride,
+            stride_w: stride,
+            dil_h: 1,
+            dil_w: 1,
+            pad_h: pad,
+            pad_w: pad,
+        };
+        let (m, n, ks) = (out_h * out_w, 1 + rng.below(40), f * f);
+        let input: Vec<i8> = (0..in_h * in_w * in_c).map(|_| rng.next() as i8).collect();
+        let w: Vec<i8> = (0..n * ks * in_c).map(|_| (rng.below(255) as i32 - 127) as i8).collect();
+        let scales: Vec<f32> = (0..n).map(|_| 0.001 + rng.below(1000) as f32 * 1e-5).collect();
+        let bias: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
+        // Padding needs one zero point for all rows; dense rows may each have their own.
+        let zps: Vec<i32> =
+            (0..m).map(|r| if pad > 0 { [-128, 127, 9][case % 3] } else { (r * 37 % 256) as i32 - 128 }).collect();
+        let row_scales: Vec<f32> = (0..m).map(|_| 0.01 + rng.below(100) as f32 * 1e-3).collect();
+        let per_tensor = case % 3 == 0;
+        let sc = if per_tensor { &scales[..1] } else { &scales[..] };
+        let act = if case % 2 == 0 { (f32::MIN, f32::MAX) } else { (-0.5, 0.75) };
+        let mut want = vec![0f32; m * n];
+        let mut offs = vec![0; ks];
+        for r in 0..m {
+            taps.fill(r..r + 1, &mut offs);
+            for o in 0..n {
+                let mut acc = 0i32;
+                for (t, &off) in offs.iter().enumerate() {
+                    if off != PAD {
+                        for k in 0..in_c {
+                            let x = i32::from(input[off + k]) - zps[r];
+                            acc = acc.wrapping_add(x * i32::from(w[(o * ks + t) * in_c + k]));
+                        }
+                    }
+                }
+                let s = if per_tensor { scales[0] } else { scales[o] };
+                let v = acc as f32 * s * row_scales[r] + bias[o];
+                want[r * n + o] = v.max(act.0).min(act.1);
+            }
+        }
+        for (t, k) in tables() {
+            let packed =
+                pack_hybrid(k, n, ks, in_c, |o, tap, j| w[(o * ks + tap) * in_c + j], sc, Some(&bias)).unwrap();
+            let mut got = vec![f32::NAN; m * n];
+            let quant = HybridRows { scales: &row_scales, zero_points: &zps };
+            let padv = zps[0] as i8;
+            igemm_hybrid(k, &packed, &input, &taps, 0..m, 0..n, &quant, padv, &mut got, n, act).unwrap();
+            assert_eq!(got, want, "{} case {case}: {taps:?} n {n}", t.isa.name());
+            // The int8 entry point refuses hybrid weights.
+            let mut bytes = vec![0i8; m * n];
+            assert!(igemm(k, &packed, &input, &taps, 0..m, 0..n, &mut bytes, n).is_err());
+        }
+    }
+}
