@@ -40,8 +40,10 @@ use crate::kernels::activation::{activation_range_f32, activation_range_quantize
 use crate::kernels::api::{OpCtx, TensorView, TensorViewMut};
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::QuantInt;
-use crate::microkernels::f32_gemm::PackedGemm;
+use crate::kernels::threadpool::parallel_chunks_mut;
+use crate::microkernels::f32_gemm::{DenseRows, PackedGemm};
 use crate::microkernels::packed::Packed;
+use crate::microkernels::qs8_gemm::{self, PackedQs8Gemm, Qs8GemmKernels};
 use crate::microkernels::table;
 
 const OP: &str = "FULLY_CONNECTED";
@@ -632,6 +634,11 @@ struct State {
     widen: bool,
     gemm: PackSlot<PackedGemm>,
     wide: PackSlot<WideWeights>,
+    /// int8 weights packed for the 8-bit GEMM microkernels (int8 layers with symmetric
+    /// weights, where the CPU's table has them), and the 32-bit sums they produce before
+    /// the float requantization.
+    qs8: PackSlot<PackedQs8Gemm>,
+    sums: Vec<i32>,
 }
 
 /// Integer weights widened and packed by [`pack_weights`], with each unit's weight sum
@@ -934,14 +941,14 @@ impl BuiltinKernel for FullyConnected {
         let output = ctx.output(0)?;
         let (d, kind, out_shape, bias64) = plan(p, &input, &weights, bias.as_ref(), &output)?;
         let nonempty = d.batches * d.units * d.depth != 0;
-        let (mut gemm, mut wide) = (PackSlot::default(), PackSlot::default());
+        let (mut gemm, mut wide, mut qs8) = (PackSlot::default(), PackSlot::default(), PackSlot::default());
         // The optimized path widens to i16; int16 inputs (16x8) stay on the reference loop.
         let widen = match (input.dtype, output.dtype) {
             (TfLiteType::kTfLiteUInt8, TfLiteType::kTfLiteUInt8)
             | (TfLiteType::kTfLiteInt8, TfLiteType::kTfLiteInt8) => !(bias64 && d.depth >= 1 << 14),
             _ => false,
         };
-        match kind {
+        match &kind {
             Kind::F32 { .. } if nonempty => {
                 gemm = PackSlot::prepare(&weights, bias.as_ref(), || {
                     super::conv_f32_gemm::pack_weights(&as_conv(d), &weights, bias.as_ref())
@@ -949,6 +956,11 @@ impl BuiltinKernel for FullyConnected {
             }
             Kind::Hybrid { .. } if nonempty => {
                 wide = PackSlot::prepare(&weights, None, || widen_weights(d, &kind, &weights))?;
+            }
+            Kind::Quant(qp) if nonempty && qs8_kernels(qp, input.dtype, output.dtype, bias64).is_some() => {
+                let k = qs8_kernels(qp, input.dtype, output.dtype, bias64)
+                    .ok_or_else(|| Error::new("internal error: 8-bit kernels vanished"))?;
+                qs8 = PackSlot::prepare(&weights, bias.as_ref(), || pack_qs8(k, d, qp, &weights, bias.as_ref()))?;
             }
             Kind::Quant(_) if nonempty && widen => {
                 wide = PackSlot::prepare(&weights, None, || widen_weights(d, &kind, &weights))?;
@@ -961,7 +973,8 @@ impl BuiltinKernel for FullyConnected {
         };
         ctx.request_temporaries(&temps)?;
         ctx.resize_output(0, &out_shape)?;
-        Ok(State { out_shape, dims: d, kind, bias64, in_type: input.dtype, out_type: output.dtype, widen, gemm, wide })
+        let (in_type, out_type) = (input.dtype, output.dtype);
+        Ok(State { out_shape, dims: d, kind, bias64, in_type, out_type, widen, gemm, wide, qs8, sums: Vec::new() })
     }
 
     fn invoke(ctx: &OpCtx<'_>, p: &TfLiteFullyConnectedParams, state: &mut State) -> Result<()> {
@@ -1018,7 +1031,7 @@ fn run(
     threads: usize,
     scratch: Option<HybridScratch<'_>>,
 ) -> Result<()> {
-    let State { dims, kind, bias64, out_type, widen, gemm, wide, .. } = state;
+    let State { dims, kind, bias64, out_type, widen, gemm, wide, qs8, sums, in_type, .. } = state;
     let d = *dims;
     if d.batches * d.units == 0 {
         return Ok(());
@@ -1064,6 +1077,22 @@ fn run(
             let w = wide.get(weights, None, &mut fresh, || widen_weights(d, kind, weights))?;
             fc_hybrid_optimized(&q, &w.packed, &w.row_sums, cs, bias_s, d, p.activation, out, threads, wide_rows)
         }
+        Kind::Quant(qp) if qs8_kernels(qp, *in_type, *out_type, *bias64).is_some() => {
+            let k = qs8_kernels(qp, *in_type, *out_type, *bias64)
+                .ok_or_else(|| Error::new("internal error: 8-bit kernels vanished"))?;
+            let mut fresh = None;
+            let packed = qs8.get(weights, bias, &mut fresh, || pack_qs8(k, d, qp, weights, bias))?;
+            let input = rows(input.data::<i8>()?, input_n)?;
+            sums.resize(d.batches * d.units, 0);
+            qs8_sums(k, d, packed, input, sums, threads)?;
+            let out = out.data_mut::<i8>()?;
+            for (o_row, s_row) in out.chunks_exact_mut(d.units).zip(sums.chunks_exact(d.units)) {
+                for (u, (o, &acc)) in o_row.iter_mut().zip(s_row).enumerate() {
+                    *o = qp.finish(i64::from(acc), u) as i8;
+                }
+            }
+            Ok(())
+        }
         Kind::Quant(qp) => {
             let (bias_i64, bias_i32) =
                 if *bias64 { (opt_data_cow::<i64>(bias)?, None) } else { (None, opt_data_cow::<i32>(bias)?) };
@@ -1093,6 +1122,65 @@ fn run(
             }
         }
     }
+}
+
+/// The 8-bit GEMM kernels for an int8 layer they can compute exactly: symmetric weights,
+/// an int8 input zero point, int32 accumulation; `None` when the CPU's table has none.
+fn qs8_kernels(
+    qp: &QuantFcParams,
+    input: TfLiteType,
+    output: TfLiteType,
+    bias64: bool,
+) -> Option<&'static Qs8GemmKernels> {
+    let int8 = input == TfLiteType::kTfLiteInt8 && output == TfLiteType::kTfLiteInt8;
+    if !int8 || bias64 || qp.legacy_u8_to_i16 || qp.weights_offset != 0 || i8::try_from(-qp.input_offset).is_err() {
+        return None;
+    }
+    table().qs8_gemm
+}
+
+/// Packs an int8 layer's weights `[units][depth]` and bias for the 8-bit kernels.
+fn pack_qs8(
+    k: &Qs8GemmKernels,
+    d: FcDims,
+    qp: &QuantFcParams,
+    weights: &TensorView<'_>,
+    bias: Option<&TensorView<'_>>,
+) -> Result<PackedQs8Gemm> {
+    let w = weights.data::<i8>()?;
+    if w.len() < d.units * d.depth {
+        return Err(Error::new(format!("{OP}: {} weights for {} units of depth {}", w.len(), d.units, d.depth)));
+    }
+    let b = bias.map(|b| b.data::<i32>()).transpose()?;
+    qs8_gemm::pack_int32(k, d.units, 1, d.depth, |o, _, j| w[o * d.depth + j], b, -qp.input_offset)
+}
+
+/// Each output's exact 32-bit sum (bias included) into `sums`, split over threads: by
+/// output channels for one batch row, by rows otherwise.
+fn qs8_sums(
+    k: &Qs8GemmKernels,
+    d: FcDims,
+    packed: &PackedQs8Gemm,
+    input: &[i8],
+    sums: &mut [i32],
+    max_threads: usize,
+) -> Result<()> {
+    let taps = DenseRows { stride: d.depth };
+    let work = d.batches.saturating_mul(d.units).saturating_mul(d.depth);
+    let n = d.units;
+    if d.batches == 1 {
+        let nr = packed.nr;
+        let threads = threads_for(max_threads, work, n.div_ceil(nr));
+        let per = n.div_ceil(nr).div_ceil(threads) * nr;
+        return parallel_chunks_mut(threads, sums, per, &|i, chunk: &mut [i32]| {
+            let c0 = i * per;
+            qs8_gemm::igemm_int32(k, packed, input, &taps, 0..1, c0..c0 + chunk.len(), chunk, n)
+        });
+    }
+    let threads = threads_for(max_threads, work, d.batches);
+    crate::kernels::threadpool::parallel_rows(threads, sums, n, &|first, chunk: &mut [i32]| {
+        qs8_gemm::igemm_int32(k, packed, input, &taps, first..first + chunk.len() / n, 0..n, chunk, n)
+    })
 }
 
 /// A quantized layer: on `packed` weights (widened by [`widen_weights`]) when given, else

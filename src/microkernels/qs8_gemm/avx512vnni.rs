@@ -116,6 +116,22 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
                     }
                 }
             }
+            Qs8Out::Int32 { c, bias } => {
+                for v in 0..V {
+                    let col = 16 * v;
+                    let n = p.nc.saturating_sub(col).min(16);
+                    let mask: __mmask16 = ((1u32 << n) - 1) as __mmask16;
+                    let b = _mm512_loadu_si512(bias.add(col).cast());
+                    for i in 0..M {
+                        let acc = _mm512_loadu_si512(sums[i].as_ptr().add(col).cast());
+                        _mm512_mask_storeu_epi32(
+                            c.wrapping_add(i * p.c_stride + col).cast(),
+                            mask,
+                            _mm512_add_epi32(acc, b),
+                        );
+                    }
+                }
+            }
             Qs8Out::Float { c, sumw, scale, bias, row_fold, row_scale, min, max } => {
                 let (vmin, vmax) = (_mm512_set1_ps(min), _mm512_set1_ps(max));
                 for v in 0..V {

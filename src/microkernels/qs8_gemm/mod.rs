@@ -71,6 +71,8 @@ pub enum Qs8Out {
         /// False when no multiplier is `i32::MIN` (the high multiply cannot saturate).
         saturates: bool,
     },
+    /// The 32-bit sums plus a per-channel bias (a layer requantized outside the kernel).
+    Int32 { c: *mut i32, bias: *const i32 },
     /// float outputs of a hybrid layer (row `i` quantized with its own scale and zero
     /// point): `clamp(f32(acc - row_fold[i] * sumw[j]) * scale[j] * row_scale[i] +
     /// bias[j], min, max)` with `row_fold = 128 + zero point`, in that order (TFLite's
@@ -129,6 +131,8 @@ pub struct Qs8Output<'a> {
 enum Tables {
     /// int8 outputs: the input zero point folded into the bias.
     Requant(ChannelRequant),
+    /// 32-bit outputs: the input zero point folded into the bias.
+    Int32 { bias: Vec<i32> },
     /// Hybrid float outputs: each channel's weight sum (the zero point is per row, so it
     /// is folded in the kernel), scale and float bias.
     Hybrid { sumw: Vec<i32>, scale: Vec<f32>, bias: Vec<f32> },
@@ -168,6 +172,7 @@ impl PackedQs8Gemm {
         let tables = match &self.tables {
             Tables::Requant(rq) => 4 * rq.padded_channels(),
             Tables::Hybrid { sumw, .. } => 3 * sumw.len(),
+            Tables::Int32 { bias } => bias.len(),
         };
         self.data.bytes() + 4 * tables
     }
@@ -232,7 +237,7 @@ impl PackedWeights {
     fn finish(self, n: usize, layer: (usize, usize), tables: Tables, input_zero_point: i8) -> PackedQs8Gemm {
         let (shifts_left, saturates) = match &tables {
             Tables::Requant(rq) => (rq.left.iter().any(|&l| l != 0), rq.mult.contains(&i32::MIN)),
-            Tables::Hybrid { .. } => (false, false),
+            Tables::Hybrid { .. } | Tables::Int32 { .. } => (false, false),
         };
         PackedQs8Gemm {
             data: Packed::new(self.data),
@@ -298,6 +303,33 @@ pub fn pack(
         output.range,
     );
     Ok(w.finish(n, (ks, kc), Tables::Requant(rq), zp))
+}
+
+/// Packs a layer whose 32-bit sums (bias added) are requantized by the caller: `weight`
+/// and `bias` as for [`pack`], `input_zero_point` folded into the bias.
+pub fn pack_int32(
+    kernels: &Qs8GemmKernels,
+    n: usize,
+    ks: usize,
+    kc: usize,
+    weight: impl Fn(usize, usize, usize) -> i8,
+    bias: Option<&[i32]>,
+    input_zero_point: i32,
+) -> Result<PackedQs8Gemm> {
+    if let Some(b) = bias
+        && b.len() != n
+    {
+        return Err(Error::new(format!("8-bit GEMM packing: {} bias values for {n} outputs", b.len())));
+    }
+    let zp = i8::try_from(input_zero_point)
+        .map_err(|_| Error::new(format!("8-bit GEMM packing: input zero point {input_zero_point} is not int8")))?;
+    let w = pack_weights(kernels, n, ks, kc, weight)?;
+    let fold = 128i32.wrapping_add(input_zero_point);
+    let padded = n.div_ceil(w.nr) * w.nr;
+    let folded = (0..padded)
+        .map(|o| if o >= n { 0 } else { bias.map_or(0, |b| b[o]).wrapping_sub(fold.wrapping_mul(w.sums[o])) })
+        .collect();
+    Ok(w.finish(n, (ks, kc), Tables::Int32 { bias: folded }, zp))
 }
 
 /// Packs a hybrid layer (int8 weights, float outputs) for `kernels`: `weight` as for
@@ -435,6 +467,33 @@ pub fn igemm(
             shifts_left: packed.shifts_left,
             saturates: packed.saturates,
         }
+    })
+}
+
+/// Computes output rows `rows` and channels `cols` of a layer packed by [`pack_int32`]:
+/// each output is the exact 32-bit `bias + sum (x - zero_point) * w` (wrapping), placed
+/// as in [`igemm`].
+#[allow(clippy::too_many_arguments)]
+pub fn igemm_int32(
+    kernels: &Qs8GemmKernels,
+    packed: &PackedQs8Gemm,
+    input: &[i8],
+    taps: &impl RowTaps,
+    rows: Range<usize>,
+    cols: Range<usize>,
+    out: &mut [i32],
+    out_stride: usize,
+) -> Result<()> {
+    let Tables::Int32 { bias } = &packed.tables else {
+        return Err(Error::new("8-bit GEMM: weights not packed for 32-bit outputs"));
+    };
+    let k = check_call(kernels, packed, taps, &rows, &cols, out.len(), out_stride)?;
+    let (first_row, first_col) = (rows.start, cols.start);
+    let base = out.as_mut_ptr();
+    drive(k, packed, input, taps, rows, cols, packed.input_zero_point, out_stride, &mut |tile, j0| {
+        let c = (tile.start - first_row) * out_stride + (j0 - first_col);
+        // In bounds: see `igemm`.
+        Qs8Out::Int32 { c: base.wrapping_add(c), bias: bias[j0..j0 + k.nr].as_ptr() }
     })
 }
 

@@ -64,6 +64,17 @@ unsafe fn igemm<const M: usize, const NR: usize>(p: &Qs8IgemmArgs) {
                 }
             }
         }
+        Qs8Out::Int32 { c, bias } => {
+            // SAFETY: the bias table holds `NR` values (the contract).
+            let bias = unsafe { core::slice::from_raw_parts(bias, NR) };
+            for (i, row) in acc.iter().enumerate() {
+                // SAFETY: row `i < mr` of `c` is valid for `nc` values (the contract).
+                let c = unsafe { core::slice::from_raw_parts_mut(c.add(i * p.c_stride), p.nc) };
+                for (j, (dst, &v)) in c.iter_mut().zip(row.iter()).enumerate() {
+                    *dst = v.wrapping_add(bias[j]);
+                }
+            }
+        }
         Qs8Out::Float { c, sumw, scale, bias, row_fold, row_scale, min, max } => {
             // SAFETY: the channel tables hold `NR` values, the row tables `mr` (the contract).
             let (sumw, scale, bias, row_fold, row_scale) = unsafe {

@@ -292,3 +292,28 @@ fn hybrid_rows_match_direct_on_every_table() {
         }
     }
 }
+
+#[test]
+fn int32_outputs_are_the_exact_sums() {
+    let mut rng = Lcg(1234);
+    for case in 0..30 {
+        let (m, n, kc) = (1 + rng.below(20), 1 + rng.below(70), 1 + rng.below(90));
+        let zp = [-128, 127, 0, 17][case % 4];
+        let input: Vec<i8> = (0..m * kc).map(|_| rng.next() as i8).collect();
+        let (w, bias, _) = random_case(&mut rng, n, 1, kc);
+        let mut want = vec![0i32; m * n];
+        for r in 0..m {
+            for o in 0..n {
+                let dot = (0..kc)
+                    .fold(0i32, |a, k| a.wrapping_add((i32::from(input[r * kc + k]) - zp) * i32::from(w[o * kc + k])));
+                want[r * n + o] = dot.wrapping_add(bias[o]);
+            }
+        }
+        for (t, k) in tables() {
+            let packed = pack_int32(k, n, 1, kc, |o, _, j| w[o * kc + j], Some(&bias), zp).unwrap();
+            let mut got = vec![0x5555i32; m * n];
+            igemm_int32(k, &packed, &input, &DenseRows { stride: kc }, 0..m, 0..n, &mut got, n).unwrap();
+            assert_eq!(got, want, "{} case {case}", t.isa.name());
+        }
+    }
+}
