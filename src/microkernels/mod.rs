@@ -130,7 +130,8 @@ impl Table {
         #[cfg(target_arch = "x86_64")]
         static AVX512: Table = AVX512_TABLE;
         #[cfg(target_arch = "x86_64")]
-        static AVX512_VNNI: Table = Table { isa: Isa::Avx512Vnni, ..AVX512_TABLE };
+        static AVX512_VNNI: Table =
+            Table { isa: Isa::Avx512Vnni, qs8_dwconv: Some(qs8_dwconv::avx512vnni::KERNELS), ..AVX512_TABLE };
         if !isa.is_available() {
             return None;
         }

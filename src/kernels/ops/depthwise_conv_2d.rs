@@ -464,10 +464,12 @@ pub fn pack_q8(g: &ConvGeom, filter: &[i8], bias: Option<&[i32]>, p: &Quant8Para
             p.filter_offset
         )));
     }
+    let k_w = dg.k_w;
     qs8_dwconv::pack(
+        q8_kernels()?,
         c,
-        taps,
-        |t, ch| filter[t * c + ch],
+        (dg.k_h, k_w),
+        |ky, kx, ch| filter[(ky * k_w + kx) * c + ch],
         bias,
         p.input_offset.wrapping_neg(),
         |ch| (p.mults[ch].multiplier, p.mults[ch].shift),
@@ -476,13 +478,18 @@ pub fn pack_q8(g: &ConvGeom, filter: &[i8], bias: Option<&[i32]>, p: &Quant8Para
     )
 }
 
+/// The int8 depthwise microkernels of this CPU's table.
+fn q8_kernels() -> Result<&'static qs8_dwconv::DwKernels> {
+    table()
+        .qs8_dwconv
+        .as_ref()
+        .ok_or_else(|| Error::new(format!("{OP}: no int8 depthwise microkernels for this instruction set")))
+}
+
 /// int8 depthwise convolution with depth multiplier 1 on the microkernels, `packed` made
 /// by [`pack_q8`]; output rows split across `threads`. Identical to [`dw_q8_reference`].
 pub fn dw_q8_microkernel(g: &ConvGeom, input: &[i8], packed: &PackedDw, out: &mut [i8], threads: usize) -> Result<()> {
-    let kernels = table()
-        .qs8_dwconv
-        .as_ref()
-        .ok_or_else(|| Error::new(format!("{OP}: no int8 depthwise microkernels for this instruction set")))?;
+    let kernels = q8_kernels()?;
     let dg = dw_geom(g)?;
     check_len("input", input.len(), g.input_len())?;
     check_len("output", out.len(), g.output_len())?;

@@ -1,70 +1,76 @@
-//! AVX-512 int8 depthwise kernels (the `mul32` scheme): each tap's 16 input bytes are
-//! sign-extended to 32-bit lanes (`vpmovsxbd`), multiplied by the tap's weights
+//! AVX-512 int8 depthwise kernels (the `mul32` scheme): each slot's (tap's) 16 input bytes are
+//! sign-extended to 32-bit lanes (`vpmovsxbd`), multiplied by the slot's weights
 //! (`vpmulld`) and added to the accumulators; 16 channels per block, the last block's
 //! channels under a lane mask. A block's weights and requantization parameters are loaded
 //! once per call (held in registers when the tap count is known), then the run's pixels
 //! stream through them.
 
-use super::DwKernels;
+use super::{DwKernels, Layout};
 use crate::microkernels::Isa;
 use crate::microkernels::qs8_requant::{ChannelRequant, LANES, avx512 as rq512};
 use core::arch::x86_64::*;
 
-pub const KERNELS: DwKernels = DwKernels { isa: Isa::Avx512, taps9: rows9, taps25: rows25, any: rows_any };
+pub const KERNELS: DwKernels = DwKernels {
+    isa: Isa::Avx512,
+    layout: Layout::Wide16,
+    fixed: [(9, rows9), (25, rows25)],
+    any: rows_any,
+    slide3x3: None,
+};
 
 /// # Safety
-/// See [`super::DwKernel`] (`taps.len() == 9`).
+/// See [`super::DwKernel`] (`slots.len() == 9`).
 unsafe fn rows9(
     channels: usize,
-    taps: &[*const i8],
+    slots: &[*const i8],
     step: usize,
     weights: &[i32],
     rq: &ChannelRequant,
     out: &mut [i8],
 ) {
-    debug_assert_eq!(taps.len(), 9);
+    debug_assert_eq!(slots.len(), 9);
     // SAFETY: the caller's contract, which includes that the CPU has AVX-512.
-    unsafe { rows::<9>(channels, taps, step, weights, rq, out) }
+    unsafe { rows::<9>(channels, slots, step, weights, rq, out) }
 }
 
 /// # Safety
-/// See [`super::DwKernel`] (`taps.len() == 25`).
+/// See [`super::DwKernel`] (`slots.len() == 25`).
 unsafe fn rows25(
     channels: usize,
-    taps: &[*const i8],
+    slots: &[*const i8],
     step: usize,
     weights: &[i32],
     rq: &ChannelRequant,
     out: &mut [i8],
 ) {
-    debug_assert_eq!(taps.len(), 25);
+    debug_assert_eq!(slots.len(), 25);
     // SAFETY: the caller's contract, which includes that the CPU has AVX-512.
-    unsafe { rows::<25>(channels, taps, step, weights, rq, out) }
+    unsafe { rows::<25>(channels, slots, step, weights, rq, out) }
 }
 
 /// # Safety
 /// See [`super::DwKernel`].
 unsafe fn rows_any(
     channels: usize,
-    taps: &[*const i8],
+    slots: &[*const i8],
     step: usize,
     weights: &[i32],
     rq: &ChannelRequant,
     out: &mut [i8],
 ) {
     // SAFETY: the caller's contract, which includes that the CPU has AVX-512.
-    unsafe { rows::<0>(channels, taps, step, weights, rq, out) }
+    unsafe { rows::<0>(channels, slots, step, weights, rq, out) }
 }
 
-/// The kernel for `T` taps (`T == 0`: any count, weights read from memory per pixel).
+/// The kernel for `T` slots (`T == 0`: any count, weights read from memory per pixel).
 ///
 /// # Safety
-/// See [`super::DwKernel`]; `T == 0` or `T == taps.len()`.
+/// See [`super::DwKernel`]; `T == 0` or `T == slots.len()`.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 unsafe fn rows<const T: usize>(
     channels: usize,
-    taps: &[*const i8],
+    slots: &[*const i8],
     step: usize,
     weights: &[i32],
     rq: &ChannelRequant,
@@ -72,17 +78,17 @@ unsafe fn rows<const T: usize>(
 ) {
     let pixels = out.len() / channels;
     let full = channels / LANES;
-    let (t, w, o) = (taps.as_ptr(), weights.as_ptr(), out.as_mut_ptr());
+    let (t, w, o) = (slots.as_ptr(), weights.as_ptr(), out.as_mut_ptr());
     // SAFETY: the caller's contract; block `b` covers channels `16 * b..` (all 16 of
     // them below `full`, the remaining ones under the mask after it).
     unsafe {
         for b in 0..full {
-            block::<T, false>(taps.len(), t, step, w, rq, o, channels, pixels, b * LANES, 0xFFFF);
+            block::<T, false>(slots.len(), t, step, w, rq, o, channels, pixels, b * LANES, 0xFFFF);
         }
         let rest = channels - full * LANES;
         if rest > 0 {
             let mask = ((1u32 << rest) - 1) as __mmask16;
-            block::<T, true>(taps.len(), t, step, w, rq, o, channels, pixels, full * LANES, mask);
+            block::<T, true>(slots.len(), t, step, w, rq, o, channels, pixels, full * LANES, mask);
         }
     }
 }
@@ -96,8 +102,8 @@ unsafe fn rows<const T: usize>(
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn block<const T: usize, const MASKED: bool>(
-    taps: usize,
-    tap_ptrs: *const *const i8,
+    slots: usize,
+    slot_ptrs: *const *const i8,
     step: usize,
     weights: *const i32,
     rq: &ChannelRequant,
@@ -107,7 +113,7 @@ unsafe fn block<const T: usize, const MASKED: bool>(
     c0: usize,
     mask: __mmask16,
 ) {
-    let n = if T == 0 { taps } else { T };
+    let n = if T == 0 { slots } else { T };
     // SAFETY: the caller's contract: `n` tap pointers, `n * 16` weights per block, the
     // requantization tables padded to whole blocks, `channels` readable values per tap and
     // pixel (of which lanes past `channels` are masked off), `pixels * channels` outputs.
@@ -117,7 +123,7 @@ unsafe fn block<const T: usize, const MASKED: bool>(
         let mut tp = [core::ptr::null::<i8>(); T];
         for i in 0..T {
             wv[i] = _mm512_loadu_si512(w.add(i * LANES).cast());
-            tp[i] = (*tap_ptrs.add(i)).add(c0);
+            tp[i] = (*slot_ptrs.add(i)).add(c0);
         }
         let lanes = rq512::load(rq, c0);
         let offset = _mm512_set1_epi32(rq.output_offset);
@@ -128,7 +134,7 @@ unsafe fn block<const T: usize, const MASKED: bool>(
             let mut acc1 = _mm512_setzero_si512();
             if T == 0 {
                 for i in 0..n {
-                    let x = load::<MASKED>((*tap_ptrs.add(i)).add(c0 + off), mask);
+                    let x = load::<MASKED>((*slot_ptrs.add(i)).add(c0 + off), mask);
                     let prod = _mm512_mullo_epi32(x, _mm512_loadu_si512(w.add(i * LANES).cast()));
                     if i % 2 == 0 {
                         acc0 = _mm512_add_epi32(acc0, prod);

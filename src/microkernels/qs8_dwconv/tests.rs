@@ -78,12 +78,14 @@ impl Case {
         Case { g, input, filter, bias, zp, mults, offset, clamp }
     }
 
-    fn pack(&self) -> PackedDw {
+    fn pack(&self, k: &DwKernels) -> PackedDw {
         let c = self.g.channels;
+        let k_w = self.g.k_w;
         pack(
+            k,
             c,
-            self.g.taps(),
-            |t, ch| self.filter[t * c + ch],
+            (self.g.k_h, k_w),
+            |ky, kx, ch| self.filter[(ky * k_w + kx) * c + ch],
             self.bias.as_deref(),
             self.zp,
             |ch| self.mults[ch],
@@ -127,10 +129,11 @@ impl Case {
         out
     }
 
-    fn run(&self, t: &Table, packed: &PackedDw) -> Vec<i8> {
+    fn run(&self, t: &Table) -> Vec<i8> {
         let k = t.qs8_dwconv.as_ref().expect("the table has int8 depthwise kernels");
+        let packed = self.pack(k);
         let mut out = vec![0x55u8 as i8; self.g.output_len().unwrap()];
-        run_rows(k, &self.g, &self.input, packed, 0, &mut out).unwrap();
+        run_rows(k, &self.g, &self.input, &packed, 0, &mut out).unwrap();
         out
     }
 }
@@ -139,12 +142,11 @@ impl Case {
 /// kernels against the scalar one.
 fn check(r: &mut Lcg, g: DwGeom, extreme: bool) {
     let case = Case::random(r, g, extreme);
-    let packed = case.pack();
     let scalar = Table::for_isa(Isa::Scalar).unwrap();
-    let base = case.run(scalar, &packed);
+    let base = case.run(scalar);
     assert_eq!(base, case.reference(), "scalar vs reference, {g:?}, zp {}", case.zp);
     for t in available_tables().into_iter().filter(|t| t.qs8_dwconv.is_some()) {
-        assert_eq!(case.run(t, &packed), base, "{} vs scalar, {g:?}, zp {}", t.isa.name(), case.zp);
+        assert_eq!(case.run(t), base, "{} vs scalar, {g:?}, zp {}", t.isa.name(), case.zp);
     }
 }
 
@@ -244,32 +246,69 @@ fn wide_rows_match() {
     }
 }
 
-/// The specialised 9- and 25-tap kernels agree with the general one on the same table.
+/// The kernels for fixed slot counts (3x3 and 5x5 filters) agree with the general one on
+/// the same table.
 #[test]
 fn specialised_kernels_match_general() {
     let mut r = Lcg(37);
     for t in available_tables() {
         let Some(k) = t.qs8_dwconv.as_ref() else { continue };
-        for taps in [9usize, 25] {
-            for c in [5usize, 16, 27, 40] {
+        for (kh, kw) in [(3usize, 3usize), (5, 5)] {
+            let slots = k.layout.slots(kh, kw).unwrap();
+            assert!(k.fixed.iter().any(|&(n, _)| n == slots), "{}: no kernel for {slots} slots", t.isa.name());
+            for c in [5usize, 16, 27, 40, 64, 70] {
                 let pixels = 3;
-                let g = DwGeom { channels: c, k_h: 1, k_w: taps, ..Default::default() };
+                let g = DwGeom { channels: c, k_h: kh, k_w: kw, ..Default::default() };
                 let case = Case::random(&mut r, g, false);
-                let input: Vec<i8> = (0..pixels * taps * c).map(|_| r.next() as i8).collect();
-                let packed = case.pack();
+                let input: Vec<i8> = (0..pixels * slots * c).map(|_| r.next() as i8).collect();
+                let packed = case.pack(k);
                 let ptrs: Vec<*const i8> = input.chunks_exact(pixels * c).map(|s| s.as_ptr()).collect();
                 let (mut a, mut b) = (vec![0i8; pixels * c], vec![0i8; pixels * c]);
                 // SAFETY: the table comes from `available_tables` (the CPU has its
-                // instruction set); `ptrs` holds `taps` pointers, each to `pixels * c`
+                // instruction set); `ptrs` holds `slots` pointers, each to `pixels * c`
                 // values of `input` stepped by `c`; `packed` was made for `c` channels and
-                // `taps` taps.
+                // this filter in the kernels' layout.
                 unsafe {
-                    k.kernel(taps)(c, &ptrs, c, &packed.weights, &packed.requant, &mut a);
+                    k.kernel(slots)(c, &ptrs, c, &packed.weights, &packed.requant, &mut a);
                     (k.any)(c, &ptrs, c, &packed.weights, &packed.requant, &mut b);
                 }
-                assert_eq!(a, b, "{} taps {taps} channels {c}", t.isa.name());
+                assert_eq!(a, b, "{} {kh}x{kw} channels {c}", t.isa.name());
             }
         }
+    }
+}
+
+/// The sliding 3x3 kernel against the same table's pointer kernels.
+#[test]
+fn sliding_matches_pointer_kernels() {
+    let mut r = Lcg(43);
+    let mut cases = 0;
+    for t in available_tables() {
+        let Some(with) = t.qs8_dwconv else { continue };
+        if with.slide3x3.is_none() {
+            continue;
+        }
+        let without = DwKernels { slide3x3: None, ..with };
+        for c in [1usize, 7, 16, 31, 32, 33, 48, 64, 96, 100] {
+            for (s, dil_h, same) in [(1, 1, true), (2, 1, true), (1, 2, false), (2, 1, false), (1, 1, false)] {
+                let w = 3 + r.below(80);
+                let Some(g) = geom(1 + r.below(2), 3 + r.below(5), w, c, (3, 3), (s, s), (dil_h, 1), same) else {
+                    continue;
+                };
+                let case = Case::random(&mut r, g, cases % 3 == 0);
+                let packed = case.pack(&with);
+                let mut a = vec![0i8; g.output_len().unwrap()];
+                let mut b = a.clone();
+                run_rows(&with, &g, &case.input, &packed, 0, &mut a).unwrap();
+                run_rows(&without, &g, &case.input, &packed, 0, &mut b).unwrap();
+                assert_eq!(a, b, "{} {g:?}", t.isa.name());
+                assert_eq!(a, case.reference(), "{} {g:?}", t.isa.name());
+                cases += 1;
+            }
+        }
+    }
+    if crate::microkernels::Isa::Avx512Vnni.is_available() {
+        assert!(cases > 40, "{cases} cases");
     }
 }
 
@@ -278,10 +317,10 @@ fn row_ranges_match_whole() {
     let mut r = Lcg(41);
     let g = geom(2, 9, 7, 19, (3, 3), (2, 2), (1, 1), true).unwrap();
     let case = Case::random(&mut r, g, false);
-    let packed = case.pack();
     for t in available_tables() {
         let Some(k) = t.qs8_dwconv.as_ref() else { continue };
-        let whole = case.run(t, &packed);
+        let packed = case.pack(k);
+        let whole = case.run(t);
         let mut parts = vec![0i8; whole.len()];
         for (i, chunk) in parts.chunks_mut(3 * g.row_len()).enumerate() {
             run_rows(k, &g, &case.input, &packed, 3 * i, chunk).unwrap();
@@ -293,7 +332,10 @@ fn row_ranges_match_whole() {
 #[test]
 fn packing_folds_the_zero_point() {
     let c = 17;
-    let packed = pack(c, 2, |t, ch| (t * 10 + ch) as i8, Some(&[5; 17]), -3, |_| (1 << 30, 0), 0, (-128, 127)).unwrap();
+    let k = Table::for_isa(Isa::Scalar).unwrap().qs8_dwconv.unwrap();
+    let packed =
+        pack(&k, c, (1, 2), |_, t, ch| (t * 10 + ch) as i8, Some(&[5; 17]), -3, |_| (1 << 30, 0), 0, (-128, 127))
+            .unwrap();
     assert_eq!(packed.weights.len(), 32 * 2);
     assert_eq!(packed.weights[16 + 4], 14); // block 0, tap 1, channel 4
     assert_eq!(packed.weights[32 + 16], 26); // block 1, tap 1, channel 16
@@ -305,15 +347,43 @@ fn packing_folds_the_zero_point() {
     assert_eq!(packed.requant.bias[c], 0);
 }
 
+/// The VNNI layout: 32-channel blocks, slots by filter column in groups of 4 (a 6x2
+/// filter: column 0 in groups 0 and 1, column 1 in groups 2 and 3), 4 taps' bytes per
+/// word, channels in interleave order, and `128 * sum w` folded into the bias too.
+#[test]
+fn dot_layout() {
+    let k = DwKernels { layout: Layout::Dot4x32, ..Table::for_isa(Isa::Scalar).unwrap().qs8_dwconv.unwrap() };
+    let (c, kh, kw) = (40, 6, 2);
+    let w = |ky: usize, kx: usize, ch: usize| ((ky * kw + kx) as i32 * 20 - ch as i32) as i8;
+    let packed = pack(&k, c, (kh, kw), w, None, 2, |_| (1 << 30, 0), 0, (-128, 127)).unwrap();
+    assert_eq!(packed.weights.len(), 64 * 4);
+    assert_eq!(packed.requant.padded_channels(), 64);
+    for ch in 0..64 {
+        let (b, j) = (ch / 32, ch % 32);
+        let pos = ((j % 16) / 4) * 8 + (j / 16) * 4 + j % 4;
+        for g in 0..4 {
+            let word = packed.weights[(b * 4 + g) * 32 + pos] as u32;
+            for i in 0..4 {
+                let (kx, ky) = (g / 2, (g % 2) * 4 + i);
+                let want = if ch < c && ky < kh { w(ky, kx, ch) } else { 0 };
+                assert_eq!((word >> (8 * i)) as u8 as i8, want, "channel {ch} group {g} slot {i}");
+            }
+        }
+        let sum: i32 =
+            (0..kh).flat_map(|ky| (0..kw).map(move |kx| (ky, kx))).map(|(ky, kx)| w(ky, kx, ch) as i32).sum();
+        assert_eq!(packed.requant.bias[ch], if ch < c { -130 * sum } else { 0 });
+    }
+}
+
 #[test]
 fn bad_arguments_are_errors() {
     let k = &Table::for_isa(Isa::Scalar).unwrap().qs8_dwconv.unwrap();
     let g = geom(1, 5, 5, 4, (3, 3), (1, 1), (1, 1), true).unwrap();
     let input = vec![0i8; g.input_len().unwrap()];
     let mk = |c: usize, taps: usize, zp: i32, clamp: (i32, i32)| {
-        pack(c, taps, |_, _| 1, None, zp, |_| (1 << 30, 0), 0, clamp)
+        pack(k, c, (1, taps), |_, _, _| 1, None, zp, |_| (1 << 30, 0), 0, clamp)
     };
-    let packed = mk(4, 9, 0, (-128, 127)).unwrap();
+    let packed = pack(k, 4, (3, 3), |_, _, _| 1, None, 0, |_| (1 << 30, 0), 0, (-128, 127)).unwrap();
     let mut out = vec![0i8; g.output_len().unwrap()];
     assert!(mk(0, 9, 0, (-128, 127)).is_err());
     assert!(mk(4, 0, 0, (-128, 127)).is_err());
@@ -321,10 +391,15 @@ fn bad_arguments_are_errors() {
     assert!(mk(4, 9, -129, (-128, 127)).is_err());
     assert!(mk(4, 9, 0, (-129, 127)).is_err());
     assert!(mk(4, 9, 0, (5, 4)).is_err());
-    assert!(pack(4, 9, |_, _| 1, Some(&[0; 3]), 0, |_| (1 << 30, 0), 0, (-128, 127)).is_err());
+    assert!(pack(k, 4, (3, 3), |_, _, _| 1, Some(&[0; 3]), 0, |_| (1 << 30, 0), 0, (-128, 127)).is_err());
+    assert!(pack(k, 4, (3, 0), |_, _, _| 1, None, 0, |_| (1 << 30, 0), 0, (-128, 127)).is_err());
+    let other = DwKernels { layout: Layout::Dot4x32, ..*k };
+    let other_packed = pack(&other, 4, (3, 3), |_, _, _| 1, None, 0, |_| (1 << 30, 0), 0, (-128, 127)).unwrap();
+    assert!(run_rows(k, &g, &input, &other_packed, 0, &mut out).is_err());
     assert!(run_rows(k, &g, &input[1..], &packed, 0, &mut out).is_err());
     assert!(run_rows(k, &g, &input, &mk(5, 9, 0, (-128, 127)).unwrap(), 0, &mut out).is_err());
     assert!(run_rows(k, &g, &input, &mk(4, 8, 0, (-128, 127)).unwrap(), 0, &mut out).is_err());
+    assert!(run_rows(k, &g, &input, &mk(4, 9, 0, (-128, 127)).unwrap(), 0, &mut out).is_err());
     assert!(run_rows(k, &g, &input, &packed, 0, &mut out[1..]).is_err());
     assert!(run_rows(k, &g, &input, &packed, 1, &mut out).is_err());
     let zero = DwGeom { stride_h: 0, ..g };
@@ -334,4 +409,99 @@ fn bad_arguments_are_errors() {
     let wide = DwGeom { pad_left: usize::MAX / 2, ..g };
     assert!(run_rows(k, &wide, &input, &packed, 0, &mut out).is_err());
     assert!(run_rows(k, &g, &input, &packed, 0, &mut out).is_ok());
+}
+
+/// Development timing of mobilenet_v2's depthwise layers (`--ignored --nocapture`).
+#[test]
+#[ignore]
+fn bench_mobilenet_layers() {
+    let layers = [
+        (112, 32, 1, 1),
+        (112, 96, 2, 1),
+        (56, 144, 1, 1),
+        (56, 144, 2, 1),
+        (28, 192, 1, 2),
+        (28, 192, 2, 1),
+        (14, 384, 1, 4),
+        (14, 576, 1, 2),
+        (14, 576, 2, 1),
+        (7, 960, 1, 3),
+    ];
+    let only: Option<usize> = std::env::var("DW_LAYER").ok().and_then(|v| v.parse().ok());
+    let layers: Vec<_> =
+        layers.iter().enumerate().filter(|(i, _)| only.is_none_or(|o| o == *i)).map(|(_, l)| *l).collect();
+    let mut r = Lcg(1);
+    let t = crate::microkernels::table();
+    let k = t.qs8_dwconv.as_ref().unwrap();
+    let mut total = 0.0;
+    for (hw, c, s, count) in layers {
+        let g = geom(1, hw, hw, c, (3, 3), (s, s), (1, 1), true).unwrap();
+        let case = Case::random(&mut r, g, false);
+        let packed = case.pack(k);
+        let mut out = vec![0i8; g.output_len().unwrap()];
+        let reps = 5;
+        let mut best = f64::MAX;
+        for _ in 0..400 {
+            let t0 = std::time::Instant::now();
+            for _ in 0..reps {
+                run_rows(k, &g, &case.input, &packed, 0, &mut out).unwrap();
+            }
+            best = best.min(t0.elapsed().as_secs_f64() * 1e3 / reps as f64);
+        }
+        println!("{hw}x{hw}x{c} s{s}: {best:.4} ms x{count}");
+        total += best * count as f64;
+    }
+    println!("{}: total {total:.3} ms", t.isa.name());
+}
+
+/// Development timing of the requantization alone (`--ignored --nocapture`).
+#[cfg(target_arch = "x86_64")]
+#[test]
+#[ignore]
+fn bench_requant() {
+    use crate::microkernels::qs8_requant::avx512 as rq512;
+    use core::arch::x86_64::*;
+    let n = 4096usize;
+    let mut r = Lcg(3);
+    let acc: Vec<i32> = (0..n * 16).map(|_| (r.next() as i32) >> 12).collect();
+    let rq = ChannelRequant::new(32, |c| ((1 << 30) + c as i32 * 1000, -7), |c| c as i32, 3, (-128, 127));
+    let mut out = vec![0i8; n * 16];
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    unsafe fn run<const U: usize>(acc: &[i32], rq: &ChannelRequant, out: &mut [i8]) {
+        // SAFETY: the tables have 32 channels; every vector read and written lies within
+        // `acc` and `out`, which have the same length.
+        unsafe {
+            let lanes = [rq512::load(rq, 0), rq512::load(rq, 16)];
+            let (o, mn, mx) =
+                (_mm512_set1_epi32(rq.output_offset), _mm512_set1_epi32(rq.min), _mm512_set1_epi32(rq.max));
+            let v = acc.len() / 16;
+            let mut i = 0;
+            while i + U <= v {
+                for u in 0..U {
+                    let a = _mm512_loadu_si512(acc.as_ptr().add((i + u) * 16).cast());
+                    let q = rq512::requant(a, &lanes[u % 2], o, mn, mx);
+                    _mm_storeu_si128(out.as_mut_ptr().add((i + u) * 16).cast(), _mm512_cvtepi32_epi8(q));
+                }
+                i += U;
+            }
+        }
+    }
+    for u in [1usize, 2, 4] {
+        let mut best = f64::MAX;
+        for _ in 0..200 {
+            let t0 = std::time::Instant::now();
+            for _ in 0..10 {
+                // SAFETY: AVX-512 is on this CPU (the bench runs only here); lengths match.
+                unsafe {
+                    match u {
+                        1 => run::<1>(&acc, &rq, &mut out),
+                        2 => run::<2>(&acc, &rq, &mut out),
+                        _ => run::<4>(&acc, &rq, &mut out),
+                    }
+                }
+            }
+            best = best.min(t0.elapsed().as_secs_f64() / 10.0 / n as f64 * 1e9);
+        }
+        println!("unroll {u}: {best:.3} ns per 16 outputs");
+    }
 }
