@@ -158,20 +158,32 @@ impl Requant {
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
     unsafe fn store<const MASKED: bool>(&self, acc: [__m256i; 4], dst: *mut i8, mask: __mmask32) {
+        if !MASKED {
+            // A whole block's tables are in the order of vectors 0 and 2, then 1 and 3
+            // (see `Layout::table_channel`), so the accumulators go in as they are. The
+            // saturating pack of the two results puts channels `0..8`, `16..24`, `8..16`,
+            // `24..32` in the four 128-bit lanes (the values are already within int8), and
+            // one 64-bit permutation of the bytes restores channel order.
+            let a = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(acc[0]), acc[2]);
+            let b = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(acc[1]), acc[3]);
+            let ra = rq512::requant(a, &self.lo, self.offset, self.min, self.max);
+            let rb = rq512::requant(b, &self.hi, self.offset, self.min, self.max);
+            let bytes = _mm512_cvtepi16_epi8(_mm512_packs_epi32(ra, rb));
+            let bytes = _mm256_permute4x64_epi64::<0b11_01_10_00>(bytes);
+            // SAFETY: the caller's contract.
+            unsafe { _mm256_storeu_si256(dst.cast(), bytes) };
+            return;
+        }
+        // The last, partial block's tables are in channel order: shuffle the 128-bit lanes
+        // of vectors 0 to 3 into channels `0..16` and `16..32`.
         let a01 = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(acc[0]), acc[1]);
         let a23 = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(acc[2]), acc[3]);
         let r =
             rq512::requant(_mm512_shuffle_i64x2::<0b10_00_10_00>(a01, a23), &self.lo, self.offset, self.min, self.max);
         // SAFETY: the caller's contract; masked stores write only the lanes of `mask`.
-        unsafe {
-            if MASKED {
-                _mm512_mask_cvtepi32_storeu_epi8(dst, mask as __mmask16, r);
-            } else {
-                _mm_storeu_si128(dst.cast(), _mm512_cvtepi32_epi8(r));
-            }
-        }
-        // The upper 16 channels of a masked block may all be missing.
-        if !MASKED || (mask >> 16) != 0 {
+        unsafe { _mm512_mask_cvtepi32_storeu_epi8(dst, mask as __mmask16, r) };
+        // The upper 16 channels may all be missing.
+        if (mask >> 16) != 0 {
             let r = rq512::requant(
                 _mm512_shuffle_i64x2::<0b11_01_11_01>(a01, a23),
                 &self.hi,
@@ -180,13 +192,7 @@ impl Requant {
                 self.max,
             );
             // SAFETY: as above, 16 bytes further.
-            unsafe {
-                if MASKED {
-                    _mm512_mask_cvtepi32_storeu_epi8(dst.add(16), (mask >> 16) as __mmask16, r);
-                } else {
-                    _mm_storeu_si128(dst.add(16).cast(), _mm512_cvtepi32_epi8(r));
-                }
-            }
+            unsafe { _mm512_mask_cvtepi32_storeu_epi8(dst.add(16), (mask >> 16) as __mmask16, r) };
         }
     }
 }

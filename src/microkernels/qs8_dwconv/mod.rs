@@ -23,7 +23,8 @@
 //!   `vpdpbusd` multiplies with 4 input bytes and sums), the channels in the order the
 //!   kernels' byte interleave produces them. `vpdpbusd` takes its inputs unsigned, so the
 //!   kernels flip their sign bit (`x + 128`) and the packing folds `-128 * sum_t w[t][c]`
-//!   into the bias as well. A filter column is one group for filters up to 4 rows, which
+//!   into the bias as well. The requantization tables of whole blocks are in the
+//!   accumulators' order too (see `Layout::table_channel`). A filter column is one group for filters up to 4 rows, which
 //!   lets the 3x3 kernel reuse a column's interleaved input for the next pixels.
 //!
 //! Weights of channels past the last one are zero.
@@ -211,6 +212,26 @@ impl Layout {
             }
         }
     }
+
+    /// The channel whose requantization parameters entry `i` of the tables holds, of
+    /// `channels`. [`Layout::Dot4x32`] kernels requantize a whole block's accumulators
+    /// without putting them back in channel order first: entries `32b..32b + 16` of a
+    /// full block `b` are its accumulator vectors 0 and 2 (lane `4L + j` of 128-bit half
+    /// `L` of the pair: channel `16 (L % 2) + 8 (L / 2) + j`), entries `32b + 16..` vectors
+    /// 1 and 3 (the same channels plus 4). The last block, if partial, is in channel order.
+    fn table_channel(self, i: usize, channels: usize) -> usize {
+        match self {
+            Layout::Wide16 => i,
+            Layout::Dot4x32 => {
+                let (b, e) = (i / 32, i % 32);
+                if (b + 1) * 32 > channels {
+                    return i;
+                }
+                let (pair, l, j) = (e / 16, (e % 16) / 4, e % 4);
+                b * 32 + 16 * (l % 2) + 8 * (l / 2) + 4 * pair + j
+            }
+        }
+    }
 }
 
 /// Length of the packed weights (in `i32` words) for `channels` channels and a `k_h` x
@@ -316,10 +337,11 @@ pub fn pack(
     // differ by `(zp + input_bias) * sum_t w_t`, taken off the bias (mod 2^32, as both
     // sums wrap).
     let fold = input_zero_point + layout.input_bias();
+    let channel = |i: usize| Some(layout.table_channel(i, channels)).filter(|&c| c < channels);
     let requant = ChannelRequant::new(
         layout.padded(channels),
-        |c| if c < channels { mult_shift(c) } else { (0, 0) },
-        |c| if c < channels { bias.map_or(0, |b| b[c]).wrapping_sub(fold.wrapping_mul(sums[c])) } else { 0 },
+        |i| channel(i).map_or((0, 0), &mult_shift),
+        |i| channel(i).map_or(0, |c| bias.map_or(0, |b| b[c]).wrapping_sub(fold.wrapping_mul(sums[c]))),
         output_offset,
         (min, max),
     );

@@ -369,9 +369,16 @@ fn dot_layout() {
                 assert_eq!((word >> (8 * i)) as u8 as i8, want, "channel {ch} group {g} slot {i}");
             }
         }
-        let sum: i32 =
-            (0..kh).flat_map(|ky| (0..kw).map(move |kx| (ky, kx))).map(|(ky, kx)| w(ky, kx, ch) as i32).sum();
-        assert_eq!(packed.requant.bias[ch], if ch < c { -130 * sum } else { 0 });
+    }
+    // Requantization entries: block 0 (whole) in the accumulators' order, vectors 0 and 2
+    // (channels 0-3, 16-19, 8-11, 24-27) then 1 and 3 (the same plus 4); block 1
+    // (partial) in channel order.
+    let sum = |ch: usize| -> i32 {
+        (0..kh).flat_map(|ky| (0..kw).map(move |kx| (ky, kx))).map(|(ky, kx)| w(ky, kx, ch) as i32).sum()
+    };
+    let order: Vec<usize> = [0, 16, 8, 24].iter().chain(&[4, 20, 12, 28]).flat_map(|&c0| c0..c0 + 4).collect();
+    for (i, &ch) in order.iter().chain(&(32..64).collect::<Vec<_>>()).enumerate() {
+        assert_eq!(packed.requant.bias[i], if ch < c { -130 * sum(ch) } else { 0 }, "entry {i}");
     }
 }
 
