@@ -24,8 +24,9 @@
 //!   kernels' byte interleave produces them. `vpdpbusd` takes its inputs unsigned, so the
 //!   kernels flip their sign bit (`x + 128`) and the packing folds `-128 * sum_t w[t][c]`
 //!   into the bias as well. The requantization tables of whole blocks are in the
-//!   accumulators' order too (see `Layout::table_channel`). A filter column is one group for filters up to 4 rows, which
-//!   lets the 3x3 kernel reuse a column's interleaved input for the next pixels.
+//!   accumulators' order too (see `Layout::table_channel`). A filter column is one group
+//!   for filters up to 4 rows, which lets the 3x3 kernel reuse a column's interleaved
+//!   input for the next pixels.
 //!
 //! Weights of channels past the last one are zero.
 //!
@@ -36,9 +37,10 @@
 //! zero-point row (long enough for the whole run), and pixels whose taps leave the image
 //! on the left or right run one at a time with those taps on the zero-point row. A
 //! sliding kernel (3x3 filters, dilation 1 along the row, stride 1 or 2) gets one pointer
-//! per filter row instead and loads each input column once for the pixels that share it.
-//! The kernels walk channel blocks in the outer loop (weights and requantization
-//! parameters stay in registers) and the run's pixels in the inner one.
+//! per filter row instead, loads each input column once for the pixels that share it and
+//! reads the columns left and right of the image as the zero point itself, so it takes
+//! whole rows. The kernels walk channel blocks in the outer loop (weights and
+//! requantization parameters stay in registers) and the run's pixels in the inner one.
 //!
 //! [`run_rows`] is the safe driver: it checks every length against the geometry and
 //! builds each call's pointers from bounds-checked slices of the input.
