@@ -22,6 +22,7 @@ pub mod f32_vsigmoid;
 pub mod f32_vunary;
 pub mod packed;
 pub mod qs8_gemm;
+pub mod qs8_dwconv;
 pub mod qs8_requant;
 #[cfg(test)]
 pub(crate) mod test_rng;
@@ -93,6 +94,8 @@ pub struct Table {
     /// 8-bit GEMM kernels where this instruction set has ones worth using (the scalar
     /// twin, and VNNI); `None` leaves the ops on their widening 16-bit loops.
     pub qs8_gemm: Option<&'static qs8_gemm::Qs8GemmKernels>,
+    /// int8 depthwise kernels; `None` where the ops keep their widened loops.
+    pub qs8_dwconv: Option<qs8_dwconv::DwKernels>,
 }
 
 impl Table {
@@ -108,6 +111,7 @@ impl Table {
             f32_resize_bilinear: f32_resize::scalar::bilinear_row,
             f32_quantize: f32_quantize::scalar::KERNELS,
             qs8_gemm: Some(&qs8_gemm::scalar::KERNELS),
+            qs8_dwconv: Some(qs8_dwconv::scalar::KERNELS),
         };
         #[cfg(target_arch = "x86_64")]
         static AVX2: Table = Table {
@@ -120,6 +124,7 @@ impl Table {
             f32_resize_bilinear: f32_resize::avx2::bilinear_row,
             f32_quantize: f32_quantize::scalar::KERNELS,
             qs8_gemm: None,
+            qs8_dwconv: None,
         };
         #[cfg(target_arch = "x86_64")]
         const AVX512_TABLE: Table = Table {
@@ -132,12 +137,18 @@ impl Table {
             f32_resize_bilinear: f32_resize::avx2::bilinear_row,
             f32_quantize: f32_quantize::avx512::KERNELS,
             qs8_gemm: None,
+            qs8_dwconv: Some(qs8_dwconv::avx512::KERNELS),
         };
         #[cfg(target_arch = "x86_64")]
         static AVX512: Table = AVX512_TABLE;
         #[cfg(target_arch = "x86_64")]
         static AVX512_VNNI: Table =
-            Table { isa: Isa::Avx512Vnni, qs8_gemm: Some(&qs8_gemm::avx512vnni::KERNELS), ..AVX512_TABLE };
+            Table {
+                isa: Isa::Avx512Vnni,
+                qs8_gemm: Some(&qs8_gemm::avx512vnni::KERNELS),
+                qs8_dwconv: Some(qs8_dwconv::avx512vnni::KERNELS),
+                ..AVX512_TABLE
+            };
         if !isa.is_available() {
             return None;
         }

@@ -13,6 +13,9 @@
 //! [`Variant::Reference`] is TFLite's element loop; the optimized path accumulates whole
 //! channel vectors per filter tap in the same order (bit-identical floats, exact
 //! integers), split over threads by output rows. 16x8 always uses the reference loop.
+//! Float and int8 nodes with depth multiplier 1 run on the depthwise microkernels
+//! (`microkernels::f32_dwconv`, `microkernels::qs8_dwconv`: the int8 ones exact, with the
+//! input zero point folded into the bias) where the kernel table has them.
 
 use super::conv_2d::{
     ConvElem, HybridBuffers, HybridInput, Quant8Params, hybrid_temporaries, hybrid_temporary_bytes,
@@ -34,6 +37,7 @@ use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64};
 use crate::microkernels::f32_dwconv::{self, DwGeom};
 use crate::microkernels::packed::Packed;
+use crate::microkernels::qs8_dwconv::{self, PackedDw};
 use crate::microkernels::table;
 
 const OP: &str = "DEPTHWISE_CONV_2D";
@@ -446,6 +450,56 @@ pub fn dw_f32_microkernel(
     })
 }
 
+/// Packs an int8 filter `[1, f_h, f_w, channels]` (filter zero point 0) and bias for the
+/// int8 depthwise microkernels (depth multiplier 1), with the input zero point folded
+/// into the bias and `p`'s requantization.
+pub fn pack_q8(g: &ConvGeom, filter: &[i8], bias: Option<&[i32]>, p: &Quant8Params) -> Result<PackedDw> {
+    let dg = dw_geom(g)?;
+    let (c, taps) = (dg.channels, dg.taps());
+    check_len("filter", filter.len(), taps.checked_mul(c))?;
+    check_len("multipliers", p.mults.len(), Some(c))?;
+    if p.filter_offset != 0 {
+        return Err(Error::new(format!(
+            "the int8 depthwise microkernels need filter offset 0, not {}",
+            p.filter_offset
+        )));
+    }
+    let k_w = dg.k_w;
+    qs8_dwconv::pack(
+        q8_kernels()?,
+        c,
+        (dg.k_h, k_w),
+        |ky, kx, ch| filter[(ky * k_w + kx) * c + ch],
+        bias,
+        p.input_offset.wrapping_neg(),
+        |ch| (p.mults[ch].multiplier, p.mults[ch].shift),
+        p.output_offset,
+        (p.act_min, p.act_max),
+    )
+}
+
+/// The int8 depthwise microkernels of this CPU's table.
+fn q8_kernels() -> Result<&'static qs8_dwconv::DwKernels> {
+    table()
+        .qs8_dwconv
+        .as_ref()
+        .ok_or_else(|| Error::new(format!("{OP}: no int8 depthwise microkernels for this instruction set")))
+}
+
+/// int8 depthwise convolution with depth multiplier 1 on the microkernels, `packed` made
+/// by [`pack_q8`]; output rows split across `threads`. Identical to [`dw_q8_reference`].
+pub fn dw_q8_microkernel(g: &ConvGeom, input: &[i8], packed: &PackedDw, out: &mut [i8], threads: usize) -> Result<()> {
+    let kernels = q8_kernels()?;
+    let dg = dw_geom(g)?;
+    check_len("input", input.len(), g.input_len())?;
+    check_len("output", out.len(), g.output_len())?;
+    let work = out.len().saturating_mul(dg.taps());
+    let threads = threads_for(threads, work, dg.rows());
+    parallel_rows(threads, out, dg.row_len(), &|first, chunk: &mut [i8]| {
+        qs8_dwconv::run_rows(kernels, &dg, input, packed, first, chunk)
+    })
+}
+
 /// 8-bit depthwise convolution on the operands `x + input_offset` (widened while the
 /// input is read) and `w + filter_offset` (`filter_wide`, as `i16`); identical to
 /// [`dw_q8_reference`].
@@ -610,7 +664,8 @@ fn dw_hybrid_wide(
 /// DEPTHWISE_CONV_2D. State: the geometry, how the node computes (type path, activation
 /// range, quantized multipliers, hybrid channel scales), the output shape, and the filter
 /// packed for the optimized paths (float filter and bias for the depthwise microkernels,
-/// integer filters widened to `i16` and `f32`).
+/// int8 filter and bias with the input zero point folded in for the int8 microkernels,
+/// other integer filters widened to `i16` and `f32`).
 struct DepthwiseConv2d;
 
 /// What Prepare derives for a DEPTHWISE_CONV_2D node.
@@ -622,6 +677,8 @@ struct State {
     f32s: PackSlot<Packed<f32>>,
     /// The 8-bit or hybrid filter widened with its offset.
     wide: PackSlot<WideFilter>,
+    /// int8 filter and bias packed for the int8 microkernels (see [`q8_microkernel`]).
+    q8s: PackSlot<PackedDw>,
 }
 
 enum Kind {
@@ -827,6 +884,30 @@ fn widen_filter(kind: &Kind, filter: &TensorView<'_>) -> Result<WideFilter> {
     Ok(WideFilter::new(wide))
 }
 
+/// True when the int8 depthwise microkernels compute this node: int8 input and filter,
+/// depth multiplier 1, an input zero point that is an int8 value (the padding row holds
+/// it) and a kernel table that has them. Other 8-bit nodes keep the widened loop.
+fn q8_microkernel(g: &ConvGeom, kind: &Kind, input: &TensorView<'_>, filter: &TensorView<'_>) -> bool {
+    let Kind::Quant8(p) = kind else { return false };
+    input.dtype == TfLiteType::kTfLiteInt8
+        && filter.dtype == TfLiteType::kTfLiteInt8
+        && g.in_c == g.out_c
+        && p.filter_offset == 0
+        && i8::try_from(p.input_offset.wrapping_neg()).is_ok()
+        && table().qs8_dwconv.is_some()
+}
+
+/// Packs the int8 filter and bias for the int8 microkernels.
+fn pack_q8_views(
+    g: &ConvGeom,
+    p: &Quant8Params,
+    filter: &TensorView<'_>,
+    bias: Option<&TensorView<'_>>,
+) -> Result<PackedDw> {
+    let b = opt_data_cow::<i32>(bias)?;
+    pack_q8(g, filter.data::<i8>()?, b.as_deref(), p)
+}
+
 /// Packs the float filter and bias for the microkernels.
 fn pack_views(g: &ConvGeom, filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> Result<Packed<f32>> {
     let b = opt_data_cow::<f32>(bias)?;
@@ -856,10 +937,13 @@ impl BuiltinKernel for DepthwiseConv2d {
         };
         ctx.request_temporaries(&temps)?;
         // Constant weights are packed here, so the first Invoke does not pay for it.
-        let (mut f32s, mut wide) = (PackSlot::default(), PackSlot::default());
-        match kind {
+        let (mut f32s, mut wide, mut q8s) = (PackSlot::default(), PackSlot::default(), PackSlot::default());
+        match &kind {
             Kind::F32 { .. } if geom.in_c == geom.out_c => {
                 f32s = PackSlot::prepare(&filter, bias.as_ref(), || pack_views(&geom, &filter, bias.as_ref()))?;
+            }
+            Kind::Quant8(p) if q8_microkernel(&geom, &kind, &input, &filter) => {
+                q8s = PackSlot::prepare(&filter, bias.as_ref(), || pack_q8_views(&geom, p, &filter, bias.as_ref()))?;
             }
             Kind::Hybrid { .. } | Kind::Quant8(_) => {
                 // The widened filter does not hold the bias.
@@ -869,7 +953,7 @@ impl BuiltinKernel for DepthwiseConv2d {
         }
         let out_shape = geom.output_shape(OP)?;
         ctx.resize_output(0, &out_shape)?;
-        Ok(State { geom, kind, out_shape, f32s, wide })
+        Ok(State { geom, kind, out_shape, f32s, wide, q8s })
     }
 
     fn invoke(ctx: &OpCtx<'_>, _: &TfLiteDepthwiseConvParams, state: &mut State) -> Result<()> {
@@ -903,9 +987,14 @@ fn run(
     threads: usize,
     scratch: Option<HybridBuffers<'_>>,
 ) -> Result<()> {
-    let State { geom, kind, f32s, wide, .. } = state;
+    let State { geom, kind, f32s, wide, q8s, .. } = state;
     let g = &*geom;
     match &*kind {
+        Kind::Quant8(p) if q8_microkernel(g, kind, input, filter) => {
+            let mut fresh = None;
+            let packed = q8s.get(filter, bias, &mut fresh, || pack_q8_views(g, p, filter, bias))?;
+            dw_q8_microkernel(g, input.data::<i8>()?, packed, out.data_mut::<i8>()?, threads)
+        }
         Kind::F32 { act } if g.in_c == g.out_c => {
             let mut fresh = None;
             let packed = f32s.get(filter, bias, &mut fresh, || pack_views(g, filter, bias))?;
@@ -1147,6 +1236,90 @@ mod tests {
             }
         }
         assert!(cases > 150, "{cases} cases");
+    }
+
+    /// The int8 microkernel path against TFLite's reference loop, exactly: channel tails,
+    /// windows, strides, dilations, SAME / VALID, per-channel and per-tensor scales, input
+    /// zero points at both ends of the int8 range, extreme inputs and weights.
+    #[test]
+    fn int8_microkernel_matches_reference() {
+        use TfLitePadding::*;
+        let mut r = Lcg(19);
+        let mut cases = 0;
+        for c in [1usize, 3, 8, 15, 16, 17, 31, 32, 40, 96, 144] {
+            for (fh, fw) in [(3, 3), (5, 5), (1, 1), (3, 5), (7, 7)] {
+                for (s, d, pad) in [
+                    (1, 1, kTfLitePaddingSame),
+                    (2, 1, kTfLitePaddingSame),
+                    (2, 1, kTfLitePaddingValid),
+                    (1, 2, kTfLitePaddingSame),
+                    (2, 2, kTfLitePaddingValid),
+                ] {
+                    let b = 1 + (r.next() % 2) as usize;
+                    let (h, w) = (3 + (r.next() % 10) as usize, 3 + (r.next() % 12) as usize);
+                    if compute_padding_height_width(s, s, d, d, h, w, fh, fw, pad).is_err() {
+                        continue;
+                    }
+                    let g = geom(b, h, w, c, 1, fh, fw, s, d, pad);
+                    if g.out_h == 0 || g.out_w == 0 {
+                        continue;
+                    }
+                    let extreme = cases % 4 == 0;
+                    let per_tensor = cases % 3 == 0;
+                    let scales: Vec<f32> =
+                        (0..c).map(|ch| if per_tensor { 0.004 } else { 0.001 + 0.0007 * (ch % 13) as f32 }).collect();
+                    let out_scale = if extreme { 2.0 } else { 0.05 };
+                    let mults = per_channel_multipliers("T", 0.05, &scales, out_scale, c).unwrap();
+                    let zp = if extreme { [-128, 127][cases % 2] } else { r.int(-128, 127) };
+                    let (act_min, act_max) = [(-128, 127), (-20, 127), (-128, 60)][cases % 3];
+                    let p = Quant8Params {
+                        input_offset: -zp,
+                        filter_offset: 0,
+                        output_offset: r.int(-30, 30),
+                        mults,
+                        act_min,
+                        act_max,
+                    };
+                    let val = |r: &mut Lcg, lo: i32| {
+                        if extreme { [lo, 127][(r.next() % 2) as usize] } else { r.int(lo, 127) }
+                    };
+                    let qi: Vec<i8> = (0..g.input_len().unwrap()).map(|_| val(&mut r, -128) as i8).collect();
+                    let qf: Vec<i8> = (0..fh * fw * c).map(|_| val(&mut r, -127) as i8).collect();
+                    let qb: Option<Vec<i32>> = (cases % 5 != 0).then(|| (0..c).map(|_| r.int(-5000, 5000)).collect());
+                    let n = g.output_len().unwrap();
+                    let (mut want, mut got) = (vec![0i8; n], vec![1i8; n]);
+                    dw_q8_reference(&g, &qi, &qf, qb.as_deref(), &p, &mut want).unwrap();
+                    let packed = pack_q8(&g, &qf, qb.as_deref(), &p).unwrap();
+                    dw_q8_microkernel(&g, &qi, &packed, &mut got, 1 + (r.next() % 3) as usize).unwrap();
+                    assert_eq!(got, want, "{g:?} zp {zp}");
+                    cases += 1;
+                }
+            }
+        }
+        assert!(cases > 200, "{cases} cases");
+    }
+
+    #[test]
+    fn int8_microkernel_rejects_bad_arguments() {
+        let g = geom(1, 5, 5, 4, 1, 3, 3, 1, 1, TfLitePadding::kTfLitePaddingSame);
+        let mults = per_channel_multipliers("T", 0.5, &[0.5; 4], 0.25, 4).unwrap();
+        let p =
+            Quant8Params { input_offset: 3, filter_offset: 0, output_offset: 0, mults, act_min: -128, act_max: 127 };
+        let filter = vec![1i8; 36];
+        let packed = pack_q8(&g, &filter, None, &p).unwrap();
+        let (input, mut out) = (vec![-3i8; 100], vec![0i8; 100]);
+        assert!(pack_q8(&g, &filter[1..], None, &p).is_err());
+        assert!(pack_q8(&g, &filter, Some(&[0; 3]), &p).is_err());
+        assert!(pack_q8(&g, &filter, None, &Quant8Params { filter_offset: 1, ..p.clone() }).is_err());
+        assert!(pack_q8(&g, &filter, None, &Quant8Params { input_offset: -128, ..p.clone() }).is_err());
+        assert!(dw_q8_microkernel(&g, &input[1..], &packed, &mut out, 1).is_err());
+        assert!(dw_q8_microkernel(&g, &input, &packed, &mut out[1..], 1).is_err());
+        let g2 = geom(1, 5, 5, 2, 2, 3, 3, 1, 1, TfLitePadding::kTfLitePaddingSame);
+        assert!(pack_q8(&g2, &filter, None, &p).is_err());
+        assert!(dw_q8_microkernel(&g2, &input, &packed, &mut out, 1).is_err());
+        // Inputs equal to the zero point: every output is the bias (0) requantized to 0.
+        dw_q8_microkernel(&g, &input, &packed, &mut out, 2).unwrap();
+        assert!(out.iter().all(|&v| v == 0));
     }
 
     #[test]
