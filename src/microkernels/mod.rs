@@ -21,6 +21,7 @@ pub mod f32_vsigmoid;
 pub mod f32_vunary;
 pub mod packed;
 pub mod qs8_requant;
+pub mod qs8_vbinary;
 #[cfg(test)]
 pub(crate) mod test_rng;
 
@@ -87,6 +88,7 @@ pub struct Table {
     pub f32_vbinary: f32_vbinary::BinaryKernels,
     pub f32_vunary: f32_vunary::UnaryKernels,
     pub f32_resize_bilinear: f32_resize::BilinearRowFn,
+    pub qs8_vbinary: qs8_vbinary::QBinaryKernels,
 }
 
 impl Table {
@@ -100,6 +102,7 @@ impl Table {
             f32_vbinary: f32_vbinary::scalar::KERNELS,
             f32_vunary: f32_vunary::scalar::KERNELS,
             f32_resize_bilinear: f32_resize::scalar::bilinear_row,
+            qs8_vbinary: qs8_vbinary::scalar::KERNELS,
         };
         #[cfg(target_arch = "x86_64")]
         static AVX2: Table = Table {
@@ -110,6 +113,7 @@ impl Table {
             f32_vbinary: f32_vbinary::avx2::KERNELS,
             f32_vunary: f32_vunary::avx2::KERNELS,
             f32_resize_bilinear: f32_resize::avx2::bilinear_row,
+            qs8_vbinary: qs8_vbinary::scalar::KERNELS,
         };
         #[cfg(target_arch = "x86_64")]
         const AVX512_TABLE: Table = Table {
@@ -120,6 +124,7 @@ impl Table {
             f32_vbinary: f32_vbinary::avx512::KERNELS,
             f32_vunary: f32_vunary::avx512::KERNELS,
             f32_resize_bilinear: f32_resize::avx2::bilinear_row,
+            qs8_vbinary: qs8_vbinary::avx512::KERNELS,
         };
         #[cfg(target_arch = "x86_64")]
         static AVX512: Table = AVX512_TABLE;
