@@ -722,6 +722,9 @@ mod tests {
         }
     }
 
+    /// One quantized op on two widened values.
+    type ScalarOp<'a> = dyn Fn(i32, i32) -> i32 + 'a;
+
     /// The 8-bit ADD, SUB and MUL on the microkernels against the scalar formulas over
     /// the same broadcast, for one element type.
     fn q8_matches_scalar<T: QuantArith + Quant8 + PartialEq + std::fmt::Debug>(from: fn(u32) -> T, signed: bool) {
@@ -766,7 +769,7 @@ mod tests {
                 crate::abi::builtin_op_data::TfLiteFusedActivation::kTfLiteActRelu,
             )
             .unwrap();
-            let cases: [(QBinaryParams, &dyn Fn(i32, i32) -> i32); 3] = [
+            let cases: [(QBinaryParams, &ScalarOp<'_>); 3] = [
                 (add.q8_add(), &|x, y| add.add(x, y)),
                 (sub.q8_sub(), &|x, y| sub.sub(x, y)),
                 (mul.q8(), &|x, y| mul.mul(x, y)),

@@ -113,7 +113,7 @@ impl Table {
             f32_vbinary: f32_vbinary::avx2::KERNELS,
             f32_vunary: f32_vunary::avx2::KERNELS,
             f32_resize_bilinear: f32_resize::avx2::bilinear_row,
-            qs8_vbinary: qs8_vbinary::scalar::KERNELS,
+            qs8_vbinary: qs8_vbinary::avx2::KERNELS,
         };
         #[cfg(target_arch = "x86_64")]
         const AVX512_TABLE: Table = Table {

@@ -1,65 +1,20 @@
 //! AVX-512 quantized binary kernels: 16 values per vector, widened to 32-bit lanes, the
 //! last few through masked loads and stores (which never touch memory outside the mask).
 //!
-//! The output rescaling is [`qs8_requant::avx512`](crate::microkernels::qs8_requant::avx512)'s
-//! exact `srdhm` and `rounding_divide_by_pot`. The ADD / SUB input rescaling has a shorter
-//! exact form for the parameters every 8-bit model has (`left` 20 and an offset of at most
-//! [`FAST_MAX_OFFSET`] in magnitude, so `v = x + offset` is within `±1023`):
-//! - `SaturatingRoundingDoublingHighMul(v << 20, m) = floor((v * m * 2^20 + 2^30) / 2^31)
-//!   = floor((v * m + 2^10) / 2^11)`; with `m = mh * 2^11 + ml` (`0 <= ml < 2^11`) that is
-//!   `v * mh + ((v * ml + 2^10) >> 11)`, two 32-bit products that cannot overflow
-//!   (`|v * mh| < 2^30`, `|v * ml| < 2^21`), and never the saturating case;
-//! - the result `h` is below `2^30 - 2^20` in magnitude, so `RoundingDivideByPOT(h, e)`
-//!   (ties away from zero) is `(h + 2^(e-1) - [h < 0]) >> e` for `e >= 1` without
-//!   overflow, and `h` for `e = 0` ([`round_short`]).
-//!
-//! The output rescaling has a shorter exact form too when the raw values are known to be
-//! small enough (bounded at the kernel's entry from the parameters and the 8-bit input
-//! range, see [`short_output`]): no left shift, no saturation, and [`round_short`].
-//!
-//! Other parameters take the general form (the requantization's).
+//! The general rescaling is [`qs8_requant::avx512`](crate::microkernels::qs8_requant::avx512)'s
+//! exact `srdhm` and `rounding_divide_by_pot`; the short forms of [`super::forms`] serve
+//! the parameters that allow them.
 
+use super::forms::{ADD, Elem, MUL, RSUB, SUB, vc_forms, vv_forms};
 use super::{Input, Kernels8, QBinaryKernels, QBinaryParams, Rescale};
 use crate::microkernels::Isa;
 use crate::microkernels::qs8_requant::avx512::{rounding_divide_by_pot, srdhm, srdhm_unsaturated};
 use core::arch::x86_64::*;
 
-/// The largest input offset magnitude of the short ADD / SUB input rescaling: with 8-bit
-/// inputs (`-128..=255`), `|x + offset| <= 1023`.
-pub const FAST_MAX_OFFSET: i32 = 768;
-
-/// The input left shift of the short ADD / SUB input rescaling (TFLite's 8-bit one).
-const FAST_LEFT: u32 = 20;
-
-const ADD: u8 = 0;
-const SUB: u8 = 1;
-/// SUB with the scalar first (`vc` only).
-const RSUB: u8 = 2;
-const MUL: u8 = 3;
-
 /// Lanes `0..rem` set (`rem < 16`).
 #[inline(always)]
 fn tail_mask(rem: usize) -> __mmask16 {
     ((1u32 << rem) - 1) as __mmask16
-}
-
-/// An 8-bit element type: how it widens, and its range.
-trait Elem: Copy {
-    const SIGNED: bool;
-    const MIN: i32;
-    const MAX: i32;
-}
-
-impl Elem for i8 {
-    const SIGNED: bool = true;
-    const MIN: i32 = i8::MIN as i32;
-    const MAX: i32 = i8::MAX as i32;
-}
-
-impl Elem for u8 {
-    const SIGNED: bool = false;
-    const MIN: i32 = 0;
-    const MAX: i32 = u8::MAX as i32;
 }
 
 /// 16 values at `p`, widened to `i32`.
@@ -157,41 +112,6 @@ fn sign_shift(e: u32) -> __m512i {
     _mm512_set1_epi32(if e == 0 { 32 } else { 31 })
 }
 
-/// True when `i`'s offset keeps `x + offset` within `±1023` for every 8-bit `x`.
-fn small_offset(i: &Input) -> bool {
-    (-FAST_MAX_OFFSET..=FAST_MAX_OFFSET).contains(&i.offset)
-}
-
-/// True when the short input rescaling is exact for `i` (see the module documentation).
-fn short_form(i: &Input) -> bool {
-    i.scale.left == FAST_LEFT && small_offset(i)
-}
-
-/// The largest magnitude of `i.scaled(x)` over `T`'s values, for an input in the short
-/// form: the rescaling is monotonic in `x` there (no wrapping), so it is reached at an end.
-fn scaled_bound<T: Elem>(i: &Input) -> i64 {
-    i64::from(i.scaled(T::MIN)).abs().max(i64::from(i.scaled(T::MAX)).abs())
-}
-
-/// The largest magnitude of `x + i.offset` over `T`'s values, for a small offset.
-fn offset_bound<T: Elem>(i: &Input) -> i64 {
-    i64::from(T::MIN + i.offset).abs().max(i64::from(T::MAX + i.offset).abs())
-}
-
-/// True when every raw value of magnitude at most `r` takes the short output rescaling
-/// exactly: no left shift; `|raw| < 2^31`, so `raw` is never `i32::MIN` (no saturation);
-/// and `|h| + 2^(e-1) < 2^31` for `h = SaturatingRoundingDoublingHighMul(raw, m)`, whose
-/// magnitude is at most `(r * |m|) / 2^31 + 1`, so [`round_short`] does not overflow.
-fn short_output(p: &QBinaryParams, r: i64) -> bool {
-    let o = p.out;
-    if o.left != 0 || r >= 1 << 31 {
-        return false;
-    }
-    let h = ((r * i64::from(o.mult).abs()) >> 31) + 1;
-    let half = if o.right == 0 { 0 } else { 1i64 << (o.right - 1) };
-    h + half < 1 << 31
-}
-
 /// `RoundingDivideByPOT(h, e)` as `(h + half - [h < 0]) >> e`, with `half = 2^(e-1)` and
 /// `sign_shift` 31 for `e >= 1`, `half = 0` and `sign_shift` 32 (no correction) for
 /// `e = 0`. Exact when `h + half` does not overflow.
@@ -202,7 +122,7 @@ fn round_short(h: __m512i, half: __m512i, sign_shift: __m512i, e: __m512i) -> __
     _mm512_srav_epi32(_mm512_sub_epi32(_mm512_add_epi32(h, half), negative), e)
 }
 
-/// `i.scaled(x)` of 16 lanes, in the short form when `SHORT`.
+/// `i.scaled(x)` of 16 lanes, in the short form when `SHORT` (see [`super::forms`]).
 #[inline]
 #[target_feature(enable = "avx512f")]
 fn scale_in<const SHORT: bool>(x: __m512i, i: &InVec) -> __m512i {
@@ -248,7 +168,7 @@ impl OutVec {
     }
 }
 
-/// `p.finish(raw)` of 16 lanes, in the short form when `SHORT` (see [`short_output`]).
+/// `p.finish(raw)` of 16 lanes, in the short form when `SHORT` (see [`super::forms`]).
 #[inline]
 #[target_feature(enable = "avx512f")]
 fn finish<const SHORT: bool>(raw: __m512i, o: &OutVec) -> __m512i {
@@ -356,15 +276,7 @@ unsafe fn vc_loop<T: Elem, const OP: u8, const SHORT: bool, const SHORT_OUT: boo
 /// See [`super::VvFn`].
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 unsafe fn vv<T: Elem, const OP: u8>(n: usize, a: *const T, b: *const T, out: *mut T, p: &QBinaryParams) {
-    let short = OP != MUL && short_form(&p.a) && short_form(&p.b);
-    let bound = if short {
-        Some(scaled_bound::<T>(&p.a) + scaled_bound::<T>(&p.b))
-    } else if OP == MUL && small_offset(&p.a) && small_offset(&p.b) {
-        Some(offset_bound::<T>(&p.a) * offset_bound::<T>(&p.b))
-    } else {
-        None
-    };
-    let short_out = bound.is_some_and(|r| short_output(p, r));
+    let (short, short_out) = vv_forms::<T, OP>(p);
     // SAFETY: the caller's contract is the loops'.
     unsafe {
         match (short, short_out) {
@@ -380,15 +292,7 @@ unsafe fn vv<T: Elem, const OP: u8>(n: usize, a: *const T, b: *const T, out: *mu
 /// See [`super::VcFn`].
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 unsafe fn vc<T: Elem, const OP: u8>(n: usize, x: *const T, c: i32, out: *mut T, xi: &Input, p: &QBinaryParams) {
-    let short = OP != MUL && short_form(xi);
-    let bound = if short {
-        Some(scaled_bound::<T>(xi) + i64::from(c).abs())
-    } else if OP == MUL && small_offset(xi) {
-        Some(offset_bound::<T>(xi) * i64::from(c).abs())
-    } else {
-        None
-    };
-    let short_out = bound.is_some_and(|r| short_output(p, r));
+    let (short, short_out) = vc_forms::<T, OP>(xi, c, p);
     // SAFETY: the caller's contract is the loops'.
     unsafe {
         match (short, short_out) {

@@ -20,7 +20,11 @@
 //! [`apply_in_place`] are the safe drivers; they check every length before calling a kernel.
 
 #[cfg(target_arch = "x86_64")]
+pub mod avx2;
+#[cfg(target_arch = "x86_64")]
 pub mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod forms;
 pub mod scalar;
 #[cfg(test)]
 mod tests;
