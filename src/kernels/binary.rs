@@ -1,20 +1,22 @@
 //! What ADD, SUB and MUL share: the prepare-time checks and output shape, the quantized
 //! rescaling parameters of TFLite's 8-bit (and general int16) ADD/SUB, and the int16
-//! power-of-two ADD/SUB parameters; the float32 path on the vector microkernels.
+//! power-of-two ADD/SUB parameters; the float32 and 8-bit quantized paths on the vector
+//! microkernels.
 
 use super::broadcast::{Block, BlockKind, MAX_BROADCAST_RANK, for_each_block};
 use crate::abi::types::TfLiteType;
 use crate::error::{Error, Result};
 use crate::kernels::activation::clamp_min_max;
-use crate::kernels::api::{OpCtx, QuantParams, TensorView, TensorViewMut, broadcast_shape};
+use crate::kernels::api::{Element, OpCtx, QuantParams, TensorView, TensorViewMut, broadcast_shape};
 use crate::kernels::quant::{
-    checked_log2, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_smaller_than_one_exp,
+    QuantInt, checked_log2, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_smaller_than_one_exp,
     quantize_multiplier_greater_than_one, quantize_multiplier_smaller_than_one_exp, rounding_divide_by_pot_i16,
 };
 use crate::kernels::threadpool::elementwise::elementwise_threads;
 use crate::kernels::threadpool::{parallel_chunks_mut, recommended_threads};
 use crate::microkernels;
 use crate::microkernels::f32_vbinary::{self, BinaryOp, Other};
+use crate::microkernels::qs8_vbinary::{self, Input, QBinaryOp, QBinaryParams, Quant8, Rescale};
 
 /// Prefixes an error's message with the op name.
 pub fn with_op(op: &'static str) -> impl Fn(Error) -> Error {
@@ -180,8 +182,13 @@ pub fn binary_f32(
 /// Threads and chunk length to split a block of `len` values over, if it is worth it:
 /// chunks start at a row's first value when the other operand is a repeated row.
 fn split(threads: usize, len: usize, other: Other<'_>) -> Option<(usize, usize)> {
+    split_units(threads, len, if let Other::Row(r) = other { r.len() } else { 1 })
+}
+
+/// [`split`] for chunks of whole `unit`s of values.
+fn split_units(threads: usize, len: usize, unit: usize) -> Option<(usize, usize)> {
     let t = elementwise_threads(threads, len);
-    let unit = if let Other::Row(r) = other { r.len().max(1) } else { 1 };
+    let unit = unit.max(1);
     let chunk = len.div_ceil(t).div_ceil(unit) * unit;
     (t > 1 && chunk < len).then_some((t, chunk))
 }
@@ -265,6 +272,162 @@ pub fn run_binary_f32(ops: &mut BinaryOperands<'_>, op: BinaryOp, clamp: (f32, f
             f32_vbinary::apply_in_place(table, op, x, k == 1, other, clamp)
         })
     })
+}
+
+/// 8-bit quantized `out = op(a, b)` over the broadcast of `a_shape` and `b_shape` to
+/// `out_shape`, on the microkernels: a same-shape pair and a scalar operand each take one
+/// kernel call, a per-channel row one call per row, other broadcasts one call per innermost
+/// run. A block long enough is split over up to `threads` threads.
+#[allow(clippy::too_many_arguments)]
+pub fn binary_q8<T: Quant8>(
+    p: &QBinaryParams,
+    a: &[T],
+    a_shape: &[i32],
+    b: &[T],
+    b_shape: &[i32],
+    out: &mut [T],
+    out_shape: &[i32],
+    threads: usize,
+) -> Result<()> {
+    let table = microkernels::table();
+    let out_len = out.len();
+    for_each_block((a_shape, a.len()), (b_shape, b.len()), (out_shape, out_len), |blk| {
+        let o = out.get_mut(blk.out..blk.out + blk.len).ok_or_else(out_of_range)?;
+        let (x, x_is_second, other) = block_operands_q8(blk, a, b)?;
+        let Some((t, chunk)) = split_units(threads, o.len(), row_len(other)) else {
+            return qs8_vbinary::apply(table, p, x, x_is_second, other, o);
+        };
+        parallel_chunks_mut(t, o, chunk, &|i, o| {
+            let x = x.get(i * chunk..i * chunk + o.len()).ok_or_else(out_of_range)?;
+            qs8_vbinary::apply(table, p, x, x_is_second, chunk_other(other, i * chunk, o.len())?, o)
+        })
+    })
+}
+
+/// The length of a repeated row (chunks of a split start at a row), else 1.
+fn row_len<T>(other: qs8_vbinary::Other<'_, T>) -> usize {
+    if let qs8_vbinary::Other::Row(r) = other { r.len() } else { 1 }
+}
+
+/// The other operand of the chunk of `len` values at `at` of a block.
+fn chunk_other<T>(other: qs8_vbinary::Other<'_, T>, at: usize, len: usize) -> Result<qs8_vbinary::Other<'_, T>> {
+    Ok(match other {
+        qs8_vbinary::Other::Vector(v) => qs8_vbinary::Other::Vector(v.get(at..at + len).ok_or_else(out_of_range)?),
+        other => other,
+    })
+}
+
+/// [`block_operands`] for the 8-bit kernels.
+#[allow(clippy::type_complexity)]
+fn block_operands_q8<'s, T: Copy>(
+    blk: Block,
+    a: &'s [T],
+    b: &'s [T],
+) -> Result<(&'s [T], bool, qs8_vbinary::Other<'s, T>)> {
+    use qs8_vbinary::Other as O;
+    let span = |v: &'s [T], at: usize, len: usize| v.get(at..at + len).ok_or_else(out_of_range);
+    let one = |v: &'s [T], at: usize| v.get(at).copied().ok_or_else(out_of_range);
+    Ok(match blk.kind {
+        BlockKind::Same => (span(a, blk.a, blk.len)?, false, O::Vector(span(b, blk.b, blk.len)?)),
+        BlockKind::BScalar => (span(a, blk.a, blk.len)?, false, O::Scalar(one(b, blk.b)?)),
+        BlockKind::AScalar => (span(b, blk.b, blk.len)?, true, O::Scalar(one(a, blk.a)?)),
+        BlockKind::BRow { cols } => (span(a, blk.a, blk.len)?, false, O::Row(span(b, blk.b, cols)?)),
+        BlockKind::ARow { cols } => (span(b, blk.b, blk.len)?, true, O::Row(span(a, blk.a, cols)?)),
+    })
+}
+
+/// Runs an 8-bit quantized binary op on its operands, in place as [`run_binary_f32`] does
+/// when the output holds an input's bytes.
+pub fn run_binary_q8<T: Quant8 + Element>(ops: &mut BinaryOperands<'_>, p: &QBinaryParams) -> Result<()> {
+    use qs8_vbinary::Other as O;
+    let osh = ops.out_shape.clone();
+    let threads = ops.threads;
+    let Some(k) = ops.alias else {
+        let (a, b) = (ops.a.data::<T>()?, ops.b.data::<T>()?);
+        return binary_q8(p, a, ops.a.shape, b, ops.b.shape, ops.out.data_mut()?, &osh, threads);
+    };
+    let (other, other_shape) =
+        if k == 0 { (ops.b.data::<T>()?, ops.b.shape) } else { (ops.a.data::<T>()?, ops.a.shape) };
+    let out = ops.out.data_mut::<T>()?;
+    let out_len = out.len();
+    let table = microkernels::table();
+    let (own, theirs) = ((osh.as_slice(), out_len), (other_shape, other.len()));
+    let (a_side, b_side) = if k == 0 { (own, theirs) } else { (theirs, own) };
+    let not_shaped = || Error::new("an input shared with the output must have the output's shape");
+    for_each_block(a_side, b_side, (&osh, out_len), |blk| {
+        let (own_at, at) = if k == 0 { (blk.a, blk.b) } else { (blk.b, blk.a) };
+        if own_at != blk.out {
+            return Err(not_shaped());
+        }
+        let x = out.get_mut(blk.out..blk.out + blk.len).ok_or_else(out_of_range)?;
+        let span = |len: usize| other.get(at..at + len).ok_or_else(out_of_range);
+        let other = match (blk.kind, k) {
+            (BlockKind::Same, _) => O::Vector(span(blk.len)?),
+            (BlockKind::BScalar, 0) | (BlockKind::AScalar, 1) => O::Scalar(span(1)?[0]),
+            (BlockKind::BRow { cols }, 0) | (BlockKind::ARow { cols }, 1) => O::Row(span(cols)?),
+            _ => return Err(not_shaped()),
+        };
+        let Some((t, chunk)) = split_units(threads, x.len(), row_len(other)) else {
+            return qs8_vbinary::apply_in_place(table, p, x, k == 1, other);
+        };
+        parallel_chunks_mut(t, x, chunk, &|i, x| {
+            qs8_vbinary::apply_in_place(table, p, x, k == 1, chunk_other(other, i * chunk, x.len())?)
+        })
+    })
+}
+
+/// Element types of the quantized ADD, SUB and MUL: uint8 and int8 run on the
+/// microkernels, int16 one value at a time.
+pub trait QuantArith: QuantInt + Element + Default {
+    /// `p` over the broadcast on the microkernels (see [`binary_q8`]), or `None` for a type
+    /// they do not cover.
+    #[allow(clippy::too_many_arguments)]
+    fn on_microkernels(
+        p: &QBinaryParams,
+        a: &[Self],
+        a_shape: &[i32],
+        b: &[Self],
+        b_shape: &[i32],
+        out: &mut [Self],
+        out_shape: &[i32],
+        threads: usize,
+    ) -> Option<Result<()>>;
+}
+
+macro_rules! quant_arith_8bit {
+    ($t:ty) => {
+        impl QuantArith for $t {
+            fn on_microkernels(
+                p: &QBinaryParams,
+                a: &[$t],
+                a_shape: &[i32],
+                b: &[$t],
+                b_shape: &[i32],
+                out: &mut [$t],
+                out_shape: &[i32],
+                threads: usize,
+            ) -> Option<Result<()>> {
+                Some(binary_q8(p, a, a_shape, b, b_shape, out, out_shape, threads))
+            }
+        }
+    };
+}
+quant_arith_8bit!(u8);
+quant_arith_8bit!(i8);
+
+impl QuantArith for i16 {
+    fn on_microkernels(
+        _: &QBinaryParams,
+        _: &[i16],
+        _: &[i32],
+        _: &[i16],
+        _: &[i32],
+        _: &mut [i16],
+        _: &[i32],
+        _: usize,
+    ) -> Option<Result<()>> {
+        None
+    }
 }
 
 /// Maps a flat output index to the flat index of an input broadcast to the output.
@@ -388,6 +551,35 @@ impl QuantArithParams {
             act_min,
             act_max,
         })
+    }
+
+    /// The microkernels' parameters of the same ADD: each input is `(x + offset) <<
+    /// left_shift` rescaled with `MultiplyByQuantizedMultiplierSmallerThanOneExp`, and so is
+    /// the sum (see [`Self::add`]).
+    pub fn q8_add(&self) -> QBinaryParams {
+        self.q8(QBinaryOp::Add, Rescale::smaller_than_one(self.output_multiplier, self.output_shift, 0))
+    }
+
+    /// The microkernels' parameters of the same SUB: the inputs as [`Self::q8_add`], the
+    /// difference rescaled with the general multiply (see [`Self::sub`]).
+    pub fn q8_sub(&self) -> QBinaryParams {
+        self.q8(QBinaryOp::Sub, Rescale::general(self.output_multiplier, self.output_shift))
+    }
+
+    fn q8(&self, op: QBinaryOp, out: Rescale) -> QBinaryParams {
+        let input = |offset: i32, mult: i32, shift: i32| Input {
+            offset,
+            scale: Rescale::smaller_than_one(mult, shift, self.left_shift),
+        };
+        QBinaryParams {
+            op,
+            a: input(self.input1_offset, self.input1_multiplier, self.input1_shift),
+            b: input(self.input2_offset, self.input2_multiplier, self.input2_shift),
+            out,
+            output_offset: self.output_offset,
+            min: self.act_min,
+            max: self.act_max,
+        }
     }
 
     #[inline]
@@ -518,6 +710,103 @@ mod tests {
                 assert_eq!(one, two, "{op:?} {bsh:?} swapped");
             }
         }
+    }
+
+    /// A small deterministic generator for the 8-bit tests.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u32 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (self.0 >> 33) as u32
+        }
+    }
+
+    /// One quantized op on two widened values.
+    type ScalarOp<'a> = dyn Fn(i32, i32) -> i32 + 'a;
+
+    /// The 8-bit ADD, SUB and MUL on the microkernels against the scalar formulas over
+    /// the same broadcast, for one element type.
+    fn q8_matches_scalar<T: QuantArith + Quant8 + PartialEq + std::fmt::Debug>(from: fn(u32) -> T, signed: bool) {
+        use crate::kernels::ops::mul::QuantMulParams;
+        let big = 3 * crate::kernels::threadpool::elementwise::MIN_ELEMENTS_PER_THREAD as i32;
+        let shapes: [(&[i32], &[i32]); 12] = [
+            (&[2, 3, 4, 5], &[2, 3, 4, 5]),
+            (&[2, 3, 4, 5], &[1]),
+            (&[], &[2, 3, 4, 5]),
+            (&[2, 3, 4, 5], &[5]),
+            (&[4, 5], &[2, 3, 4, 5]),
+            (&[2, 1, 4, 5], &[2, 3, 1, 5]),
+            (&[2, 3, 4, 1], &[1, 1, 1, 5]),
+            (&[4, 1], &[1, 4]),
+            (&[1, big, 3], &[1, big, 3]),
+            (&[1, big, 3], &[3]),
+            (&[1], &[1, big, 3]),
+            (&[big, 1], &[big, 3]),
+        ];
+        let dtype = if signed { TfLiteType::kTfLiteInt8 } else { TfLiteType::kTfLiteUInt8 };
+        let (lo, hi) = if signed { (-128, 127) } else { (0, 255) };
+        let mut rng = Rng(42);
+        for (ash, bsh) in shapes {
+            let osh = binary_output_shape("TEST", ash, bsh).unwrap();
+            let count = |s: &[i32]| s.iter().product::<i32>() as usize;
+            let a: Vec<T> = (0..count(ash)).map(|_| from(rng.next())).collect();
+            let b: Vec<T> = (0..count(bsh)).map(|_| from(rng.next())).collect();
+            let n = count(&osh);
+            let scale = |rng: &mut Rng| (rng.next() % 1000 + 1) as f32 / 4000.0;
+            let zp = |rng: &mut Rng| lo + (rng.next() % 256) as i32;
+            let (in1, in2) = (qp(scale(&mut rng), zp(&mut rng)), qp(scale(&mut rng), zp(&mut rng)));
+            let out = qp(scale(&mut rng), zp(&mut rng));
+            let act = (lo.max(out.zero_point - 50), hi);
+            let arith = |subtract| QuantArithParams::new(in1, in2, out, 20, act, subtract);
+            let add = arith(false).unwrap();
+            let sub = arith(true).unwrap();
+            let mul = QuantMulParams::new(
+                dtype,
+                in1,
+                in2,
+                out,
+                crate::abi::builtin_op_data::TfLiteFusedActivation::kTfLiteActRelu,
+            )
+            .unwrap();
+            let cases: [(QBinaryParams, &ScalarOp<'_>); 3] = [
+                (add.q8_add(), &|x, y| add.add(x, y)),
+                (sub.q8_sub(), &|x, y| sub.sub(x, y)),
+                (mul.q8(), &|x, y| mul.mul(x, y)),
+            ];
+            for (p, scalar) in cases {
+                let mut want = vec![from(0); n];
+                crate::kernels::broadcast::broadcast_binary(&a, ash, &b, bsh, &mut want, &osh, |x: T, y: T| {
+                    T::from_i32(scalar(QuantInt::to_i32(x), QuantInt::to_i32(y)))
+                })
+                .unwrap();
+                for threads in [1, 2] {
+                    let mut got = vec![from(0); n];
+                    binary_q8(&p, &a, ash, &b, bsh, &mut got, &osh, threads).unwrap();
+                    assert!(got == want, "{:?} {ash:?} {bsh:?} {threads} threads", p.op);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn int8_on_microkernels_matches_scalar() {
+        q8_matches_scalar::<i8>(|v| v as i8, true);
+    }
+
+    #[test]
+    fn uint8_on_microkernels_matches_scalar() {
+        q8_matches_scalar::<u8>(|v| v as u8, false);
+    }
+
+    #[test]
+    fn q8_shapes_are_checked() {
+        let p = QuantArithParams::new(qp(0.5, 0), qp(0.5, 0), qp(0.5, 0), 20, (-128, 127), false).unwrap().q8_add();
+        let mut out = [0i8; 6];
+        assert!(binary_q8(&p, &[1i8; 6], &[2, 3], &[1i8; 2], &[2], &mut out, &[2, 3], 1).is_err());
+        assert!(binary_q8(&p, &[1i8; 6], &[2, 3], &[1i8; 3], &[3], &mut out[..5], &[2, 3], 1).is_err());
+        binary_q8(&p, &[1i8; 6], &[2, 3], &[1i8, 2, 3], &[3], &mut out, &[2, 3], 2).unwrap();
+        assert_eq!(out, [2, 3, 4, 2, 3, 4]);
     }
 
     #[test]

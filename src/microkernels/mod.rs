@@ -24,6 +24,7 @@ pub mod packed;
 pub mod qs8_gemm;
 pub mod qs8_dwconv;
 pub mod qs8_requant;
+pub mod qs8_vbinary;
 #[cfg(test)]
 pub(crate) mod test_rng;
 
@@ -96,6 +97,7 @@ pub struct Table {
     pub qs8_gemm: Option<&'static qs8_gemm::Qs8GemmKernels>,
     /// int8 depthwise kernels; `None` where the ops keep their widened loops.
     pub qs8_dwconv: Option<qs8_dwconv::DwKernels>,
+    pub qs8_vbinary: qs8_vbinary::QBinaryKernels,
 }
 
 impl Table {
@@ -112,6 +114,7 @@ impl Table {
             f32_quantize: f32_quantize::scalar::KERNELS,
             qs8_gemm: Some(&qs8_gemm::scalar::KERNELS),
             qs8_dwconv: Some(qs8_dwconv::scalar::KERNELS),
+            qs8_vbinary: qs8_vbinary::scalar::KERNELS,
         };
         #[cfg(target_arch = "x86_64")]
         static AVX2: Table = Table {
@@ -125,6 +128,7 @@ impl Table {
             f32_quantize: f32_quantize::scalar::KERNELS,
             qs8_gemm: None,
             qs8_dwconv: None,
+            qs8_vbinary: qs8_vbinary::avx2::KERNELS,
         };
         #[cfg(target_arch = "x86_64")]
         const AVX512_TABLE: Table = Table {
@@ -138,6 +142,7 @@ impl Table {
             f32_quantize: f32_quantize::avx512::KERNELS,
             qs8_gemm: None,
             qs8_dwconv: Some(qs8_dwconv::avx512::KERNELS),
+            qs8_vbinary: qs8_vbinary::avx512::KERNELS,
         };
         #[cfg(target_arch = "x86_64")]
         static AVX512: Table = AVX512_TABLE;

@@ -90,23 +90,40 @@ impl ChannelRequant {
 #[inline]
 #[allow(clippy::too_many_arguments)]
 pub fn requant_scalar(acc: i32, bias: i32, mult: i32, left: i32, right: i32, offset: i32, min: i32, max: i32) -> i32 {
-    let x = acc.wrapping_add(bias).wrapping_shl(left as u32);
-    // SaturatingRoundingDoublingHighMul: (x * m + nudge) / 2^31 truncated toward zero,
-    // with the nudge 2^30 for a non-negative product and 1 - 2^30 for a negative one.
-    let h = if x == i32::MIN && mult == i32::MIN {
+    multiply_scalar(acc.wrapping_add(bias), mult, left, right).wrapping_add(offset).clamp(min, max)
+}
+
+/// `RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x << left, mult), right)`: TFLite's
+/// `MultiplyByQuantizedMultiplier` with the shift split into its left and right parts
+/// (each taken mod 32; the shift wraps as in TFLite's build).
+#[inline]
+pub fn multiply_scalar(x: i32, mult: i32, left: i32, right: i32) -> i32 {
+    rounding_divide_by_pot_scalar(srdhm_scalar(x.wrapping_shl(left as u32), mult), right)
+}
+
+/// gemmlowp's `SaturatingRoundingDoublingHighMul`: `(x * m + nudge) / 2^31` truncated
+/// toward zero, with the nudge 2^30 for a non-negative product and 1 - 2^30 for a negative
+/// one; `i32::MIN * i32::MIN` saturates to `i32::MAX`.
+#[inline]
+pub fn srdhm_scalar(x: i32, mult: i32) -> i32 {
+    if x == i32::MIN && mult == i32::MIN {
         i32::MAX
     } else {
         let ab = x as i64 * mult as i64;
         let nudge = if ab >= 0 { 1i64 << 30 } else { 1 - (1i64 << 30) };
         ((ab + nudge) / (1i64 << 31)) as i32
-    };
-    // RoundingDivideByPOT: ties away from zero.
+    }
+}
+
+/// gemmlowp's `RoundingDivideByPOT`: `h / 2^right` rounded to nearest, ties away from zero
+/// (`right` taken mod 32).
+#[inline]
+pub fn rounding_divide_by_pot_scalar(h: i32, right: i32) -> i32 {
     let e = right as u32 & 31;
     let mask = (1u32.wrapping_shl(e).wrapping_sub(1)) as i32;
     let remainder = h & mask;
     let threshold = (mask >> 1) + i32::from(h < 0);
-    let v = (h >> e) + i32::from(remainder > threshold);
-    v.wrapping_add(offset).clamp(min, max)
+    (h >> e) + i32::from(remainder > threshold)
 }
 
 /// AVX-512 requantization of 16 lanes.
@@ -145,35 +162,71 @@ pub mod avx512 {
 
     /// Requantizes 16 accumulators, lane by lane exactly as [`super::requant_scalar`].
     ///
-    /// The high multiply uses `(x * m + 2^30) >> 31` (arithmetic shift) for both signs of
-    /// the product: for a negative product `p`, C++'s truncating `(p + 1 - 2^30) / 2^31`
-    /// equals `floor((p + 2^30) / 2^31)`, so one formula serves both nudges.
+    /// # Safety
+    /// The CPU has AVX-512 F (a safe call needs a caller with that feature enabled).
     #[inline]
     #[target_feature(enable = "avx512f")]
     pub fn requant(acc: __m512i, p: &Lanes, offset: __m512i, min: __m512i, max: __m512i) -> __m512i {
-        let one = _mm512_set1_epi32(1);
         let x = _mm512_sllv_epi32(_mm512_add_epi32(acc, p.bias), p.left);
+        let v = rounding_divide_by_pot(srdhm(x, p.mult), p.right);
+        let v = _mm512_add_epi32(v, offset);
+        _mm512_min_epi32(_mm512_max_epi32(v, min), max)
+    }
+
+    /// `SaturatingRoundingDoublingHighMul` of 16 lanes, exactly as [`super::srdhm_scalar`].
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F (a safe call needs a caller with that feature enabled).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub fn srdhm(x: __m512i, m: __m512i) -> __m512i {
+        // The unsaturated value lies in `[-2^31 + 1, 2^31 - 1]` for every pair but
+        // `i32::MIN * i32::MIN`, whose `2^31` truncates to `i32::MIN`: a lane reading
+        // `i32::MIN` is exactly the saturating case.
+        let h = srdhm_unsaturated(x, m);
+        let sat = _mm512_cmpeq_epi32_mask(h, _mm512_set1_epi32(i32::MIN));
+        _mm512_mask_mov_epi32(h, sat, _mm512_set1_epi32(i32::MAX))
+    }
+
+    /// [`srdhm`] for lanes where `x` and `m` are never both `i32::MIN` (a caller that
+    /// knows it saves the saturation).
+    ///
+    /// The high multiply uses `(x * m + 2^30) >> 31` (arithmetic shift) for both signs of
+    /// the product: for a negative product `p`, C++'s truncating `(p + 1 - 2^30) / 2^31`
+    /// equals `floor((p + 2^30) / 2^31)`, so one formula serves both nudges. With `m` the
+    /// same in every lane, the shift of `m` is loop-invariant.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F (a safe call needs a caller with that feature enabled).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub fn srdhm_unsaturated(x: __m512i, m: __m512i) -> __m512i {
         let nudge = _mm512_set1_epi64(1 << 30);
         // Even lanes: the 64-bit products of lanes 0, 2, ...; odd lanes: of 1, 3, ...
-        let even = _mm512_srli_epi64::<31>(_mm512_add_epi64(_mm512_mul_epi32(x, p.mult), nudge));
-        let odd = _mm512_mul_epi32(_mm512_srli_epi64::<32>(x), _mm512_srli_epi64::<32>(p.mult));
+        let even = _mm512_srli_epi64::<31>(_mm512_add_epi64(_mm512_mul_epi32(x, m), nudge));
+        let odd = _mm512_mul_epi32(_mm512_srli_epi64::<32>(x), _mm512_srli_epi64::<32>(m));
         // Shifting the odd sum left by one puts bits 31..62 in the lane's high half.
         let odd = _mm512_slli_epi64::<1>(_mm512_add_epi64(odd, nudge));
-        let h = _mm512_mask_blend_epi32(0xAAAA, even, odd);
-        let int_min = _mm512_set1_epi32(i32::MIN);
-        let sat = _mm512_cmpeq_epi32_mask(x, int_min) & _mm512_cmpeq_epi32_mask(p.mult, int_min);
-        let h = _mm512_mask_mov_epi32(h, sat, _mm512_set1_epi32(i32::MAX));
-        // RoundingDivideByPOT.
-        let mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, p.right), one);
+        _mm512_mask_blend_epi32(0xAAAA, even, odd)
+    }
+
+    /// `RoundingDivideByPOT` of 16 lanes by per-lane exponents in `0..=31`, exactly as
+    /// [`super::rounding_divide_by_pot_scalar`].
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F (a safe call needs a caller with that feature enabled).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub fn rounding_divide_by_pot(h: __m512i, right: __m512i) -> __m512i {
+        let one = _mm512_set1_epi32(1);
+        let mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
         let remainder = _mm512_and_si512(h, mask);
         let half = _mm512_srai_epi32::<1>(mask);
         let negative = _mm512_cmplt_epi32_mask(h, _mm512_setzero_si512());
         let threshold = _mm512_mask_add_epi32(half, negative, half, one);
-        let shifted = _mm512_srav_epi32(h, p.right);
+        let shifted = _mm512_srav_epi32(h, right);
         let up = _mm512_cmpgt_epi32_mask(remainder, threshold);
-        let v = _mm512_mask_add_epi32(shifted, up, shifted, one);
-        let v = _mm512_add_epi32(v, offset);
-        _mm512_min_epi32(_mm512_max_epi32(v, min), max)
+        _mm512_mask_add_epi32(shifted, up, shifted, one)
     }
 }
 

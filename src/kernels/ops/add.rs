@@ -16,15 +16,16 @@ use crate::kernels::activation::{
 };
 use crate::kernels::api::{OpCtx, QuantParams};
 use crate::kernels::binary::{
-    BinaryOperands, Pot16Params, QuantArithParams, binary_f32, binary_operands, binary_operands_in_place,
-    binary_operands_in_place_of, binary_operands_of, check_output, is_quantized, run_binary, run_binary_f32, with_op,
+    BinaryOperands, Pot16Params, QuantArith, QuantArithParams, binary_f32, binary_operands, binary_operands_in_place,
+    binary_operands_in_place_of, binary_operands_of, check_output, is_quantized, run_binary, run_binary_f32,
+    run_binary_q8, with_op,
 };
 use crate::kernels::broadcast::broadcast_binary;
 use crate::kernels::kernel::{self, BuiltinKernel};
-use crate::kernels::quant::QuantInt;
 use crate::kernels::threadpool::elementwise::elementwise_threads;
 use crate::kernels::threadpool::parallel_chunks_mut;
 use crate::microkernels::f32_vbinary::{self, BinaryOp, NO_CLAMP, Other};
+use crate::microkernels::qs8_vbinary::QBinaryParams;
 use crate::microkernels::table;
 
 const OP: &str = "ADD";
@@ -79,8 +80,9 @@ int_add!(add_i64, i64, activation_range_i64);
 int_add!(add_i16, i16, activation_range_i16);
 
 /// Quantized ADD of uint8 / int8 / int16 with general rescaling (bit-exact with TFLite's
-/// `AddElementwise` / `BroadcastAdd6DSlow`).
-pub fn add_quantized<T: QuantInt>(
+/// `AddElementwise` / `BroadcastAdd6DSlow`): 8-bit types on the microkernels, int16 one
+/// value at a time.
+pub fn add_quantized<T: QuantArith>(
     a: &[T],
     a_shape: &[i32],
     b: &[T],
@@ -89,6 +91,9 @@ pub fn add_quantized<T: QuantInt>(
     out_shape: &[i32],
     p: &QuantArithParams,
 ) -> Result<()> {
+    if let Some(r) = T::on_microkernels(&p.q8_add(), a, a_shape, b, b_shape, out, out_shape, 1) {
+        return r;
+    }
     broadcast_binary(a, a_shape, b, b_shape, out, out_shape, |x: T, y: T| T::from_i32(p.add(x.to_i32(), y.to_i32())))
 }
 
@@ -158,6 +163,9 @@ enum Plan {
     I32,
     I64,
     I16,
+    /// uint8 / int8 on the microkernels.
+    Quant8(QBinaryParams),
+    /// int16.
     Quant(QuantAdd),
 }
 
@@ -167,10 +175,14 @@ fn plan(ops: &BinaryOperands<'_>, p: &TfLiteAddParams) -> Result<Plan> {
         TfLiteType::kTfLiteInt32 => Plan::I32,
         TfLiteType::kTfLiteInt64 => Plan::I64,
         TfLiteType::kTfLiteInt16 if !is_quantized(&ops.a) => Plan::I16,
-        dt @ (TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteInt16) => Plan::Quant(
-            quant_add_params(dt, ops.a.quant(), ops.b.quant(), ops.out.quant(), p.activation, p.pot_scale_int16)
-                .map_err(with_op(OP))?,
-        ),
+        dt @ (TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteInt16) => {
+            match quant_add_params(dt, ops.a.quant(), ops.b.quant(), ops.out.quant(), p.activation, p.pot_scale_int16)
+                .map_err(with_op(OP))?
+            {
+                QuantAdd::General(q) if dt != TfLiteType::kTfLiteInt16 => Plan::Quant8(q.q8_add()),
+                q => Plan::Quant(q),
+            }
+        }
         other => return Err(Error::new(format!("{OP}: type {} is not supported", other.name()))),
     })
 }
@@ -199,15 +211,13 @@ impl BuiltinKernel for Add {
             Plan::I32 => run_binary::<i32>(&mut ops, |a, ash, b, bsh, o, osh| add_i32(a, ash, b, bsh, o, osh, act)),
             Plan::I64 => run_binary::<i64>(&mut ops, |a, ash, b, bsh, o, osh| add_i64(a, ash, b, bsh, o, osh, act)),
             Plan::I16 => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| add_i16(a, ash, b, bsh, o, osh, act)),
-            Plan::Quant(QuantAdd::General(q)) => match ops.a.dtype {
-                TfLiteType::kTfLiteUInt8 => {
-                    run_binary::<u8>(&mut ops, |a, ash, b, bsh, o, osh| add_quantized(a, ash, b, bsh, o, osh, q))
-                }
-                TfLiteType::kTfLiteInt8 => {
-                    run_binary::<i8>(&mut ops, |a, ash, b, bsh, o, osh| add_quantized(a, ash, b, bsh, o, osh, q))
-                }
-                _ => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| add_quantized(a, ash, b, bsh, o, osh, q)),
+            Plan::Quant8(q) => match ops.a.dtype {
+                TfLiteType::kTfLiteUInt8 => run_binary_q8::<u8>(&mut ops, q),
+                _ => run_binary_q8::<i8>(&mut ops, q),
             },
+            Plan::Quant(QuantAdd::General(q)) => {
+                run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| add_quantized(a, ash, b, bsh, o, osh, q))
+            }
             Plan::Quant(QuantAdd::Pot16(q)) => {
                 run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| add_i16_pot(a, ash, b, bsh, o, osh, q))
             }

@@ -16,13 +16,14 @@ use crate::kernels::activation::{
 };
 use crate::kernels::api::{OpCtx, QuantParams};
 use crate::kernels::binary::{
-    BinaryOperands, binary_f32, binary_operands, binary_operands_in_place, check_output, is_quantized, run_binary,
-    run_binary_f32, with_op,
+    BinaryOperands, QuantArith, binary_f32, binary_operands, binary_operands_in_place, check_output, is_quantized,
+    run_binary, run_binary_f32, run_binary_q8, with_op,
 };
 use crate::kernels::broadcast::broadcast_binary;
 use crate::kernels::kernel::{self, BuiltinKernel};
-use crate::kernels::quant::{QuantInt, multiply_by_quantized_multiplier, try_quantize_multiplier};
+use crate::kernels::quant::{multiply_by_quantized_multiplier, try_quantize_multiplier};
 use crate::microkernels::f32_vbinary::BinaryOp;
+use crate::microkernels::qs8_vbinary::{Input, QBinaryOp, QBinaryParams, Rescale};
 
 const OP: &str = "MUL";
 
@@ -119,6 +120,19 @@ impl QuantMulParams {
         })
     }
 
+    /// The microkernels' parameters of the same MUL.
+    pub fn q8(&self) -> QBinaryParams {
+        QBinaryParams {
+            op: QBinaryOp::Mul,
+            a: Input { offset: self.input1_offset, scale: Rescale::default() },
+            b: Input { offset: self.input2_offset, scale: Rescale::default() },
+            out: Rescale::general(self.output_multiplier, self.output_shift),
+            output_offset: self.output_offset,
+            min: self.act_min,
+            max: self.act_max,
+        }
+    }
+
     /// One quantized product (reference `MulElementwise`).
     #[inline]
     pub fn mul(&self, x: i32, y: i32) -> i32 {
@@ -131,8 +145,8 @@ impl QuantMulParams {
 }
 
 /// Quantized MUL of uint8 / int8 / int16 (bit-exact with TFLite's `MulElementwise` /
-/// `BroadcastMul6DSlow`).
-pub fn mul_quantized<T: QuantInt>(
+/// `BroadcastMul6DSlow`): 8-bit types on the microkernels, int16 one value at a time.
+pub fn mul_quantized<T: QuantArith>(
     a: &[T],
     a_shape: &[i32],
     b: &[T],
@@ -141,6 +155,9 @@ pub fn mul_quantized<T: QuantInt>(
     out_shape: &[i32],
     p: &QuantMulParams,
 ) -> Result<()> {
+    if let Some(r) = T::on_microkernels(&p.q8(), a, a_shape, b, b_shape, out, out_shape, 1) {
+        return r;
+    }
     broadcast_binary(a, a_shape, b, b_shape, out, out_shape, |x: T, y: T| T::from_i32(p.mul(x.to_i32(), y.to_i32())))
 }
 
@@ -156,6 +173,9 @@ enum Plan {
     I32,
     I64,
     I16,
+    /// uint8 / int8 on the microkernels.
+    Quant8(QBinaryParams),
+    /// int16.
     Quant(QuantMulParams),
 }
 
@@ -173,10 +193,11 @@ fn plan(ops: &BinaryOperands<'_>, p: &TfLiteMulParams) -> Result<Plan> {
         TfLiteType::kTfLiteInt32 => Plan::I32,
         TfLiteType::kTfLiteInt64 => Plan::I64,
         TfLiteType::kTfLiteInt16 if !is_quantized(&ops.out) => Plan::I16,
-        TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteInt16 => Plan::Quant(
-            QuantMulParams::new(dt, ops.a.quant(), ops.b.quant(), ops.out.quant(), p.activation)
-                .map_err(with_op(OP))?,
-        ),
+        TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteInt16 => {
+            let q = QuantMulParams::new(dt, ops.a.quant(), ops.b.quant(), ops.out.quant(), p.activation)
+                .map_err(with_op(OP))?;
+            if dt == TfLiteType::kTfLiteInt16 { Plan::Quant(q) } else { Plan::Quant8(q.q8()) }
+        }
         other => return Err(Error::new(format!("{OP}: type {} is not supported", other.name()))),
     })
 }
@@ -206,15 +227,13 @@ impl BuiltinKernel for Mul {
             Plan::I32 => run_binary::<i32>(&mut ops, |a, ash, b, bsh, o, osh| mul_i32(a, ash, b, bsh, o, osh, act)),
             Plan::I64 => run_binary::<i64>(&mut ops, |a, ash, b, bsh, o, osh| mul_i64(a, ash, b, bsh, o, osh, act)),
             Plan::I16 => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| mul_i16(a, ash, b, bsh, o, osh, act)),
-            Plan::Quant(q) => match ops.a.dtype {
-                TfLiteType::kTfLiteUInt8 => {
-                    run_binary::<u8>(&mut ops, |a, ash, b, bsh, o, osh| mul_quantized(a, ash, b, bsh, o, osh, q))
-                }
-                TfLiteType::kTfLiteInt8 => {
-                    run_binary::<i8>(&mut ops, |a, ash, b, bsh, o, osh| mul_quantized(a, ash, b, bsh, o, osh, q))
-                }
-                _ => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| mul_quantized(a, ash, b, bsh, o, osh, q)),
+            Plan::Quant8(q) => match ops.a.dtype {
+                TfLiteType::kTfLiteUInt8 => run_binary_q8::<u8>(&mut ops, q),
+                _ => run_binary_q8::<i8>(&mut ops, q),
             },
+            Plan::Quant(q) => {
+                run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| mul_quantized(a, ash, b, bsh, o, osh, q))
+            }
         }
         .map_err(with_op(OP))
     }

@@ -15,13 +15,14 @@ use crate::kernels::activation::{
 };
 use crate::kernels::api::{OpCtx, QuantParams};
 use crate::kernels::binary::{
-    BinaryOperands, Pot16Params, QuantArithParams, binary_f32, binary_operands, binary_operands_in_place, check_output,
-    run_binary, run_binary_f32, with_op,
+    BinaryOperands, Pot16Params, QuantArith, QuantArithParams, binary_f32, binary_operands, binary_operands_in_place,
+    check_output, run_binary, run_binary_f32, run_binary_q8, with_op,
 };
 use crate::kernels::broadcast::broadcast_binary;
 use crate::kernels::kernel::{self, BuiltinKernel};
-use crate::kernels::quant::{QuantInt, quantized_type_range};
+use crate::kernels::quant::quantized_type_range;
 use crate::microkernels::f32_vbinary::BinaryOp;
+use crate::microkernels::qs8_vbinary::QBinaryParams;
 
 const OP: &str = "SUB";
 
@@ -74,8 +75,9 @@ int_sub!(sub_i32, i32, activation_range_i32);
 int_sub!(sub_i64, i64, activation_range_i64);
 
 /// Quantized SUB of uint8 / int8 / int16 with general rescaling (bit-exact with TFLite's
-/// `SubElementwise` / `BroadcastQuantSubSlow`).
-pub fn sub_quantized<T: QuantInt>(
+/// `SubElementwise` / `BroadcastQuantSubSlow`): 8-bit types on the microkernels, int16 one
+/// value at a time.
+pub fn sub_quantized<T: QuantArith>(
     a: &[T],
     a_shape: &[i32],
     b: &[T],
@@ -84,6 +86,9 @@ pub fn sub_quantized<T: QuantInt>(
     out_shape: &[i32],
     p: &QuantArithParams,
 ) -> Result<()> {
+    if let Some(r) = T::on_microkernels(&p.q8_sub(), a, a_shape, b, b_shape, out, out_shape, 1) {
+        return r;
+    }
     broadcast_binary(a, a_shape, b, b_shape, out, out_shape, |x: T, y: T| T::from_i32(p.sub(x.to_i32(), y.to_i32())))
 }
 
@@ -152,6 +157,9 @@ enum Plan {
     F32((f32, f32)),
     I32,
     I64,
+    /// uint8 / int8 on the microkernels.
+    Quant8(QBinaryParams),
+    /// int16.
     Quant(QuantSub),
 }
 
@@ -160,10 +168,14 @@ fn plan(ops: &BinaryOperands<'_>, p: &TfLiteSubParams) -> Result<Plan> {
         TfLiteType::kTfLiteFloat32 => Plan::F32(activation_range_f32(p.activation)),
         TfLiteType::kTfLiteInt32 => Plan::I32,
         TfLiteType::kTfLiteInt64 => Plan::I64,
-        dt @ (TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteInt16) => Plan::Quant(
-            quant_sub_params(dt, ops.a.quant(), ops.b.quant(), ops.out.quant(), p.activation, p.pot_scale_int16)
-                .map_err(with_op(OP))?,
-        ),
+        dt @ (TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteInt16) => {
+            match quant_sub_params(dt, ops.a.quant(), ops.b.quant(), ops.out.quant(), p.activation, p.pot_scale_int16)
+                .map_err(with_op(OP))?
+            {
+                QuantSub::General(q) if dt != TfLiteType::kTfLiteInt16 => Plan::Quant8(q.q8_sub()),
+                q => Plan::Quant(q),
+            }
+        }
         other => return Err(Error::new(format!("{OP}: type {} is not supported", other.name()))),
     })
 }
@@ -193,15 +205,13 @@ impl BuiltinKernel for Sub {
             Plan::F32(clamp) => run_binary_f32(&mut ops, BinaryOp::Sub, *clamp),
             Plan::I32 => run_binary::<i32>(&mut ops, |a, ash, b, bsh, o, osh| sub_i32(a, ash, b, bsh, o, osh, act)),
             Plan::I64 => run_binary::<i64>(&mut ops, |a, ash, b, bsh, o, osh| sub_i64(a, ash, b, bsh, o, osh, act)),
-            Plan::Quant(QuantSub::General(q)) => match ops.a.dtype {
-                TfLiteType::kTfLiteUInt8 => {
-                    run_binary::<u8>(&mut ops, |a, ash, b, bsh, o, osh| sub_quantized(a, ash, b, bsh, o, osh, q))
-                }
-                TfLiteType::kTfLiteInt8 => {
-                    run_binary::<i8>(&mut ops, |a, ash, b, bsh, o, osh| sub_quantized(a, ash, b, bsh, o, osh, q))
-                }
-                _ => run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| sub_quantized(a, ash, b, bsh, o, osh, q)),
+            Plan::Quant8(q) => match ops.a.dtype {
+                TfLiteType::kTfLiteUInt8 => run_binary_q8::<u8>(&mut ops, q),
+                _ => run_binary_q8::<i8>(&mut ops, q),
             },
+            Plan::Quant(QuantSub::General(q)) => {
+                run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| sub_quantized(a, ash, b, bsh, o, osh, q))
+            }
             Plan::Quant(QuantSub::Pot16(q)) => {
                 run_binary::<i16>(&mut ops, |a, ash, b, bsh, o, osh| sub_i16_pot(a, ash, b, bsh, o, osh, q))
             }

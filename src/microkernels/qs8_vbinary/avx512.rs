@@ -1,0 +1,320 @@
+//! AVX-512 quantized binary kernels: 16 values per vector, widened to 32-bit lanes, the
+//! last few through masked loads and stores (which never touch memory outside the mask).
+//!
+//! The general rescaling is [`qs8_requant::avx512`](crate::microkernels::qs8_requant::avx512)'s
+//! exact `srdhm` and `rounding_divide_by_pot`; the short forms of [`super::forms`] serve
+//! the parameters that allow them.
+
+use super::forms::{ADD, Elem, MUL, RSUB, SUB, vc_forms, vv_forms};
+use super::{Input, Kernels8, QBinaryKernels, QBinaryParams, Rescale};
+use crate::microkernels::Isa;
+use crate::microkernels::qs8_requant::avx512::{rounding_divide_by_pot, srdhm, srdhm_unsaturated};
+use core::arch::x86_64::*;
+
+/// Lanes `0..rem` set (`rem < 16`).
+#[inline(always)]
+fn tail_mask(rem: usize) -> __mmask16 {
+    ((1u32 << rem) - 1) as __mmask16
+}
+
+/// 16 values at `p`, widened to `i32`.
+///
+/// # Safety
+/// `p` readable for 16 values; the CPU has AVX-512 F.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn load<T: Elem>(p: *const T) -> __m512i {
+    // SAFETY: 16 bytes readable (the contract); the load is unaligned.
+    let v = unsafe { _mm_loadu_si128(p.cast()) };
+    if T::SIGNED { _mm512_cvtepi8_epi32(v) } else { _mm512_cvtepu8_epi32(v) }
+}
+
+/// The values of lanes in `m` at `p`, widened (the other lanes 0).
+///
+/// # Safety
+/// `p` readable for the lanes in `m`; the CPU has AVX-512 F, BW and VL.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+unsafe fn load_tail<T: Elem>(p: *const T, m: __mmask16) -> __m512i {
+    // SAFETY: a masked load reads only the lanes in `m` (the contract's bytes).
+    let v = unsafe { _mm_maskz_loadu_epi8(m, p.cast()) };
+    if T::SIGNED { _mm512_cvtepi8_epi32(v) } else { _mm512_cvtepu8_epi32(v) }
+}
+
+/// Stores the low byte of 16 lanes (a C cast of each).
+///
+/// # Safety
+/// `p` writable for 16 values; the CPU has AVX-512 F.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn store<T>(p: *mut T, v: __m512i) {
+    // SAFETY: 16 bytes writable (the contract); the store is unaligned.
+    unsafe { _mm_storeu_si128(p.cast(), _mm512_cvtepi32_epi8(v)) }
+}
+
+/// Stores the low byte of the lanes in `m`.
+///
+/// # Safety
+/// `p` writable for the lanes in `m`; the CPU has AVX-512 F.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn store_tail<T>(p: *mut T, m: __mmask16, v: __m512i) {
+    // SAFETY: a masked store writes only the lanes in `m` (the contract's bytes).
+    unsafe { _mm512_mask_cvtepi32_storeu_epi8(p.cast(), m, v) }
+}
+
+/// One input's loop-invariant vectors.
+#[derive(Clone, Copy)]
+struct InVec {
+    offset: __m512i,
+    /// General form: the multiplier and the shifts.
+    mult: __m512i,
+    left: __m512i,
+    right: __m512i,
+    /// Short form: the multiplier's high (`>> 11`) and low 11 bits, `2^(right-1)` (0 for
+    /// a right shift of 0), and the shift that takes a lane's sign bit to bit 0 (31), or
+    /// clears the lane (32) when nothing is rounded.
+    mh: __m512i,
+    ml: __m512i,
+    half: __m512i,
+    sign_shift: __m512i,
+}
+
+impl InVec {
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn new(i: &Input) -> InVec {
+        let s = i.scale;
+        InVec {
+            offset: _mm512_set1_epi32(i.offset),
+            mult: _mm512_set1_epi32(s.mult),
+            left: _mm512_set1_epi32(s.left as i32),
+            right: _mm512_set1_epi32(s.right as i32),
+            mh: _mm512_set1_epi32(s.mult >> 11),
+            ml: _mm512_set1_epi32(s.mult & 0x7ff),
+            half: half(s.right),
+            sign_shift: sign_shift(s.right),
+        }
+    }
+}
+
+/// `2^(e-1)`, 0 for `e = 0`, in every lane.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn half(e: u32) -> __m512i {
+    _mm512_set1_epi32(if e == 0 { 0 } else { 1 << (e - 1) })
+}
+
+/// [`round_short`]'s `sign_shift` for `e`, in every lane.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn sign_shift(e: u32) -> __m512i {
+    _mm512_set1_epi32(if e == 0 { 32 } else { 31 })
+}
+
+/// `RoundingDivideByPOT(h, e)` as `(h + half - [h < 0]) >> e`, with `half = 2^(e-1)` and
+/// `sign_shift` 31 for `e >= 1`, `half = 0` and `sign_shift` 32 (no correction) for
+/// `e = 0`. Exact when `h + half` does not overflow.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn round_short(h: __m512i, half: __m512i, sign_shift: __m512i, e: __m512i) -> __m512i {
+    let negative = _mm512_srlv_epi32(h, sign_shift);
+    _mm512_srav_epi32(_mm512_sub_epi32(_mm512_add_epi32(h, half), negative), e)
+}
+
+/// `i.scaled(x)` of 16 lanes, in the short form when `SHORT` (see [`super::forms`]).
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn scale_in<const SHORT: bool>(x: __m512i, i: &InVec) -> __m512i {
+    let v = _mm512_add_epi32(x, i.offset);
+    if SHORT {
+        let lo = _mm512_mullo_epi32(v, i.ml);
+        let lo = _mm512_srai_epi32::<11>(_mm512_add_epi32(lo, _mm512_set1_epi32(1 << 10)));
+        let h = _mm512_add_epi32(_mm512_mullo_epi32(v, i.mh), lo);
+        round_short(h, i.half, i.sign_shift, i.right)
+    } else {
+        rounding_divide_by_pot(srdhm(_mm512_sllv_epi32(v, i.left), i.mult), i.right)
+    }
+}
+
+/// The output's loop-invariant vectors.
+#[derive(Clone, Copy)]
+struct OutVec {
+    mult: __m512i,
+    left: __m512i,
+    right: __m512i,
+    half: __m512i,
+    sign_shift: __m512i,
+    offset: __m512i,
+    min: __m512i,
+    max: __m512i,
+}
+
+impl OutVec {
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn new(p: &QBinaryParams) -> OutVec {
+        let Rescale { mult, left, right } = p.out;
+        OutVec {
+            mult: _mm512_set1_epi32(mult),
+            left: _mm512_set1_epi32(left as i32),
+            right: _mm512_set1_epi32(right as i32),
+            half: half(right),
+            sign_shift: sign_shift(right),
+            offset: _mm512_set1_epi32(p.output_offset),
+            min: _mm512_set1_epi32(p.min),
+            max: _mm512_set1_epi32(p.max),
+        }
+    }
+}
+
+/// `p.finish(raw)` of 16 lanes, in the short form when `SHORT` (see [`super::forms`]).
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn finish<const SHORT: bool>(raw: __m512i, o: &OutVec) -> __m512i {
+    let v = if SHORT {
+        round_short(srdhm_unsaturated(raw, o.mult), o.half, o.sign_shift, o.right)
+    } else {
+        rounding_divide_by_pot(srdhm(_mm512_sllv_epi32(raw, o.left), o.mult), o.right)
+    };
+    _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(v, o.offset), o.min), o.max)
+}
+
+/// One vector of `vv`.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn vv_step<const OP: u8, const SHORT: bool, const SHORT_OUT: bool>(
+    x: __m512i,
+    y: __m512i,
+    a: &InVec,
+    b: &InVec,
+    o: &OutVec,
+) -> __m512i {
+    let raw = match OP {
+        ADD => _mm512_add_epi32(scale_in::<SHORT>(x, a), scale_in::<SHORT>(y, b)),
+        SUB => _mm512_sub_epi32(scale_in::<SHORT>(x, a), scale_in::<SHORT>(y, b)),
+        _ => _mm512_mullo_epi32(_mm512_add_epi32(x, a.offset), _mm512_add_epi32(y, b.offset)),
+    };
+    finish::<SHORT_OUT>(raw, o)
+}
+
+/// One vector of `vc`.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn vc_step<const OP: u8, const SHORT: bool, const SHORT_OUT: bool>(
+    x: __m512i,
+    c: __m512i,
+    xi: &InVec,
+    o: &OutVec,
+) -> __m512i {
+    let raw = match OP {
+        ADD => _mm512_add_epi32(scale_in::<SHORT>(x, xi), c),
+        SUB => _mm512_sub_epi32(scale_in::<SHORT>(x, xi), c),
+        RSUB => _mm512_sub_epi32(c, scale_in::<SHORT>(x, xi)),
+        _ => _mm512_mullo_epi32(_mm512_add_epi32(x, xi.offset), c),
+    };
+    finish::<SHORT_OUT>(raw, o)
+}
+
+/// # Safety
+/// See [`super::VvFn`]; the CPU has AVX-512 F, BW and VL.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+unsafe fn vv_loop<T: Elem, const OP: u8, const SHORT: bool, const SHORT_OUT: bool>(
+    n: usize,
+    a: *const T,
+    b: *const T,
+    out: *mut T,
+    p: &QBinaryParams,
+) {
+    let (va, vb, o) = (InVec::new(&p.a), InVec::new(&p.b), OutVec::new(p));
+    // SAFETY: every access is below `n` (masked for the tail); each vector is loaded
+    // before the same positions are stored, so `out` may be `a` or `b`.
+    unsafe {
+        let mut i = 0;
+        while i + 16 <= n {
+            let r = vv_step::<OP, SHORT, SHORT_OUT>(load(a.add(i)), load(b.add(i)), &va, &vb, &o);
+            store(out.add(i), r);
+            i += 16;
+        }
+        if i < n {
+            let m = tail_mask(n - i);
+            let r = vv_step::<OP, SHORT, SHORT_OUT>(load_tail(a.add(i), m), load_tail(b.add(i), m), &va, &vb, &o);
+            store_tail(out.add(i), m, r);
+        }
+    }
+}
+
+/// # Safety
+/// See [`super::VcFn`]; the CPU has AVX-512 F, BW and VL.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+unsafe fn vc_loop<T: Elem, const OP: u8, const SHORT: bool, const SHORT_OUT: bool>(
+    n: usize,
+    x: *const T,
+    c: i32,
+    out: *mut T,
+    xi: &Input,
+    p: &QBinaryParams,
+) {
+    let (vx, vc, o) = (InVec::new(xi), _mm512_set1_epi32(c), OutVec::new(p));
+    // SAFETY: as in `vv_loop`.
+    unsafe {
+        let mut i = 0;
+        while i + 16 <= n {
+            store(out.add(i), vc_step::<OP, SHORT, SHORT_OUT>(load(x.add(i)), vc, &vx, &o));
+            i += 16;
+        }
+        if i < n {
+            let m = tail_mask(n - i);
+            store_tail(out.add(i), m, vc_step::<OP, SHORT, SHORT_OUT>(load_tail(x.add(i), m), vc, &vx, &o));
+        }
+    }
+}
+
+/// # Safety
+/// See [`super::VvFn`].
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+unsafe fn vv<T: Elem, const OP: u8>(n: usize, a: *const T, b: *const T, out: *mut T, p: &QBinaryParams) {
+    let (short, short_out) = vv_forms::<T, OP>(p);
+    // SAFETY: the caller's contract is the loops'.
+    unsafe {
+        match (short, short_out) {
+            (true, true) => vv_loop::<T, OP, true, true>(n, a, b, out, p),
+            (true, false) => vv_loop::<T, OP, true, false>(n, a, b, out, p),
+            (false, true) => vv_loop::<T, OP, false, true>(n, a, b, out, p),
+            (false, false) => vv_loop::<T, OP, false, false>(n, a, b, out, p),
+        }
+    }
+}
+
+/// # Safety
+/// See [`super::VcFn`].
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+unsafe fn vc<T: Elem, const OP: u8>(n: usize, x: *const T, c: i32, out: *mut T, xi: &Input, p: &QBinaryParams) {
+    let (short, short_out) = vc_forms::<T, OP>(xi, c, p);
+    // SAFETY: the caller's contract is the loops'.
+    unsafe {
+        match (short, short_out) {
+            (true, true) => vc_loop::<T, OP, true, true>(n, x, c, out, xi, p),
+            (true, false) => vc_loop::<T, OP, true, false>(n, x, c, out, xi, p),
+            (false, true) => vc_loop::<T, OP, false, true>(n, x, c, out, xi, p),
+            (false, false) => vc_loop::<T, OP, false, false>(n, x, c, out, xi, p),
+        }
+    }
+}
+
+const fn kernels<T: Elem>() -> Kernels8<T> {
+    Kernels8 {
+        add_vv: vv::<T, ADD>,
+        sub_vv: vv::<T, SUB>,
+        mul_vv: vv::<T, MUL>,
+        add_vc: vc::<T, ADD>,
+        sub_vc: vc::<T, SUB>,
+        rsub_vc: vc::<T, RSUB>,
+        mul_vc: vc::<T, MUL>,
+    }
+}
+
+/// The AVX-512 table's kernels.
+pub const KERNELS: QBinaryKernels = QBinaryKernels { isa: Isa::Avx512, s8: kernels::<i8>(), u8: kernels::<u8>() };

@@ -1,0 +1,69 @@
+//! Portable quantized binary kernels: the twins of the SIMD ones (the oracle's formulas,
+//! one value at a time).
+
+use super::{Input, Kernels8, QBinaryKernels, QBinaryParams, Quant8};
+use crate::microkernels::Isa;
+
+/// Narrows a clamped value as a C cast does (two's-complement truncation).
+trait Narrow: Quant8 {
+    fn narrow(v: i32) -> Self;
+}
+
+impl Narrow for i8 {
+    #[inline(always)]
+    fn narrow(v: i32) -> i8 {
+        v as i8
+    }
+}
+
+impl Narrow for u8 {
+    #[inline(always)]
+    fn narrow(v: i32) -> u8 {
+        v as u8
+    }
+}
+
+/// # Safety
+/// See [`super::VvFn`].
+unsafe fn vv<T: Narrow>(n: usize, a: *const T, b: *const T, o: *mut T, p: &QBinaryParams) {
+    for i in 0..n {
+        // SAFETY: `i < n`, within every buffer; each value is read before its slot is
+        // written, so `o` may be `a` or `b`.
+        unsafe { *o.add(i) = T::narrow(p.scalar((*a.add(i)).to_i32(), (*b.add(i)).to_i32())) };
+    }
+}
+
+/// `vc` for the op `OP` (0 ADD, 1 SUB, 2 reversed SUB, 3 MUL).
+///
+/// # Safety
+/// See [`super::VcFn`].
+unsafe fn vc<T: Narrow, const OP: u8>(n: usize, x: *const T, c: i32, o: *mut T, xi: &Input, p: &QBinaryParams) {
+    for i in 0..n {
+        // SAFETY: as in `vv`.
+        let v = unsafe { *x.add(i) }.to_i32();
+        let raw = match OP {
+            0 => xi.scaled(v).wrapping_add(c),
+            1 => xi.scaled(v).wrapping_sub(c),
+            2 => c.wrapping_sub(xi.scaled(v)),
+            _ => v.wrapping_add(xi.offset).wrapping_mul(c),
+        };
+        // SAFETY: as in `vv`.
+        unsafe { *o.add(i) = T::narrow(p.finish(raw)) };
+    }
+}
+
+/// The scalar `vv` reads the op from the parameters, so one function serves the three.
+const fn kernels<T: Narrow>() -> Kernels8<T> {
+    Kernels8 {
+        add_vv: vv::<T>,
+        sub_vv: vv::<T>,
+        mul_vv: vv::<T>,
+        add_vc: vc::<T, 0>,
+        sub_vc: vc::<T, 1>,
+        rsub_vc: vc::<T, 2>,
+        mul_vc: vc::<T, 3>,
+    }
+}
+
+/// The scalar table's kernels.
+pub const KERNELS: QBinaryKernels = QBinaryKernels { isa: Isa::Scalar, s8: kernels::<i8>(), u8: kernels::<u8>() };
