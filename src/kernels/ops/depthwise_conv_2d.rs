@@ -1244,6 +1244,10 @@ mod tests {
     #[test]
     fn int8_microkernel_matches_reference() {
         use TfLitePadding::*;
+        if table().qs8_dwconv.is_none() {
+            eprintln!("skipping: the {} table keeps the widened int8 loop", table().isa.name());
+            return;
+        }
         let mut r = Lcg(19);
         let mut cases = 0;
         for c in [1usize, 3, 8, 15, 16, 17, 31, 32, 40, 96, 144] {
@@ -1306,6 +1310,10 @@ mod tests {
         let p =
             Quant8Params { input_offset: 3, filter_offset: 0, output_offset: 0, mults, act_min: -128, act_max: 127 };
         let filter = vec![1i8; 36];
+        if table().qs8_dwconv.is_none() {
+            assert!(pack_q8(&g, &filter, None, &p).is_err());
+            return;
+        }
         let packed = pack_q8(&g, &filter, None, &p).unwrap();
         let (input, mut out) = (vec![-3i8; 100], vec![0i8; 100]);
         assert!(pack_q8(&g, &filter[1..], None, &p).is_err());
