@@ -96,7 +96,7 @@ pub fn requant_scalar(acc: i32, bias: i32, mult: i32, left: i32, right: i32, off
 /// `RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x << left, mult), right)`: TFLite's
 /// `MultiplyByQuantizedMultiplier` with the shift split into its left and right parts
 /// (each taken mod 32; the shift wraps as in TFLite's build).
-#[inline]
+#[inline(always)]
 pub fn multiply_scalar(x: i32, mult: i32, left: i32, right: i32) -> i32 {
     rounding_divide_by_pot_scalar(srdhm_scalar(x.wrapping_shl(left as u32), mult), right)
 }
@@ -104,7 +104,7 @@ pub fn multiply_scalar(x: i32, mult: i32, left: i32, right: i32) -> i32 {
 /// gemmlowp's `SaturatingRoundingDoublingHighMul`: `(x * m + nudge) / 2^31` truncated
 /// toward zero, with the nudge 2^30 for a non-negative product and 1 - 2^30 for a negative
 /// one; `i32::MIN * i32::MIN` saturates to `i32::MAX`.
-#[inline]
+#[inline(always)]
 pub fn srdhm_scalar(x: i32, mult: i32) -> i32 {
     if x == i32::MIN && mult == i32::MIN {
         i32::MAX
@@ -117,7 +117,7 @@ pub fn srdhm_scalar(x: i32, mult: i32) -> i32 {
 
 /// gemmlowp's `RoundingDivideByPOT`: `h / 2^right` rounded to nearest, ties away from zero
 /// (`right` taken mod 32).
-#[inline]
+#[inline(always)]
 pub fn rounding_divide_by_pot_scalar(h: i32, right: i32) -> i32 {
     let e = right as u32 & 31;
     let mask = (1u32.wrapping_shl(e).wrapping_sub(1)) as i32;

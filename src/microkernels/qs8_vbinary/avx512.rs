@@ -168,79 +168,131 @@ impl OutVec {
     }
 }
 
-/// `p.finish(raw)` of 16 lanes, in the short form when `SHORT` (see [`super::forms`]).
+/// `p.out.apply(raw)` of 16 lanes, in the short form when `SHORT` (see [`super::forms`]).
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn finish<const SHORT: bool>(raw: __m512i, o: &OutVec) -> __m512i {
-    let v = if SHORT {
+fn rescale_out<const SHORT: bool>(raw: __m512i, o: &OutVec) -> __m512i {
+    if SHORT {
         round_short(srdhm_unsaturated(raw, o.mult), o.half, o.sign_shift, o.right)
     } else {
         rounding_divide_by_pot(srdhm(_mm512_sllv_epi32(raw, o.left), o.mult), o.right)
-    };
+    }
+}
+
+/// `p.finish(raw)` of 16 lanes.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn finish<const SHORT: bool>(raw: __m512i, o: &OutVec) -> __m512i {
+    let v = rescale_out::<SHORT>(raw, o);
     _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(v, o.offset), o.min), o.max)
 }
 
-/// One vector of `vv`.
+/// The output offset and clamp range for [`finish_packed`].
+#[derive(Clone, Copy)]
+struct PackVec {
+    offset: __m512i,
+    min: __m512i,
+    max: __m512i,
+}
+
+impl PackVec {
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn new(p: &QBinaryParams) -> PackVec {
+        PackVec {
+            offset: _mm512_set1_epi16(p.output_offset as i16),
+            min: _mm512_set1_epi8(p.min as i8),
+            max: _mm512_set1_epi8(p.max as i8),
+        }
+    }
+}
+
+/// True when [`finish_packed`] gives `p.finish`'s values: the offset within `±2^14` and
+/// the clamp range within `T`'s.
+fn packs_exactly<T: Elem>(p: &QBinaryParams) -> bool {
+    let in_range = |v: i32| (T::MIN..=T::MAX).contains(&v);
+    in_range(p.min) && in_range(p.max) && (-(1 << 14)..=1 << 14).contains(&p.output_offset)
+}
+
+/// Stores the outputs of 64 rescaled lanes (`v0` first), `p.finish` done on narrow lanes
+/// as XNNPACK does: packed to 16 bits with saturation, the offset added with saturation,
+/// packed to `T` with saturation, then clamped. Where [`packs_exactly`] holds this is the
+/// exact clamp of `v + offset`: a lane saturated at either step stays beyond `T`'s range
+/// on the side of its exact value (`|offset| <= 2^14` keeps a saturated 16-bit lane
+/// there), and the clamp range lies within `T`'s.
+///
+/// # Safety
+/// `p` writable for 64 values; the CPU has AVX-512 F and BW.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn finish_packed<T: Elem>(p: *mut T, v: [__m512i; 4], o: &PackVec) {
+    // Each 128-bit lane `k` of the packed bytes holds, as 32-bit words, lanes `4k..4k+4`
+    // of v0, v1, v2 and v3 in turn; the permutation puts v0's first.
+    let w01 = _mm512_adds_epi16(_mm512_packs_epi32(v[0], v[1]), o.offset);
+    let w23 = _mm512_adds_epi16(_mm512_packs_epi32(v[2], v[3]), o.offset);
+    let bytes = if T::SIGNED {
+        _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(w01, w23), o.min), o.max)
+    } else {
+        _mm512_min_epu8(_mm512_max_epu8(_mm512_packus_epi16(w01, w23), o.min), o.max)
+    };
+    let order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    // SAFETY: 64 bytes writable (the contract); the store is unaligned.
+    unsafe { _mm512_storeu_si512(p.cast(), _mm512_permutexvar_epi32(order, bytes)) }
+}
+
+/// The raw values of one vector of `vv`.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn vv_step<const OP: u8, const SHORT: bool, const SHORT_OUT: bool>(
-    x: __m512i,
-    y: __m512i,
-    a: &InVec,
-    b: &InVec,
-    o: &OutVec,
-) -> __m512i {
-    let raw = match OP {
+fn vv_raw<const OP: u8, const SHORT: bool>(x: __m512i, y: __m512i, a: &InVec, b: &InVec) -> __m512i {
+    match OP {
         ADD => _mm512_add_epi32(scale_in::<SHORT>(x, a), scale_in::<SHORT>(y, b)),
         SUB => _mm512_sub_epi32(scale_in::<SHORT>(x, a), scale_in::<SHORT>(y, b)),
         _ => _mm512_mullo_epi32(_mm512_add_epi32(x, a.offset), _mm512_add_epi32(y, b.offset)),
-    };
-    finish::<SHORT_OUT>(raw, o)
+    }
 }
 
-/// One vector of `vc`.
+/// The raw values of one vector of `vc`.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn vc_step<const OP: u8, const SHORT: bool, const SHORT_OUT: bool>(
-    x: __m512i,
-    c: __m512i,
-    xi: &InVec,
-    o: &OutVec,
-) -> __m512i {
-    let raw = match OP {
+fn vc_raw<const OP: u8, const SHORT: bool>(x: __m512i, c: __m512i, xi: &InVec) -> __m512i {
+    match OP {
         ADD => _mm512_add_epi32(scale_in::<SHORT>(x, xi), c),
         SUB => _mm512_sub_epi32(scale_in::<SHORT>(x, xi), c),
         RSUB => _mm512_sub_epi32(c, scale_in::<SHORT>(x, xi)),
         _ => _mm512_mullo_epi32(_mm512_add_epi32(x, xi.offset), c),
-    };
-    finish::<SHORT_OUT>(raw, o)
+    }
 }
 
 /// # Safety
 /// See [`super::VvFn`]; the CPU has AVX-512 F, BW and VL.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-unsafe fn vv_loop<T: Elem, const OP: u8, const SHORT: bool, const SHORT_OUT: bool>(
+unsafe fn vv_loop<T: Elem, const OP: u8, const SHORT: bool, const SHORT_OUT: bool, const PACK: bool>(
     n: usize,
     a: *const T,
     b: *const T,
     out: *mut T,
     p: &QBinaryParams,
 ) {
-    let (va, vb, o) = (InVec::new(&p.a), InVec::new(&p.b), OutVec::new(p));
+    let (va, vb, o, pk) = (InVec::new(&p.a), InVec::new(&p.b), OutVec::new(p), PackVec::new(p));
     // SAFETY: every access is below `n` (masked for the tail); each vector is loaded
     // before the same positions are stored, so `out` may be `a` or `b`.
     unsafe {
+        let raw = |i: usize| vv_raw::<OP, SHORT>(load(a.add(i)), load(b.add(i)), &va, &vb);
         let mut i = 0;
+        while PACK && i + 64 <= n {
+            let v = [i, i + 16, i + 32, i + 48].map(|j| rescale_out::<SHORT_OUT>(raw(j), &o));
+            finish_packed(out.add(i), v, &pk);
+            i += 64;
+        }
         while i + 16 <= n {
-            let r = vv_step::<OP, SHORT, SHORT_OUT>(load(a.add(i)), load(b.add(i)), &va, &vb, &o);
-            store(out.add(i), r);
+            store(out.add(i), finish::<SHORT_OUT>(raw(i), &o));
             i += 16;
         }
         if i < n {
             let m = tail_mask(n - i);
-            let r = vv_step::<OP, SHORT, SHORT_OUT>(load_tail(a.add(i), m), load_tail(b.add(i), m), &va, &vb, &o);
-            store_tail(out.add(i), m, r);
+            let r = vv_raw::<OP, SHORT>(load_tail(a.add(i), m), load_tail(b.add(i), m), &va, &vb);
+            store_tail(out.add(i), m, finish::<SHORT_OUT>(r, &o));
         }
     }
 }
@@ -249,7 +301,7 @@ unsafe fn vv_loop<T: Elem, const OP: u8, const SHORT: bool, const SHORT_OUT: boo
 /// See [`super::VcFn`]; the CPU has AVX-512 F, BW and VL.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-unsafe fn vc_loop<T: Elem, const OP: u8, const SHORT: bool, const SHORT_OUT: bool>(
+unsafe fn vc_loop<T: Elem, const OP: u8, const SHORT: bool, const SHORT_OUT: bool, const PACK: bool>(
     n: usize,
     x: *const T,
     c: i32,
@@ -257,17 +309,23 @@ unsafe fn vc_loop<T: Elem, const OP: u8, const SHORT: bool, const SHORT_OUT: boo
     xi: &Input,
     p: &QBinaryParams,
 ) {
-    let (vx, vc, o) = (InVec::new(xi), _mm512_set1_epi32(c), OutVec::new(p));
+    let (vx, vc, o, pk) = (InVec::new(xi), _mm512_set1_epi32(c), OutVec::new(p), PackVec::new(p));
     // SAFETY: as in `vv_loop`.
     unsafe {
+        let raw = |i: usize| vc_raw::<OP, SHORT>(load(x.add(i)), vc, &vx);
         let mut i = 0;
+        while PACK && i + 64 <= n {
+            let v = [i, i + 16, i + 32, i + 48].map(|j| rescale_out::<SHORT_OUT>(raw(j), &o));
+            finish_packed(out.add(i), v, &pk);
+            i += 64;
+        }
         while i + 16 <= n {
-            store(out.add(i), vc_step::<OP, SHORT, SHORT_OUT>(load(x.add(i)), vc, &vx, &o));
+            store(out.add(i), finish::<SHORT_OUT>(raw(i), &o));
             i += 16;
         }
         if i < n {
             let m = tail_mask(n - i);
-            store_tail(out.add(i), m, vc_step::<OP, SHORT, SHORT_OUT>(load_tail(x.add(i), m), vc, &vx, &o));
+            store_tail(out.add(i), m, finish::<SHORT_OUT>(vc_raw::<OP, SHORT>(load_tail(x.add(i), m), vc, &vx), &o));
         }
     }
 }
@@ -277,13 +335,17 @@ unsafe fn vc_loop<T: Elem, const OP: u8, const SHORT: bool, const SHORT_OUT: boo
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 unsafe fn vv<T: Elem, const OP: u8>(n: usize, a: *const T, b: *const T, out: *mut T, p: &QBinaryParams) {
     let (short, short_out) = vv_forms::<T, OP>(p);
+    // The packed finish only where the short forms are taken: the common, fast case.
+    let pack = short_out && packs_exactly::<T>(p);
     // SAFETY: the caller's contract is the loops'.
     unsafe {
-        match (short, short_out) {
-            (true, true) => vv_loop::<T, OP, true, true>(n, a, b, out, p),
-            (true, false) => vv_loop::<T, OP, true, false>(n, a, b, out, p),
-            (false, true) => vv_loop::<T, OP, false, true>(n, a, b, out, p),
-            (false, false) => vv_loop::<T, OP, false, false>(n, a, b, out, p),
+        match (short, short_out, pack) {
+            (true, true, true) => vv_loop::<T, OP, true, true, true>(n, a, b, out, p),
+            (true, true, false) => vv_loop::<T, OP, true, true, false>(n, a, b, out, p),
+            (true, false, _) => vv_loop::<T, OP, true, false, false>(n, a, b, out, p),
+            (false, true, true) => vv_loop::<T, OP, false, true, true>(n, a, b, out, p),
+            (false, true, false) => vv_loop::<T, OP, false, true, false>(n, a, b, out, p),
+            (false, false, _) => vv_loop::<T, OP, false, false, false>(n, a, b, out, p),
         }
     }
 }
@@ -293,13 +355,16 @@ unsafe fn vv<T: Elem, const OP: u8>(n: usize, a: *const T, b: *const T, out: *mu
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 unsafe fn vc<T: Elem, const OP: u8>(n: usize, x: *const T, c: i32, out: *mut T, xi: &Input, p: &QBinaryParams) {
     let (short, short_out) = vc_forms::<T, OP>(xi, c, p);
+    let pack = short_out && packs_exactly::<T>(p);
     // SAFETY: the caller's contract is the loops'.
     unsafe {
-        match (short, short_out) {
-            (true, true) => vc_loop::<T, OP, true, true>(n, x, c, out, xi, p),
-            (true, false) => vc_loop::<T, OP, true, false>(n, x, c, out, xi, p),
-            (false, true) => vc_loop::<T, OP, false, true>(n, x, c, out, xi, p),
-            (false, false) => vc_loop::<T, OP, false, false>(n, x, c, out, xi, p),
+        match (short, short_out, pack) {
+            (true, true, true) => vc_loop::<T, OP, true, true, true>(n, x, c, out, xi, p),
+            (true, true, false) => vc_loop::<T, OP, true, true, false>(n, x, c, out, xi, p),
+            (true, false, _) => vc_loop::<T, OP, true, false, false>(n, x, c, out, xi, p),
+            (false, true, true) => vc_loop::<T, OP, false, true, true>(n, x, c, out, xi, p),
+            (false, true, false) => vc_loop::<T, OP, false, true, false>(n, x, c, out, xi, p),
+            (false, false, _) => vc_loop::<T, OP, false, false, false>(n, x, c, out, xi, p),
         }
     }
 }

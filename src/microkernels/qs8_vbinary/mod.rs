@@ -65,7 +65,7 @@ impl Rescale {
     }
 
     /// The scalar rescaling (the oracle).
-    #[inline]
+    #[inline(always)]
     pub fn apply(self, x: i32) -> i32 {
         multiply_scalar(x, self.mult, self.left as i32, self.right as i32)
     }
@@ -81,7 +81,7 @@ pub struct Input {
 
 impl Input {
     /// `scale(x + offset)`: an ADD or SUB operand on the common scale.
-    #[inline]
+    #[inline(always)]
     pub fn scaled(self, x: i32) -> i32 {
         self.scale.apply(x.wrapping_add(self.offset))
     }
@@ -101,7 +101,7 @@ pub struct QBinaryParams {
 
 impl QBinaryParams {
     /// One output value (the scalar oracle).
-    #[inline]
+    #[inline(always)]
     pub fn scalar(&self, x: i32, y: i32) -> i32 {
         let raw = match self.op {
             QBinaryOp::Add => self.a.scaled(x).wrapping_add(self.b.scaled(y)),
@@ -112,7 +112,7 @@ impl QBinaryParams {
     }
 
     /// The output of a raw sum, difference or product.
-    #[inline]
+    #[inline(always)]
     pub fn finish(&self, raw: i32) -> i32 {
         self.out.apply(raw).wrapping_add(self.output_offset).max(self.min).min(self.max)
     }

@@ -23,13 +23,23 @@ impl Narrow for u8 {
     }
 }
 
+/// `vv` for the op `OP` (0 ADD, 1 SUB, 3 MUL).
+///
 /// # Safety
 /// See [`super::VvFn`].
-unsafe fn vv<T: Narrow>(n: usize, a: *const T, b: *const T, o: *mut T, p: &QBinaryParams) {
+unsafe fn vv<T: Narrow, const OP: u8>(n: usize, a: *const T, b: *const T, o: *mut T, p: &QBinaryParams) {
+    let p = *p;
     for i in 0..n {
         // SAFETY: `i < n`, within every buffer; each value is read before its slot is
         // written, so `o` may be `a` or `b`.
-        unsafe { *o.add(i) = T::narrow(p.scalar((*a.add(i)).to_i32(), (*b.add(i)).to_i32())) };
+        let (x, y) = unsafe { ((*a.add(i)).to_i32(), (*b.add(i)).to_i32()) };
+        let raw = match OP {
+            0 => p.a.scaled(x).wrapping_add(p.b.scaled(y)),
+            1 => p.a.scaled(x).wrapping_sub(p.b.scaled(y)),
+            _ => x.wrapping_add(p.a.offset).wrapping_mul(y.wrapping_add(p.b.offset)),
+        };
+        // SAFETY: as above.
+        unsafe { *o.add(i) = T::narrow(p.finish(raw)) };
     }
 }
 
@@ -38,6 +48,7 @@ unsafe fn vv<T: Narrow>(n: usize, a: *const T, b: *const T, o: *mut T, p: &QBina
 /// # Safety
 /// See [`super::VcFn`].
 unsafe fn vc<T: Narrow, const OP: u8>(n: usize, x: *const T, c: i32, o: *mut T, xi: &Input, p: &QBinaryParams) {
+    let (xi, p) = (*xi, *p);
     for i in 0..n {
         // SAFETY: as in `vv`.
         let v = unsafe { *x.add(i) }.to_i32();
@@ -52,12 +63,11 @@ unsafe fn vc<T: Narrow, const OP: u8>(n: usize, x: *const T, c: i32, o: *mut T, 
     }
 }
 
-/// The scalar `vv` reads the op from the parameters, so one function serves the three.
 const fn kernels<T: Narrow>() -> Kernels8<T> {
     Kernels8 {
-        add_vv: vv::<T>,
-        sub_vv: vv::<T>,
-        mul_vv: vv::<T>,
+        add_vv: vv::<T, 0>,
+        sub_vv: vv::<T, 1>,
+        mul_vv: vv::<T, 3>,
         add_vc: vc::<T, 0>,
         sub_vc: vc::<T, 1>,
         rsub_vc: vc::<T, 2>,

@@ -257,7 +257,15 @@ fn limits<T: Elem>(seed: u64) {
             // rescaling should show in every bit.
             let right = [31, 0, 30, 29, 1][extreme(&mut rng, 5)];
             p.out = Rescale { mult: MULTS[extreme(&mut rng, MULTS.len())], left: 0, right };
-            (p.min, p.max, p.output_offset) = (i32::MIN, i32::MAX, 0);
+            // No clamp (every bit of the rescaling shows), or clamps within the type with
+            // offsets up to and past the packed finish's limit.
+            (p.min, p.max, p.output_offset) = match rng.below(6) {
+                0 | 1 => (i32::MIN, i32::MAX, 0),
+                2 => (T::MIN, T::MAX, [1 << 14, -(1 << 14), (1 << 14) + 1, 32767, -32768][rng.below(5)]),
+                3 => (T::MIN + 10, T::MAX - 10, T::MIN + rng.below(256) as i32),
+                4 => (T::MAX, T::MIN, 5),
+                _ => (T::MIN, T::MAX, 0),
+            };
             if op == QBinaryOp::Mul {
                 p.out.right = rng.below(32) as u32;
             }
