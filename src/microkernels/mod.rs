@@ -21,8 +21,8 @@ pub mod f32_vbinary;
 pub mod f32_vsigmoid;
 pub mod f32_vunary;
 pub mod packed;
-pub mod qs8_gemm;
 pub mod qs8_dwconv;
+pub mod qs8_gemm;
 pub mod qs8_requant;
 pub mod qs8_vbinary;
 #[cfg(test)]
@@ -147,13 +147,12 @@ impl Table {
         #[cfg(target_arch = "x86_64")]
         static AVX512: Table = AVX512_TABLE;
         #[cfg(target_arch = "x86_64")]
-        static AVX512_VNNI: Table =
-            Table {
-                isa: Isa::Avx512Vnni,
-                qs8_gemm: Some(&qs8_gemm::avx512vnni::KERNELS),
-                qs8_dwconv: Some(qs8_dwconv::avx512vnni::KERNELS),
-                ..AVX512_TABLE
-            };
+        static AVX512_VNNI: Table = Table {
+            isa: Isa::Avx512Vnni,
+            qs8_gemm: Some(&qs8_gemm::avx512vnni::KERNELS),
+            qs8_dwconv: Some(qs8_dwconv::avx512vnni::KERNELS),
+            ..AVX512_TABLE
+        };
         if !isa.is_available() {
             return None;
         }

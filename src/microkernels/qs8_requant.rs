@@ -10,7 +10,7 @@
 //! the oracle the vector versions are tested against.
 
 /// Lanes every table is padded to (one 512-bit vector of `i32`).
-pub const LANES: usize = 16;
+pub(crate) const LANES: usize = 16;
 
 /// Per-channel requantization tables (`bias`, `mult`, `left`, `right`, each
 /// `padded_channels()` long, zeros past the last channel) and the output's offset and

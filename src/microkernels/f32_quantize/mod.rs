@@ -8,6 +8,9 @@ pub mod scalar;
 #[cfg(test)]
 mod tests;
 
+/// `quantize(values, inv, offset, (lo, hi), out)`: see [`QuantizeKernels::quantize`].
+pub type QuantizeFn = fn(&[f32], f32, f32, (i32, i32), &mut [i8]);
+
 /// The kernels of one instruction set.
 pub struct QuantizeKernels {
     /// `(min, max)` of a non-empty slice, or `None` if it holds a NaN (whose ordering
@@ -15,5 +18,5 @@ pub struct QuantizeKernels {
     pub min_max: fn(&[f32]) -> Option<(f32, f32)>,
     /// `out[i] = clamp(round(offset + values[i] * inv), lo, hi)` (half away from zero; a
     /// NaN becomes 0), for `out.len() == values.len()`.
-    pub quantize: fn(&[f32], f32, f32, (i32, i32), &mut [i8]),
+    pub quantize: QuantizeFn,
 }

@@ -56,7 +56,7 @@ unsafe fn igemm<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
 #[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
 unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
-    debug_assert!(M <= MAX_ROWS && V <= 2 && p.mr == M && p.nc <= 16 * V && p.kc % 4 == 0 && p.kc >= 4);
+    debug_assert!(M <= MAX_ROWS && V <= 2 && p.mr == M && p.nc <= 16 * V && p.kc.is_multiple_of(4) && p.kc >= 4);
     let flip = _mm512_set1_epi32(0x8080_8080u32 as i32);
     let mut acc = [[_mm512_setzero_si512(); V]; M];
     // SAFETY: the packed block is `ks * kc * 16V` bytes, read 64 bytes per vector as

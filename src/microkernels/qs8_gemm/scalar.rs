@@ -18,7 +18,7 @@ const NARROW: &[Qs8IgemmFn] = &[igemm::<1, 8>, igemm::<2, 8>, igemm::<3, 8>, ige
 /// The contract of [`Qs8IgemmArgs`], with `p.mr == M` and `NR` the block width.
 #[allow(clippy::needless_range_loop)] // the same loop nest as the SIMD kernels
 unsafe fn igemm<const M: usize, const NR: usize>(p: &Qs8IgemmArgs) {
-    debug_assert!(p.mr == M && p.nc <= NR && p.kc % 4 == 0);
+    debug_assert!(p.mr == M && p.nc <= NR && p.kc.is_multiple_of(4));
     // SAFETY: `w` holds `ks*kc*NR` bytes and `a` holds `ks*M` pointers to `kc` bytes each
     // (the contract).
     let (w, a) =
