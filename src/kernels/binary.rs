@@ -712,16 +712,6 @@ mod tests {
         }
     }
 
-    /// A small deterministic generator for the 8-bit tests.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u32 {
-            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (self.0 >> 33) as u32
-        }
-    }
-
     /// One quantized op on two widened values.
     type ScalarOp<'a> = dyn Fn(i32, i32) -> i32 + 'a;
 
@@ -729,6 +719,7 @@ mod tests {
     /// the same broadcast, for one element type.
     fn q8_matches_scalar<T: QuantArith + Quant8 + PartialEq + std::fmt::Debug>(from: fn(u32) -> T, signed: bool) {
         use crate::kernels::ops::mul::QuantMulParams;
+        use crate::microkernels::test_rng::Lcg;
         let big = 3 * crate::kernels::threadpool::elementwise::MIN_ELEMENTS_PER_THREAD as i32;
         let shapes: [(&[i32], &[i32]); 12] = [
             (&[2, 3, 4, 5], &[2, 3, 4, 5]),
@@ -746,15 +737,15 @@ mod tests {
         ];
         let dtype = if signed { TfLiteType::kTfLiteInt8 } else { TfLiteType::kTfLiteUInt8 };
         let (lo, hi) = if signed { (-128, 127) } else { (0, 255) };
-        let mut rng = Rng(42);
+        let mut rng = Lcg(42);
         for (ash, bsh) in shapes {
             let osh = binary_output_shape("TEST", ash, bsh).unwrap();
             let count = |s: &[i32]| s.iter().product::<i32>() as usize;
             let a: Vec<T> = (0..count(ash)).map(|_| from(rng.next())).collect();
             let b: Vec<T> = (0..count(bsh)).map(|_| from(rng.next())).collect();
             let n = count(&osh);
-            let scale = |rng: &mut Rng| (rng.next() % 1000 + 1) as f32 / 4000.0;
-            let zp = |rng: &mut Rng| lo + (rng.next() % 256) as i32;
+            let scale = |rng: &mut Lcg| (rng.next() % 1000 + 1) as f32 / 4000.0;
+            let zp = |rng: &mut Lcg| lo + (rng.next() % 256) as i32;
             let (in1, in2) = (qp(scale(&mut rng), zp(&mut rng)), qp(scale(&mut rng), zp(&mut rng)));
             let out = qp(scale(&mut rng), zp(&mut rng));
             let act = (lo.max(out.zero_point - 50), hi);
@@ -777,7 +768,7 @@ mod tests {
             for (p, scalar) in cases {
                 let mut want = vec![from(0); n];
                 crate::kernels::broadcast::broadcast_binary(&a, ash, &b, bsh, &mut want, &osh, |x: T, y: T| {
-                    T::from_i32(scalar(QuantInt::to_i32(x), QuantInt::to_i32(y)))
+                    T::from_i32(scalar(x.to_i32(), y.to_i32()))
                 })
                 .unwrap();
                 for threads in [1, 2] {

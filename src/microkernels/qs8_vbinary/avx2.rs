@@ -6,8 +6,8 @@
 //! giving all-ones lanes where AVX-512 gives masks; the short forms of [`super::forms`]
 //! serve the parameters that allow them.
 
-use super::forms::{ADD, Elem, MUL, RSUB, SUB, vc_forms, vv_forms};
-use super::{Input, Kernels8, QBinaryKernels, QBinaryParams, Rescale};
+use super::forms::{Elem, vc_forms, vv_forms};
+use super::{ADD, Input, Kernels8, MUL, QBinaryKernels, QBinaryParams, RSUB, Rescale, SUB};
 use crate::microkernels::Isa;
 use core::arch::x86_64::*;
 

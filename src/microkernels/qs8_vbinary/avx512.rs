@@ -5,8 +5,8 @@
 //! exact `srdhm` and `rounding_divide_by_pot`; the short forms of [`super::forms`] serve
 //! the parameters that allow them.
 
-use super::forms::{ADD, Elem, MUL, RSUB, SUB, vc_forms, vv_forms};
-use super::{Input, Kernels8, QBinaryKernels, QBinaryParams, Rescale};
+use super::forms::{Elem, vc_forms, vv_forms};
+use super::{ADD, Input, Kernels8, MUL, QBinaryKernels, QBinaryParams, RSUB, Rescale, SUB};
 use crate::microkernels::Isa;
 use crate::microkernels::qs8_requant::avx512::{rounding_divide_by_pot, srdhm, srdhm_unsaturated};
 use core::arch::x86_64::*;

@@ -16,7 +16,7 @@
 //! small enough (bounded from the parameters and the 8-bit input range, see
 //! [`short_output`]): no left shift, no saturation, and the same short rounding.
 
-use super::{Input, QBinaryParams};
+use super::{Input, MUL, QBinaryParams};
 
 /// The largest input offset magnitude of the short ADD / SUB input rescaling: with 8-bit
 /// inputs (`-128..=255`), `|x + offset| <= 1023`.
@@ -24,12 +24,6 @@ pub(crate) const FAST_MAX_OFFSET: i32 = 768;
 
 /// The input left shift of the short ADD / SUB input rescaling (TFLite's 8-bit one).
 const FAST_LEFT: u32 = 20;
-
-pub(crate) const ADD: u8 = 0;
-pub(crate) const SUB: u8 = 1;
-/// SUB with the scalar first (`vc` only).
-pub(crate) const RSUB: u8 = 2;
-pub(crate) const MUL: u8 = 3;
 
 /// An 8-bit element type: how it widens, and its range.
 pub trait Elem: Copy {

@@ -33,6 +33,13 @@ use super::qs8_requant::multiply_scalar;
 use super::{Isa, Table};
 use crate::error::{Error, Result};
 
+/// The kernels' op codes (their const generic parameter).
+const ADD: u8 = 0;
+const SUB: u8 = 1;
+/// SUB with the scalar first (`vc` only).
+const RSUB: u8 = 2;
+const MUL: u8 = 3;
+
 /// The op, with TFLite's operand order `f(a, b)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QBinaryOp {
@@ -131,7 +138,8 @@ impl QBinaryParams {
 ///
 /// # Safety
 /// `a` and `b` are readable for `n` values, `out` writable for `n` values; `out` may equal
-/// `a` or `b` but overlaps neither otherwise; the CPU has the table's instruction set.
+/// `a` or `b` but overlaps neither otherwise; every shift of `p` is in `0..=31` (the SIMD
+/// kernels' shifts give other answers past 31); the CPU has the table's instruction set.
 pub type VvFn<T> = unsafe fn(usize, *const T, *const T, *mut T, &QBinaryParams);
 
 /// `kernel(n, x, c, out, x_input, p)`: for `i < n`, `out[i] = p.finish(raw)` with `raw`
@@ -168,7 +176,7 @@ pub trait Quant8: Copy + Send + Sync + 'static + private::Sealed {
     /// This type's kernels in `k`.
     fn kernels(k: &QBinaryKernels) -> &Kernels8<Self>;
     /// Widens to `i32`.
-    fn to_i32(self) -> i32;
+    fn widen(self) -> i32;
 }
 
 mod private {
@@ -181,7 +189,7 @@ impl Quant8 for i8 {
     fn kernels(k: &QBinaryKernels) -> &Kernels8<i8> {
         &k.s8
     }
-    fn to_i32(self) -> i32 {
+    fn widen(self) -> i32 {
         i32::from(self)
     }
 }
@@ -190,7 +198,7 @@ impl Quant8 for u8 {
     fn kernels(k: &QBinaryKernels) -> &Kernels8<u8> {
         &k.u8
     }
-    fn to_i32(self) -> i32 {
+    fn widen(self) -> i32 {
         i32::from(self)
     }
 }
@@ -259,7 +267,7 @@ unsafe fn run<T: Quant8>(
             }
             (Other::Scalar(c), second) => {
                 let (x_input, c_input) = if second { (&p.b, p.a) } else { (&p.a, p.b) };
-                let c = p.c_term(c.to_i32(), c_input);
+                let c = p.c_term(c.widen(), c_input);
                 let vc = match (p.op, second) {
                     (QBinaryOp::Add, _) => k.add_vc,
                     (QBinaryOp::Sub, false) => k.sub_vc,

@@ -1,7 +1,7 @@
 //! Portable quantized binary kernels: the twins of the SIMD ones (the oracle's formulas,
 //! one value at a time).
 
-use super::{Input, Kernels8, QBinaryKernels, QBinaryParams, Quant8};
+use super::{ADD, Input, Kernels8, MUL, QBinaryKernels, QBinaryParams, Quant8, RSUB, SUB};
 use crate::microkernels::Isa;
 
 /// Narrows a clamped value as a C cast does (two's-complement truncation).
@@ -23,7 +23,7 @@ impl Narrow for u8 {
     }
 }
 
-/// `vv` for the op `OP` (0 ADD, 1 SUB, 3 MUL).
+/// `vv` for the op `OP`.
 ///
 /// # Safety
 /// See [`super::VvFn`].
@@ -32,10 +32,10 @@ unsafe fn vv<T: Narrow, const OP: u8>(n: usize, a: *const T, b: *const T, o: *mu
     for i in 0..n {
         // SAFETY: `i < n`, within every buffer; each value is read before its slot is
         // written, so `o` may be `a` or `b`.
-        let (x, y) = unsafe { ((*a.add(i)).to_i32(), (*b.add(i)).to_i32()) };
+        let (x, y) = unsafe { ((*a.add(i)).widen(), (*b.add(i)).widen()) };
         let raw = match OP {
-            0 => p.a.scaled(x).wrapping_add(p.b.scaled(y)),
-            1 => p.a.scaled(x).wrapping_sub(p.b.scaled(y)),
+            ADD => p.a.scaled(x).wrapping_add(p.b.scaled(y)),
+            SUB => p.a.scaled(x).wrapping_sub(p.b.scaled(y)),
             _ => x.wrapping_add(p.a.offset).wrapping_mul(y.wrapping_add(p.b.offset)),
         };
         // SAFETY: as above.
@@ -43,7 +43,7 @@ unsafe fn vv<T: Narrow, const OP: u8>(n: usize, a: *const T, b: *const T, o: *mu
     }
 }
 
-/// `vc` for the op `OP` (0 ADD, 1 SUB, 2 reversed SUB, 3 MUL).
+/// `vc` for the op `OP`.
 ///
 /// # Safety
 /// See [`super::VcFn`].
@@ -51,11 +51,11 @@ unsafe fn vc<T: Narrow, const OP: u8>(n: usize, x: *const T, c: i32, o: *mut T, 
     let (xi, p) = (*xi, *p);
     for i in 0..n {
         // SAFETY: as in `vv`.
-        let v = unsafe { *x.add(i) }.to_i32();
+        let v = unsafe { *x.add(i) }.widen();
         let raw = match OP {
-            0 => xi.scaled(v).wrapping_add(c),
-            1 => xi.scaled(v).wrapping_sub(c),
-            2 => c.wrapping_sub(xi.scaled(v)),
+            ADD => xi.scaled(v).wrapping_add(c),
+            SUB => xi.scaled(v).wrapping_sub(c),
+            RSUB => c.wrapping_sub(xi.scaled(v)),
             _ => v.wrapping_add(xi.offset).wrapping_mul(c),
         };
         // SAFETY: as in `vv`.
@@ -65,13 +65,13 @@ unsafe fn vc<T: Narrow, const OP: u8>(n: usize, x: *const T, c: i32, o: *mut T, 
 
 const fn kernels<T: Narrow>() -> Kernels8<T> {
     Kernels8 {
-        add_vv: vv::<T, 0>,
-        sub_vv: vv::<T, 1>,
-        mul_vv: vv::<T, 3>,
-        add_vc: vc::<T, 0>,
-        sub_vc: vc::<T, 1>,
-        rsub_vc: vc::<T, 2>,
-        mul_vc: vc::<T, 3>,
+        add_vv: vv::<T, ADD>,
+        sub_vv: vv::<T, SUB>,
+        mul_vv: vv::<T, MUL>,
+        add_vc: vc::<T, ADD>,
+        sub_vc: vc::<T, SUB>,
+        rsub_vc: vc::<T, RSUB>,
+        mul_vc: vc::<T, MUL>,
     }
 }
 

@@ -159,7 +159,7 @@ fn check<T: Elem>(table: &Table, p: &QBinaryParams, n: usize, rng: &mut Lcg) {
                         Other::Row(r) => r[i % r.len()],
                     };
                     let (u, v) = if second { (o, x[i]) } else { (x[i], o) };
-                    assert_eq!(want[i], T::from(p.scalar(u.to_i32(), v.to_i32())), "{p:?} {other:?} {second} at {i}");
+                    assert_eq!(want[i], T::from(p.scalar(u.widen(), v.widen())), "{p:?} {other:?} {second} at {i}");
                 }
             }
             let mut got = vec![T::default(); n];
