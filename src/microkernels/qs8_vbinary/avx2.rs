@@ -340,4 +340,5 @@ const fn kernels<T: Elem + Default>() -> Kernels8<T> {
 }
 
 /// The AVX2 table's kernels.
-pub const KERNELS: QBinaryKernels = QBinaryKernels { isa: Isa::Avx2Fma, s8: kernels::<i8>(), u8: kernels::<u8>() };
+pub(crate) const KERNELS: QBinaryKernels =
+    QBinaryKernels { isa: Isa::Avx2Fma, s8: kernels::<i8>(), u8: kernels::<u8>() };

@@ -382,4 +382,5 @@ const fn kernels<T: Elem>() -> Kernels8<T> {
 }
 
 /// The AVX-512 table's kernels.
-pub const KERNELS: QBinaryKernels = QBinaryKernels { isa: Isa::Avx512, s8: kernels::<i8>(), u8: kernels::<u8>() };
+pub(crate) const KERNELS: QBinaryKernels =
+    QBinaryKernels { isa: Isa::Avx512, s8: kernels::<i8>(), u8: kernels::<u8>() };

@@ -20,7 +20,7 @@ use super::{Input, MUL, QBinaryParams};
 
 /// The largest input offset magnitude of the short ADD / SUB input rescaling: with 8-bit
 /// inputs (`-128..=255`), `|x + offset| <= 1023`.
-pub(crate) const FAST_MAX_OFFSET: i32 = 768;
+const FAST_MAX_OFFSET: i32 = 768;
 
 /// The input left shift of the short ADD / SUB input rescaling (TFLite's 8-bit one).
 const FAST_LEFT: u32 = 20;

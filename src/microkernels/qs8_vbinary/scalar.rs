@@ -76,4 +76,5 @@ const fn kernels<T: Narrow>() -> Kernels8<T> {
 }
 
 /// The scalar table's kernels.
-pub const KERNELS: QBinaryKernels = QBinaryKernels { isa: Isa::Scalar, s8: kernels::<i8>(), u8: kernels::<u8>() };
+pub(crate) const KERNELS: QBinaryKernels =
+    QBinaryKernels { isa: Isa::Scalar, s8: kernels::<i8>(), u8: kernels::<u8>() };
