@@ -313,33 +313,3 @@ mod hybrid_tests {
         }
     }
 }
-
-#[cfg(test)]
-mod timing {
-    use super::*;
-    use crate::abi::builtin_op_data::TfLitePadding;
-    use crate::kernels::ops::conv_common::{QuantMul, test_conv_geom};
-    use crate::microkernels::table;
-
-    /// Timing of an RGB first layer (run by hand with `--ignored --nocapture`).
-    #[test]
-    #[ignore]
-    fn time_first_layer() {
-        let g = test_conv_geom(1, 224, 224, 3, 32, 3, 3, 3, 2, 1, TfLitePadding::kTfLitePaddingSame);
-        let Some(k) = table().qs8_gemm else { return };
-        let input = vec![3i8; g.input_len().unwrap()];
-        let filter = vec![1i8; 32 * 27];
-        let mults = vec![QuantMul { multiplier: 1 << 30, shift: -8 }; 32];
-        let p = Quant8Params::checked("CONV_2D", -1, 0, 0, mults, (-128, 127)).unwrap();
-        let packed = pack(k, &g, &filter, None, &p).unwrap();
-        let mut out = vec![0i8; g.output_len().unwrap()];
-        let mut scratch = Vec::new();
-        let mut best = f64::MAX;
-        for _ in 0..50 {
-            let t0 = std::time::Instant::now();
-            compute(k, &g, &input, &packed, &mut out, 1, &mut scratch).unwrap();
-            best = best.min(t0.elapsed().as_secs_f64());
-        }
-        eprintln!("first layer: {:.1} us", best * 1e6);
-    }
-}

@@ -193,34 +193,6 @@ fn bad_arguments_are_errors() {
     igemm(k, &packed, &[0; 8], &taps, 0..2, 0..2, &mut c, 2).unwrap();
 }
 
-/// Timing of representative layer shapes (run by hand with `--ignored --nocapture`).
-#[test]
-#[ignore]
-fn time_layer_shapes() {
-    let mut rng = Lcg(5);
-    for (m, n, kc) in [(12544, 96, 16), (3136, 24, 144), (196, 576, 96), (49, 1280, 320), (784, 192, 32)] {
-        let input: Vec<i8> = (0..m * kc).map(|_| rng.next() as i8).collect();
-        let (w, bias, mults) = random_case(&mut rng, n, 1, kc);
-        let out = Qs8Output { mults: &mults, offset: 3, range: (-128, 127) };
-        let taps = DenseRows { stride: kc };
-        for (t, k) in tables() {
-            if t.isa == Isa::Scalar {
-                continue;
-            }
-            let packed = pack(k, n, 1, kc, |o, _, j| w[o * kc + j], Some(&bias), -1, &out).unwrap();
-            let mut got = vec![0i8; m * n];
-            let mut best = f64::MAX;
-            for _ in 0..30 {
-                let t0 = std::time::Instant::now();
-                igemm(k, &packed, &input, &taps, 0..m, 0..n, &mut got, n).unwrap();
-                best = best.min(t0.elapsed().as_secs_f64());
-            }
-            let gmacs = (m * n * kc) as f64 / best / 1e9;
-            eprintln!("{} m {m} n {n} k {kc}: {:.1} us, {gmacs:.1} GMAC/s", t.isa.name(), best * 1e6);
-        }
-    }
-}
-
 #[test]
 fn hybrid_rows_match_direct_on_every_table() {
     let mut rng = Lcg(0x4b1d);
