@@ -162,6 +162,39 @@ impl ConvGeom {
         Ok([to_dim(op, self.batches)?, to_dim(op, self.out_h)?, to_dim(op, self.out_w)?, to_dim(op, self.out_c)?])
     }
 
+    /// True for a 1x1, stride-1, unpadded convolution: output pixel `r` reads input pixel
+    /// `r`, so the rows are the input's own (a GEMM on dense rows).
+    pub fn is_dense(&self) -> bool {
+        self.f_h == 1
+            && self.f_w == 1
+            && self.stride_h == 1
+            && self.stride_w == 1
+            && self.pad_h == 0
+            && self.pad_w == 0
+            && self.in_h == self.out_h
+            && self.in_w == self.out_w
+    }
+
+    /// The GEMM rows of this convolution (one per output pixel) over an input whose pixels
+    /// hold `in_c` values (`self.in_c`, or more when they are padded for a kernel).
+    pub fn gemm_rows(&self, in_c: usize) -> crate::microkernels::f32_gemm::ConvRows {
+        crate::microkernels::f32_gemm::ConvRows {
+            in_h: self.in_h,
+            in_w: self.in_w,
+            in_c,
+            out_h: self.out_h,
+            out_w: self.out_w,
+            f_h: self.f_h,
+            f_w: self.f_w,
+            stride_h: self.stride_h,
+            stride_w: self.stride_w,
+            dil_h: self.dil_h,
+            dil_w: self.dil_w,
+            pad_h: self.pad_h,
+            pad_w: self.pad_w,
+        }
+    }
+
     /// Input row `iy` for output row `oy` and filter row `ky`, if inside the image.
     #[inline]
     pub fn in_y(&self, oy: usize, ky: usize) -> Option<usize> {

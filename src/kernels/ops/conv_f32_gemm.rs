@@ -8,7 +8,7 @@ use super::conv_common::{ConvGeom, parallel_rows, threads_for};
 use crate::error::{Error, Result};
 use crate::kernels::api::TensorView;
 use crate::kernels::threadpool::parallel_chunks_mut;
-use crate::microkernels::f32_gemm::{self, ConvRows, DenseRows, PackedGemm};
+use crate::microkernels::f32_gemm::{self, DenseRows, PackedGemm};
 use crate::microkernels::{Table, table};
 
 /// Packs `filter` (OHWI) and `bias` for `table`'s GEMM kernels.
@@ -48,14 +48,7 @@ pub fn compute(
         return Err(Error::new(format!("input has {} values, the geometry needs {:?}", input.len(), g.input_len())));
     }
     let work = rows.saturating_mul(n).saturating_mul(packed.ks * packed.kc);
-    let dense = g.f_h == 1
-        && g.f_w == 1
-        && g.stride_h == 1
-        && g.stride_w == 1
-        && g.pad_h == 0
-        && g.pad_w == 0
-        && g.in_h == g.out_h
-        && g.in_w == g.out_w;
+    let dense = g.is_dense();
     if rows == 1 && dense {
         // One output row (a fully connected layer on one batch row): split the output
         // channels instead, in whole packed blocks.
@@ -69,21 +62,7 @@ pub fn compute(
         });
     }
     let threads = threads_for(max_threads, work, rows);
-    let conv_rows = ConvRows {
-        in_h: g.in_h,
-        in_w: g.in_w,
-        in_c: g.in_c,
-        out_h: g.out_h,
-        out_w: g.out_w,
-        f_h: g.f_h,
-        f_w: g.f_w,
-        stride_h: g.stride_h,
-        stride_w: g.stride_w,
-        dil_h: g.dil_h,
-        dil_w: g.dil_w,
-        pad_h: g.pad_h,
-        pad_w: g.pad_w,
-    };
+    let conv_rows = g.gemm_rows(g.in_c);
     parallel_rows(threads, out, n, &|first, chunk: &mut [f32]| {
         let r = first..first + chunk.len() / n;
         if dense {

@@ -9,7 +9,7 @@ use super::conv_common::{ConvGeom, parallel_rows, threads_for};
 use crate::error::{Error, Result};
 use crate::kernels::api::TensorView;
 use crate::kernels::threadpool::parallel_chunks_mut;
-use crate::microkernels::f32_gemm::{ConvRows, DenseRows};
+use crate::microkernels::f32_gemm::DenseRows;
 use crate::microkernels::qs8_gemm::{self, PackedQs8Gemm, Qs8GemmKernels, Qs8Output};
 
 /// The input zero point of `p` when it and the output zero point are int8 values (the
@@ -107,25 +107,6 @@ fn pad_channels<'a>(g: &ConvGeom, input: &'a [i8], in_c: usize, pad: i8, scratch
     scratch
 }
 
-/// The rows of an NHWC convolution of geometry `g` with `in_c` channels per pixel.
-fn conv_rows(g: &ConvGeom, in_c: usize) -> ConvRows {
-    ConvRows {
-        in_h: g.in_h,
-        in_w: g.in_w,
-        in_c,
-        out_h: g.out_h,
-        out_w: g.out_w,
-        f_h: g.f_h,
-        f_w: g.f_w,
-        stride_h: g.stride_h,
-        stride_w: g.stride_w,
-        dil_h: g.dil_h,
-        dil_w: g.dil_w,
-        pad_h: g.pad_h,
-        pad_w: g.pad_w,
-    }
-}
-
 /// A hybrid convolution on weights packed by [`pack_hybrid`]: `input` is the int8 input,
 /// quantized per batch with `scales[b]` and zero point `zero_points[b]`.
 #[allow(clippy::too_many_arguments)]
@@ -155,7 +136,7 @@ pub fn compute_hybrid(
     }
     let batch_in = g.in_h * g.in_w * g.in_c;
     let in_c = kernel_channels(g);
-    let rows = conv_rows(g, in_c);
+    let rows = g.gemm_rows(in_c);
     let work = pixels.saturating_mul(n).saturating_mul(packed.layer_ks * packed.layer_kc);
     let threads = threads_for(max_threads, work, pixels);
     for (b, out_b) in out.chunks_exact_mut(pixels * n).enumerate() {
@@ -191,14 +172,7 @@ pub fn compute(
         return Err(Error::new(format!("input has {} values, the geometry needs {:?}", input.len(), g.input_len())));
     }
     let work = rows.saturating_mul(n).saturating_mul(packed.layer_ks * packed.layer_kc);
-    let dense = g.f_h == 1
-        && g.f_w == 1
-        && g.stride_h == 1
-        && g.stride_w == 1
-        && g.pad_h == 0
-        && g.pad_w == 0
-        && g.in_h == g.out_h
-        && g.in_w == g.out_w;
+    let dense = g.is_dense();
     if rows == 1 && dense {
         // One output row: split the output channels instead, in whole packed blocks.
         let nr = packed.nr;
@@ -213,7 +187,7 @@ pub fn compute(
     let threads = threads_for(max_threads, work, rows);
     let in_c = kernel_channels(g);
     let input = pad_channels(g, input, in_c, packed.input_zero_point, scratch);
-    let conv_rows = conv_rows(g, in_c);
+    let conv_rows = g.gemm_rows(in_c);
     parallel_rows(threads, out, n, &|first, chunk: &mut [i8]| {
         let r = first..first + chunk.len() / n;
         if dense {

@@ -9,6 +9,7 @@
 //! (16, 48, 80, ...).
 
 use super::{Qs8GemmKernel, Qs8GemmKernels, Qs8IgemmArgs, Qs8IgemmFn, Qs8Out};
+use crate::microkernels::qs8_requant::avx512 as rq512;
 use core::arch::x86_64::*;
 
 /// The AVX-512 VNNI 8-bit GEMM table entry.
@@ -158,18 +159,12 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
     }
 }
 
-/// One vector's requantization constants, loaded once per tile: the tables' 16 channels
-/// and what the rounding shift derives from them.
+/// One vector's requantization tables: 16 channels, loaded once per tile.
 struct Channels {
     bias: __m512i,
     mult: __m512i,
-    /// The multipliers of the odd lanes, moved to the even positions.
-    mult_odd: __m512i,
     left: __m512i,
     right: __m512i,
-    /// `2^right - 1` and half of it.
-    rmask: __m512i,
-    rhalf: __m512i,
 }
 
 impl Channels {
@@ -181,18 +176,11 @@ impl Channels {
     unsafe fn load([bias, mult, left, right]: [*const i32; 4], col: usize) -> Channels {
         // SAFETY: the tables hold `col + 16` values (the contract); unaligned loads.
         unsafe {
-            let mult = _mm512_loadu_si512(mult.add(col).cast());
-            let right = _mm512_loadu_si512(right.add(col).cast());
-            let one = _mm512_set1_epi32(1);
-            let rmask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
             Channels {
                 bias: _mm512_loadu_si512(bias.add(col).cast()),
-                mult,
-                mult_odd: _mm512_srli_epi64::<32>(mult),
+                mult: _mm512_loadu_si512(mult.add(col).cast()),
                 left: _mm512_loadu_si512(left.add(col).cast()),
-                right,
-                rmask,
-                rhalf: _mm512_srai_epi32::<1>(rmask),
+                right: _mm512_loadu_si512(right.add(col).cast()),
             }
         }
     }
@@ -200,29 +188,14 @@ impl Channels {
     /// `RoundingDivideByPOT(SaturatingRoundingDoublingHighMul((acc + bias) << left, mult),
     /// right)` per lane, exactly as `qs8_requant::requant_scalar` before its offset and
     /// clamp. `shifts_left` false means every `left` is 0; `saturates` false means no
-    /// multiplier is `i32::MIN` (so the high multiply cannot overflow).
+    /// multiplier is `i32::MIN` (so the high multiply cannot saturate). What depends only
+    /// on the tables is hoisted out of the row loop once this is inlined.
     #[inline]
     #[target_feature(enable = "avx512f")]
     fn requant(&self, acc: __m512i, shifts_left: bool, saturates: bool) -> __m512i {
         let x = _mm512_add_epi32(acc, self.bias);
         let x = if shifts_left { _mm512_sllv_epi32(x, self.left) } else { x };
-        // (x * m + 2^30) >> 31 in 64 bits, even and odd lanes apart (see
-        // `qs8_requant::avx512::requant` for why one nudge serves both signs).
-        let nudge = _mm512_set1_epi64(1 << 30);
-        let even = _mm512_srli_epi64::<31>(_mm512_add_epi64(_mm512_mul_epi32(x, self.mult), nudge));
-        let odd = _mm512_mul_epi32(_mm512_srli_epi64::<32>(x), self.mult_odd);
-        let odd = _mm512_slli_epi64::<1>(_mm512_add_epi64(odd, nudge));
-        let mut h = _mm512_mask_blend_epi32(0xAAAA, even, odd);
-        if saturates {
-            let int_min = _mm512_set1_epi32(i32::MIN);
-            let sat = _mm512_cmpeq_epi32_mask(x, int_min) & _mm512_cmpeq_epi32_mask(self.mult, int_min);
-            h = _mm512_mask_mov_epi32(h, sat, _mm512_set1_epi32(i32::MAX));
-        }
-        // Rounding right shift, ties away from zero: up by one when the remainder exceeds
-        // half (half minus one for negative values: `rem + (h >> 31) > half`).
-        let rem = _mm512_add_epi32(_mm512_and_si512(h, self.rmask), _mm512_srai_epi32::<31>(h));
-        let up = _mm512_cmpgt_epi32_mask(rem, self.rhalf);
-        let shifted = _mm512_srav_epi32(h, self.right);
-        _mm512_mask_add_epi32(shifted, up, shifted, _mm512_set1_epi32(1))
+        let h = if saturates { rq512::srdhm(x, self.mult) } else { rq512::srdhm_unsaturated(x, self.mult) };
+        rq512::rounding_divide_by_pot(h, self.right)
     }
 }
