@@ -177,6 +177,23 @@ fn input_nothing_provides_is_refused() {
     assert_names(&msg, &["operator 1 (ADD)", "tensor 1", "'orphan'", "no operator writes"]);
 }
 
+#[test]
+fn output_nothing_writes_is_refused() {
+    let mut w = ModelWriter::new();
+    let x = w.tensor_f32("x", &[4]);
+    let y = w.tensor_f32("y", &[4]);
+    let unwritten = w.tensor_f32("unwritten", &[2, 5]);
+    w.op(Op::RELU, &[x], &[y]);
+    w.io(&[x], &[y, unwritten]);
+    let msg = creation_error(&w);
+    assert_names(&msg, &["output tensor 2", "'unwritten'", "written by no operator"]);
+    // A graph without operators passes its input through, which is allowed.
+    let mut w = ModelWriter::new();
+    let x = w.tensor_f32("x", &[4]);
+    w.io(&[x], &[x]);
+    create(w.finish()).expect("an input given back as output is written by the application");
+}
+
 /// What the reachability rule leaves alone: optional inputs (-1), zero-sized tensors,
 /// variables and graph inputs are all provided.
 #[test]
@@ -285,4 +302,32 @@ fn batch_matmul_with_zero_inner_dimension_gives_zeros() {
     // SAFETY: after a successful Invoke the output holds t.bytes bytes of float32.
     let got = unsafe { std::slice::from_raw_parts(t.data.raw_const as *const f32, t.bytes / 4) };
     assert!(got.iter().all(|&v| v == 0.0), "{got:?}");
+}
+
+/// Inputs the fuzzer (fuzz/, tools/fuzz.sh) found crashing or misbehaving, kept in
+/// fuzz/regressions: each must now be refused with the message named here. The list is
+/// pinned both ways: a file without an entry, or an entry without its file, fails.
+#[test]
+fn fuzz_regressions_are_refused() {
+    const EXPECTED: &[(&str, &[&str])] = &[
+        // A table's signed vtable offset of i32::MIN (overflows flatbuffers' `abs`).
+        ("soffset_i32_min.tflite", &["not a valid Flatbuffer"]),
+        ("unwritten_graph_output.tflite", &["output tensor 3", "'PartitionedCall:0'", "written by no operator"]),
+    ];
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
+    let mut found: Vec<String> = std::fs::read_dir(&dir)
+        .expect("fuzz/regressions")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    let mut expected: Vec<String> = EXPECTED.iter().map(|(name, _)| name.to_string()).collect();
+    expected.sort();
+    assert_eq!(found, expected, "fuzz/regressions and this test's list differ");
+    for (name, parts) in EXPECTED {
+        let bytes = std::fs::read(dir.join(name)).expect("read regression model");
+        match create(bytes) {
+            Ok(_) => panic!("{name}: accepted"),
+            Err(msg) => assert_names(&msg, parts),
+        }
+    }
 }

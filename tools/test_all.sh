@@ -7,7 +7,10 @@
 #  2. the same C tests against the real TensorFlow Lite C library (proves the tests);
 #  3. valgrind on the C tests and on examples_c/minimal;
 #  4. the tflitec 0.7.0 crate's own test suite linked against our library, without and
-#     with its xnnpack feature.
+#     with its xnnpack feature;
+#  5. AddressSanitizer (tools/asan.sh): unit tests, mutated models, conformance, runtime
+#     and validation tests built with -Zsanitizer=address;
+#  6. coverage-guided fuzzing of the C API (tools/fuzz.sh), FUZZ_SECONDS (240) long.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -20,6 +23,7 @@ export TFLITE_CORPUS_DIR="$shared/corpus"
 
 echo "== 0. cargo fmt --check, cargo clippy -D warnings"
 cargo fmt --check
+rustfmt --check --edition 2024 --config-path rustfmt.toml fuzz/fuzz_targets/*.rs
 cargo clippy --release --all-targets -- -D warnings
 
 echo "== 1. cargo test (release)"
@@ -44,4 +48,10 @@ bash tools/valgrind_c_tests.sh "$lib"
 echo "== 4. tflitec 0.7.0 test suite against our library (default, then --features xnnpack)"
 bash tools/tflitec_suite.sh "$lib"
 TFLITEC_FEATURES="--features xnnpack" bash tools/tflitec_suite.sh "$lib"
+
+echo "== 5. AddressSanitizer"
+bash tools/asan.sh
+
+echo "== 6. fuzzing the C API (libFuzzer)"
+bash tools/fuzz.sh
 echo "== all test stages passed"

@@ -240,6 +240,22 @@ pub enum TfLiteExternalContextType {
     kTfLiteMaxExternalContexts = 5,
 }
 
+impl TfLiteExternalContextType {
+    /// Converts a raw integer from C into a context type, if it names one that can be
+    /// stored (`kTfLiteMaxExternalContexts` is a count, not a type).
+    pub fn from_raw(v: c_int) -> Option<Self> {
+        use TfLiteExternalContextType::*;
+        const ALL: [TfLiteExternalContextType; 5] = [
+            kTfLiteEigenContext,
+            kTfLiteGemmLowpContext,
+            kTfLiteEdgeTpuContext,
+            kTfLiteCpuBackendContext,
+            kTfLiteLiteRtBufferContext,
+        ];
+        usize::try_from(v).ok().and_then(|i| ALL.get(i).copied())
+    }
+}
+
 /// Storage format of a sparse tensor dimension.
 #[repr(C)]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -269,6 +285,19 @@ pub enum TfLiteCustomAllocationFlags {
 
 /// A handle to a buffer owned by a delegate.
 pub type TfLiteBufferHandle = c_int;
+
+// Enum values as C passes them into our functions and callbacks. A Rust enum parameter
+// would make an out-of-range value from C undefined behaviour; these take any integer,
+// and each enum's `from_raw` rejects the values it does not know. The C header shows the
+// enum's name (cbindgen renames them), so the C signatures are TFLite's.
+/// A `TfLiteType` from C (checked with `TfLiteType::from_raw`).
+pub type RawTfLiteType = c_int;
+/// A `TfLiteAllocationType` from C (checked with `TfLiteAllocationType::from_raw`).
+pub type RawTfLiteAllocationType = c_int;
+/// A `TfLiteExternalContextType` from C (checked with `TfLiteExternalContextType::from_raw`).
+pub type RawTfLiteExternalContextType = c_int;
+/// A `TfLiteBuiltinOperator` from C (checked with `TfLiteBuiltinOperator::from_raw`).
+pub type RawTfLiteBuiltinOperator = c_int;
 /// The value of a buffer handle that refers to no buffer.
 pub const kTfLiteNullBufferHandle: TfLiteBufferHandle = -1;
 /// An optional input that is absent is written as this tensor index.
@@ -540,14 +569,14 @@ pub struct TfLiteContext {
     pub GetExternalContext: Option<
         unsafe extern "C" fn(
             context: *mut TfLiteContext,
-            type_: TfLiteExternalContextType,
+            type_: RawTfLiteExternalContextType,
         ) -> *mut TfLiteExternalContext,
     >,
     /// Sets an external context of the given type.
     pub SetExternalContext: Option<
         unsafe extern "C" fn(
             context: *mut TfLiteContext,
-            type_: TfLiteExternalContextType,
+            type_: RawTfLiteExternalContextType,
             ctx: *mut TfLiteExternalContext,
         ),
     >,

@@ -346,13 +346,13 @@ pub unsafe extern "C" fn TfLiteTensorFree(t: *mut TfLiteTensor) {
 /// and must outlive it. Quantization is reset to none. NULL `tensor` is ignored.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteTensorReset(
-    r#type: TfLiteType,
+    r#type: RawTfLiteType,
     name: *const c_char,
     dims: *mut TfLiteIntArray,
     quantization: TfLiteQuantizationParams,
     buffer: *mut c_char,
     size: usize,
-    allocation_type: TfLiteAllocationType,
+    allocation_type: RawTfLiteAllocationType,
     allocation: *const c_void,
     is_variable: bool,
     tensor: *mut TfLiteTensor,
@@ -360,6 +360,16 @@ pub unsafe extern "C" fn TfLiteTensorReset(
     ffi_boundary!({
         // SAFETY: NULL or a live tensor (API contract).
         let Some(t) = (unsafe { tensor.as_mut() }) else { return };
+        let (Some(r#type), Some(allocation_type)) =
+            (TfLiteType::from_raw(r#type), TfLiteAllocationType::from_raw(allocation_type))
+        else {
+            let msg = format!(
+                "TfLiteTensorReset: unknown type {} or allocation type {allocation_type}; tensor unchanged",
+                r#type
+            );
+            super::ffi::report(None, &msg);
+            return;
+        };
         // SAFETY: as `TfLiteTensorFree`.
         unsafe { tensor_free(t) };
         t.r#type = r#type;

@@ -488,9 +488,10 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorSetNonCpuAllocation(tensor: *mut TfLi
 
 /// The description of a tensor for `TfLiteOpaqueContextAddTensor`. Opaque to C.
 pub struct TfLiteOpaqueTensorBuilder {
-    r#type: TfLiteType,
+    /// As C passed them; checked when the tensor is added.
+    r#type: RawTfLiteType,
     data: *mut c_void,
-    allocation_type: TfLiteAllocationType,
+    allocation_type: RawTfLiteAllocationType,
     quantization_params: TfLiteQuantizationParams,
     quantization: TfLiteQuantization,
 }
@@ -501,9 +502,9 @@ pub struct TfLiteOpaqueTensorBuilder {
 pub extern "C" fn TfLiteOpaqueTensorBuilderCreate() -> *mut TfLiteOpaqueTensorBuilder {
     ffi_boundary!({
         into_raw(TfLiteOpaqueTensorBuilder {
-            r#type: TfLiteType::kTfLiteNoType,
+            r#type: TfLiteType::kTfLiteNoType as RawTfLiteType,
             data: core::ptr::null_mut(),
-            allocation_type: TfLiteAllocationType::kTfLiteMemNone,
+            allocation_type: TfLiteAllocationType::kTfLiteMemNone as RawTfLiteAllocationType,
             quantization_params: TfLiteQuantizationParams::default(),
             quantization: super::ffi::FfiDefault::ffi_default(),
         })
@@ -539,7 +540,7 @@ unsafe fn with_builder(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetType(
     builder: *mut TfLiteOpaqueTensorBuilder,
-    r#type: TfLiteType,
+    r#type: RawTfLiteType,
 ) -> *mut TfLiteOpaqueTensorBuilder {
     ffi_boundary!({
         // SAFETY: forwarded contract.
@@ -566,7 +567,7 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetData(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetAllocationType(
     builder: *mut TfLiteOpaqueTensorBuilder,
-    allocation_type: TfLiteAllocationType,
+    allocation_type: RawTfLiteAllocationType,
 ) -> *mut TfLiteOpaqueTensorBuilder {
     ffi_boundary!({
         // SAFETY: forwarded contract.
@@ -854,7 +855,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetExecutionPlan(
 pub unsafe extern "C" fn TfLiteOpaqueContextGetExternalContext(
     opaque_context: *mut TfLiteOpaqueContext,
     external_context: *mut *mut c_void,
-    r#type: TfLiteExternalContextType,
+    r#type: RawTfLiteExternalContextType,
 ) -> TfLiteStatus {
     ffi_boundary!({
         let ctx = as_ctx(opaque_context);
@@ -1159,14 +1160,20 @@ pub unsafe extern "C" fn TfLiteOpaqueContextAddTensor(
         // SAFETY: NULL or a live context.
         let Some(sg) = (unsafe { subgraph(context) }) else { return TfLiteStatus::kTfLiteError };
         use TfLiteAllocationType::*;
-        let at = b.allocation_type;
-        if !matches!(at, kTfLiteDynamic | kTfLiteArenaRw | kTfLiteArenaRwPersistent) {
-            sg.report(&format!(
-                "Invalid allocation type '{}'.  Allocation type for TfLiteOpaqueContextAddTensor must be one of: 'kTfLiteDynamic', 'kTfLiteArenaRw' or 'kTfLiteArenaRwPersistent'.",
-                at as c_int
-            ));
+        let at = match TfLiteAllocationType::from_raw(b.allocation_type) {
+            Some(at @ (kTfLiteDynamic | kTfLiteArenaRw | kTfLiteArenaRwPersistent)) => at,
+            _ => {
+                sg.report(&format!(
+                    "Invalid allocation type '{}'.  Allocation type for TfLiteOpaqueContextAddTensor must be one of: 'kTfLiteDynamic', 'kTfLiteArenaRw' or 'kTfLiteArenaRwPersistent'.",
+                    b.allocation_type
+                ));
+                return TfLiteStatus::kTfLiteError;
+            }
+        };
+        let Some(dtype) = TfLiteType::from_raw(b.r#type) else {
+            sg.report(&format!("TfLiteOpaqueContextAddTensor: unknown tensor type {}", b.r#type));
             return TfLiteStatus::kTfLiteError;
-        }
+        };
         if at == kTfLiteDynamic && b.data.is_null() {
             sg.report("For tensors of allocation type 'kTfLiteDynamic' 'data' must be provided.");
             return TfLiteStatus::kTfLiteError;
@@ -1188,7 +1195,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextAddTensor(
         let Some(t) = (unsafe { context_tensor(ctx, index) }) else { return TfLiteStatus::kTfLiteError };
         // SAFETY: `t` points into the live tensor table; nothing else references it now.
         let t = unsafe { &mut *t };
-        t.r#type = b.r#type;
+        t.r#type = dtype;
         t.data.data = b.data;
         t.allocation_type = at;
         t.params = b.quantization_params;
@@ -1206,21 +1213,21 @@ pub unsafe extern "C" fn TfLiteOpaqueContextAddTensor(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueContextGetSizeOfType(
     context: *mut TfLiteOpaqueContext,
-    r#type: TfLiteType,
+    r#type: RawTfLiteType,
     bytes: *mut usize,
 ) -> TfLiteStatus {
     ffi_boundary!({
         if bytes.is_null() {
             return TfLiteStatus::kTfLiteError;
         }
-        match r#type.element_size() {
+        match TfLiteType::from_raw(r#type).and_then(|t| t.element_size()) {
             Some(n) => {
                 // SAFETY: checked non-NULL.
                 unsafe { write_out(bytes, n) };
                 TfLiteStatus::kTfLiteOk
             }
             None => {
-                let msg = format!("Type {} is not supported by GetSizeOfType.", r#type as c_int);
+                let msg = format!("Type {} is not supported by GetSizeOfType.", r#type);
                 // SAFETY: NULL or a live context.
                 match unsafe { subgraph(context) } {
                     Some(sg) => sg.report(&msg),
@@ -1323,20 +1330,40 @@ mod tests {
         // SAFETY: pointers from these functions; NULL contexts are part of the contract.
         unsafe {
             let b = TfLiteOpaqueTensorBuilderCreate();
-            assert_eq!(TfLiteOpaqueTensorBuilderSetType(b, TfLiteType::kTfLiteInt8), b);
-            assert_eq!(TfLiteOpaqueTensorBuilderSetAllocationType(b, TfLiteAllocationType::kTfLiteArenaRw), b);
+            assert_eq!(TfLiteOpaqueTensorBuilderSetType(b, TfLiteType::kTfLiteInt8 as RawTfLiteType), b);
+            assert_eq!(
+                TfLiteOpaqueTensorBuilderSetAllocationType(
+                    b,
+                    TfLiteAllocationType::kTfLiteArenaRw as RawTfLiteAllocationType
+                ),
+                b
+            );
             assert_eq!(
                 TfLiteOpaqueContextAddTensor(core::ptr::null_mut(), b, core::ptr::null_mut()),
                 TfLiteStatus::kTfLiteError
             );
             TfLiteOpaqueTensorBuilderDelete(b);
-            assert!(TfLiteOpaqueTensorBuilderSetType(core::ptr::null_mut(), TfLiteType::kTfLiteInt8).is_null());
+            assert!(
+                TfLiteOpaqueTensorBuilderSetType(core::ptr::null_mut(), TfLiteType::kTfLiteInt8 as RawTfLiteType)
+                    .is_null()
+            );
             let mut bytes = 0usize;
             assert_eq!(
-                TfLiteOpaqueContextGetSizeOfType(core::ptr::null_mut(), TfLiteType::kTfLiteInt16, &mut bytes),
+                TfLiteOpaqueContextGetSizeOfType(
+                    core::ptr::null_mut(),
+                    TfLiteType::kTfLiteInt16 as RawTfLiteType,
+                    &mut bytes
+                ),
                 TfLiteStatus::kTfLiteOk
             );
             assert_eq!(bytes, 2);
+            // Values C might pass that name no type: an error, not undefined behaviour.
+            for bad in [-1, 24, 1 << 20] {
+                assert_eq!(
+                    TfLiteOpaqueContextGetSizeOfType(core::ptr::null_mut(), bad, &mut bytes),
+                    TfLiteStatus::kTfLiteError
+                );
+            }
             assert!(TfLiteOpaqueContextGetOpaqueTensor(core::ptr::null(), 0).is_null());
             assert_eq!(TfLiteOpaqueContextGetNumTensors(core::ptr::null()), 0);
             // Ownership of new_size passes even on failure (no leak, no crash).

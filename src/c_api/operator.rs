@@ -107,20 +107,24 @@ pub(crate) fn operator_for_registration(reg: &TfLiteRegistration) -> *mut TfLite
 
 /// Returns a new operator for `builtin_code` (`kTfLiteBuiltinCustom` for custom ops, with
 /// `custom_name`), `version` and `user_data` (passed to the `*WithData` callbacks), or
-/// NULL on failure. `custom_name` (may be NULL) is copied. The caller owns the result and
+/// NULL on failure (an unknown `builtin_code` included). `custom_name` (may be NULL) is copied. The caller owns the result and
 /// must call `TfLiteOperatorDelete`; an operator given to
 /// `TfLiteInterpreterOptionsAddOperator` must outlive the interpreters created with it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOperatorCreate(
-    builtin_code: TfLiteBuiltinOperator,
+    builtin_code: RawTfLiteBuiltinOperator,
     custom_name: *const c_char,
     version: c_int,
     user_data: *mut c_void,
 ) -> *mut TfLiteOperator {
     ffi_boundary!({
+        if TfLiteBuiltinOperator::from_raw(builtin_code).is_none() {
+            super::ffi::report(None, &format!("TfLiteOperatorCreate: unknown builtin operator code {builtin_code}"));
+            return core::ptr::null_mut();
+        }
         // SAFETY: NULL or a NUL-terminated string, per the API contract.
         let name = unsafe { cstr_raw(custom_name) }.map(|c| c.to_owned());
-        into_raw(TfLiteOperator::new(builtin_code as i32, name, version, user_data))
+        into_raw(TfLiteOperator::new(builtin_code, name, version, user_data))
     })
 }
 
@@ -370,8 +374,12 @@ mod tests {
         // SAFETY: pointers from these functions, deleted once; NULL is part of the contract.
         unsafe {
             let mut ud = 5_i32;
+            // Codes C might pass that name no operator: no operator, no undefined behaviour.
+            for bad in [-1, 100_000] {
+                assert!(TfLiteOperatorCreate(bad, c"Sinh".as_ptr(), 1, core::ptr::null_mut()).is_null());
+            }
             let op = TfLiteOperatorCreate(
-                TfLiteBuiltinOperator::kTfLiteBuiltinCustom,
+                TfLiteBuiltinOperator::kTfLiteBuiltinCustom as RawTfLiteBuiltinOperator,
                 c"Sinh".as_ptr(),
                 2,
                 (&raw mut ud).cast(),

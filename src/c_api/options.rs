@@ -212,23 +212,27 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsEnableCancellation(
 /// Registers a builtin op implementation for versions `min_version..=max_version`,
 /// overriding the runtime's own kernel. `*registration` is copied; its callbacks must
 /// stay valid while interpreters created with these options exist. NULL arguments are
-/// ignored.
+/// ignored, and so is an unknown `op` (with a message on stderr).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteInterpreterOptionsAddBuiltinOp(
     options: *mut TfLiteInterpreterOptions,
-    op: TfLiteBuiltinOperator,
+    op: RawTfLiteBuiltinOperator,
     registration: *const TfLiteRegistration,
     min_version: i32,
     max_version: i32,
 ) {
     ffi_boundary!({
+        if TfLiteBuiltinOperator::from_raw(op).is_none() {
+            let msg = format!("TfLiteInterpreterOptionsAddBuiltinOp: unknown builtin operator code {op}; ignored");
+            super::ffi::report(None, &msg);
+            return;
+        }
         // SAFETY: NULL or a readable registration, per the API contract.
         let Some(reg) = (unsafe { registration.as_ref() }).copied() else { return };
         let mut reg = reg;
         reg.custom_name = core::ptr::null();
         // SAFETY: forwarded contract.
-        let _ =
-            unsafe { with_options(options, |o| o.op_resolver.add_builtin(op as i32, reg, min_version, max_version)) };
+        let _ = unsafe { with_options(options, |o| o.op_resolver.add_builtin(op, reg, min_version, max_version)) };
     })
 }
 

@@ -188,8 +188,12 @@ fn build_nodes(
             entry.node.custom_initial_data = custom.as_ptr() as *const c_void;
             entry.node.custom_initial_data_size = i32::try_from(custom.len()).unwrap_or(i32::MAX);
         } else {
-            let op_enum = TfLiteBuiltinOperator::from_raw(code)
-                .ok_or_else(|| Error::new(format!("operator {oi}: unknown builtin opcode {code}")))?;
+            // Every early return hands the entry to the subgraph first: its drop frees the
+            // node's arrays.
+            let Some(op_enum) = TfLiteBuiltinOperator::from_raw(code) else {
+                s.nodes.push(entry);
+                return Err(Error::new(format!("operator {oi}: unknown builtin opcode {code}")));
+            };
             entry.op_name = op_enum.name().to_string();
             let Some(reg) = resolver.find_builtin(code, version) else {
                 (config.reporter)(&format!(
@@ -202,8 +206,13 @@ fn build_nodes(
             entry.registration = reg;
             entry.registration.builtin_code = code;
             entry.registration.version = version;
-            let data = options::parse_builtin_options(op_enum, &op)
-                .map_err(|e| Error::new(format!("operator {oi} ({}): {}", op_enum.name(), e.message)))?;
+            let data = match options::parse_builtin_options(op_enum, &op) {
+                Ok(data) => data,
+                Err(e) => {
+                    s.nodes.push(entry);
+                    return Err(Error::new(format!("operator {oi} ({}): {}", op_enum.name(), e.message)));
+                }
+            };
             entry.node.builtin_data = data;
             entry.owns_builtin_data = !data.is_null();
         }

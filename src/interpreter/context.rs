@@ -379,24 +379,27 @@ unsafe extern "C" fn add_tensors(context: *mut TfLiteContext, n: c_int, first: *
 
 unsafe extern "C" fn get_external_context(
     context: *mut TfLiteContext,
-    ty: TfLiteExternalContextType,
+    ty: RawTfLiteExternalContextType,
 ) -> *mut TfLiteExternalContext {
     guard(core::ptr::null_mut(), || {
         // SAFETY: C passes a context it got from us.
         let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return core::ptr::null_mut() };
-        let i = ty as usize;
-        sg.external_contexts.get(i).copied().unwrap_or(core::ptr::null_mut())
+        // An unknown type has no context (NULL), as in TFLite.
+        let Some(ty) = TfLiteExternalContextType::from_raw(ty) else { return core::ptr::null_mut() };
+        sg.external_contexts.get(ty as usize).copied().unwrap_or(core::ptr::null_mut())
     })
 }
 
 unsafe extern "C" fn set_external_context(
     context: *mut TfLiteContext,
-    ty: TfLiteExternalContextType,
+    ty: RawTfLiteExternalContextType,
     ctx: *mut TfLiteExternalContext,
 ) {
     guard((), || {
         // SAFETY: C passes a context it got from us.
         let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return };
+        // An unknown type is ignored, as in TFLite.
+        let Some(ty) = TfLiteExternalContextType::from_raw(ty) else { return };
         if let Some(slot) = sg.external_contexts.get_mut(ty as usize) {
             *slot = ctx;
         }

@@ -20,7 +20,11 @@ unsafe extern "C" fn resize(_ctx: *mut TfLiteContext, t: *mut TfLiteTensor, dims
         };
         int_array_free(t.dims);
         t.dims = dims;
-        libc::free(t.data.data);
+        // Only data an earlier resize allocated is the tensor's own; the first block of
+        // every tensor belongs to the graph (freed when it drops), like an arena.
+        if t.allocation() == Some(TfLiteAllocationType::kTfLiteDynamic) {
+            libc::free(t.data.data);
+        }
         t.bytes = n * size;
         t.data.data = libc::calloc(t.bytes.max(1), 1);
         t.allocation_type = TfLiteAllocationType::kTfLiteDynamic;
@@ -57,6 +61,9 @@ unsafe extern "C" fn add_tensors(
 pub struct Graph {
     tensors: Vec<TfLiteTensor>,
     keep: Vec<Box<dyn Any>>,
+    /// The block each tensor was created with: the harness's "arena". A kernel may drop
+    /// its pointer (making the output dynamic), so the graph frees these itself.
+    blocks: Vec<*mut c_void>,
 }
 
 impl Graph {
@@ -76,10 +83,13 @@ impl Graph {
         t.r#type = dtype;
         t.dims = int_array_from_slice(shape);
         // SAFETY: a fresh allocation of at least `bytes.len()` bytes, filled from `bytes`.
-        unsafe {
-            t.data.data = libc::calloc(bytes.len().max(1), 1);
-            core::ptr::copy_nonoverlapping(bytes.as_ptr(), t.data.data as *mut u8, bytes.len());
-        }
+        let block = unsafe {
+            let block = libc::calloc(bytes.len().max(1), 1);
+            core::ptr::copy_nonoverlapping(bytes.as_ptr(), block as *mut u8, bytes.len());
+            block
+        };
+        t.data.data = block;
+        self.blocks.push(block);
         t.bytes = bytes.len();
         t.allocation_type =
             if constant { TfLiteAllocationType::kTfLiteMmapRo } else { TfLiteAllocationType::kTfLiteArenaRw };
@@ -201,16 +211,22 @@ impl Drop for Graph {
     fn drop(&mut self) {
         for t in &mut self.tensors {
             // SAFETY: every pointer here was allocated by this harness (or by `resize`) and
-            // is freed exactly once.
+            // is freed exactly once: dynamic data here, first blocks below.
             unsafe {
                 int_array_free(t.dims);
-                libc::free(t.data.data);
+                if t.allocation() == Some(TfLiteAllocationType::kTfLiteDynamic) {
+                    libc::free(t.data.data);
+                }
                 if !t.quantization.params.is_null() {
                     let aq = Box::from_raw(t.quantization.params as *mut TfLiteAffineQuantization);
                     libc::free(aq.scale.cast());
                     int_array_free(aq.zero_point);
                 }
             }
+        }
+        for &b in &self.blocks {
+            // SAFETY: each block came from calloc in `push` and is freed only here.
+            unsafe { libc::free(b) };
         }
     }
 }

@@ -353,6 +353,18 @@ fn validate_subgraph(
             }
         }
     }
+    // A graph output that nothing writes would hand the application bytes no one wrote
+    // (TFLite gives it arena memory and never fills it).
+    for o in sg.outputs().into_iter().flatten() {
+        let o = o as usize;
+        if !(ready[o] || graph_input[o] || writer[o].is_some()) {
+            return Err(Error::new(format!(
+                "subgraph {si}: output tensor {o} ('{}') is written by no operator and is not a graph input, a \
+                 constant or a variable",
+                tensor_name(o)
+            )));
+        }
+    }
     Ok(())
 }
 

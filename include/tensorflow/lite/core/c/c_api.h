@@ -1077,11 +1077,11 @@ typedef struct TfLiteContext {
   /*
    Gets an external context of the given type, or NULL.
    */
-  struct TfLiteExternalContext *(*GetExternalContext)(struct TfLiteContext *context, enum TfLiteExternalContextType type_);
+  struct TfLiteExternalContext *(*GetExternalContext)(struct TfLiteContext *context, TfLiteExternalContextType type_);
   /*
    Sets an external context of the given type.
    */
-  void (*SetExternalContext)(struct TfLiteContext *context, enum TfLiteExternalContextType type_, struct TfLiteExternalContext *ctx);
+  void (*SetExternalContext)(struct TfLiteContext *context, TfLiteExternalContextType type_, struct TfLiteExternalContext *ctx);
   /*
    Whether fp32 may be computed in fp16.
    */
@@ -3498,7 +3498,7 @@ TFL_CAPI_EXPORT void TfLiteTensorFree(struct TfLiteTensor *t);
  ownership of `dims` and (if dynamic) of `buffer`; `name` and `allocation` are borrowed
  and must outlive it. Quantization is reset to none. NULL `tensor` is ignored.
  */
-TFL_CAPI_EXPORT void TfLiteTensorReset(enum TfLiteType type, const char *name, struct TfLiteIntArray *dims, struct TfLiteQuantizationParams quantization, char *buffer, size_t size, enum TfLiteAllocationType allocation_type, const void *allocation, bool is_variable, struct TfLiteTensor *tensor);
+TFL_CAPI_EXPORT void TfLiteTensorReset(TfLiteType type, const char *name, struct TfLiteIntArray *dims, struct TfLiteQuantizationParams quantization, char *buffer, size_t size, TfLiteAllocationType allocation_type, const void *allocation, bool is_variable, struct TfLiteTensor *tensor);
 
 /*
  Copies `src`'s type, shape, data, buffer handle and delegate into `dst`. Both must have
@@ -3952,7 +3952,7 @@ TFL_CAPI_EXPORT void TfLiteOpaqueTensorBuilderDelete(struct TfLiteOpaqueTensorBu
 /*
  Sets the element type. Returns `builder` (for chaining).
  */
-TFL_CAPI_EXPORT struct TfLiteOpaqueTensorBuilder *TfLiteOpaqueTensorBuilderSetType(struct TfLiteOpaqueTensorBuilder *builder, enum TfLiteType type);
+TFL_CAPI_EXPORT struct TfLiteOpaqueTensorBuilder *TfLiteOpaqueTensorBuilderSetType(struct TfLiteOpaqueTensorBuilder *builder, TfLiteType type);
 
 /*
  Sets the data pointer (required for `kTfLiteDynamic`, forbidden for arena tensors; a
@@ -3965,7 +3965,7 @@ TFL_CAPI_EXPORT struct TfLiteOpaqueTensorBuilder *TfLiteOpaqueTensorBuilderSetDa
  `kTfLiteArenaRwPersistent` (others make `TfLiteOpaqueContextAddTensor` fail). Returns
  `builder`.
  */
-TFL_CAPI_EXPORT struct TfLiteOpaqueTensorBuilder *TfLiteOpaqueTensorBuilderSetAllocationType(struct TfLiteOpaqueTensorBuilder *builder, enum TfLiteAllocationType allocation_type);
+TFL_CAPI_EXPORT struct TfLiteOpaqueTensorBuilder *TfLiteOpaqueTensorBuilderSetAllocationType(struct TfLiteOpaqueTensorBuilder *builder, TfLiteAllocationType allocation_type);
 
 /*
  Sets the per-tensor quantization parameters. Returns `builder`.
@@ -4064,7 +4064,7 @@ TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetExecutionPlan(struct TfL
  Writes the external context of type `type` (or NULL if none is set) to
  `*external_context`.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetExternalContext(struct TfLiteOpaqueContext *opaque_context, void **external_context, enum TfLiteExternalContextType type);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetExternalContext(struct TfLiteOpaqueContext *opaque_context, void **external_context, TfLiteExternalContextType type);
 
 /*
  Writes node `node_index` and its operator to `*node` / `*registration_external`. For
@@ -4163,7 +4163,7 @@ TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextAddTensor(struct TfLiteOpaq
  Writes the size in bytes of one element of `type` to `*bytes`. kTfLiteError (reported)
  for types without a fixed element size, or a NULL `bytes`.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetSizeOfType(struct TfLiteOpaqueContext *context, enum TfLiteType type, size_t *bytes);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetSizeOfType(struct TfLiteOpaqueContext *context, TfLiteType type, size_t *bytes);
 
 /*
  Writes the model metadata entry `name` (bytes owned by the model, alive as long as the
@@ -4174,11 +4174,11 @@ TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetMetadata(struct TfLiteOp
 /*
  Returns a new operator for `builtin_code` (`kTfLiteBuiltinCustom` for custom ops, with
  `custom_name`), `version` and `user_data` (passed to the `*WithData` callbacks), or
- NULL on failure. `custom_name` (may be NULL) is copied. The caller owns the result and
+ NULL on failure (an unknown `builtin_code` included). `custom_name` (may be NULL) is copied. The caller owns the result and
  must call `TfLiteOperatorDelete`; an operator given to
  `TfLiteInterpreterOptionsAddOperator` must outlive the interpreters created with it.
  */
-TFL_CAPI_EXPORT struct TfLiteOperator *TfLiteOperatorCreate(enum TfLiteBuiltinOperator builtin_code, const char *custom_name, int version, void *user_data);
+TFL_CAPI_EXPORT struct TfLiteOperator *TfLiteOperatorCreate(TfLiteBuiltinOperator builtin_code, const char *custom_name, int version, void *user_data);
 
 /*
  Destroys an operator made by `TfLiteOperatorCreate`. Safe to pass NULL.
@@ -4324,9 +4324,9 @@ TFL_CAPI_EXPORT enum TfLiteStatus TfLiteInterpreterOptionsEnableCancellation(str
  Registers a builtin op implementation for versions `min_version..=max_version`,
  overriding the runtime's own kernel. `*registration` is copied; its callbacks must
  stay valid while interpreters created with these options exist. NULL arguments are
- ignored.
+ ignored, and so is an unknown `op` (with a message on stderr).
  */
-TFL_CAPI_EXPORT void TfLiteInterpreterOptionsAddBuiltinOp(struct TfLiteInterpreterOptions *options, enum TfLiteBuiltinOperator op, const struct TfLiteRegistration *registration, int32_t min_version, int32_t max_version);
+TFL_CAPI_EXPORT void TfLiteInterpreterOptionsAddBuiltinOp(struct TfLiteInterpreterOptions *options, TfLiteBuiltinOperator op, const struct TfLiteRegistration *registration, int32_t min_version, int32_t max_version);
 
 /*
  Registers a custom op implementation under `name` for versions
