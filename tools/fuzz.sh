@@ -5,7 +5,8 @@
 # FUZZ_SECONDS (default 240) on both cores. Seeds: every corpus model up to 64 KiB and the
 # regression models in fuzz/regressions. Any crash, sanitizer report, panic, leak or
 # timeout fails the stage; the input that caused it is left in target/fuzz/artifacts
-# (copy it to fuzz/regressions, where tests/fuzz_regressions.rs runs it from then on).
+# (copy it to fuzz/regressions and name it in tests/model_validation.rs, which checks it
+# from then on).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -38,12 +39,14 @@ export OCL_ICD_VENDORS=/nonexistent
 export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1
 jobs=$(nproc)
 set +e
-"$bin" "$work/corpus" "$work/seeds" -fork="$jobs" -max_total_time="$seconds" -max_len=65536 -timeout=30 \
+"$bin" "$work/corpus" "$work/seeds" -fork="$jobs" -max_total_time="$seconds" -max_len=65536 -timeout=120 \
   -rss_limit_mb=4096 -malloc_limit_mb=4096 -print_final_stats=1 \
   -artifact_prefix="$CARGO_TARGET_DIR/artifacts/" >"$work/log" 2>&1
 status=$?
 set -e
-grep -E "^(INFO: |stat::|#[0-9]+ *DONE)" "$work/log" | tail -12
+grep -E "^(INFO: (fuzzed|exiting)|stat::)" "$work/log" | tail -8
+# Fork mode's last progress line: executions, coverage, corpus, exec/s, oom/timeout/crash.
+grep -E "^#[0-9]+:" "$work/log" | tail -1
 if ls "$CARGO_TARGET_DIR"/artifacts/* >/dev/null 2>&1; then
   for a in "$CARGO_TARGET_DIR"/artifacts/*; do
     echo "FUZZ FAILURE: $a; rerun on it:" >&2

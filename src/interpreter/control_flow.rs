@@ -1,6 +1,7 @@
-//! What the control-flow kernels (IF, WHILE, CALL_ONCE in `kernels/ops/control_flow.rs`)
-//! need from the interpreter: reaching a sibling subgraph safely, giving its inputs the
-//! shapes and types of the caller's tensors, and copying tensor data between subgraphs.
+//! What the control-flow and variable kernels (IF, WHILE, CALL_ONCE, the resource
+//! variable ops) need from the interpreter, behind the kernels' narrow `SubgraphCalls`
+//! trait: reaching a sibling subgraph safely, giving its inputs the shapes and types of
+//! the caller's tensors, copying tensor data between subgraphs, the shared resources.
 //!
 //! Unlike TFLite, which aliases the callee's inputs and outputs to the caller's buffers
 //! where it can, values are always copied (deep copies): simpler, and a callee never
@@ -11,11 +12,15 @@
 //! cannot be entered again, so a model whose subgraphs call each other in a cycle gets
 //! an error instead of endless recursion; `MAX_CALL_DEPTH` bounds nesting besides.
 
+use super::context::subgraph_from_context;
 use super::subgraph::{Subgraph, dynamic_realloc};
 use crate::abi::arrays::{OwnedIntArray, int_array_slice};
 use crate::abi::types::*;
 use crate::error::{Error, Result};
+use crate::kernels::graph::{SubgraphCalls, SubgraphIndex};
+use crate::kernels::resources::SharedState;
 use crate::model::validate::tensor_bytes;
+use std::sync::{Arc, Mutex};
 
 /// The deepest chain of nested subgraph calls allowed.
 pub(crate) const MAX_CALL_DEPTH: usize = 32;
@@ -230,4 +235,123 @@ pub unsafe fn copy_tensors(from: *mut Subgraph, src: &[i32], to: *mut Subgraph, 
         unsafe { copy_tensor(from, s, to, d)? };
     }
     Ok(())
+}
+
+/// The running subgraph as the kernels see it ([`SubgraphCalls`]): subgraphs by index,
+/// tensors by index and value.
+struct RunningSubgraph(*mut Subgraph);
+
+/// Installed into the kernel layer by [`super::Interpreter::new`].
+///
+/// # Safety
+/// `context` is the live context of a subgraph of a live interpreter, passed to one of
+/// its kernels (so the subgraph and its siblings stay alive while the kernel runs).
+pub(crate) unsafe fn calls_of(context: *mut TfLiteContext) -> Option<Box<dyn SubgraphCalls>> {
+    // SAFETY: per the function contract.
+    let this = unsafe { subgraph_from_context(context) }?;
+    Some(Box::new(RunningSubgraph(this)))
+}
+
+impl RunningSubgraph {
+    /// The running subgraph.
+    fn this(&self) -> &Subgraph {
+        // SAFETY: `calls_of`'s contract: live while the kernel runs; no other reference to
+        // it is used by the kernel meanwhile.
+        unsafe { &*self.0 }
+    }
+
+    /// Subgraph `sg` of the interpreter (the running one included).
+    fn at(&self, sg: SubgraphIndex) -> Result<*mut Subgraph> {
+        self.this().siblings.get(sg).copied().ok_or_else(|| {
+            Error::new(format!("subgraph {sg} is out of range ({} subgraphs)", self.this().siblings.len()))
+        })
+    }
+
+    /// Subgraph `sg`, read-only; `None` when out of range.
+    fn get(&self, sg: SubgraphIndex) -> Option<&Subgraph> {
+        // SAFETY: siblings are live subgraphs of the same interpreter; the reference
+        // ends with the caller's use, before any mutation through another pointer.
+        self.at(sg).ok().map(|p| unsafe { &*p })
+    }
+}
+
+impl SubgraphCalls for RunningSubgraph {
+    fn own_index(&self) -> Option<SubgraphIndex> {
+        self.this().own_index()
+    }
+
+    fn enter(&mut self, index: i32, what: &str) -> Result<SubgraphIndex> {
+        let callee = self.this().callee(index, what)?;
+        // SAFETY: `callee` checked the target is a live sibling distinct from this one.
+        self.this().enter_call(unsafe { &mut *callee });
+        Ok(index as usize)
+    }
+
+    fn inputs(&self, sg: SubgraphIndex) -> Vec<i32> {
+        self.get(sg).map(|s| s.inputs().to_vec()).unwrap_or_default()
+    }
+
+    fn outputs(&self, sg: SubgraphIndex) -> Vec<i32> {
+        self.get(sg).map(|s| s.outputs().to_vec()).unwrap_or_default()
+    }
+
+    fn shape_and_type(&self, sg: SubgraphIndex, t: i32) -> Result<(Vec<i32>, TfLiteType)> {
+        self.get(sg).ok_or_else(|| Error::new(format!("subgraph {sg} is out of range")))?.shape_and_type(t)
+    }
+
+    fn is_dynamic_tensor(&self, sg: SubgraphIndex, t: i32) -> bool {
+        self.get(sg).is_some_and(|s| s.is_dynamic_tensor(t))
+    }
+
+    fn has_dynamic_tensors(&self, sg: SubgraphIndex) -> bool {
+        self.get(sg).is_some_and(|s| s.has_dynamic_tensors())
+    }
+
+    fn copy_shapes_to_inputs(&mut self, src: &[i32], callee: SubgraphIndex) -> Result<()> {
+        let c = self.at(callee)?;
+        if std::ptr::eq(c, self.0) {
+            return Err(Error::new(format!("subgraph {callee} is the calling subgraph itself (recursion)")));
+        }
+        // SAFETY: `c` is a live sibling distinct from the running subgraph (checked).
+        let c = unsafe { &mut *c };
+        let inputs = c.inputs().to_vec();
+        self.this().copy_shapes_to_inputs(src, c, &inputs)
+    }
+
+    fn allocate(&mut self, callee: SubgraphIndex) -> Result<()> {
+        let c = self.at(callee)?;
+        // SAFETY: a live sibling; nothing else references it during the call.
+        unsafe { (*c).allocate_tensors() }
+    }
+
+    fn invoke(&mut self, callee: SubgraphIndex) -> Result<()> {
+        let c = self.at(callee)?;
+        // SAFETY: as `allocate`.
+        unsafe { (*c).invoke() }
+    }
+
+    fn copy(&mut self, from: SubgraphIndex, src: &[i32], to: SubgraphIndex, dst: &[i32]) -> Result<()> {
+        let (f, t) = (self.at(from)?, self.at(to)?);
+        // SAFETY: both are live subgraphs of this interpreter; no reference to either is
+        // held across the call.
+        unsafe { copy_tensors(f, src, t, dst) }
+    }
+
+    fn read_first_byte(&mut self, sg: SubgraphIndex, t: i32) -> Result<(Vec<i32>, TfLiteType, Option<u8>)> {
+        let s = self.at(sg)?;
+        // SAFETY: a live subgraph; `read_tensor` checked `p` holds `bytes` readable bytes.
+        unsafe {
+            let (shape, ty, p, bytes) = (*s).read_tensor(t)?;
+            Ok((shape, ty, if bytes == 0 || p.is_null() { None } else { Some(*p) }))
+        }
+    }
+
+    fn write(&mut self, t: i32, dims: &[i32], dtype: TfLiteType, data: &[u8]) -> Result<()> {
+        // SAFETY: the running subgraph (see `this`); `data` is the caller's own buffer.
+        unsafe { (*self.0).write_tensor(t, dims, dtype, data.as_ptr(), data.len()) }
+    }
+
+    fn shared(&self) -> Arc<Mutex<SharedState>> {
+        self.this().shared.clone()
+    }
 }

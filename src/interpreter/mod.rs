@@ -16,7 +16,6 @@ pub mod control_flow;
 pub mod delegation;
 mod fusion;
 pub mod node_ops;
-pub mod resources;
 pub mod subgraph;
 mod thread_choice;
 
@@ -98,6 +97,9 @@ pub struct Interpreter {
 impl Interpreter {
     /// Builds every subgraph of `model`, resolving each operator with `resolver`.
     pub fn new(model: Arc<Model>, resolver: &dyn OpFinder, config: InterpreterConfig) -> Result<Interpreter> {
+        // How control-flow and variable kernels reach their subgraph (the kernel layer
+        // knows only its trait).
+        crate::kernels::graph::install(control_flow::calls_of);
         let cancelled = Arc::new(AtomicBool::new(false));
         let subgraphs = builder::build_subgraphs(&model, resolver, &config, &cancelled)?;
         let signatures = builder::read_signatures(&model);
@@ -111,7 +113,7 @@ impl Interpreter {
     /// AcquireSubgraphContext); re-done whenever the set changes.
     fn link_subgraphs(&mut self) {
         let ptrs: Vec<*mut Subgraph> = self.subgraphs.iter_mut().map(|s| &mut **s as *mut Subgraph).collect();
-        let shared = std::sync::Arc::new(std::sync::Mutex::new(resources::SharedState::default()));
+        let shared = std::sync::Arc::new(std::sync::Mutex::new(crate::kernels::resources::SharedState::default()));
         for s in &mut self.subgraphs {
             s.set_siblings(ptrs.clone());
             s.shared = shared.clone();

@@ -97,7 +97,7 @@ pub(crate) enum State {
 pub struct Subgraph {
     pub(crate) context: TfLiteContext,
     pub(crate) tensors: Vec<TfLiteTensor>,
-    pub(crate) tensor_names: Vec<Option<CString>>,
+    pub(super) tensor_names: Vec<Option<CString>>,
     // Boxed: C code holds `TfLiteNode*` across node additions (delegates add nodes).
     #[allow(clippy::vec_box, reason = "stable node addresses")]
     pub(crate) nodes: Vec<Box<NodeEntry>>,
@@ -108,13 +108,13 @@ pub struct Subgraph {
     pub(crate) name: CString,
     pub(crate) reporter: Reporter,
     pub(crate) model: Arc<Model>,
-    pub(crate) external_contexts: [*mut TfLiteExternalContext; 5],
-    pub(crate) siblings: Vec<*mut Subgraph>,
+    pub(super) external_contexts: [*mut TfLiteExternalContext; 5],
+    pub(super) siblings: Vec<*mut Subgraph>,
     pub(crate) preserve_intermediates: bool,
-    pub(crate) in_invoke: bool,
+    pub(super) in_invoke: bool,
     pub(crate) state: State,
     /// Delegates applied to this subgraph and what their application owns.
-    pub(crate) delegation: Delegation,
+    pub(super) delegation: Delegation,
     arena: AlignedBuffer,
     persistent: AlignedBuffer,
     stats: MemoryStats,
@@ -136,21 +136,21 @@ pub struct Subgraph {
     committed: Option<Committed>,
     /// This subgraph is running (allocate_tensors or invoke): a control-flow op entering
     /// it again would recurse, so `callee` refuses it.
-    pub(crate) busy: bool,
+    pub(super) busy: bool,
     /// How many control-flow calls deep this subgraph's current run is.
-    pub(crate) call_depth: usize,
+    pub(super) call_depth: usize,
     /// Interpreter-wide state shared by every subgraph (resource variables, CALL_ONCE).
-    pub(crate) shared: Arc<std::sync::Mutex<super::resources::SharedState>>,
+    pub(super) shared: Arc<std::sync::Mutex<crate::kernels::resources::SharedState>>,
     /// Activation nodes fused into their producers (`fusion.rs`), to undo before a
     /// delegate sees the graph.
-    pub(crate) fusions: Vec<super::fusion::Fusion>,
+    pub(super) fusions: Vec<super::fusion::Fusion>,
     /// The execution plan before fusing (restored by `unfuse_activations`).
-    pub(crate) plan_before_fusion: Vec<i32>,
+    pub(super) plan_before_fusion: Vec<i32>,
     /// Whether AllocateTensors may fuse (the interpreter's `fuse_activations`).
-    pub(crate) allow_fusion: bool,
+    pub(super) allow_fusion: bool,
     /// Whether Invoke may run on one thread when that times faster (the interpreter's
     /// `adaptive_threads`), and the timing behind that choice.
-    pub(crate) adaptive_threads: bool,
+    pub(super) adaptive_threads: bool,
     thread_choice: super::thread_choice::ThreadChoice,
 }
 

@@ -10,9 +10,11 @@ pub mod binary;
 pub mod broadcast;
 pub mod fixed_point;
 pub mod float_conv;
+pub mod graph;
 pub mod kernel;
 pub mod ops;
 pub mod quant;
+pub mod resources;
 pub mod shape_util;
 #[cfg(test)]
 mod temporaries_tests;

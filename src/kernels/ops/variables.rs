@@ -3,7 +3,7 @@
 //!
 //! A variable is named by (container, shared_name); VAR_HANDLE outputs its id (an int32
 //! in a resource tensor), the same id in every subgraph of the interpreter. The values
-//! live in the interpreter's shared state (`interpreter::resources`), so they persist
+//! live in the interpreter's shared state (`kernels::resources`), so they persist
 //! across invokes and are visible from every subgraph (a WHILE body assigns, the main
 //! graph reads). Reading a variable that was never assigned is an error.
 
@@ -11,11 +11,10 @@ use crate::abi::builtin_op_data::TfLiteVarHandleParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
-use crate::interpreter::Subgraph;
-use crate::interpreter::context::subgraph_from_context;
-use crate::interpreter::resources::ResourceVariable;
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::graph::{SubgraphCalls, calls_of};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::resources::ResourceVariable;
 use crate::kernels::shape_util::{check_arity, op_error};
 use std::ffi::CStr;
 
@@ -91,12 +90,8 @@ const VAR_HANDLE: &str = "VAR_HANDLE";
 const READ_VARIABLE: &str = "READ_VARIABLE";
 const ASSIGN_VARIABLE: &str = "ASSIGN_VARIABLE";
 
-fn this_subgraph(ctx: &OpCtx<'_>, op: &str) -> Result<*mut Subgraph> {
-    // SAFETY: the runtime passes a context whose `impl_` is the live subgraph running the
-    // node; only a raw pointer is kept.
-    unsafe { subgraph_from_context(ctx.context()) }
-        .map(|s| s as *mut Subgraph)
-        .ok_or_else(|| op_error(op, "run outside an interpreter"))
+fn this_subgraph(ctx: &OpCtx<'_>, op: &str) -> Result<Box<dyn SubgraphCalls>> {
+    calls_of(ctx, op)
 }
 
 fn c_str(p: *const core::ffi::c_char) -> String {
@@ -120,16 +115,9 @@ fn var_handle_prepare(ctx: &OpCtx<'_>) -> Result<()> {
 fn var_handle_eval(ctx: &OpCtx<'_>, (container, shared_name): &(String, String)) -> Result<()> {
     let out = ctx.output(0).map_err(|e| op_error(VAR_HANDLE, e.message))?;
     let (index, dtype) = (out.index as i32, out.dtype);
-    let this = this_subgraph(ctx, VAR_HANDLE)?;
-    // SAFETY: `this` is the live subgraph running the node; the output view is not used
-    // after this point.
-    unsafe {
-        let id = (*this).shared.lock().unwrap_or_else(|e| e.into_inner()).resource_id(container, shared_name);
-        let bytes = id.to_le_bytes();
-        (*this)
-            .write_tensor(index, &[], dtype, bytes.as_ptr(), bytes.len())
-            .map_err(|e| op_error(VAR_HANDLE, e.message))
-    }
+    let mut g = this_subgraph(ctx, VAR_HANDLE)?;
+    let id = g.shared().lock().unwrap_or_else(|e| e.into_inner()).resource_id(container, shared_name);
+    g.write(index, &[], dtype, &id.to_le_bytes()).map_err(|e| op_error(VAR_HANDLE, e.message))
 }
 
 /// The resource id held by a resource (or int32) tensor with one element.
@@ -165,23 +153,17 @@ fn read_variable_eval(ctx: &OpCtx<'_>) -> Result<()> {
     let id = resource_id(&ctx.input(0)?, READ_VARIABLE)?;
     let out = ctx.output(0).map_err(|e| op_error(READ_VARIABLE, e.message))?;
     let (index, dtype) = (out.index as i32, out.dtype);
-    let this = this_subgraph(ctx, READ_VARIABLE)?;
-    // SAFETY: `this` is the live subgraph running the node; the views are not used after
-    // this point. The variable is cloned out of the lock, so writing the output (in this
-    // subgraph) cannot touch it.
-    unsafe {
-        let var = (*this).shared.lock().unwrap_or_else(|e| e.into_inner()).variable(id).cloned();
-        let var = var.ok_or_else(|| op_error(READ_VARIABLE, format!("resource variable {id} was never assigned")))?;
-        if var.dtype != dtype {
-            return Err(op_error(
-                READ_VARIABLE,
-                format!("the variable has type {}, the output {}", var.dtype.name(), dtype.name()),
-            ));
-        }
-        (*this)
-            .write_tensor(index, &var.dims, dtype, var.data.as_ptr(), var.data.len())
-            .map_err(|e| op_error(READ_VARIABLE, e.message))
+    let mut g = this_subgraph(ctx, READ_VARIABLE)?;
+    // The variable is cloned out of the lock, so writing the output cannot touch it.
+    let var = g.shared().lock().unwrap_or_else(|e| e.into_inner()).variable(id).cloned();
+    let var = var.ok_or_else(|| op_error(READ_VARIABLE, format!("resource variable {id} was never assigned")))?;
+    if var.dtype != dtype {
+        return Err(op_error(
+            READ_VARIABLE,
+            format!("the variable has type {}, the output {}", var.dtype.name(), dtype.name()),
+        ));
     }
+    g.write(index, &var.dims, dtype, &var.data).map_err(|e| op_error(READ_VARIABLE, e.message))
 }
 
 fn assign_variable_prepare(ctx: &OpCtx<'_>) -> Result<()> {
@@ -196,9 +178,7 @@ fn assign_variable_eval(ctx: &OpCtx<'_>) -> Result<()> {
         return Err(op_error(ASSIGN_VARIABLE, format!("values of type {} are not supported", value.dtype.name())));
     }
     let var = ResourceVariable { dtype: value.dtype, dims: value.shape.to_vec(), data: value.raw()?.to_vec() };
-    let this = this_subgraph(ctx, ASSIGN_VARIABLE)?;
-    // SAFETY: `this` is the live subgraph running the node.
-    let shared = unsafe { (*this).shared.clone() };
+    let shared = this_subgraph(ctx, ASSIGN_VARIABLE)?.shared();
     shared.lock().unwrap_or_else(|e| e.into_inner()).assign(id, var);
     Ok(())
 }
