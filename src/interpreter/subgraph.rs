@@ -121,6 +121,8 @@ pub struct Subgraph {
     cancelled: Arc<AtomicBool>,
     cancellation_enabled: bool,
     profile: Option<Vec<Duration>>,
+    /// When each profiled node started (beside `profile`).
+    profile_starts: Vec<Instant>,
     /// Execution-plan index of the first node not prepared yet (TFLite's
     /// `next_execution_plan_index_to_prepare_`): preparing stops after a node whose
     /// outputs are dynamic, and Invoke prepares the rest when it gets there.
@@ -203,6 +205,7 @@ impl Subgraph {
             cancelled,
             cancellation_enabled,
             profile: None,
+            profile_starts: Vec::new(),
             next_to_prepare: 0,
             has_dynamic_tensors: false,
             tensor_resized_since_op_invoke: false,
@@ -319,6 +322,19 @@ impl Subgraph {
     /// Per-node durations of the last invoke, in execution-plan order.
     pub fn profile(&self) -> Option<&[Duration]> {
         self.profile.as_deref()
+    }
+
+    /// Per-node (start, duration) of the last invoke, in execution-plan order (for a
+    /// trace); `None` unless profiling is on.
+    pub fn profile_spans(&self) -> Option<Vec<(Instant, Duration)>> {
+        let d = self.profile.as_deref()?;
+        Some(self.profile_starts.iter().copied().zip(d.iter().copied()).collect())
+    }
+
+    /// The memory plan of the last successful `allocate_tensors` (offsets, lifetimes,
+    /// sizes, lower bound), or `None` before the first.
+    pub fn memory_plan(&self) -> Option<&memory::MemoryPlan> {
+        self.committed.as_ref().map(|c| &c.plan)
     }
 
     /// Reports a message through the interpreter's reporter.
@@ -761,6 +777,7 @@ impl Subgraph {
         let plan = self.execution_plan.clone();
         if let Some(p) = &mut self.profile {
             p.clear();
+            self.profile_starts.clear();
         }
         for (k, &ni) in plan.iter().enumerate() {
             if k == self.next_to_prepare {
@@ -791,6 +808,7 @@ impl Subgraph {
             self.sync_context();
             if let Some(p) = &mut self.profile {
                 p.push(start.elapsed());
+                self.profile_starts.push(start);
             }
             if status != TfLiteStatus::kTfLiteOk {
                 let name = &self.nodes[ni as usize].op_name;

@@ -41,6 +41,7 @@ pub mod linear;
 pub mod litert_reference;
 pub mod lower_bound;
 pub mod plan;
+pub mod plan_svg;
 pub mod planner;
 pub mod simple_arena;
 pub mod verify;

@@ -3,10 +3,14 @@
 //! kept beside the arena, and (with --profile) a per-op profile. In the spirit of
 //! TFLite's benchmark_model.
 //!
-//! usage: tflite-bench MODEL.tflite [--runs N] [--warmup N] [--threads N] [--profile]
-//!                     [--use_gpu [--gpu_inference_for_sustained_speed | --gpu_inference_balanced]
-//!                      [--delegate_serialize_dir DIR --delegate_serialize_token TOKEN] [--reinit]]
-//!        tflite-bench --compare [--runs N] [--threads N] [--kernels builtin|xnnpack|ref] MODEL...
+//! Flags: see `args.rs` (`tflite-bench --help`). TFLite benchmark_model's flags work with
+//! their meaning (`--graph`, `--num_threads`, `--num_runs`, `--warmup_runs`, `--min_secs`,
+//! `--use_gpu`, `--use_xnnpack`, `--enable_op_profiling`, `--input_layer`,
+//! `--input_layer_shape`, `--gpu_precision_loss_allowed`), and the summary lines its users
+//! grep for are printed (`Inference timings in us: Init: ..., First inference: ...,
+//! Warmup (avg): ..., Inference (avg): ...`, the memory footprint) beside ours.
+//! `--profile_trace FILE` writes the timed Invokes as a Chrome trace (`trace.rs`);
+//! `--memory_plan_svg FILE` draws the arena plan (`memory::plan_svg`).
 //!
 //! `--compare` runs each model with ours and with real TFLite (LiteRT, through
 //! `../shared/tools/litert/ref.py bench`, run by `$TFLITE_REF_PYTHON`, default
@@ -32,7 +36,11 @@
 //! `--reinit` builds the interpreter a second time with a fresh delegate, to show what
 //! the cache saves.
 
-use std::ffi::CString;
+mod args;
+mod trace;
+
+use args::{Args, GpuArgs, USAGE, parse_args};
+use std::ffi::{CStr, CString};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -40,91 +48,10 @@ use tensorflowlite_c::gpu::delegate::options::TfLiteGpuExperimentalFlags;
 use tensorflowlite_c::gpu::delegate::{GpuDelegate, TfLiteGpuDelegateOptionsV2};
 use tensorflowlite_c::interpreter::{Interpreter, InterpreterConfig};
 use tensorflowlite_c::memory::litert_reference::{Source, litert_arena};
+use tensorflowlite_c::memory::plan_svg::{drawn_tensors, plan_svg};
 use tensorflowlite_c::microkernels::packed::live_packed_bytes;
 use tensorflowlite_c::model::Model;
 use tensorflowlite_c::resolver::builtin::builtin_op_resolver;
-
-/// TFLite's kernel families as ref.py names them.
-const KERNEL_FAMILIES: [&str; 3] = ["builtin", "xnnpack", "ref"];
-
-struct Args {
-    model: String,
-    compare: Vec<String>,
-    kernels: String,
-    runs: usize,
-    warmup: usize,
-    threads: i32,
-    profile: bool,
-    gpu: Option<GpuArgs>,
-    reinit: bool,
-}
-
-#[derive(Clone, Default)]
-struct GpuArgs {
-    preference: i32,
-    serialize_dir: Option<String>,
-    token: Option<String>,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut it = std::env::args().skip(1);
-    let mut a = Args {
-        model: String::new(),
-        compare: Vec::new(),
-        kernels: "builtin".into(),
-        runs: 50,
-        warmup: 3,
-        threads: 1,
-        profile: false,
-        gpu: None,
-        reinit: false,
-    };
-    let mut compare = false;
-    while let Some(arg) = it.next() {
-        let mut num = |name: &str| -> Result<usize, String> {
-            it.next().and_then(|v| v.parse().ok()).ok_or_else(|| format!("{name} needs a number"))
-        };
-        match arg.as_str() {
-            "--runs" => a.runs = num("--runs")?.max(1),
-            "--warmup" => a.warmup = num("--warmup")?,
-            "--threads" => a.threads = num("--threads")? as i32,
-            "--profile" => a.profile = true,
-            "--use_gpu" => a.gpu = Some(a.gpu.take().unwrap_or_default()),
-            "--gpu_inference_for_sustained_speed" => a.gpu.get_or_insert_with(GpuArgs::default).preference = 1,
-            "--gpu_inference_balanced" => a.gpu.get_or_insert_with(GpuArgs::default).preference = 2,
-            "--delegate_serialize_dir" => {
-                a.gpu.get_or_insert_with(GpuArgs::default).serialize_dir =
-                    Some(it.next().ok_or("--delegate_serialize_dir needs a value")?)
-            }
-            "--delegate_serialize_token" => {
-                a.gpu.get_or_insert_with(GpuArgs::default).token =
-                    Some(it.next().ok_or("--delegate_serialize_token needs a value")?)
-            }
-            "--reinit" => a.reinit = true,
-            "--compare" => compare = true,
-            "--kernels" => {
-                a.kernels = it.next().ok_or("--kernels needs a value")?;
-                if !KERNEL_FAMILIES.contains(&a.kernels.as_str()) {
-                    return Err(format!("--kernels must be one of {}", KERNEL_FAMILIES.join(", ")));
-                }
-            }
-            "-h" | "--help" => return Err(String::new()),
-            s if s.starts_with('-') => return Err(format!("unknown flag {s}")),
-            s if compare => a.compare.push(s.to_string()),
-            s => a.model = s.to_string(),
-        }
-    }
-    if compare {
-        if a.compare.is_empty() {
-            return Err("--compare needs at least one model".into());
-        }
-        return Ok(a);
-    }
-    if a.model.is_empty() {
-        return Err("no model given".into());
-    }
-    Ok(a)
-}
 
 fn fill_inputs(interp: &mut Interpreter) {
     let inputs = interp.primary().inputs().to_vec();
@@ -277,7 +204,11 @@ fn compare(a: &Args) {
 
 /// The GPU delegate the flags ask for.
 fn gpu_delegate(g: &GpuArgs) -> Result<Box<GpuDelegate>, String> {
-    let mut o = TfLiteGpuDelegateOptionsV2 { inference_preference: g.preference, ..Default::default() };
+    let mut o = TfLiteGpuDelegateOptionsV2 {
+        inference_preference: g.preference,
+        is_precision_loss_allowed: i32::from(g.precision_loss_allowed),
+        ..Default::default()
+    };
     let dir = g.serialize_dir.as_deref().map(CString::new).transpose().map_err(|e| e.to_string())?;
     let token = g.token.as_deref().map(CString::new).transpose().map_err(|e| e.to_string())?;
     if let (Some(d), Some(t)) = (&dir, &token) {
@@ -307,6 +238,16 @@ fn init(a: &Args) -> Result<Ready, String> {
     let resolver = builtin_op_resolver();
     let config = InterpreterConfig { num_threads: a.threads, ..InterpreterConfig::default() };
     let mut interp = Interpreter::new(Arc::new(model), &resolver, config).map_err(|e| e.message)?;
+    for (name, shape) in &a.input_shapes {
+        let inputs = interp.primary().inputs().to_vec();
+        let index = inputs
+            .into_iter()
+            .find(|&i| tensor_name(&mut interp, i) == *name)
+            .ok_or_else(|| format!("--input_layer: the model has no input named {name:?}"))?;
+        interp
+            .resize_input_tensor(index, shape)
+            .map_err(|e| format!("--input_layer_shape for {name}: {}", e.message))?;
+    }
     let mut delegate = match &a.gpu {
         Some(g) => Some(gpu_delegate(g).map_err(|e| format!("GPU delegate: {e}"))?),
         None => None,
@@ -342,6 +283,7 @@ fn print_gpu(d: &GpuDelegate, init: Duration) {
 }
 
 fn run(a: &Args) -> Result<(), String> {
+    let rss_start = resident_mb();
     let first = init(a)?;
     if let Some(d) = &first.delegate {
         print_gpu(d, first.init);
@@ -355,38 +297,114 @@ fn run(a: &Args) -> Result<(), String> {
             print_gpu(d, second.init);
         }
         println!("init_ms first/second: {:.1} / {:.1}", ms(init1), ms(second.init));
-        return finish_run(a, second);
+        return finish_run(a, second, rss_start);
     }
-    finish_run(a, first)
+    finish_run(a, first, rss_start)
 }
 
-fn finish_run(a: &Args, ready: Ready) -> Result<(), String> {
-    let Ready { mut interp, delegate, init, packed_before } = ready;
-    fill_inputs(&mut interp);
-    for _ in 0..a.warmup {
-        interp.invoke().map_err(|e| e.message)?;
+/// Tensor `index`'s name in the primary subgraph ("" without one).
+fn tensor_name(interp: &mut Interpreter, index: i32) -> String {
+    let Some(t) = interp.primary_mut().tensor_ptr(index) else { return String::new() };
+    // SAFETY: `t` points into the primary subgraph's tensor table; a tensor's name is NULL
+    // or a NUL-terminated string owned by the subgraph or the model.
+    unsafe {
+        let name = (*t).name;
+        if name.is_null() { String::new() } else { CStr::from_ptr(name).to_string_lossy().into_owned() }
     }
-    interp.primary_mut().enable_profiling(a.profile);
-    let mut times = Vec::with_capacity(a.runs);
-    let nodes = interp.primary().execution_plan().len();
-    let mut per_node = vec![Duration::ZERO; nodes];
-    for _ in 0..a.runs {
+}
+
+/// The process's resident memory now, in MB (Linux; 0 elsewhere).
+fn resident_mb() -> f64 {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<f64>().ok()))
+        .unwrap_or(0.0);
+    pages * 4096.0 / (1024.0 * 1024.0)
+}
+
+/// The process's peak resident memory, in MB.
+fn peak_resident_mb() -> f64 {
+    // SAFETY: getrusage fills the zeroed struct.
+    let kib = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        u.ru_maxrss as f64
+    };
+    kib / 1024.0
+}
+
+/// benchmark_model's statistics line for `times` (microseconds).
+fn stats_line(times: &[Duration]) -> String {
+    let us: Vec<f64> = times.iter().map(|d| d.as_secs_f64() * 1e6).collect();
+    let n = us.len().max(1) as f64;
+    let avg = us.iter().sum::<f64>() / n;
+    let std = (us.iter().map(|x| (x - avg) * (x - avg)).sum::<f64>() / n).sqrt();
+    let (min, max) = us.iter().fold((f64::MAX, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    format!(
+        "count={} first={:.0} curr={:.0} min={:.0} max={:.0} avg={:.0} std={:.0}",
+        us.len(),
+        us.first().copied().unwrap_or(0.0),
+        us.last().copied().unwrap_or(0.0),
+        if us.is_empty() { 0.0 } else { min },
+        max,
+        avg,
+        std
+    )
+}
+
+fn finish_run(a: &Args, ready: Ready, rss_start: f64) -> Result<(), String> {
+    let Ready { mut interp, delegate, init, packed_before } = ready;
+    let rss_init = resident_mb();
+    fill_inputs(&mut interp);
+    let mut warmups = Vec::with_capacity(a.warmup.max(1));
+    // benchmark_model's "first inference" is the first warm-up run; there is always one.
+    for _ in 0..a.warmup.max(1) {
         let s = Instant::now();
         interp.invoke().map_err(|e| e.message)?;
-        times.push(s.elapsed());
+        warmups.push(s.elapsed());
+    }
+    let tracing = a.profile_trace.is_some();
+    interp.primary_mut().enable_profiling(a.profile || tracing);
+    let mut times = Vec::with_capacity(a.runs);
+    let plan_order: Vec<i32> = interp.primary().execution_plan().to_vec();
+    let names: Vec<String> = plan_order
+        .iter()
+        .map(|&ni| interp.primary().node_entry(ni as usize).map_or("?".to_string(), |n| n.op_name.clone()))
+        .collect();
+    let mut per_node = vec![Duration::ZERO; plan_order.len()];
+    let mut trace = trace::Trace::new();
+    let started = Instant::now();
+    while times.len() < a.runs || started.elapsed().as_secs_f64() < a.min_secs {
+        let s = Instant::now();
+        interp.invoke().map_err(|e| e.message)?;
+        let took = s.elapsed();
+        times.push(took);
         if let Some(p) = interp.primary().profile() {
             for (acc, d) in per_node.iter_mut().zip(p) {
                 *acc += *d;
             }
         }
+        if tracing && let Some(spans) = interp.primary().profile_spans() {
+            let nodes: Vec<(usize, &str, Instant, Duration)> = spans
+                .iter()
+                .zip(plan_order.iter().zip(&names))
+                .map(|(&(at, d), (&ni, name))| (ni as usize, name.as_str(), at, d))
+                .collect();
+            trace.add_invoke(times.len() - 1, s, took, &nodes);
+        }
     }
-    times.sort();
+    let runs = times.len();
+    let mut sorted = times.clone();
+    sorted.sort();
     let stats = interp.primary().memory_stats();
     println!("model: {}", a.model);
-    println!("threads: {}  runs: {}  warmup: {}", a.threads, a.runs, a.warmup);
+    println!("threads: {}  runs: {runs}  warmup: {}", a.threads, warmups.len());
+    if let Some(x) = a.use_xnnpack {
+        println!("use_xnnpack: {x} (no XNNPACK here: our CPU kernels, with their own SIMD tables, run either way)");
+    }
     println!("init_ms: {:.3}", ms(init));
-    println!("latency_median_ms: {:.3}", ms(times[times.len() / 2]));
-    println!("latency_min_ms: {:.3}", ms(times[0]));
+    println!("latency_median_ms: {:.3}", ms(sorted[runs / 2]));
+    println!("latency_min_ms: {:.3}", ms(sorted[0]));
     println!("arena_bytes: {}", stats.arena_bytes);
     let stem = std::path::Path::new(&a.model).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     println!("litert_arena_bytes: {}", litert_arena_cell(&stem));
@@ -399,12 +417,40 @@ fn finish_run(a: &Args, ready: Ready) -> Result<(), String> {
     // After the runs: some kernels pack their weights at the first Invoke.
     println!("packed_bytes: {}", live_packed_bytes().saturating_sub(packed_before));
     if a.profile {
-        println!("per-op profile (average over {} runs):", a.runs);
-        let sg = interp.primary();
-        for (step, &ni) in sg.execution_plan().iter().enumerate() {
-            let name = sg.node_entry(ni as usize).map_or("?", |n| n.op_name.as_str());
-            println!("  node {ni:4} {name:24} {:10.4} ms", ms(per_node[step]) / a.runs as f64);
+        println!("per-op profile (average over {runs} runs):");
+        for (step, (&ni, name)) in plan_order.iter().zip(&names).enumerate() {
+            println!("  node {ni:4} {name:24} {:10.4} ms", ms(per_node[step]) / runs as f64);
         }
+    }
+    // benchmark_model's summary, for scripts that read it.
+    println!("{} (warm-up)", stats_line(&warmups));
+    println!("{}", stats_line(&times));
+    let avg_us = |v: &[Duration]| v.iter().map(|d| d.as_secs_f64() * 1e6).sum::<f64>() / v.len().max(1) as f64;
+    println!(
+        "Inference timings in us: Init: {:.0}, First inference: {:.0}, Warmup (avg): {:.0}, Inference (avg): {:.0}",
+        init.as_secs_f64() * 1e6,
+        warmups[0].as_secs_f64() * 1e6,
+        avg_us(&warmups),
+        avg_us(&times)
+    );
+    println!(
+        "Memory footprint delta from the start of the tool (MB): init={:.3} overall={:.3}",
+        rss_init - rss_start,
+        resident_mb() - rss_start
+    );
+    println!("Overall peak memory footprint (MB) (peak resident set): {:.3}", peak_resident_mb());
+    if let Some(path) = &a.profile_trace {
+        std::fs::write(path, trace.to_json(&a.model, a.threads)).map_err(|e| format!("--profile_trace {path}: {e}"))?;
+        println!("profile_trace: {path} ({runs} invokes, {} nodes each)", plan_order.len());
+    }
+    if let Some(path) = &a.memory_plan_svg {
+        let plan = interp.primary().memory_plan().ok_or("--memory_plan_svg: no memory plan")?;
+        let tensor_names: Vec<String> =
+            (0..plan.tensor_kind.len()).map(|t| tensor_name(&mut interp, t as i32)).collect();
+        let plan = interp.primary().memory_plan().ok_or("--memory_plan_svg: no memory plan")?;
+        let svg = plan_svg(plan, &|t| tensor_names.get(t).cloned().unwrap_or_default());
+        std::fs::write(path, svg).map_err(|e| format!("--memory_plan_svg {path}: {e}"))?;
+        println!("memory_plan_svg: {path} ({} arena tensors)", drawn_tensors(plan));
     }
     drop(interp);
     drop(delegate);
@@ -412,17 +458,12 @@ fn finish_run(a: &Args, ready: Ready) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    match parse_args() {
+    match parse_args(std::env::args().skip(1)) {
         Err(e) => {
             if !e.is_empty() {
                 eprintln!("tflite-bench: {e}");
             }
-            eprintln!("usage: tflite-bench MODEL.tflite [--runs N] [--warmup N] [--threads N] [--profile]");
-            eprintln!("         [--use_gpu [--gpu_inference_for_sustained_speed | --gpu_inference_balanced]");
-            eprintln!("          [--delegate_serialize_dir DIR --delegate_serialize_token TOKEN] [--reinit]]");
-            eprintln!(
-                "       tflite-bench --compare [--runs N] [--threads N] [--kernels builtin|xnnpack|ref] MODEL..."
-            );
+            eprintln!("{USAGE}");
             ExitCode::from(2)
         }
         Ok(a) if !a.compare.is_empty() => {
