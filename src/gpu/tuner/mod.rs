@@ -40,7 +40,6 @@
 
 pub mod cache;
 pub mod candidates;
-pub mod cli;
 pub mod profiler;
 pub mod select;
 

@@ -19,7 +19,7 @@
 //! medians; init time of both (ours: model load + interpreter + AllocateTensors;
 //! TFLite: ref.py's `load_alloc_ms`, the same steps); our packed-weight bytes (weights
 //! repacked for the kernels, alive after init and a first Invoke); our arena bytes and
-//! LiteRT's (from `memory::litert_reference`, shared/design/MEMORY.md, measured with its
+//! LiteRT's (from `litert_reference.rs`, shared/design/MEMORY.md, measured with its
 //! builtin kernels; "n/a" where there is none, `(emulated)` where LiteRT cannot load
 //! the model and the figure is plan.py's).
 //!
@@ -32,6 +32,10 @@
 //! `--reinit` builds the interpreter a second time with a fresh delegate, to show what
 //! the cache saves.
 
+#[allow(dead_code, reason = "the table's model list is for tests/arena_vs_litert.rs, which includes this file too")]
+mod litert_reference;
+
+use litert_reference::{Source, litert_arena};
 use std::ffi::CString;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -39,7 +43,6 @@ use std::time::{Duration, Instant};
 use tensorflowlite_c::gpu::delegate::options::TfLiteGpuExperimentalFlags;
 use tensorflowlite_c::gpu::delegate::{GpuDelegate, TfLiteGpuDelegateOptionsV2};
 use tensorflowlite_c::interpreter::{Interpreter, InterpreterConfig};
-use tensorflowlite_c::memory::litert_reference::{Source, litert_arena};
 use tensorflowlite_c::microkernels::packed::live_packed_bytes;
 use tensorflowlite_c::model::Model;
 use tensorflowlite_c::resolver::builtin::builtin_op_resolver;
