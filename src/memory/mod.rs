@@ -20,7 +20,7 @@
 //! - [`aligned_buffer`]: [`AlignedBuffer`], the 64-byte-aligned memory a plan is
 //!   committed into.
 //!
-//! This module depends on nothing else in the crate (std only), so it can be
+//! This module depends on nothing else in the crate but its error type, so it can be
 //! tested and reused on its own.
 //!
 //! Typical use:

@@ -289,7 +289,7 @@ fn gpu_delegate(g: &GpuArgs) -> Result<Box<GpuDelegate>, String> {
         o.model_token = t.as_ptr();
     }
     // The strings are copied by `create`.
-    tensorflowlite_c::gpu::delegate::create(&o)
+    tensorflowlite_c::gpu::delegate::create(&o).map_err(|e| e.message)
 }
 
 /// An interpreter ready to run, with what [`init`] measured. The fields drop in order:
