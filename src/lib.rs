@@ -2,6 +2,8 @@
 //! (`libtensorflowlite_c.so`). See README.md for the layout; the module tree is:
 //!
 //! - `abi`: `#[repr(C)]` mirrors of TFLite's structs and enums (shared by every layer).
+//! - `error`: the crate's one error type (a message and the `TfLiteStatus` it maps to),
+//!   returned by every layer.
 //! - `model`: `.tflite` flatbuffer loading, verification and validation.
 //! - `resolver`: op resolver with version ranges.
 //! - `memory`: the arena planner.
@@ -9,8 +11,12 @@
 //! - `microkernels`: the innermost loops, one table per instruction set (scalar, AVX2+FMA).
 //! - `kernels`: builtin CPU kernels.
 //! - `interpreter`: subgraphs, tensors, nodes, execution.
-//! - `gpu`: the OpenCL GPU delegate's work-group tuner (candidates, selection, cache).
+//! - `gpu`: the OpenCL GPU delegate (lowering, OpenCL partitions, the delegate, the
+//!   work-group tuner).
 //! - `c_api`: the exported `extern "C"` functions (the only place with `no_mangle`).
+//!
+//! The binaries in `src/bin/` (benchmark, model makers, work-group candidate tool) are
+//! development tools built on this library; their helpers live beside them, not here.
 
 pub mod abi;
 pub mod c_api;

@@ -1,6 +1,6 @@
 //! "Our arena bytes are no larger than LiteRT's on every corpus model."
 //!
-//! Loads every corpus model that LiteRT's table (`memory::litert_reference`, from
+//! Loads every corpus model that LiteRT's table (`litert_reference.rs`, from
 //! shared/design/MEMORY.md, RESULTS section 0: LiteRT 2.3.0's measured non-persistent
 //! arena with its im2col temporaries; selfie_segmentation emulated by plan.py) has a
 //! figure for, allocates its tensors and compares our read-write arena (activations
@@ -8,10 +8,14 @@
 //! A missing ../shared corpus fails loudly (see `common::corpus`).
 
 mod common;
+// The table is development data, not part of the library: `tflite-bench` owns it and
+// this test shares the file.
+#[path = "../src/bin/tflite_bench/litert_reference.rs"]
+mod litert_reference;
 
+use litert_reference::{litert_arena, litert_models};
 use std::sync::Arc;
 use tensorflowlite_c::interpreter::{Interpreter, InterpreterConfig};
-use tensorflowlite_c::memory::litert_reference::{litert_arena, litert_models};
 use tensorflowlite_c::model::Model;
 use tensorflowlite_c::resolver::builtin::builtin_op_resolver;
 

@@ -25,7 +25,7 @@ fn gpu(opts: &TfLiteGpuDelegateOptionsV2, test: &str) -> Option<*mut c_void> {
     if !d.is_null() {
         return Some(d);
     }
-    let why = tensorflowlite_c::gpu::cl::ClEnv::open().err().unwrap_or_else(|| "unknown".into());
+    let why = tensorflowlite_c::gpu::cl::ClEnv::open().err().map_or_else(|| "unknown".into(), |e| e.message);
     if std::env::var("TFLITE_REQUIRE_OPENCL").as_deref() == Ok("1") {
         panic!("{test}: OpenCL is required (TFLITE_REQUIRE_OPENCL=1) but unavailable: {why}");
     }

@@ -8,9 +8,10 @@
 //!   `TfLiteGpuDelegateOptionsV2`.
 //! - [`tuner`]: work-group ("local size") tuning — TFLite's candidate generators
 //!   reproduced exactly, our deduplicated list, TFLite's single-shot selection and our
-//!   median-based race with a baseline, tie rule and budgets, the persistent tuning cache,
-//!   and the `wg-candidates` diagnostic command. Measurement sits behind
-//!   [`tuner::Profiler`], so the logic is testable without a GPU.
+//!   median-based race with a baseline, tie rule and budgets, and the persistent tuning
+//!   cache. Measurement sits behind [`tuner::Profiler`], so the logic is testable
+//!   without a GPU. (The `wg-candidates` diagnostic command that prints the candidates
+//!   is a binary, `src/bin/wg_candidates/`, not part of the library.)
 pub mod cl;
 pub mod delegate;
 pub mod graph;

@@ -620,7 +620,7 @@ impl Subgraph {
             preserve_intermediates: self.preserve_intermediates,
             no_sharing: &no_sharing,
         };
-        let plan = memory::plan_memory(&req).map_err(Error::new)?;
+        let plan = memory::plan_memory(&req)?;
 
         // Inside Invoke: the tensors computed so far (graph inputs, variables, persistent
         // tensors, outputs of the nodes that ran) that are still needed keep their data.
@@ -673,11 +673,11 @@ impl Subgraph {
         let mut old_arena = None;
         let mut old_persistent = None;
         if new_arena {
-            let fresh = AlignedBuffer::new(plan.arena_bytes).map_err(Error::new)?;
+            let fresh = AlignedBuffer::new(plan.arena_bytes)?;
             old_arena = Some(core::mem::replace(&mut self.arena, fresh));
         }
         if new_persistent {
-            let fresh = AlignedBuffer::new(plan.persistent_bytes).map_err(Error::new)?;
+            let fresh = AlignedBuffer::new(plan.persistent_bytes)?;
             old_persistent = Some(core::mem::replace(&mut self.persistent, fresh));
         }
         let arena_base = self.arena.as_mut_ptr();

@@ -27,6 +27,7 @@ use std::fmt;
 use std::ptr;
 
 use super::DEFAULT_TENSOR_ALIGNMENT;
+use crate::error::{Error, Result};
 
 /// An owned, zeroed, 64-byte-aligned block of `len` bytes.
 pub struct AlignedBuffer {
@@ -54,8 +55,8 @@ impl AlignedBuffer {
     /// Allocates `bytes` zeroed bytes. `Err` if the size is too large for a
     /// `Layout` (more than `isize::MAX` once rounded up to the alignment) or the
     /// allocator has no memory.
-    pub fn new(bytes: usize) -> Result<Self, String> {
-        let too_large = || format!("cannot allocate an arena of {bytes} bytes: size too large");
+    pub fn new(bytes: usize) -> Result<Self> {
+        let too_large = || Error::new(format!("cannot allocate an arena of {bytes} bytes: size too large"));
         let layout = bytes
             .checked_add(Self::ALIGNMENT - 1)
             .and_then(|n| Layout::from_size_align(n, 16).ok())
@@ -67,7 +68,7 @@ impl AlignedBuffer {
         // power-of-two alignment (`Layout::from_size_align` succeeded).
         let base = unsafe { alloc_zeroed(layout) };
         if base.is_null() {
-            return Err(format!("out of memory allocating an arena of {bytes} bytes"));
+            crate::bail!("out of memory allocating an arena of {bytes} bytes");
         }
         // Rounding up moves at most `ALIGNMENT - 1` bytes, which were over-allocated,
         // so `[ptr, ptr + bytes)` lies inside the block (`wrapping_add` needs no unsafe).
@@ -97,10 +98,10 @@ impl AlignedBuffer {
     /// Pointer to `[offset, offset + size)` inside the block, after checking the
     /// range is in bounds (the interpreter's `ResolveAlloc`). A zero-sized range
     /// gives a null pointer, like a zero-sized TFLite tensor.
-    pub fn ptr_at(&mut self, offset: usize, size: usize) -> Result<*mut u8, String> {
+    pub fn ptr_at(&mut self, offset: usize, size: usize) -> Result<*mut u8> {
         let end = offset.checked_add(size);
         if end.is_none_or(|end| end > self.len()) {
-            return Err(format!("range [{offset}, +{size}) is outside an arena of {} bytes", self.len()));
+            crate::bail!("range [{offset}, +{size}) is outside an arena of {} bytes", self.len());
         }
         if size == 0 {
             return Ok(ptr::null_mut());

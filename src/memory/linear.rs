@@ -17,6 +17,7 @@ use super::DEFAULT_TENSOR_ALIGNMENT;
 use super::plan::{MemoryPlan, PlanRequest, TensorKind};
 use super::planner::{MemoryPlanner, compute_lifetimes, finish_plan};
 use super::simple_arena::align_to;
+use crate::error::{Error, Result};
 
 /// No-reuse planner (debugging, ASan-style runs, and the reference the arena
 /// planner is tested against).
@@ -28,7 +29,7 @@ impl MemoryPlanner for LinearPlanner {
         "linear"
     }
 
-    fn plan(&self, req: &PlanRequest<'_>) -> Result<MemoryPlan, String> {
+    fn plan(&self, req: &PlanRequest<'_>) -> Result<MemoryPlan> {
         let lifetimes = compute_lifetimes(req)?;
         let n = req.tensor_bytes.len();
         let mut arena_offsets = vec![None; n];
@@ -47,7 +48,7 @@ impl MemoryPlanner for LinearPlanner {
             };
             let next = align_to(size, DEFAULT_TENSOR_ALIGNMENT)
                 .and_then(|aligned| end.checked_add(aligned))
-                .ok_or_else(|| format!("memory plan: linear arena overflow at tensor {t}"))?;
+                .ok_or_else(|| Error::new(format!("memory plan: linear arena overflow at tensor {t}")))?;
             *slot = Some(*end);
             *end = next;
         }

@@ -17,11 +17,10 @@
 //! - [`linear`]: [`LinearPlanner`], the no-reuse twin used as a reference.
 //! - [`lower_bound`]: the max-load lower bound the arena is judged against.
 //! - [`verify`]: [`check_no_overlap`], an independent validity check for plans.
-//! - [`litert_reference`]: LiteRT's measured arena sizes for the corpus models.
 //! - [`aligned_buffer`]: [`AlignedBuffer`], the 64-byte-aligned memory a plan is
 //!   committed into.
 //!
-//! This module depends on nothing else in the crate (std only), so it can be
+//! This module depends on nothing else in the crate but its error type, so it can be
 //! tested and reused on its own.
 //!
 //! Typical use:
@@ -38,7 +37,6 @@
 
 pub mod aligned_buffer;
 pub mod linear;
-pub mod litert_reference;
 pub mod lower_bound;
 pub mod plan;
 pub mod plan_svg;

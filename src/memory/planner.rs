@@ -90,12 +90,13 @@ use super::DEFAULT_TENSOR_ALIGNMENT;
 use super::lower_bound::{LiveInterval, max_live_bytes};
 use super::plan::{MemoryPlan, PlanRequest, TensorKind};
 use super::simple_arena::{LAST_NODE_FOREVER, SimpleMemoryArena};
+use crate::error::{Error, Result};
 
 /// A strategy that turns a [`PlanRequest`] into a [`MemoryPlan`].
 pub trait MemoryPlanner {
     /// Short name for logs and benchmarks.
     fn name(&self) -> &'static str;
-    fn plan(&self, req: &PlanRequest<'_>) -> Result<MemoryPlan, String>;
+    fn plan(&self, req: &PlanRequest<'_>) -> Result<MemoryPlan>;
 }
 
 /// TFLite's ArenaPlanner (the default planner).
@@ -103,7 +104,7 @@ pub trait MemoryPlanner {
 pub struct ArenaPlanner;
 
 /// Plans `req` with TFLite's ArenaPlanner.
-pub fn plan_memory(req: &PlanRequest<'_>) -> Result<MemoryPlan, String> {
+pub fn plan_memory(req: &PlanRequest<'_>) -> Result<MemoryPlan> {
     ArenaPlanner.plan(req)
 }
 
@@ -112,7 +113,7 @@ impl MemoryPlanner for ArenaPlanner {
         "tflite-arena"
     }
 
-    fn plan(&self, req: &PlanRequest<'_>) -> Result<MemoryPlan, String> {
+    fn plan(&self, req: &PlanRequest<'_>) -> Result<MemoryPlan> {
         let g = CheckedLists::new(req)?;
         let plain = lifetimes_with_aliases(req, &g, &vec![None; req.tensor_bytes.len()])?;
         let mut best = place(req, plain.clone(), Order::TfLite)?;
@@ -136,7 +137,7 @@ impl MemoryPlanner for ArenaPlanner {
 /// TFLite's classic plan exactly: its placement order only, no in-place sharing (what
 /// shared/tools/memplan/plan.py calls "TFLite classic"). [`plan_memory`] is never
 /// larger.
-pub fn plan_memory_classic(req: &PlanRequest<'_>) -> Result<MemoryPlan, String> {
+pub fn plan_memory_classic(req: &PlanRequest<'_>) -> Result<MemoryPlan> {
     let g = CheckedLists::new(req)?;
     place(req, lifetimes_with_aliases(req, &g, &vec![None; req.tensor_bytes.len()])?, Order::TfLite)
 }
@@ -163,7 +164,7 @@ impl Order {
 
 /// Places every planned tensor of `req` with `lifetimes`, in `order`, by best fit
 /// (TFLite's `SimpleMemoryArena`); aliases take their root's offset.
-fn place(req: &PlanRequest<'_>, lifetimes: Lifetimes, order: Order) -> Result<MemoryPlan, String> {
+fn place(req: &PlanRequest<'_>, lifetimes: Lifetimes, order: Order) -> Result<MemoryPlan> {
     let n = req.tensor_bytes.len();
     let mut arena_offsets = vec![None; n];
     let mut persistent_offsets = vec![None; n];
@@ -181,7 +182,7 @@ fn place(req: &PlanRequest<'_>, lifetimes: Lifetimes, order: Order) -> Result<Me
         };
         let offset = arena
             .allocate(size, DEFAULT_TENSOR_ALIGNMENT, first, last)
-            .map_err(|e| format!("memory plan: tensor {t}: {e}"))?;
+            .map_err(|e| Error::new(format!("memory plan: tensor {t}: {e}")))?;
         if size > 0 {
             *slot = Some(offset);
         }
@@ -269,12 +270,7 @@ struct CheckedLists {
 
 /// Checks one index list: `-1` (optional, absent) is dropped when `allow_absent`;
 /// anything else must be a tensor index.
-fn check_list(
-    list: &[i32],
-    num_tensors: usize,
-    allow_absent: bool,
-    what: &dyn Fn() -> String,
-) -> Result<Vec<usize>, String> {
+fn check_list(list: &[i32], num_tensors: usize, allow_absent: bool, what: &dyn Fn() -> String) -> Result<Vec<usize>> {
     let mut out = Vec::with_capacity(list.len());
     for &raw in list {
         if raw == -1 && allow_absent {
@@ -283,11 +279,11 @@ fn check_list(
         match usize::try_from(raw) {
             Ok(t) if t < num_tensors => out.push(t),
             _ => {
-                return Err(format!(
+                crate::bail!(
                     "memory plan: {} has tensor index {raw}, but the subgraph has {num_tensors} \
                      tensors",
                     what()
-                ));
+                );
             }
         }
     }
@@ -295,10 +291,10 @@ fn check_list(
 }
 
 impl CheckedLists {
-    fn new(req: &PlanRequest<'_>) -> Result<Self, String> {
+    fn new(req: &PlanRequest<'_>) -> Result<Self> {
         let n = req.tensor_bytes.len();
         if req.tensor_kind.len() != n {
-            return Err(format!("memory plan: {} tensor sizes but {} tensor kinds", n, req.tensor_kind.len()));
+            crate::bail!("memory plan: {} tensor sizes but {} tensor kinds", n, req.tensor_kind.len());
         }
         let inputs = check_list(req.graph_inputs, n, true, &|| "graph inputs".into())?;
         let outputs = check_list(req.graph_outputs, n, true, &|| "graph outputs".into())?;
@@ -328,7 +324,7 @@ impl CheckedLists {
 /// `[alloc_node, dealloc_node]` exactly as TFLite's `PlanAllocations` (with the
 /// classic `preserve_inputs` / `preserve_intermediates` flags) followed by the
 /// temporaries loop of `ExecuteAllocations`.
-pub fn compute_lifetimes(req: &PlanRequest<'_>) -> Result<Lifetimes, String> {
+pub fn compute_lifetimes(req: &PlanRequest<'_>) -> Result<Lifetimes> {
     let g = CheckedLists::new(req)?;
     lifetimes_with_aliases(req, &g, &vec![None; req.tensor_bytes.len()])
 }
@@ -421,11 +417,7 @@ fn identify_in_place(req: &PlanRequest<'_>, g: &CheckedLists) -> Vec<Option<usiz
 /// [`compute_lifetimes`] with the in-place `alias` map applied: reads of an alias count
 /// as reads of its root (so the root lives through the alias's last use), and each
 /// alias then reports its root's lifetime.
-fn lifetimes_with_aliases(
-    req: &PlanRequest<'_>,
-    g: &CheckedLists,
-    alias: &[Option<usize>],
-) -> Result<Lifetimes, String> {
+fn lifetimes_with_aliases(req: &PlanRequest<'_>, g: &CheckedLists, alias: &[Option<usize>]) -> Result<Lifetimes> {
     let n = req.tensor_bytes.len();
     let root = |t: usize| alias[t].unwrap_or(t);
     let mut refcount = vec![0usize; n];
@@ -458,10 +450,10 @@ fn lifetimes_with_aliases(
         for &t in outs {
             if alloc[t].is_none() {
                 if let Some(reader) = read_unallocated[t] {
-                    return Err(format!(
+                    crate::bail!(
                         "memory plan: tensor {t} is read by node {reader} before node {i} \
                          produces it"
-                    ));
+                    );
                 }
                 alloc[t] = Some(i);
             }
@@ -499,10 +491,10 @@ fn lifetimes_with_aliases(
     for (i, temps) in g.node_temporaries.iter().enumerate() {
         for &t in temps {
             if used_as_io[t] {
-                return Err(format!(
+                crate::bail!(
                     "memory plan: tensor {t} is a temporary of node {i} and also a graph \
                      input/output/variable or a node input/output"
-                ));
+                );
             }
             if !is_temporary[t] {
                 is_temporary[t] = true;

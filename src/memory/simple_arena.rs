@@ -39,6 +39,7 @@
 //! up to 25% on adversarial interval sets).
 
 use super::DEFAULT_TENSOR_ALIGNMENT;
+use crate::error::{Error, Result};
 
 /// `last_node` of an allocation that is never freed (graph outputs, variables,
 /// everything in the persistent arena).
@@ -100,24 +101,18 @@ impl SimpleMemoryArena {
     /// the offset. `alignment` must be a power of two no larger than
     /// [`DEFAULT_TENSOR_ALIGNMENT`], because the arena's base pointer is only
     /// aligned that much (TFLite: `alignment <= arena_alignment_`).
-    pub fn allocate(
-        &mut self,
-        size: usize,
-        alignment: usize,
-        first_node: usize,
-        last_node: usize,
-    ) -> Result<usize, String> {
+    pub fn allocate(&mut self, size: usize, alignment: usize, first_node: usize, last_node: usize) -> Result<usize> {
         if !alignment.is_power_of_two() || alignment > DEFAULT_TENSOR_ALIGNMENT {
-            return Err(format!("alignment {alignment} must be a power of two <= {DEFAULT_TENSOR_ALIGNMENT}"));
+            crate::bail!("alignment {alignment} must be a power of two <= {DEFAULT_TENSOR_ALIGNMENT}");
         }
         if first_node > last_node {
-            return Err(format!("empty node interval [{first_node}, {last_node}]"));
+            crate::bail!("empty node interval [{first_node}, {last_node}]");
         }
         if size == 0 {
             // TFLite: offset 0, not recorded; the tensor's data pointer stays NULL.
             return Ok(0);
         }
-        let overflow = || format!("arena offset overflow placing {size} bytes");
+        let overflow = || Error::new(format!("arena offset overflow placing {size} bytes"));
 
         let mut best: Option<(usize, usize)> = None; // (offset, recorded fit)
         let mut current = 0usize;

@@ -20,16 +20,17 @@
 
 use super::DEFAULT_TENSOR_ALIGNMENT;
 use super::plan::{MemoryPlan, PlanRequest, TensorKind};
+use crate::error::Result;
 
 /// `Ok(())` when `plan` is a valid plan for `req`; otherwise the first problem found.
-pub fn check_no_overlap(req: &PlanRequest<'_>, plan: &MemoryPlan) -> Result<(), String> {
+pub fn check_no_overlap(req: &PlanRequest<'_>, plan: &MemoryPlan) -> Result<()> {
     let n = req.tensor_bytes.len();
     if req.tensor_kind.len() != n
         || [plan.arena_offsets.len(), plan.persistent_offsets.len(), plan.alloc_node.len(), plan.dealloc_node.len()]
             .iter()
             .any(|&len| len != n)
     {
-        return Err("plan and request disagree on the number of tensors".into());
+        crate::bail!("plan and request disagree on the number of tensors");
     }
     let index = |raw: i32| usize::try_from(raw).ok().filter(|&t| t < n);
     let live_at = |t: usize, node: usize| {
@@ -44,7 +45,7 @@ pub fn check_no_overlap(req: &PlanRequest<'_>, plan: &MemoryPlan) -> Result<(), 
                 && planned(t)
                 && !live_at(t, i)
             {
-                return Err(format!("tensor {t} is used by node {i} but not live there"));
+                crate::bail!("tensor {t} is used by node {i} but not live there");
             }
         }
     }
@@ -54,10 +55,10 @@ pub fn check_no_overlap(req: &PlanRequest<'_>, plan: &MemoryPlan) -> Result<(), 
                 continue;
             }
             if from_start && plan.alloc_node[t] != Some(0) {
-                return Err(format!("{what} tensor {t} is not live from node 0"));
+                crate::bail!("{what} tensor {t} is not live from node 0");
             }
             if to_end && plan.dealloc_node[t].is_some() {
-                return Err(format!("{what} tensor {t} is freed before the end"));
+                crate::bail!("{what} tensor {t} is freed before the end");
             }
         }
         Ok(())
@@ -79,21 +80,22 @@ pub fn check_no_overlap(req: &PlanRequest<'_>, plan: &MemoryPlan) -> Result<(), 
         };
         let (got_rw, got_persistent) = (plan.arena_offsets[t], plan.persistent_offsets[t]);
         if got_rw.is_some() != want_rw || got_persistent.is_some() != want_persistent {
-            return Err(format!(
+            crate::bail!(
                 "tensor {t} ({:?}, {size} bytes, alloc {:?}): arena offset {got_rw:?}, \
                  persistent offset {got_persistent:?}",
-                req.tensor_kind[t], plan.alloc_node[t]
-            ));
+                req.tensor_kind[t],
+                plan.alloc_node[t]
+            );
         }
         for (offset, total, list) in
             [(got_rw, plan.arena_bytes, &mut rw), (got_persistent, plan.persistent_bytes, &mut persistent)]
         {
             let Some(offset) = offset else { continue };
             if offset % DEFAULT_TENSOR_ALIGNMENT != 0 {
-                return Err(format!("tensor {t}: offset {offset} is not aligned"));
+                crate::bail!("tensor {t}: offset {offset} is not aligned");
             }
             if offset.checked_add(size).is_none_or(|end| end > total) {
-                return Err(format!("tensor {t}: [{offset}, +{size}) exceeds the arena ({total})"));
+                crate::bail!("tensor {t}: [{offset}, +{size}) exceeds the arena ({total})");
             }
             list.push((t, offset, size));
         }
@@ -118,7 +120,7 @@ pub fn check_no_overlap(req: &PlanRequest<'_>, plan: &MemoryPlan) -> Result<(), 
                 && plan.alloc_node[t] == plan.alloc_node[r]
                 && plan.dealloc_node[t] == plan.dealloc_node[r];
             if !same {
-                return Err(format!("tensor {t} aliases {r} but does not share its bytes and lifetime"));
+                crate::bail!("tensor {t} aliases {r} but does not share its bytes and lifetime");
             }
         }
     }
@@ -130,7 +132,7 @@ pub fn check_no_overlap(req: &PlanRequest<'_>, plan: &MemoryPlan) -> Result<(), 
                 }
                 let bytes_overlap = oa < ob + sb && ob < oa + sa;
                 if bytes_overlap && (always || overlap_in_time(a, b)) {
-                    return Err(format!("tensors {a} [{oa}, +{sa}) and {b} [{ob}, +{sb}) overlap while both live"));
+                    crate::bail!("tensors {a} [{oa}, +{sa}) and {b} [{ob}, +{sb}) overlap while both live");
                 }
             }
         }
@@ -170,7 +172,7 @@ mod tests {
             let mut bad = good.clone();
             bad.arena_offsets[2] = bad.arena_offsets[1];
             let err = check_no_overlap(req, &bad).expect_err("overlap must be caught");
-            assert!(err.contains("overlap"), "{err}");
+            assert!(err.message.contains("overlap"), "{err}");
             // b is read at node 2: freeing it at node 1 breaks coverage.
             let mut bad = good.clone();
             bad.dealloc_node[2] = Some(1);

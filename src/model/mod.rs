@@ -19,7 +19,9 @@ pub mod schema_generated;
 mod mmap;
 pub mod options;
 pub mod validate;
-pub mod writer;
+#[cfg(test)]
+#[allow(dead_code, reason = "the writer is shared with tests and binaries that use more of it")]
+pub(crate) mod writer;
 
 pub use schema_generated::tflite as fb;
 

@@ -1,6 +1,13 @@
 //! A small `.tflite` writer: builds single-subgraph models in memory from tensors and
-//! builtin operators. Used to make the bundled demo model
-//! (f(x) = sin(x) + x + sin(2x)) and models for tests.
+//! builtin operators, for tests and the model-making binaries (`make-demo-model`,
+//! `make-test-models`).
+//!
+//! Development code, not part of the shipped library: the library compiles it only for
+//! its own unit tests (`#[cfg(test)]`); the binaries and `tests/model_validation.rs`
+//! include this file with `#[path]` (a cargo feature turned on for tests would make
+//! `cargo build` and `cargo test` rebuild the library each time they alternate). It
+//! finds the schema as `super::fb`: whoever includes it imports
+//! `tensorflowlite_c::model::fb`.
 
 use super::fb;
 use flatbuffers::{FlatBufferBuilder, WIPOffset};
@@ -250,86 +257,5 @@ impl ModelWriter {
             }
             _ => (fb::BuiltinOptions::NONE, None),
         }
-    }
-}
-
-/// The demo model: f(x) = sin(x) + x + sin(2x), x of shape [n].
-pub fn sin_add_mul_model(n: i32) -> Vec<u8> {
-    let mut w = ModelWriter::new();
-    let x = w.tensor_f32("x", &[n]);
-    let two = w.constant_f32("two", &[1], &[2.0]);
-    let sin_x = w.tensor_f32("sin_x", &[n]);
-    let x2 = w.tensor_f32("two_x", &[n]);
-    let sin_2x = w.tensor_f32("sin_two_x", &[n]);
-    let sum1 = w.tensor_f32("sin_x_plus_x", &[n]);
-    let y = w.tensor_f32("y", &[n]);
-    w.op(fb::BuiltinOperator::SIN, &[x], &[sin_x]);
-    w.op(fb::BuiltinOperator::MUL, &[x, two], &[x2]);
-    w.op(fb::BuiltinOperator::SIN, &[x2], &[sin_2x]);
-    w.op(fb::BuiltinOperator::ADD, &[sin_x, x], &[sum1]);
-    w.op(fb::BuiltinOperator::ADD, &[sum1, sin_2x], &[y]);
-    w.io(&[x], &[y]);
-    w.finish()
-}
-
-/// Eight nodes in the shape of TFLite's FP16 delegation test, x of shape [1]:
-/// 0 RELU(c0)->t2, 1 ADD(x,t2)->t3, 2 RELU(c1)->t5, 3 ADD(t3,t5)->t6, 4 RELU(c2)->t8,
-/// 5 MUL(t6,t8)->t9, 6 RELU(c3)->t11, 7 ADD(t9,t11)->y, every constant 2: y = ((x+2)+2)*2+2.
-/// A delegate taking the ADD nodes (1, 3, 7) leaves an execution plan of 7 nodes.
-pub fn delegate_chain_model() -> Vec<u8> {
-    let mut w = ModelWriter::new();
-    let x = w.tensor_f32("x", &[1]);
-    let mut acc = x;
-    for (k, op) in
-        [fb::BuiltinOperator::ADD, fb::BuiltinOperator::ADD, fb::BuiltinOperator::MUL, fb::BuiltinOperator::ADD]
-            .into_iter()
-            .enumerate()
-    {
-        let c = w.constant_f32(&format!("c{k}"), &[1], &[2.0]);
-        let r = w.tensor_f32(&format!("relu{k}"), &[1]);
-        let out = w.tensor_f32(if k == 3 { "y" } else { "" }, &[1]);
-        w.op(fb::BuiltinOperator::RELU, &[c], &[r]);
-        w.op(op, &[acc, r], &[out]);
-        acc = out;
-    }
-    w.io(&[x], &[acc]);
-    w.finish()
-}
-
-/// y = sin(sin(x)), x of shape [n]: two SIN nodes in a row, which one delegate node
-/// replaces (examples_c/sin_delegate.c).
-pub fn sin_sin_model(n: i32) -> Vec<u8> {
-    let mut w = ModelWriter::new();
-    let x = w.tensor_f32("x", &[n]);
-    let s = w.tensor_f32("sin_x", &[n]);
-    let y = w.tensor_f32("y", &[n]);
-    w.op(fb::BuiltinOperator::SIN, &[x], &[s]);
-    w.op(fb::BuiltinOperator::SIN, &[s], &[y]);
-    w.io(&[x], &[y]);
-    w.finish()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The checked-in models the C tests and examples load are exactly what the
-    /// generators write (regenerate with `cargo run --bin make-test-models`).
-    #[test]
-    fn checked_in_models_match_the_generators() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        for (path, bytes) in [
-            ("c_tests/data/delegate_chain8.tflite", delegate_chain_model()),
-            ("examples_c/sin_sin.tflite", sin_sin_model(8)),
-        ] {
-            let on_disk = std::fs::read(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
-            assert!(on_disk == bytes, "{path} differs from its generator; run `cargo run --bin make-test-models`");
-        }
-    }
-
-    #[test]
-    fn chain_model_loads() {
-        let m = crate::model::Model::from_vec(delegate_chain_model());
-        assert!(m.is_ok());
     }
 }

@@ -23,7 +23,7 @@
 //! medians; init time of both (ours: model load + interpreter + AllocateTensors;
 //! TFLite: ref.py's `load_alloc_ms`, the same steps); our packed-weight bytes (weights
 //! repacked for the kernels, alive after init and a first Invoke); our arena bytes and
-//! LiteRT's (from `memory::litert_reference`, shared/design/MEMORY.md, measured with its
+//! LiteRT's (from `litert_reference.rs`, shared/design/MEMORY.md, measured with its
 //! builtin kernels; "n/a" where there is none, `(emulated)` where LiteRT cannot load
 //! the model and the figure is plan.py's).
 //!
@@ -37,9 +37,12 @@
 //! the cache saves.
 
 mod args;
+#[allow(dead_code, reason = "the table's model list is for tests/arena_vs_litert.rs, which includes this file too")]
+mod litert_reference;
 mod trace;
 
 use args::{Args, GpuArgs, USAGE, parse_args};
+use litert_reference::{Source, litert_arena};
 use std::ffi::{CStr, CString};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -47,7 +50,6 @@ use std::time::{Duration, Instant};
 use tensorflowlite_c::gpu::delegate::options::TfLiteGpuExperimentalFlags;
 use tensorflowlite_c::gpu::delegate::{GpuDelegate, TfLiteGpuDelegateOptionsV2};
 use tensorflowlite_c::interpreter::{Interpreter, InterpreterConfig};
-use tensorflowlite_c::memory::litert_reference::{Source, litert_arena};
 use tensorflowlite_c::memory::plan_svg::{drawn_tensors, plan_svg};
 use tensorflowlite_c::microkernels::packed::live_packed_bytes;
 use tensorflowlite_c::model::Model;
@@ -217,7 +219,7 @@ fn gpu_delegate(g: &GpuArgs) -> Result<Box<GpuDelegate>, String> {
         o.model_token = t.as_ptr();
     }
     // The strings are copied by `create`.
-    tensorflowlite_c::gpu::delegate::create(&o)
+    tensorflowlite_c::gpu::delegate::create(&o).map_err(|e| e.message)
 }
 
 /// An interpreter ready to run, with what [`init`] measured. The fields drop in order:

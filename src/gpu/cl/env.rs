@@ -10,6 +10,7 @@ use opencl3::context::Context;
 use opencl3::device::{CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_GPU, Device};
 use opencl3::program::Program;
 
+use crate::error::{Error, Result};
 use crate::gpu::tuner::{DeviceInfo, GpuVendor};
 
 /// Every kernel of the delegate, as one program (`kernels/*.cl`).
@@ -46,22 +47,23 @@ pub struct ClEnv {
     pub max_alloc: u64,
 }
 
-fn cl<T>(what: &str, r: Result<T, opencl3::error_codes::ClError>) -> Result<T, String> {
-    r.map_err(|e| format!("{what}: {e}"))
+/// An OpenCL call's error as the crate's, prefixed with what was being done.
+pub(super) fn cl<T>(what: &str, r: std::result::Result<T, opencl3::error_codes::ClError>) -> Result<T> {
+    r.map_err(|e| Error::new(format!("{what}: {e}")))
 }
 
 impl ClEnv {
     /// Opens the first GPU of any platform, else the first device of any type (PoCL's CPU
     /// device in CI), and compiles the kernels.
-    pub fn open() -> Result<ClEnv, String> {
+    pub fn open() -> Result<ClEnv> {
         // ICD loaders and drivers are not all safe against concurrent first use (PoCL
         // reported "no device" to one of two threads opening at once): open one at a time.
         static OPENING: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
         let _guard = OPENING.lock();
         let platforms = opencl3::platform::get_platforms()
-            .map_err(|e| format!("no OpenCL platform is available ({e}); is an OpenCL ICD installed?"))?;
+            .map_err(|e| Error::new(format!("no OpenCL platform is available ({e}); is an OpenCL ICD installed?")))?;
         if platforms.is_empty() {
-            return Err("no OpenCL platform is available".into());
+            crate::bail!("no OpenCL platform is available");
         }
         let mut chosen = None;
         for ty in [CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_ALL] {
@@ -77,7 +79,7 @@ impl ClEnv {
                 break;
             }
         }
-        let id = chosen.ok_or("the OpenCL platforms have no device")?;
+        let id = chosen.ok_or_else(|| Error::new("the OpenCL platforms have no device"))?;
         let device = Device::new(id);
         let context = cl("clCreateContext", Context::from_device(&device))?;
         let queue = cl(
@@ -86,7 +88,7 @@ impl ClEnv {
         )?;
         let t0 = std::time::Instant::now();
         let program = Program::create_and_build_from_source(&context, PROGRAM_SOURCE, BUILD_OPTIONS)
-            .map_err(|log| format!("building the OpenCL kernels failed: {log}"))?;
+            .map_err(|log| Error::new(format!("building the OpenCL kernels failed: {log}")))?;
         let build_ns = t0.elapsed().as_nanos() as u64;
         let sizes = cl("CL_DEVICE_MAX_WORK_ITEM_SIZES", device.max_work_item_sizes())?;
         let total = cl("CL_DEVICE_MAX_WORK_GROUP_SIZE", device.max_work_group_size())?;

@@ -8,7 +8,8 @@ use opencl3::kernel::Kernel;
 use opencl3::memory::{Buffer, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, ClMem};
 use opencl3::types::{CL_BLOCKING, cl_mem};
 
-use super::env::{BUILD_OPTIONS, ClEnv, PROGRAM_SOURCE};
+use super::env::{BUILD_OPTIONS, ClEnv, PROGRAM_SOURCE, cl};
+use crate::error::{Error, Result};
 use crate::gpu::graph::plan::MemoryPlan;
 use crate::gpu::graph::{GTensor, Op, OpKind, TensorId, pad_channels};
 use crate::gpu::tuner::{
@@ -43,12 +44,8 @@ pub struct Partition {
     pub arena_bytes: usize,
 }
 
-fn cl<T>(what: &str, r: Result<T, opencl3::error_codes::ClError>) -> Result<T, String> {
-    r.map_err(|e| format!("{what}: {e}"))
-}
-
-fn int(v: usize) -> Result<i32, String> {
-    i32::try_from(v).map_err(|_| format!("{v} does not fit a 32-bit kernel argument"))
+fn int(v: usize) -> Result<i32> {
+    i32::try_from(v).map_err(|_| Error::new(format!("{v} does not fit a 32-bit kernel argument")))
 }
 
 fn round_up(grid: WorkGroup, local: WorkGroup) -> WorkGroup {
@@ -56,7 +53,7 @@ fn round_up(grid: WorkGroup, local: WorkGroup) -> WorkGroup {
 }
 
 /// A read-only device copy of `v` (one element if `v` is empty: no zero-size buffers).
-fn read_only_buffer<T: Copy + Default>(env: &ClEnv, v: &[T]) -> Result<Buffer<T>, String> {
+fn read_only_buffer<T: Copy + Default>(env: &ClEnv, v: &[T]) -> Result<Buffer<T>> {
     let mut data = v.to_vec();
     if data.is_empty() {
         data.push(T::default());
@@ -80,7 +77,7 @@ enum Arg {
     F(f32),
 }
 
-fn set_args(kernel: &Kernel, args: &[Arg]) -> Result<(), String> {
+fn set_args(kernel: &Kernel, args: &[Arg]) -> Result<()> {
     for (i, a) in args.iter().enumerate() {
         let i = i as u32;
         // SAFETY: each value has exactly the size and type the kernel parameter declares
@@ -106,9 +103,9 @@ struct ClProfiler<'a> {
 }
 
 impl Profiler for ClProfiler<'_> {
-    fn time(&mut self, wg: WorkGroup) -> Result<f64, String> {
+    fn time(&mut self, wg: WorkGroup) -> Result<f64> {
         if wg.contains(&0) {
-            return Err("zero work-group size".into());
+            crate::bail!("zero work-group size");
         }
         let global = round_up(self.grid, wg);
         // SAFETY: the kernel's arguments are all bound (`Partition::build` sets them before
@@ -116,10 +113,10 @@ impl Profiler for ClProfiler<'_> {
         let ev = unsafe {
             self.env.queue.enqueue_nd_range_kernel(self.kernel.get(), 3, ptr::null(), global.as_ptr(), wg.as_ptr(), &[])
         }
-        .map_err(|e| format!("clEnqueueNDRangeKernel: {e}"))?;
-        ev.wait().map_err(|e| format!("clWaitForEvents: {e}"))?;
-        let start = ev.profiling_command_start().map_err(|e| e.to_string())?;
-        let end = ev.profiling_command_end().map_err(|e| e.to_string())?;
+        .map_err(|e| Error::new(format!("clEnqueueNDRangeKernel: {e}")))?;
+        ev.wait().map_err(|e| Error::new(format!("clWaitForEvents: {e}")))?;
+        let start = ev.profiling_command_start().map_err(|e| Error::new(e.to_string()))?;
+        let end = ev.profiling_command_end().map_err(|e| Error::new(e.to_string()))?;
         Ok(end.saturating_sub(start) as f64)
     }
 }
@@ -134,7 +131,7 @@ impl Partition {
         plan: &MemoryPlan,
         inputs: &[TensorId],
         outputs: &[TensorId],
-    ) -> Result<Partition, String> {
+    ) -> Result<Partition> {
         let total = plan.total.max(16);
         let what =
             format!("clCreateBuffer({} bytes of tensors; device max allocation {} bytes)", total * 4, env.max_alloc);
@@ -142,7 +139,7 @@ impl Partition {
         let mut arena =
             cl(&what, unsafe { Buffer::<u8>::create(&env.context, CL_MEM_READ_WRITE, total * 4, ptr::null_mut()) })?;
         for &c in &plan.constants {
-            let data = gtensors[&c].constant.as_ref().ok_or("constant without contents")?;
+            let data = gtensors[&c].constant.as_ref().ok_or_else(|| Error::new("constant without contents"))?;
             let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
             // SAFETY: a blocking write of a live slice inside the buffer (the plan put the
             // constant at offsets[c] with room for all its elements).
@@ -157,14 +154,14 @@ impl Partition {
         tuner.begin_model(&clock);
         for op in ops {
             let kernel = cl("clCreateKernel", Kernel::create(&env.program, op.kind.kernel_name()))?;
-            let mut upload = |v: &[f32]| -> Result<cl_mem, String> {
+            let mut upload = |v: &[f32]| -> Result<cl_mem> {
                 let b = read_only_buffer(env, v)?;
                 let m = b.get();
                 weights.push(b);
                 Ok(m)
             };
-            let off = |t: TensorId| -> Result<i32, String> {
-                int(*plan.offsets.get(&t).ok_or_else(|| format!("tensor {t} has no device memory"))?)
+            let off = |t: TensorId| -> Result<i32> {
+                int(*plan.offsets.get(&t).ok_or_else(|| Error::new(format!("tensor {t} has no device memory")))?)
             };
             // The epilogue program.
             let mut ep = vec![int(op.steps.len())?];
@@ -194,7 +191,7 @@ impl Partition {
                 Arg::I(int(g[3])?),
             ];
             epilogues.push(ep_buf);
-            let ints = |v: &[usize]| -> Result<Vec<Arg>, String> { v.iter().map(|&x| int(x).map(Arg::I)).collect() };
+            let ints = |v: &[usize]| -> Result<Vec<Arg>> { v.iter().map(|&x| int(x).map(Arg::I)).collect() };
             let src = Arg::I(off(op.kind.src())?);
             // The blocked kernels' weights and bias: output channels (innermost) padded.
             let oc = r[3];
@@ -305,7 +302,8 @@ impl Partition {
                 fixed: None,
             };
             let mut profiler = ClProfiler { env, kernel: &kernel, grid };
-            let choice = tuner.tune(&k, &mut profiler, &clock).map_err(|e| format!("tuning {name}: {e}"))?;
+            let choice =
+                tuner.tune(&k, &mut profiler, &clock).map_err(|e| Error::new(format!("tuning {name}: {e}")))?;
             debug_assert!(choice.source != ChoiceSource::Fixed);
             launches.push(Launch { kernel, grid, local: choice.work_group, name });
         }
@@ -319,12 +317,14 @@ impl Partition {
         }
         let mut out_list = Vec::new();
         for &t in outputs {
-            let g = gtensors.get(&t).ok_or_else(|| format!("output tensor {t} is not computed by the partition"))?;
+            let g = gtensors
+                .get(&t)
+                .ok_or_else(|| Error::new(format!("output tensor {t} is not computed by the partition")))?;
             let n = crate::gpu::graph::elements(g.shape);
             let src = match (&g.constant, plan.offsets.get(&t)) {
                 (Some(v), _) => OutputSource::Known(v.clone()),
                 (None, Some(&o)) => OutputSource::Device(o),
-                (None, None) => return Err(format!("output tensor {t} is not computed by the partition")),
+                (None, None) => crate::bail!("output tensor {t} is not computed by the partition"),
             };
             out_list.push((t, src, n));
         }
@@ -355,13 +355,13 @@ impl Partition {
 
     /// Copies the inputs in, runs every launch, copies the outputs out. `inputs[i]` and
     /// `outputs[i]` are the bytes of [`Self::inputs`]/[`Self::outputs`]' i-th tensor.
-    pub fn run(&mut self, env: &ClEnv, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<(), String> {
+    pub fn run(&mut self, env: &ClEnv, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<()> {
         if inputs.len() != self.inputs.len() || outputs.len() != self.outputs.len() {
-            return Err("wrong number of partition inputs or outputs".into());
+            crate::bail!("wrong number of partition inputs or outputs");
         }
         for (&(t, off, n), data) in self.inputs.iter().zip(inputs) {
             if data.len() != n * 4 {
-                return Err(format!("input tensor {t} has {} bytes, the partition expects {}", data.len(), n * 4));
+                crate::bail!("input tensor {t} has {} bytes, the partition expects {}", data.len(), n * 4);
             }
             // SAFETY: blocking write from a live slice to [off, off + n) floats, inside the
             // buffer by the memory plan.
@@ -383,11 +383,11 @@ impl Partition {
                     &[],
                 )
             };
-            r.map_err(|e| format!("launching {}: {e}", l.name))?;
+            r.map_err(|e| Error::new(format!("launching {}: {e}", l.name)))?;
         }
         for ((t, src, n), data) in self.outputs.iter().zip(outputs.iter_mut()) {
             if data.len() != n * 4 {
-                return Err(format!("output tensor {t} has {} bytes, the partition writes {}", data.len(), n * 4));
+                crate::bail!("output tensor {t} has {} bytes, the partition writes {}", data.len(), n * 4);
             }
             match src {
                 OutputSource::Device(off) => {

@@ -10,6 +10,7 @@ use crate::abi::arrays::int_array_slice;
 use crate::abi::builtin_op_data::*;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator as B;
 use crate::abi::types::*;
+use crate::error::{Error, Result};
 use crate::gpu::graph::{NodeDesc, Params, TensorDesc, TensorId};
 
 /// Reports `msg` through the context's error reporter.
@@ -39,13 +40,13 @@ pub unsafe fn ints(p: *const TfLiteIntArray) -> Vec<i32> {
 ///
 /// # Safety
 /// `context` is live and inside the delegate's Prepare.
-pub unsafe fn execution_plan(context: *mut TfLiteContext) -> Result<Vec<i32>, String> {
+pub unsafe fn execution_plan(context: *mut TfLiteContext) -> Result<Vec<i32>> {
     // SAFETY: live context.
-    let f = unsafe { (*context).GetExecutionPlan }.ok_or("GetExecutionPlan is missing")?;
+    let f = unsafe { (*context).GetExecutionPlan }.ok_or_else(|| Error::new("GetExecutionPlan is missing"))?;
     let mut plan: *mut TfLiteIntArray = core::ptr::null_mut();
     // SAFETY: valid out-pointer; the array stays owned by the runtime.
     if unsafe { f(context, &mut plan) } != TfLiteStatus::kTfLiteOk {
-        return Err("GetExecutionPlan failed".into());
+        crate::bail!("GetExecutionPlan failed");
     }
     // SAFETY: returned by the runtime, live during Prepare.
     Ok(unsafe { ints(plan) })
@@ -68,7 +69,7 @@ fn padding(v: i32) -> TfLitePadding {
     }
 }
 
-fn activation(v: i32) -> Result<TfLiteFusedActivation, String> {
+fn activation(v: i32) -> Result<TfLiteFusedActivation> {
     use TfLiteFusedActivation::*;
     Ok(match v {
         0 => kTfLiteActNone,
@@ -78,7 +79,7 @@ fn activation(v: i32) -> Result<TfLiteFusedActivation, String> {
         4 => kTfLiteActTanh,
         5 => kTfLiteActSignBit,
         6 => kTfLiteActSigmoid,
-        _ => return Err(format!("unknown fused activation {v}")),
+        _ => crate::bail!("unknown fused activation {v}"),
     })
 }
 
@@ -87,7 +88,7 @@ fn activation(v: i32) -> Result<TfLiteFusedActivation, String> {
 ///
 /// # Safety
 /// `data` is NULL or the node's `builtin_data` of the struct type `op` implies.
-unsafe fn params(op: i32, data: *const core::ffi::c_void, custom: Option<&[u8]>) -> Result<Params, String> {
+unsafe fn params(op: i32, data: *const core::ffi::c_void, custom: Option<&[u8]>) -> Result<Params> {
     let is = |b: B| op == b as i32;
     if is(B::kTfLiteBuiltinCustom) {
         let Some(c) = custom.filter(|c| c.len() >= 12) else { return Ok(Params::None) };
@@ -194,9 +195,10 @@ unsafe fn params(op: i32, data: *const core::ffi::c_void, custom: Option<&[u8]>)
 ///
 /// # Safety
 /// `context` is live and inside the delegate's Prepare.
-pub unsafe fn node(context: *mut TfLiteContext, index: i32) -> Result<NodeDesc, String> {
+pub unsafe fn node(context: *mut TfLiteContext, index: i32) -> Result<NodeDesc> {
     // SAFETY: live context.
-    let f = unsafe { (*context).GetNodeAndRegistration }.ok_or("GetNodeAndRegistration is missing")?;
+    let f =
+        unsafe { (*context).GetNodeAndRegistration }.ok_or_else(|| Error::new("GetNodeAndRegistration is missing"))?;
     let mut node: *mut TfLiteNode = core::ptr::null_mut();
     let mut reg: *mut TfLiteRegistration = core::ptr::null_mut();
     // SAFETY: valid out-pointers.
@@ -204,7 +206,7 @@ pub unsafe fn node(context: *mut TfLiteContext, index: i32) -> Result<NodeDesc, 
         || node.is_null()
         || reg.is_null()
     {
-        return Err(format!("GetNodeAndRegistration({index}) failed"));
+        crate::bail!("GetNodeAndRegistration({index}) failed");
     }
     // SAFETY: both returned non-NULL by the runtime and live during Prepare.
     let (n, r) = unsafe { (&*node, &*reg) };
@@ -238,15 +240,15 @@ pub unsafe fn node(context: *mut TfLiteContext, index: i32) -> Result<NodeDesc, 
 
 /// # Safety
 /// `context` is live; `t` is checked against `tensors_size` here.
-pub unsafe fn tensor_ptr(context: *mut TfLiteContext, t: TensorId) -> Result<*mut TfLiteTensor, String> {
+pub unsafe fn tensor_ptr(context: *mut TfLiteContext, t: TensorId) -> Result<*mut TfLiteTensor> {
     // SAFETY: live context.
     let ctx = unsafe { &*context };
     let i = usize::try_from(t)
         .ok()
         .filter(|&i| i < ctx.tensors_size)
-        .ok_or_else(|| format!("tensor index {t} is out of range"))?;
+        .ok_or_else(|| Error::new(format!("tensor index {t} is out of range")))?;
     if ctx.tensors.is_null() {
-        return Err("the context has no tensors".into());
+        crate::bail!("the context has no tensors");
     }
     // SAFETY: in range of the live tensor table.
     Ok(unsafe { ctx.tensors.add(i) })
@@ -256,10 +258,10 @@ pub unsafe fn tensor_ptr(context: *mut TfLiteContext, t: TensorId) -> Result<*mu
 ///
 /// # Safety
 /// `context` is live.
-pub unsafe fn tensor(context: *mut TfLiteContext, t: TensorId) -> Result<TensorDesc, String> {
+pub unsafe fn tensor(context: *mut TfLiteContext, t: TensorId) -> Result<TensorDesc> {
     // SAFETY: `tensor_ptr` checked the index.
     let tp = unsafe { &*tensor_ptr(context, t)? };
-    let ty = tp.data_type().ok_or_else(|| format!("tensor {t} has an unknown type"))?;
+    let ty = tp.data_type().ok_or_else(|| Error::new(format!("tensor {t} has an unknown type")))?;
     // SAFETY: dims is NULL or the tensor's live shape array.
     let dims = unsafe { ints(tp.dims) };
     let constant = tp.allocation() == Some(TfLiteAllocationType::kTfLiteMmapRo);
@@ -299,10 +301,7 @@ pub unsafe fn tensor(context: *mut TfLiteContext, t: TensorId) -> Result<TensorD
 ///
 /// # Safety
 /// `context` is live.
-pub unsafe fn tensors_of(
-    context: *mut TfLiteContext,
-    nodes: &[NodeDesc],
-) -> Result<HashMap<TensorId, TensorDesc>, String> {
+pub unsafe fn tensors_of(context: *mut TfLiteContext, nodes: &[NodeDesc]) -> Result<HashMap<TensorId, TensorDesc>> {
     let mut m = HashMap::new();
     for n in nodes {
         for &t in n.inputs.iter().chain(&n.outputs) {

@@ -19,6 +19,7 @@ use std::time::Instant;
 use parking_lot::Mutex;
 
 use crate::abi::types::*;
+use crate::error::{Error, Result};
 use crate::gpu::cl::{ClEnv, Partition};
 use crate::gpu::graph::lower::{Lowering, dequantize};
 use crate::gpu::graph::{NodeDesc, TensorDesc, TensorId, fuse, plan};
@@ -79,7 +80,7 @@ const KERNEL_NAME: &core::ffi::CStr = c"TfLiteGpuDelegateV2";
 
 impl GpuDelegate {
     /// Opens OpenCL and builds the kernels; the error says why no delegate can exist.
-    pub fn create(settings: Settings) -> Result<Box<GpuDelegate>, String> {
+    pub fn create(settings: Settings) -> Result<Box<GpuDelegate>> {
         let env = ClEnv::open()?;
         let scope = "tflite-rs-gpu-tuning";
         let (cache, status) = match &settings.cache_path {
@@ -139,9 +140,12 @@ impl GpuDelegate {
         r
     }
 
-    fn save_cache(&self) -> Result<(), String> {
+    fn save_cache(&self) -> Result<()> {
         if let Some(p) = &self.settings.cache_path {
-            self.tuner.lock().save_cache(p).map_err(|e| format!("writing the tuning cache {}: {e}", p.display()))?;
+            self.tuner
+                .lock()
+                .save_cache(p)
+                .map_err(|e| Error::new(format!("writing the tuning cache {}: {e}", p.display())))?;
         }
         Ok(())
     }
@@ -174,9 +178,9 @@ unsafe extern "C" fn delegate_prepare(context: *mut TfLiteContext, delegate: *mu
 
 /// # Safety
 /// `context` is live and in delegate Prepare; `delegate` was made by `GpuDelegate::create`.
-unsafe fn prepare(context: *mut TfLiteContext, delegate: *mut TfLiteDelegate) -> Result<(), String> {
+unsafe fn prepare(context: *mut TfLiteContext, delegate: *mut TfLiteDelegate) -> Result<()> {
     // SAFETY: by the caller's contract.
-    let me = unsafe { GpuDelegate::from_raw(delegate) }.ok_or("not a GPU delegate")?;
+    let me = unsafe { GpuDelegate::from_raw(delegate) }.ok_or_else(|| Error::new("not a GPU delegate"))?;
     // SAFETY: in Prepare.
     let plan = unsafe { context::execution_plan(context) }?;
     let mut nodes = Vec::new();
@@ -221,30 +225,33 @@ unsafe fn prepare(context: *mut TfLiteContext, delegate: *mut TfLiteDelegate) ->
         async_kernel: None,
         inplace_operator: 0,
     };
-    let list = crate::abi::arrays::OwnedIntArray::new(&chosen).ok_or("node list allocation failed")?;
+    let list =
+        crate::abi::arrays::OwnedIntArray::new(&chosen).ok_or_else(|| Error::new("node list allocation failed"))?;
     // SAFETY: live context in Prepare.
     let replace = unsafe { (*context).ReplaceNodeSubsetsWithDelegateKernels }
-        .ok_or("ReplaceNodeSubsetsWithDelegateKernels is missing")?;
+        .ok_or_else(|| Error::new("ReplaceNodeSubsetsWithDelegateKernels is missing"))?;
     // SAFETY: a valid registration, a live node list and this delegate.
     match unsafe { replace(context, reg, list.as_ptr(), delegate) } {
         TfLiteStatus::kTfLiteOk => Ok(()),
-        _ => Err("replacing the nodes with GPU kernels failed".into()),
+        _ => Err(Error::new("replacing the nodes with GPU kernels failed")),
     }
 }
 
 /// TFLite's GetOpsToReplace: the supported nodes of the `max` largest partitions.
-fn largest_partitions(context: *mut TfLiteContext, supported: &[i32], max: usize) -> Result<Vec<i32>, String> {
+fn largest_partitions(context: *mut TfLiteContext, supported: &[i32], max: usize) -> Result<Vec<i32>> {
     if supported.is_empty() {
         return Ok(Vec::new());
     }
-    let list = crate::abi::arrays::OwnedIntArray::new(supported).ok_or("node list allocation failed")?;
+    let list =
+        crate::abi::arrays::OwnedIntArray::new(supported).ok_or_else(|| Error::new("node list allocation failed"))?;
     // SAFETY: live context in Prepare.
-    let preview = unsafe { (*context).PreviewDelegatePartitioning }.ok_or("PreviewDelegatePartitioning is missing")?;
+    let preview = unsafe { (*context).PreviewDelegatePartitioning }
+        .ok_or_else(|| Error::new("PreviewDelegatePartitioning is missing"))?;
     let mut params: *mut TfLiteDelegateParams = core::ptr::null_mut();
     let mut count = 0;
     // SAFETY: valid out-pointers; the runtime owns the returned array.
     if unsafe { preview(context, list.as_ptr(), &mut params, &mut count) } != TfLiteStatus::kTfLiteOk {
-        return Err("PreviewDelegatePartitioning failed".into());
+        crate::bail!("PreviewDelegatePartitioning failed");
     }
     let mut parts: Vec<Vec<i32>> = (0..count.max(0) as usize)
         // SAFETY: `count` params returned by the runtime, each with a live node array.
@@ -286,23 +293,23 @@ unsafe extern "C" fn kernel_init(context: *mut TfLiteContext, buffer: *const c_c
 
 /// # Safety
 /// `params` is NULL or a live `TfLiteDelegateParams` of a GPU delegate.
-unsafe fn init(params: *const TfLiteDelegateParams) -> Result<Kernel, String> {
+unsafe fn init(params: *const TfLiteDelegateParams) -> Result<Kernel> {
     let t0 = Instant::now();
     // SAFETY: by the caller's contract.
-    let p = unsafe { params.as_ref() }.ok_or("no delegate params")?;
+    let p = unsafe { params.as_ref() }.ok_or_else(|| Error::new("no delegate params"))?;
     // SAFETY: the params' delegate is the one whose Prepare replaced these nodes.
-    let me = unsafe { GpuDelegate::from_raw(p.delegate) }.ok_or("not a GPU delegate")?;
+    let me = unsafe { GpuDelegate::from_raw(p.delegate) }.ok_or_else(|| Error::new("not a GPU delegate"))?;
     // SAFETY: live arrays of the params.
     let (ids, inputs, outputs) =
         unsafe { (context::ints(p.nodes_to_replace), context::ints(p.input_tensors), context::ints(p.output_tensors)) };
     let mut st = me.state.lock();
     let nodes: Vec<NodeDesc> = ids
         .iter()
-        .map(|i| st.nodes.get(i).cloned().ok_or(format!("node {i} was not seen in Prepare")))
-        .collect::<Result<_, _>>()?;
+        .map(|i| st.nodes.get(i).cloned().ok_or_else(|| Error::new(format!("node {i} was not seen in Prepare"))))
+        .collect::<Result<_>>()?;
     let mut lowering = Lowering::new(&st.tensors, &st.known);
     for n in &nodes {
-        lowering.add_node(n).map_err(|e| format!("node {}: {e}", n.index))?;
+        lowering.add_node(n).map_err(|e| Error::new(format!("node {}: {e}", n.index)))?;
     }
     let (gtensors, ops) = (lowering.gtensors, lowering.ops);
     let keep: HashSet<TensorId> = outputs.iter().copied().collect();
@@ -338,15 +345,15 @@ unsafe extern "C" fn kernel_free(_context: *mut TfLiteContext, buffer: *mut c_vo
 
 /// # Safety
 /// `node` is NULL or a live node whose user_data is NULL or a `Kernel`.
-unsafe fn kernel_of<'a>(node: *mut TfLiteNode) -> Result<&'a mut Kernel, String> {
+unsafe fn kernel_of<'a>(node: *mut TfLiteNode) -> Result<&'a mut Kernel> {
     // SAFETY: by the caller's contract.
-    let n = unsafe { node.as_mut() }.ok_or("no node")?;
+    let n = unsafe { node.as_mut() }.ok_or_else(|| Error::new("no node"))?;
     // SAFETY: user_data is what kernel_init returned.
-    unsafe { n.user_data.cast::<Kernel>().as_mut() }.ok_or_else(|| "the GPU partition failed to initialise".to_string())
+    unsafe { n.user_data.cast::<Kernel>().as_mut() }.ok_or_else(|| Error::new("the GPU partition failed to initialise"))
 }
 
 unsafe extern "C" fn kernel_prepare(context: *mut TfLiteContext, node: *mut TfLiteNode) -> TfLiteStatus {
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<(), String> {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<()> {
         // SAFETY: the runtime passes this kernel's live node.
         let k = unsafe { kernel_of(node) }?;
         for (t, dims) in &k.shapes {
@@ -354,7 +361,7 @@ unsafe extern "C" fn kernel_prepare(context: *mut TfLiteContext, node: *mut TfLi
             let tp = unsafe { &*context::tensor_ptr(context, *t)? };
             // SAFETY: the tensor's live shape.
             if unsafe { context::ints(tp.dims) } != *dims {
-                return Err(format!("tensor {t} changed shape after the GPU delegate was applied"));
+                crate::bail!("tensor {t} changed shape after the GPU delegate was applied");
             }
         }
         Ok(())
@@ -362,10 +369,10 @@ unsafe extern "C" fn kernel_prepare(context: *mut TfLiteContext, node: *mut TfLi
     finish(context, "Prepare", r)
 }
 
-fn finish(context: *mut TfLiteContext, what: &str, r: std::thread::Result<Result<(), String>>) -> TfLiteStatus {
+fn finish(context: *mut TfLiteContext, what: &str, r: std::thread::Result<Result<()>>) -> TfLiteStatus {
     let msg = match r {
         Ok(Ok(())) => return TfLiteStatus::kTfLiteOk,
-        Ok(Err(e)) => e,
+        Ok(Err(e)) => e.message,
         Err(_) => "internal error".into(),
     };
     // SAFETY: live context from the runtime.
@@ -374,18 +381,18 @@ fn finish(context: *mut TfLiteContext, what: &str, r: std::thread::Result<Result
 }
 
 unsafe extern "C" fn kernel_invoke(context: *mut TfLiteContext, node: *mut TfLiteNode) -> TfLiteStatus {
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<(), String> {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<()> {
         // SAFETY: the runtime passes this kernel's live node.
         let k = unsafe { kernel_of(node) }?;
         // SAFETY: the delegate outlives the interpreters it is applied to (TFLite contract).
         let me = unsafe { &*k.delegate };
-        let bytes = |t: TensorId, n: usize| -> Result<*mut TfLiteTensor, String> {
+        let bytes = |t: TensorId, n: usize| -> Result<*mut TfLiteTensor> {
             // SAFETY: live context; index checked.
             let tp = unsafe { context::tensor_ptr(context, t) }?;
             // SAFETY: a live tensor.
             let (raw, len) = unsafe { ((*tp).data.raw, (*tp).bytes) };
             if raw.is_null() || len != n * 4 {
-                return Err(format!("tensor {t} has no data or {len} bytes instead of {}", n * 4));
+                crate::bail!("tensor {t} has no data or {len} bytes instead of {}", n * 4);
             }
             Ok(tp)
         };
@@ -410,7 +417,7 @@ unsafe extern "C" fn kernel_invoke(context: *mut TfLiteContext, node: *mut TfLit
 }
 
 /// Creates the delegate, or says why not.
-pub fn create(options: &TfLiteGpuDelegateOptionsV2) -> Result<Box<GpuDelegate>, String> {
+pub fn create(options: &TfLiteGpuDelegateOptionsV2) -> Result<Box<GpuDelegate>> {
     // SAFETY: the C caller passes NULL or NUL-terminated strings.
     let settings = unsafe { Settings::from_options(options) }?;
     GpuDelegate::create(settings)

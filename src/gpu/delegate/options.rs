@@ -5,6 +5,7 @@
 use core::ffi::{CStr, c_char};
 use std::path::PathBuf;
 
+use crate::error::Result;
 use crate::gpu::tuner::TuneLevel;
 
 /// Options of the GPU delegate; always start from `TfLiteGpuDelegateOptionsV2Default()`.
@@ -117,19 +118,19 @@ unsafe fn string(p: *const c_char) -> Option<String> {
 impl Settings {
     /// # Safety
     /// The string fields of `o` are NULL or NUL-terminated.
-    pub unsafe fn from_options(o: &TfLiteGpuDelegateOptionsV2) -> Result<Settings, String> {
+    pub unsafe fn from_options(o: &TfLiteGpuDelegateOptionsV2) -> Result<Settings> {
         let prio = [o.inference_priority1, o.inference_priority2, o.inference_priority3];
         if prio.iter().any(|p| !(0..=3).contains(p)) {
-            return Err(format!("invalid inference priorities {prio:?}"));
+            crate::bail!("invalid inference priorities {prio:?}");
         }
         // AUTO may only follow fully specified priorities (TFLite's IsValid).
         if let Some(first_auto) = prio.iter().position(|&p| p == AUTO)
             && prio[first_auto..].iter().any(|&p| p != AUTO)
         {
-            return Err(format!("invalid inference priorities {prio:?}: AUTO must come last"));
+            crate::bail!("invalid inference priorities {prio:?}: AUTO must come last");
         }
         if o.experimental_flags & TFLITE_GPU_EXPERIMENTAL_FLAGS_GL_ONLY as i64 != 0 {
-            return Err("the OpenGL backend (GL_ONLY) is not available; this delegate runs OpenCL".into());
+            crate::bail!("the OpenGL backend (GL_ONLY) is not available; this delegate runs OpenCL");
         }
         // SAFETY: forwarded from the caller.
         let (dir, token) = unsafe { (string(o.serialization_dir), string(o.model_token)) };
@@ -188,6 +189,6 @@ mod tests {
         o.inference_priority1 = AUTO;
         o.inference_priority2 = TFLITE_GPU_INFERENCE_PRIORITY_MIN_LATENCY as i32;
         // SAFETY: as above.
-        assert!(unsafe { Settings::from_options(&o) }.unwrap_err().contains("AUTO"));
+        assert!(unsafe { Settings::from_options(&o) }.unwrap_err().message.contains("AUTO"));
     }
 }

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use super::*;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator as B;
+use crate::error::{Error, Result};
 
 /// Largest element count of one tensor the device side indexes with 32-bit ints.
 const MAX_ELEMENTS: usize = (i32::MAX as usize) / 2;
@@ -55,8 +56,6 @@ pub fn max_supported_version(op: i32) -> Option<i32> {
 /// MediaPipe's transposed convolution, the one custom op the delegate runs.
 pub const CONV2D_TRANSPOSE_BIAS: &str = "Convolution2DTransposeBias";
 
-type R<T> = Result<T, String>;
-
 /// Builds the launches of a partition node by node.
 pub struct Lowering<'a> {
     tensors: &'a HashMap<TensorId, TensorDesc>,
@@ -78,10 +77,11 @@ impl<'a> Lowering<'a> {
     }
 
     /// Lowers one node, or says why the delegate cannot run it (then nothing changes).
-    pub fn add_node(&mut self, n: &NodeDesc) -> R<()> {
-        let max = max_supported_version(n.op).ok_or_else(|| format!("operator {} is not supported", n.op))?;
+    pub fn add_node(&mut self, n: &NodeDesc) -> Result<()> {
+        let max =
+            max_supported_version(n.op).ok_or_else(|| Error::new(format!("operator {} is not supported", n.op)))?;
         if n.version < 1 || n.version > max {
-            return Err(format!("version {} of operator {} is not supported (max {max})", n.version, n.op));
+            crate::bail!("version {} of operator {} is not supported (max {max})", n.version, n.op);
         }
         let p = self.lower(n)?;
         for (id, t) in p.tensors {
@@ -91,47 +91,47 @@ impl<'a> Lowering<'a> {
         Ok(())
     }
 
-    fn desc(&self, t: TensorId) -> R<&TensorDesc> {
-        self.tensors.get(&t).ok_or_else(|| format!("tensor {t} is missing"))
+    fn desc(&self, t: TensorId) -> Result<&TensorDesc> {
+        self.tensors.get(&t).ok_or_else(|| Error::new(format!("tensor {t} is missing")))
     }
 
-    fn shape(&self, t: TensorId) -> R<Shape4> {
-        canonical(&self.desc(t)?.dims).map_err(|e| format!("tensor {t}: {e}"))
+    fn shape(&self, t: TensorId) -> Result<Shape4> {
+        canonical(&self.desc(t)?.dims).map_err(|e| Error::new(format!("tensor {t}: {e}")))
     }
 
     /// A float tensor read or written by a kernel: its canonical shape and, when known,
     /// its contents.
-    fn value(&self, t: TensorId) -> R<GTensor> {
+    fn value(&self, t: TensorId) -> Result<GTensor> {
         let d = self.desc(t)?;
         let shape = self.shape(t)?;
         if let Some(v) = self.known.get(&t) {
             if v.len() != elements(shape) {
-                return Err(format!("tensor {t}: known contents do not match its shape"));
+                crate::bail!("tensor {t}: known contents do not match its shape");
             }
             return Ok(GTensor { shape, constant: Some(v.clone()) });
         }
         if d.ty != TfLiteType::kTfLiteFloat32 {
-            return Err(format!("tensor {t} has type {:?}; the GPU delegate computes float32", d.ty));
+            crate::bail!("tensor {t} has type {:?}; the GPU delegate computes float32", d.ty);
         }
         let constant = match &d.data {
-            Some(bytes) => Some(floats(bytes, elements(shape)).map_err(|e| format!("tensor {t}: {e}"))?),
+            Some(bytes) => Some(floats(bytes, elements(shape)).map_err(|e| Error::new(format!("tensor {t}: {e}")))?),
             None => None,
         };
         Ok(GTensor { shape, constant })
     }
 
     /// A float constant (weights, bias).
-    fn constant(&self, t: TensorId) -> R<(Shape4, Vec<f32>)> {
+    fn constant(&self, t: TensorId) -> Result<(Shape4, Vec<f32>)> {
         let g = self.value(t)?;
         match g.constant {
             Some(v) => Ok((g.shape, v)),
-            None => Err(format!("tensor {t} must be constant")),
+            None => Err(Error::new(format!("tensor {t} must be constant"))),
         }
     }
 
-    fn ints(&self, t: TensorId) -> R<Vec<i64>> {
+    fn ints(&self, t: TensorId) -> Result<Vec<i64>> {
         let d = self.desc(t)?;
-        let bytes = d.data.as_ref().ok_or_else(|| format!("tensor {t} must be constant"))?;
+        let bytes = d.data.as_ref().ok_or_else(|| Error::new(format!("tensor {t} must be constant")))?;
         let n = dims_elements(&d.dims)?;
         match d.ty {
             TfLiteType::kTfLiteInt32 if bytes.len() == 4 * n => {
@@ -141,18 +141,18 @@ impl<'a> Lowering<'a> {
                 .chunks_exact(8)
                 .map(|c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
                 .collect()),
-            _ => Err(format!("tensor {t} must be a constant int32/int64 tensor")),
+            _ => Err(Error::new(format!("tensor {t} must be a constant int32/int64 tensor"))),
         }
     }
 
-    fn rank(&self, t: TensorId) -> R<usize> {
+    fn rank(&self, t: TensorId) -> Result<usize> {
         Ok(self.desc(t)?.dims.len())
     }
 
-    fn input(&self, n: &NodeDesc, i: usize) -> R<TensorId> {
+    fn input(&self, n: &NodeDesc, i: usize) -> Result<TensorId> {
         match n.inputs.get(i) {
             Some(&t) if t >= 0 => Ok(t),
-            _ => Err(format!("input {i} is missing")),
+            _ => Err(Error::new(format!("input {i} is missing"))),
         }
     }
 
@@ -160,14 +160,14 @@ impl<'a> Lowering<'a> {
         n.inputs.get(i).copied().filter(|&t| t >= 0)
     }
 
-    fn output(&self, n: &NodeDesc) -> R<TensorId> {
+    fn output(&self, n: &NodeDesc) -> Result<TensorId> {
         if n.outputs.len() != 1 || n.outputs[0] < 0 {
-            return Err(format!("expected 1 output, got {}", n.outputs.len()));
+            crate::bail!("expected 1 output, got {}", n.outputs.len());
         }
         Ok(n.outputs[0])
     }
 
-    fn lower(&self, n: &NodeDesc) -> R<Pending> {
+    fn lower(&self, n: &NodeDesc) -> Result<Pending> {
         let op = n.op;
         let is = |b: B| op == b as i32;
         let mut p = Pending { tensors: Vec::new(), ops: Vec::new() };
@@ -177,7 +177,7 @@ impl<'a> Lowering<'a> {
         let out = self.output(n)?;
         let out_t = self.value(out)?;
         if out_t.constant.is_some() {
-            return Err(format!("output tensor {out} is constant"));
+            crate::bail!("output tensor {out} is constant");
         }
         let o = out_t.shape;
         let push =
@@ -196,21 +196,21 @@ impl<'a> Lowering<'a> {
         ];
         if let Some(&(_, code)) = binaries.iter().find(|(b, _)| is(*b)) {
             if n.inputs.len() != 2 {
-                return Err(format!("expected 2 inputs, got {}", n.inputs.len()));
+                crate::bail!("expected 2 inputs, got {}", n.inputs.len());
             }
             let (a, b) = (self.input(n, 0)?, self.input(n, 1)?);
             let (ta, tb) = (self.value(a)?, self.value(b)?);
             let sa = broadcast_strides(ta.shape, o)
-                .ok_or_else(|| format!("input {:?} does not broadcast to {o:?}", ta.shape))?;
+                .ok_or_else(|| Error::new(format!("input {:?} does not broadcast to {o:?}", ta.shape)))?;
             let sb = broadcast_strides(tb.shape, o)
-                .ok_or_else(|| format!("input {:?} does not broadcast to {o:?}", tb.shape))?;
+                .ok_or_else(|| Error::new(format!("input {:?} does not broadcast to {o:?}", tb.shape)))?;
             if (0..4).any(|d| o[d] != ta.shape[d].max(tb.shape[d])) {
-                return Err(format!("output {o:?} is not the broadcast of {:?} and {:?}", ta.shape, tb.shape));
+                crate::bail!("output {o:?} is not the broadcast of {:?} and {:?}", ta.shape, tb.shape);
             }
             let act = match n.params {
                 Params::Binary(a) => a,
                 Params::None => TfLiteFusedActivation::kTfLiteActNone,
-                _ => return Err("missing options".into()),
+                _ => crate::bail!("missing options"),
             };
             let mut steps = vec![Step { code, operand: Some((b, sb)), node: n.index }];
             steps.extend(activation_steps(act, n.index)?);
@@ -231,7 +231,7 @@ impl<'a> Lowering<'a> {
             let a = self.input(n, 0)?;
             let ta = self.value(a)?;
             if ta.shape != o {
-                return Err(format!("input {:?} and output {o:?} differ", ta.shape));
+                crate::bail!("input {:?} and output {o:?} differ", ta.shape);
             }
             p.tensors.push((a, ta));
             let steps = vec![Step { code, operand: None, node: n.index }];
@@ -242,10 +242,10 @@ impl<'a> Lowering<'a> {
             let (a, alpha) = (self.input(n, 0)?, self.input(n, 1)?);
             let (ta, tal) = (self.value(a)?, self.value(alpha)?);
             if ta.shape != o {
-                return Err(format!("input {:?} and output {o:?} differ", ta.shape));
+                crate::bail!("input {:?} and output {o:?} differ", ta.shape);
             }
             let s = broadcast_strides(tal.shape, o)
-                .ok_or_else(|| format!("alpha {:?} does not broadcast to {o:?}", tal.shape))?;
+                .ok_or_else(|| Error::new(format!("alpha {:?} does not broadcast to {o:?}", tal.shape)))?;
             p.tensors.push((a, ta));
             p.tensors.push((alpha, tal));
             let steps = vec![Step { code: step::PRELU, operand: Some((alpha, s)), node: n.index }];
@@ -253,16 +253,13 @@ impl<'a> Lowering<'a> {
             return Ok(p);
         }
         if is(B::kTfLiteBuiltinConv2d) {
-            let Params::Conv(c) = n.params else { return Err("missing options".into()) };
+            let Params::Conv(c) = n.params else { crate::bail!("missing options") };
             let (src, ti) = self.runtime_input(n, 0)?;
             let (ws, w) = self.constant(self.input(n, 1)?)?;
             self.rank4(n, 0)?;
             let (co, kh, kw, wc) = (ws[0], ws[1], ws[2], ws[3]);
             if wc != ti.shape[3] {
-                return Err(format!(
-                    "filter {ws:?} does not match input channels {} (grouped convolution)",
-                    ti.shape[3]
-                ));
+                crate::bail!("filter {ws:?} does not match input channels {} (grouped convolution)", ti.shape[3]);
             }
             let window = window(
                 c.padding,
@@ -296,14 +293,14 @@ impl<'a> Lowering<'a> {
             return Ok(p);
         }
         if is(B::kTfLiteBuiltinDepthwiseConv2d) {
-            let Params::Depthwise(c) = n.params else { return Err("missing options".into()) };
+            let Params::Depthwise(c) = n.params else { crate::bail!("missing options") };
             let (src, ti) = self.runtime_input(n, 0)?;
             self.rank4(n, 0)?;
             let (ws, w) = self.constant(self.input(n, 1)?)?;
             let (kh, kw, co) = (ws[1], ws[2], ws[3]);
             let ci = ti.shape[3];
             if ws[0] != 1 || co % ci != 0 || co != o[3] {
-                return Err(format!("filter {ws:?} does not fit input channels {ci} and output {o:?}"));
+                crate::bail!("filter {ws:?} does not fit input channels {ci} and output {o:?}");
             }
             let window = window(
                 c.padding,
@@ -325,20 +322,20 @@ impl<'a> Lowering<'a> {
             return Ok(p);
         }
         if is(B::kTfLiteBuiltinFullyConnected) {
-            let Params::FullyConnected(f) = n.params else { return Err("missing options".into()) };
+            let Params::FullyConnected(f) = n.params else { crate::bail!("missing options") };
             if f.weights_format != TfLiteFullyConnectedWeightsFormat::kTfLiteFullyConnectedWeightsFormatDefault {
-                return Err("shuffled weights are not supported".into());
+                crate::bail!("shuffled weights are not supported");
             }
             let (src, ti) = self.runtime_input(n, 0)?;
             let wid = self.input(n, 1)?;
             if self.rank(wid)? != 2 {
-                return Err("weights must have rank 2".into());
+                crate::bail!("weights must have rank 2");
             }
             let (ws, w) = self.constant(wid)?;
             let (units, in_f) = (ws[2], ws[3]);
             let rows = elements(ti.shape) / in_f.max(1);
             if in_f == 0 || !elements(ti.shape).is_multiple_of(in_f) || o[3] != units || elements(o) != rows * units {
-                return Err(format!("input {:?}, weights {ws:?} and output {o:?} do not fit", ti.shape));
+                crate::bail!("input {:?}, weights {ws:?} and output {o:?} do not fit", ti.shape);
             }
             let bias = self.bias(n, 2, units)?;
             let steps = activation_steps(f.activation, n.index)?;
@@ -353,17 +350,17 @@ impl<'a> Lowering<'a> {
             return Ok(p);
         }
         if is(B::kTfLiteBuiltinTransposeConv) || is(B::kTfLiteBuiltinCustom) {
-            let Params::TransposeConv(t) = n.params else { return Err("missing options".into()) };
+            let Params::TransposeConv(t) = n.params else { crate::bail!("missing options") };
             let custom = is(B::kTfLiteBuiltinCustom);
             if custom && n.custom_name != CONV2D_TRANSPOSE_BIAS {
-                return Err(format!("custom operator {} is not supported", n.custom_name));
+                crate::bail!("custom operator {} is not supported", n.custom_name);
             }
             let (in_idx, w_idx, b_idx) = if custom { (0, 1, 2) } else { (2, 1, 3) };
             if !custom {
                 let shape = self.ints(self.input(n, 0)?)?;
                 let rank = self.rank(out)?;
                 if rank != 4 || shape.len() != 4 || (0..4).any(|d| shape[d] != o[d] as i64) {
-                    return Err(format!("output_shape {shape:?} does not match the output {o:?}"));
+                    crate::bail!("output_shape {shape:?} does not match the output {o:?}");
                 }
             }
             let (src, ti) = self.runtime_input(n, in_idx)?;
@@ -371,13 +368,13 @@ impl<'a> Lowering<'a> {
             let (ws, w) = self.constant(self.input(n, w_idx)?)?;
             let (co, kh, kw, wc) = (ws[0], ws[1], ws[2], ws[3]);
             if wc != ti.shape[3] || co != o[3] || ti.shape[0] != o[0] {
-                return Err(format!("filter {ws:?}, input {:?} and output {o:?} do not fit", ti.shape));
+                crate::bail!("filter {ws:?}, input {:?} and output {o:?} do not fit", ti.shape);
             }
             let (sh, sw) = (positive(t.stride_height, "stride")?, positive(t.stride_width, "stride")?);
             let same = match t.padding {
                 TfLitePadding::kTfLitePaddingSame => true,
                 TfLitePadding::kTfLitePaddingValid => false,
-                _ => return Err("padding is neither SAME nor VALID".into()),
+                _ => crate::bail!("padding is neither SAME nor VALID"),
             };
             let (pad_t, pad_l) = if custom {
                 let (oh, pt) = mediapipe_transpose_axis(same, ti.shape[1], kh, sh)?;
@@ -396,7 +393,7 @@ impl<'a> Lowering<'a> {
             return Ok(p);
         }
         if is(B::kTfLiteBuiltinAveragePool2d) || is(B::kTfLiteBuiltinMaxPool2d) {
-            let Params::Pool(pp) = n.params else { return Err("missing options".into()) };
+            let Params::Pool(pp) = n.params else { crate::bail!("missing options") };
             let (src, ti) = self.runtime_input(n, 0)?;
             self.rank4(n, 0)?;
             let kh = positive(pp.filter_height, "filter height")?;
@@ -417,7 +414,7 @@ impl<'a> Lowering<'a> {
             for a in axes {
                 let a = if a < 0 { a + rank as i64 } else { a };
                 if a < 0 || a >= rank as i64 {
-                    return Err(format!("axis {a} is out of range for rank {rank}"));
+                    crate::bail!("axis {a} is out of range for rank {rank}");
                 }
                 mask |= 1 << (a as usize + 4 - rank);
             }
@@ -428,7 +425,7 @@ impl<'a> Lowering<'a> {
                 }
             }
             if elements(kept) != elements(o) {
-                return Err(format!("output {o:?} is not the reduction of {:?}", ti.shape));
+                crate::bail!("output {o:?} is not the reduction of {:?}", ti.shape);
             }
             p.tensors.push((src, ti.clone()));
             push(&mut p, OpKind::Mean { src, input: ti.shape, mask }, kept, kept, [0; 4], Vec::new());
@@ -437,11 +434,11 @@ impl<'a> Lowering<'a> {
         if is(B::kTfLiteBuiltinSoftmax) {
             let beta = match n.params {
                 Params::Softmax(b) if b.is_finite() => b,
-                _ => return Err("missing or invalid beta".into()),
+                _ => crate::bail!("missing or invalid beta"),
             };
             let (src, ti) = self.runtime_input(n, 0)?;
             if ti.shape != o {
-                return Err(format!("input {:?} and output {o:?} differ", ti.shape));
+                crate::bail!("input {:?} and output {o:?} differ", ti.shape);
             }
             p.tensors.push((src, ti));
             let region = [o[0], o[1], o[2], 1];
@@ -449,11 +446,11 @@ impl<'a> Lowering<'a> {
             return Ok(p);
         }
         if is(B::kTfLiteBuiltinConcatenation) {
-            let Params::Concat(c) = n.params else { return Err("missing options".into()) };
+            let Params::Concat(c) = n.params else { crate::bail!("missing options") };
             let rank = self.rank(out)?;
             let axis = if c.axis < 0 { c.axis as i64 + rank as i64 } else { c.axis as i64 };
             if axis < 0 || axis >= rank as i64 || n.inputs.is_empty() {
-                return Err(format!("axis {} is out of range for rank {rank}", c.axis));
+                crate::bail!("axis {} is out of range for rank {rank}", c.axis);
             }
             let axis = axis as usize + 4 - rank;
             let steps = activation_steps(c.activation, n.index)?;
@@ -461,11 +458,11 @@ impl<'a> Lowering<'a> {
             for i in 0..n.inputs.len() {
                 let t = self.input(n, i)?;
                 if self.rank(t)? != rank {
-                    return Err("inputs differ in rank".into());
+                    crate::bail!("inputs differ in rank");
                 }
                 let ti = self.value(t)?;
                 if (0..4).any(|d| d != axis && ti.shape[d] != o[d]) {
-                    return Err(format!("input {:?} does not fit output {o:?}", ti.shape));
+                    crate::bail!("input {:?} does not fit output {o:?}", ti.shape);
                 }
                 let mut origin = [0; 4];
                 origin[axis] = at;
@@ -475,7 +472,7 @@ impl<'a> Lowering<'a> {
                 push(&mut p, OpKind::CopyBroadcast { src: t, strides: strides(s) }, o, s, origin, steps.clone());
             }
             if at != o[axis] {
-                return Err(format!("inputs add up to {at} along the axis, output has {}", o[axis]));
+                crate::bail!("inputs add up to {at} along the axis, output has {}", o[axis]);
             }
             return Ok(p);
         }
@@ -485,10 +482,10 @@ impl<'a> Lowering<'a> {
                 && self.desc(s)?.data.is_none()
                 && !self.known.contains_key(&s)
             {
-                return Err("a runtime shape input makes the output shape dynamic".into());
+                crate::bail!("a runtime shape input makes the output shape dynamic");
             }
             if elements(ti.shape) != elements(o) {
-                return Err(format!("input {:?} and output {o:?} differ in size", ti.shape));
+                crate::bail!("input {:?} and output {o:?} differ in size", ti.shape);
             }
             p.tensors.push((src, ti));
             push(&mut p, OpKind::CopyLinear { src }, o, o, [0; 4], Vec::new());
@@ -499,14 +496,14 @@ impl<'a> Lowering<'a> {
             let rank = self.rank(src)?;
             let pads = self.ints(self.input(n, 1)?)?;
             if pads.len() != 2 * rank {
-                return Err(format!("paddings have {} values for rank {rank}", pads.len()));
+                crate::bail!("paddings have {} values for rank {rank}", pads.len());
             }
             let mut before = [0usize; 4];
             let mut want = ti.shape;
             for d in 0..rank {
                 let (a, b) = (pads[2 * d], pads[2 * d + 1]);
                 if a < 0 || b < 0 || a > MAX_ELEMENTS as i64 || b > MAX_ELEMENTS as i64 {
-                    return Err(format!("padding {a},{b} is not supported"));
+                    crate::bail!("padding {a},{b} is not supported");
                 }
                 let cd = d + 4 - rank;
                 before[cd] = a as usize;
@@ -517,7 +514,7 @@ impl<'a> Lowering<'a> {
                 Some(v) if is(B::kTfLiteBuiltinPadv2) => {
                     let (_, c) = self.constant(v)?;
                     if c.len() != 1 {
-                        return Err("the pad value must be a scalar".into());
+                        crate::bail!("the pad value must be a scalar");
                     }
                     c[0]
                 }
@@ -528,12 +525,12 @@ impl<'a> Lowering<'a> {
             return Ok(p);
         }
         if is(B::kTfLiteBuiltinResizeBilinear) {
-            let Params::ResizeBilinear(r) = n.params else { return Err("missing options".into()) };
+            let Params::ResizeBilinear(r) = n.params else { crate::bail!("missing options") };
             let (src, ti) = self.runtime_input(n, 0)?;
             self.rank4(n, 0)?;
             let size = self.ints(self.input(n, 1)?)?;
             if size.len() != 2 || size[0] != o[1] as i64 || size[1] != o[2] as i64 {
-                return Err(format!("size {size:?} does not match the output {o:?}"));
+                crate::bail!("size {size:?} does not match the output {o:?}");
             }
             check_out(o, [ti.shape[0], o[1], o[2], ti.shape[3]])?;
             let scale = |i: usize, out: usize| -> f32 {
@@ -550,45 +547,45 @@ impl<'a> Lowering<'a> {
             push(&mut p, kind, o, o, [0; 4], Vec::new());
             return Ok(p);
         }
-        Err(format!("operator {op} is not supported"))
+        Err(Error::new(format!("operator {op} is not supported")))
     }
 
     /// DEQUANTIZE of a constant becomes a known tensor: no launch.
-    fn lower_dequantize(&self, n: &NodeDesc) -> R<Pending> {
+    fn lower_dequantize(&self, n: &NodeDesc) -> Result<Pending> {
         let src = self.input(n, 0)?;
         let out = self.output(n)?;
         let d = self.desc(src)?;
         let od = self.desc(out)?;
         if od.ty != TfLiteType::kTfLiteFloat32 || od.dims != d.dims {
-            return Err("DEQUANTIZE must produce float32 of the input's shape".into());
+            crate::bail!("DEQUANTIZE must produce float32 of the input's shape");
         }
         let shape = self.shape(out)?;
-        let v = dequantize(d).map_err(|e| format!("DEQUANTIZE of tensor {src}: {e}"))?;
+        let v = dequantize(d).map_err(|e| Error::new(format!("DEQUANTIZE of tensor {src}: {e}")))?;
         if v.len() != elements(shape) {
-            return Err("DEQUANTIZE input size does not match its shape".into());
+            crate::bail!("DEQUANTIZE input size does not match its shape");
         }
         Ok(Pending { tensors: vec![(out, GTensor { shape, constant: Some(v) })], ops: Vec::new() })
     }
 
-    fn runtime_input(&self, n: &NodeDesc, i: usize) -> R<(TensorId, GTensor)> {
+    fn runtime_input(&self, n: &NodeDesc, i: usize) -> Result<(TensorId, GTensor)> {
         let t = self.input(n, i)?;
         Ok((t, self.value(t)?))
     }
 
-    fn rank4(&self, n: &NodeDesc, i: usize) -> R<()> {
+    fn rank4(&self, n: &NodeDesc, i: usize) -> Result<()> {
         match self.rank(self.input(n, i)?)? {
             4 => Ok(()),
-            r => Err(format!("input {i} must have rank 4, has {r}")),
+            r => Err(Error::new(format!("input {i} must have rank 4, has {r}"))),
         }
     }
 
-    fn bias(&self, n: &NodeDesc, i: usize, channels: usize) -> R<Vec<f32>> {
+    fn bias(&self, n: &NodeDesc, i: usize, channels: usize) -> Result<Vec<f32>> {
         match self.optional_input(n, i) {
             None => Ok(vec![0.0; channels]),
             Some(t) => {
                 let (_, v) = self.constant(t)?;
                 if v.len() != channels {
-                    return Err(format!("bias has {} values for {channels} channels", v.len()));
+                    crate::bail!("bias has {} values for {channels} channels", v.len());
                 }
                 Ok(v)
             }
@@ -597,8 +594,8 @@ impl<'a> Lowering<'a> {
 }
 
 /// The contents of a constant to dequantize: float16, or per-tensor int8/uint8.
-pub fn dequantize(d: &TensorDesc) -> Result<Vec<f32>, String> {
-    let bytes = d.data.as_ref().ok_or("the input is not constant")?;
+pub fn dequantize(d: &TensorDesc) -> Result<Vec<f32>> {
+    let bytes = d.data.as_ref().ok_or_else(|| Error::new("the input is not constant"))?;
     let n = dims_elements(&d.dims)?;
     match d.ty {
         TfLiteType::kTfLiteFloat16 if bytes.len() == 2 * n => {
@@ -606,7 +603,7 @@ pub fn dequantize(d: &TensorDesc) -> Result<Vec<f32>, String> {
         }
         TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteUInt8 if bytes.len() == n => {
             if d.per_channel || !d.scale.is_finite() || d.scale <= 0.0 {
-                return Err("only per-tensor quantization with a positive scale is supported".into());
+                crate::bail!("only per-tensor quantization with a positive scale is supported");
             }
             let signed = d.ty == TfLiteType::kTfLiteInt8;
             Ok(bytes
@@ -617,7 +614,7 @@ pub fn dequantize(d: &TensorDesc) -> Result<Vec<f32>, String> {
                 })
                 .collect())
         }
-        t => Err(format!("type {t:?} (or its size) is not supported")),
+        t => Err(Error::new(format!("type {t:?} (or its size) is not supported"))),
     }
 }
 
@@ -644,22 +641,22 @@ pub fn f16_to_f32(h: u16) -> f32 {
     f32::from_bits(bits)
 }
 
-fn dims_elements(dims: &[i32]) -> Result<usize, String> {
+fn dims_elements(dims: &[i32]) -> Result<usize> {
     let mut n = 1usize;
     for &d in dims {
-        let d = usize::try_from(d).map_err(|_| format!("dimension {d} is negative"))?;
-        n = n.checked_mul(d).filter(|&v| v <= MAX_ELEMENTS).ok_or("the tensor is too large")?;
+        let d = usize::try_from(d).map_err(|_| Error::new(format!("dimension {d} is negative")))?;
+        n = n.checked_mul(d).filter(|&v| v <= MAX_ELEMENTS).ok_or_else(|| Error::new("the tensor is too large"))?;
     }
     Ok(n)
 }
 
 /// TFLite dims → canonical 4-D shape (ranks 0..=4, every dimension positive).
-pub fn canonical(dims: &[i32]) -> Result<Shape4, String> {
+pub fn canonical(dims: &[i32]) -> Result<Shape4> {
     if dims.len() > 4 {
-        return Err(format!("rank {} is above 4", dims.len()));
+        crate::bail!("rank {} is above 4", dims.len());
     }
     if dims.iter().any(|&d| d < 1) {
-        return Err(format!("shape {dims:?} has an empty or unknown dimension"));
+        crate::bail!("shape {dims:?} has an empty or unknown dimension");
     }
     dims_elements(dims)?;
     let mut s = [1usize; 4];
@@ -669,9 +666,9 @@ pub fn canonical(dims: &[i32]) -> Result<Shape4, String> {
     Ok(s)
 }
 
-fn floats(bytes: &[u8], n: usize) -> Result<Vec<f32>, String> {
+fn floats(bytes: &[u8], n: usize) -> Result<Vec<f32>> {
     if bytes.len() != 4 * n {
-        return Err(format!("constant has {} bytes for {n} floats", bytes.len()));
+        crate::bail!("constant has {} bytes for {n} floats", bytes.len());
     }
     Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }
@@ -690,7 +687,7 @@ pub fn broadcast_strides(from: Shape4, to: Shape4) -> Option<[usize; 4]> {
     Some(r)
 }
 
-fn activation_steps(a: TfLiteFusedActivation, node: i32) -> Result<Vec<Step>, String> {
+fn activation_steps(a: TfLiteFusedActivation, node: i32) -> Result<Vec<Step>> {
     use TfLiteFusedActivation::*;
     let code = match a {
         kTfLiteActNone => return Ok(Vec::new()),
@@ -699,17 +696,17 @@ fn activation_steps(a: TfLiteFusedActivation, node: i32) -> Result<Vec<Step>, St
         kTfLiteActRelu6 => step::RELU6,
         kTfLiteActTanh => step::TANH,
         kTfLiteActSigmoid => step::LOGISTIC,
-        kTfLiteActSignBit => return Err("fused activation SIGN_BIT is not supported".into()),
+        kTfLiteActSignBit => crate::bail!("fused activation SIGN_BIT is not supported"),
     };
     Ok(vec![Step { code, operand: None, node }])
 }
 
-fn positive(v: i32, what: &str) -> Result<usize, String> {
-    if (1..=1 << 16).contains(&v) { Ok(v as usize) } else { Err(format!("{what} {v} is not supported")) }
+fn positive(v: i32, what: &str) -> Result<usize> {
+    if (1..=1 << 16).contains(&v) { Ok(v as usize) } else { Err(Error::new(format!("{what} {v} is not supported"))) }
 }
 
-fn check_out(o: Shape4, want: Shape4) -> Result<(), String> {
-    if o == want { Ok(()) } else { Err(format!("output shape {o:?} should be {want:?}")) }
+fn check_out(o: Shape4, want: Shape4) -> Result<()> {
+    if o == want { Ok(()) } else { Err(Error::new(format!("output shape {o:?} should be {want:?}"))) }
 }
 
 /// TFLite's output size and SAME/VALID padding of a convolution window; the computed
@@ -725,22 +722,22 @@ fn window(
     sw: i32,
     dh: i32,
     dw: i32,
-) -> Result<Window, String> {
+) -> Result<Window> {
     let (sh, sw) = (positive(sh, "stride")?, positive(sw, "stride")?);
     let (dh, dw) = (positive(dh, "dilation")?, positive(dw, "dilation")?);
     let same = match padding {
         TfLitePadding::kTfLitePaddingSame => true,
         TfLitePadding::kTfLitePaddingValid => false,
-        _ => return Err("padding is neither SAME nor VALID".into()),
+        _ => crate::bail!("padding is neither SAME nor VALID"),
     };
-    let axis = |inp: usize, k: usize, s: usize, d: usize| -> Result<(usize, usize), String> {
+    let axis = |inp: usize, k: usize, s: usize, d: usize| -> Result<(usize, usize)> {
         let eff = (k - 1) * d + 1;
         let o = if same {
             inp.div_ceil(s)
         } else if inp >= eff {
             (inp - eff) / s + 1
         } else {
-            return Err(format!("window {eff} is larger than the input {inp}"));
+            crate::bail!("window {eff} is larger than the input {inp}");
         };
         let total = ((o - 1) * s + eff).saturating_sub(inp);
         Ok((o, total / 2))
@@ -748,7 +745,7 @@ fn window(
     let (oh, pad_t) = axis(input[1], kh, sh, dh)?;
     let (ow, pad_l) = axis(input[2], kw, sw, dw)?;
     if oh != out[1] || ow != out[2] {
-        return Err(format!("output {out:?} does not match the computed size {oh}x{ow}"));
+        crate::bail!("output {out:?} does not match the computed size {oh}x{ow}");
     }
     Ok(Window { kh, kw, sh, sw, dh, dw, pad_t, pad_l })
 }
@@ -760,14 +757,14 @@ fn transpose_padding(same: bool, out: usize, k: usize, s: usize) -> usize {
 }
 
 /// MediaPipe's Convolution2DTransposeBias: output size and leading padding of one axis.
-fn mediapipe_transpose_axis(same: bool, input: usize, k: usize, s: usize) -> Result<(usize, usize), String> {
+fn mediapipe_transpose_axis(same: bool, input: usize, k: usize, s: usize) -> Result<(usize, usize)> {
     let pad = if same { (k as i64 - ((input - 1) % s) as i64 - 1).max(0) as usize } else { 0 };
     let out = (input - 1)
         .checked_mul(s)
         .and_then(|v| v.checked_add(k))
         .and_then(|v| v.checked_sub(pad))
         .filter(|&v| v <= MAX_ELEMENTS)
-        .ok_or("output size overflows")?;
+        .ok_or_else(|| Error::new("output size overflows"))?;
     Ok((out, pad / 2))
 }
 
@@ -865,11 +862,11 @@ mod tests {
         };
         assert_eq!((pad_t, pad_l), (0, 0));
         let err = l.add_node(&node(B::kTfLiteBuiltinConv2d, &[0, 1, 2], &[4], Params::Conv(conv))).unwrap_err();
-        assert!(err.contains("computed size"), "{err}");
+        assert!(err.message.contains("computed size"), "{err}");
         assert_eq!(l.ops.len(), 1, "a failed node changes nothing");
         let mut v7 = node(B::kTfLiteBuiltinConv2d, &[0, 1, 2], &[3], Params::Conv(conv));
         v7.version = 7;
-        assert!(l.add_node(&v7).unwrap_err().contains("version 7"));
+        assert!(l.add_node(&v7).unwrap_err().message.contains("version 7"));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::*;
+use crate::error::{Error, Result};
 
 /// Offsets and sizes are in floats; every tensor starts on a 64-byte boundary.
 pub(crate) const ALIGN_FLOATS: usize = 16;
@@ -38,7 +39,7 @@ pub fn plan(
     gtensors: &HashMap<TensorId, GTensor>,
     inputs: &[TensorId],
     outputs: &[TensorId],
-) -> Result<MemoryPlan, String> {
+) -> Result<MemoryPlan> {
     let mut first: HashMap<TensorId, usize> = HashMap::new();
     let mut last: HashMap<TensorId, usize> = HashMap::new();
     let mut constants = Vec::new();
@@ -50,7 +51,7 @@ pub fn plan(
     let n = ops.len();
     for (i, op) in ops.iter().enumerate() {
         for t in op.reads().into_iter().chain([op.out]) {
-            let g = gtensors.get(&t).ok_or_else(|| format!("tensor {t} has no shape"))?;
+            let g = gtensors.get(&t).ok_or_else(|| Error::new(format!("tensor {t} has no shape")))?;
             if g.constant.is_some() {
                 if seen_const.insert(t) {
                     constants.push(t);
@@ -105,7 +106,7 @@ pub fn plan(
         total += size(c);
     }
     if total > (i32::MAX as usize) {
-        return Err(format!("the partition needs {total} floats of device memory, more than 32-bit offsets address"));
+        crate::bail!("the partition needs {total} floats of device memory, more than 32-bit offsets address");
     }
     Ok(MemoryPlan { offsets, planned, unshared, constants, total })
 }

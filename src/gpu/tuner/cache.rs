@@ -40,6 +40,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::candidates::WorkGroup;
+use crate::error::{Error, Result};
 
 pub const MAGIC: &str = "TFLRS-WGTUNE";
 pub const FORMAT_VERSION: u32 = 1;
@@ -154,7 +155,7 @@ fn escape(s: &str) -> String {
     o
 }
 
-fn unescape(s: &str) -> Result<String, String> {
+fn unescape(s: &str) -> Result<String> {
     let mut o = String::with_capacity(s.len());
     let mut it = s.chars();
     while let Some(ch) = it.next() {
@@ -167,29 +168,29 @@ fn unescape(s: &str) -> Result<String, String> {
             Some('t') => o.push('\t'),
             Some('n') => o.push('\n'),
             Some('r') => o.push('\r'),
-            other => return Err(format!("bad escape \\{other:?}")),
+            other => crate::bail!("bad escape \\{other:?}"),
         }
     }
     Ok(o)
 }
 
-fn parse_triple(s: &str) -> Result<WorkGroup, String> {
+fn parse_triple(s: &str) -> Result<WorkGroup> {
     let parts: Vec<&str> = s.split(',').collect();
     if parts.len() != 3 {
-        return Err(format!("bad triple {s:?}"));
+        crate::bail!("bad triple {s:?}");
     }
     let mut out = [0usize; 3];
     for (o, p) in out.iter_mut().zip(parts) {
         if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(format!("bad number {p:?}"));
+            crate::bail!("bad number {p:?}");
         }
-        *o = p.parse().map_err(|_| format!("bad number {p:?}"))?;
+        *o = p.parse().map_err(|_| Error::new(format!("bad number {p:?}")))?;
     }
     Ok(out)
 }
 
-fn parse_f64(s: &str) -> Result<f64, String> {
-    s.parse::<f64>().map_err(|_| format!("bad float {s:?}"))
+fn parse_f64(s: &str) -> Result<f64> {
+    s.parse::<f64>().map_err(|_| Error::new(format!("bad float {s:?}")))
 }
 
 /// The in-memory cache; see the module docs for the file.
@@ -316,55 +317,58 @@ impl TuneCache {
     }
 
     /// Parses a file's content; `Err(reason)` when it is stale or corrupt.
-    pub fn decode(bytes: &[u8], scope: &str) -> Result<TuneCache, String> {
-        let text = std::str::from_utf8(bytes).map_err(|_| "corrupt: not UTF-8".to_string())?;
+    pub fn decode(bytes: &[u8], scope: &str) -> Result<TuneCache> {
+        let text = std::str::from_utf8(bytes).map_err(|_| Error::new("corrupt: not UTF-8"))?;
         if !text.ends_with('\n') {
-            return Err("corrupt: truncated (no final newline)".into());
+            crate::bail!("corrupt: truncated (no final newline)");
         }
         // Header first: a stale version is reported as such even if the rest differs.
         let first = text.split('\n').next().unwrap_or("");
         let mut hf = first.split(' ');
         if hf.next() != Some(MAGIC) {
-            return Err("corrupt: not a work-group tuning cache (bad magic)".into());
+            crate::bail!("corrupt: not a work-group tuning cache (bad magic)");
         }
         let (fv, tv) = (hf.next().unwrap_or(""), hf.next().unwrap_or(""));
         if hf.next().is_some() {
-            return Err("corrupt: bad header".into());
+            crate::bail!("corrupt: bad header");
         }
         if fv != FORMAT_VERSION.to_string() || tv != TUNER_VERSION.to_string() {
-            return Err(format!(
+            crate::bail!(
                 "stale: file has format {fv:?} tuner {tv:?}, expected format {FORMAT_VERSION} tuner {TUNER_VERSION}"
-            ));
+            );
         }
-        let body_end = text.rfind("crc32\t").ok_or("corrupt: no checksum line")?;
+        let body_end = text.rfind("crc32\t").ok_or_else(|| Error::new("corrupt: no checksum line"))?;
         if body_end == 0 || !text[..body_end].ends_with('\n') {
-            return Err("corrupt: checksum line misplaced".into());
+            crate::bail!("corrupt: checksum line misplaced");
         }
         let crc_line = &text[body_end + "crc32\t".len()..text.len() - 1];
         if crc_line.len() != 8 || !crc_line.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            return Err("corrupt: bad checksum field".into());
+            crate::bail!("corrupt: bad checksum field");
         }
-        let want = u32::from_str_radix(crc_line, 16).map_err(|_| "corrupt: bad checksum field".to_string())?;
+        let want = u32::from_str_radix(crc_line, 16).map_err(|_| Error::new("corrupt: bad checksum field"))?;
         let got = crc32(&text.as_bytes()[..body_end]);
         if want != got {
-            return Err(format!("corrupt: checksum mismatch (file {want:08x}, content {got:08x})"));
+            crate::bail!("corrupt: checksum mismatch (file {want:08x}, content {got:08x})");
         }
         let mut lines = text[..body_end - 1].split('\n');
         lines.next(); // header, checked above
-        let scope_line = lines.next().ok_or("corrupt: no scope line")?;
-        let file_scope = unescape(scope_line.strip_prefix("scope\t").ok_or("corrupt: bad scope line")?)?;
+        let scope_line = lines.next().ok_or_else(|| Error::new("corrupt: no scope line"))?;
+        let file_scope =
+            unescape(scope_line.strip_prefix("scope\t").ok_or_else(|| Error::new("corrupt: bad scope line"))?)?;
         if file_scope != scope {
-            return Err(format!("stale: file scope {file_scope:?} is not {scope:?}"));
+            crate::bail!("stale: file scope {file_scope:?} is not {scope:?}");
         }
-        let count_line = lines.next().ok_or("corrupt: no entries line")?;
-        let count: usize =
-            count_line.strip_prefix("entries\t").and_then(|c| c.parse().ok()).ok_or("corrupt: bad entries line")?;
+        let count_line = lines.next().ok_or_else(|| Error::new("corrupt: no entries line"))?;
+        let count: usize = count_line
+            .strip_prefix("entries\t")
+            .and_then(|c| c.parse().ok())
+            .ok_or_else(|| Error::new("corrupt: bad entries line"))?;
         let mut cache = TuneCache::new(scope);
         let mut seen = 0usize;
         for (i, line) in lines.enumerate() {
             let f: Vec<&str> = line.split('\t').collect();
             if f.len() != 9 || f[0] != "e" {
-                return Err(format!("corrupt: bad entry line {}", i + 1));
+                crate::bail!("corrupt: bad entry line {}", i + 1);
             }
             let key = CacheKey {
                 device: unescape(f[1])?,
@@ -376,13 +380,13 @@ impl TuneCache {
                 work_group: parse_triple(f[5])?,
                 median_ns: parse_f64(f[6])?,
                 baseline_ns: parse_f64(f[7])?,
-                samples: f[8].parse().map_err(|_| format!("corrupt: bad sample count {:?}", f[8]))?,
+                samples: f[8].parse().map_err(|_| Error::new(format!("corrupt: bad sample count {:?}", f[8])))?,
             };
             cache.entries.insert(key, entry);
             seen += 1;
         }
         if seen != count || cache.entries.len() != count {
-            return Err(format!("corrupt: {seen} entry lines, header says {count}"));
+            crate::bail!("corrupt: {seen} entry lines, header says {count}");
         }
         Ok(cache)
     }
@@ -408,7 +412,7 @@ impl TuneCache {
                 let n = c.len();
                 (c, LoadStatus::Loaded { entries: n })
             }
-            Err(reason) => (empty(), LoadStatus::Ignored(reason)),
+            Err(reason) => (empty(), LoadStatus::Ignored(reason.message)),
         }
     }
 
@@ -576,7 +580,7 @@ mod tests {
             1,
         );
         let r = TuneCache::decode(old.as_bytes(), c.scope()).unwrap_err();
-        assert!(r.starts_with("stale"), "{r}");
+        assert!(r.message.starts_with("stale"), "{r}");
         // Driver update: retain_driver drops that device's old entries only.
         let mut m = sample_cache();
         m.retain_driver(&key(0).device, "new driver");

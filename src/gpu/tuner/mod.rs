@@ -40,7 +40,6 @@
 
 pub mod cache;
 pub mod candidates;
-pub mod cli;
 pub mod profiler;
 pub mod select;
 
@@ -49,8 +48,9 @@ pub use candidates::{
     CandidateOptions, DeviceInfo, GpuVendor, KernelInfo, NO_CANDIDATE_ERROR, OpClass, TuningType, WorkGroup,
 };
 pub use profiler::{Clock, FakeClock, FakeProfiler, Profiler, SystemClock};
-pub use select::{Decision, Policy, Selection, TuneError};
+pub use select::{Decision, Policy, Selection};
 
+use crate::error::Result;
 use std::io;
 use std::path::Path;
 
@@ -202,7 +202,7 @@ impl Tuner {
         }
     }
 
-    fn fast(&self, k: &KernelToTune<'_>) -> Result<WorkGroup, TuneError> {
+    fn fast(&self, k: &KernelToTune<'_>) -> Result<WorkGroup> {
         let pick = candidates::fast_pick(k.op, &self.device, &k.kernel, k.grid);
         if candidates::is_valid(pick, &self.device, &k.kernel) {
             return Ok(pick);
@@ -211,16 +211,11 @@ impl Tuner {
         candidates::our_candidates(k.grid, &self.device, &k.kernel, &[], &self.config.candidates)
             .first()
             .copied()
-            .ok_or(TuneError::NoCandidate)
+            .ok_or_else(select::no_candidate)
     }
 
     /// Chooses the work group of one kernel.
-    pub fn tune(
-        &mut self,
-        k: &KernelToTune<'_>,
-        profiler: &mut dyn Profiler,
-        clock: &dyn Clock,
-    ) -> Result<Choice, TuneError> {
+    pub fn tune(&mut self, k: &KernelToTune<'_>, profiler: &mut dyn Profiler, clock: &dyn Clock) -> Result<Choice> {
         self.stats.kernels += 1;
         let t0 = clock.now_ns();
         let result = self.tune_inner(k, profiler, clock);
@@ -237,12 +232,7 @@ impl Tuner {
         result
     }
 
-    fn tune_inner(
-        &mut self,
-        k: &KernelToTune<'_>,
-        profiler: &mut dyn Profiler,
-        clock: &dyn Clock,
-    ) -> Result<Choice, TuneError> {
+    fn tune_inner(&mut self, k: &KernelToTune<'_>, profiler: &mut dyn Profiler, clock: &dyn Clock) -> Result<Choice> {
         let plain = |work_group, source| Choice { work_group, source, launches: 0, selection: None };
         if let Some(wg) = k.fixed {
             return Ok(plain(wg, ChoiceSource::Fixed));

@@ -20,11 +20,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use super::candidates::{WorkGroup, divide_round_up};
+use crate::error::{Error, Result};
 
 /// One timed launch of a kernel with local size `candidate`: elapsed device time in ns,
 /// or why it could not run (e.g. `CL_INVALID_WORK_GROUP_SIZE`).
 pub trait Profiler {
-    fn time(&mut self, candidate: WorkGroup) -> Result<f64, String>;
+    fn time(&mut self, candidate: WorkGroup) -> Result<f64>;
 }
 
 /// Wall clock in ns since an arbitrary origin.
@@ -276,7 +277,7 @@ impl FakeProfiler {
 }
 
 impl Profiler for FakeProfiler {
-    fn time(&mut self, candidate: WorkGroup) -> Result<f64, String> {
+    fn time(&mut self, candidate: WorkGroup) -> Result<f64> {
         self.calls += 1;
         *self.per_candidate.entry(candidate).or_insert(0) += 1;
         let mut wall = self.launch_overhead_ns;
@@ -286,7 +287,7 @@ impl Profiler for FakeProfiler {
         if self.failing.contains(&candidate) {
             self.clock.advance_f64(wall);
             self.max_call_ns = self.max_call_ns.max(wall);
-            return Err(format!("CL_INVALID_WORK_GROUP_SIZE for {candidate:?}"));
+            crate::bail!("CL_INVALID_WORK_GROUP_SIZE for {candidate:?}");
         }
         let mut t = (self.cost)(candidate) * (self.noise.sigma * self.rng.normal()).exp();
         if self.noise.outlier_rate > 0.0 && self.rng.next_f64() < self.noise.outlier_rate {
@@ -316,7 +317,7 @@ impl ReplayProfiler {
     }
 
     /// Parses `x,y,z,ns` lines (blank lines and `#` comments ignored).
-    pub fn from_csv(text: &str) -> Result<Self, String> {
+    pub fn from_csv(text: &str) -> Result<Self> {
         let mut samples: HashMap<WorkGroup, Vec<f64>> = HashMap::new();
         for (i, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -325,13 +326,13 @@ impl ReplayProfiler {
             }
             let f: Vec<&str> = line.split(',').map(str::trim).collect();
             if f.len() != 4 {
-                return Err(format!("line {}: expected x,y,z,ns", i + 1));
+                crate::bail!("line {}: expected x,y,z,ns", i + 1);
             }
             let mut wg = [0usize; 3];
             for a in 0..3 {
-                wg[a] = f[a].parse().map_err(|_| format!("line {}: bad size {:?}", i + 1, f[a]))?;
+                wg[a] = f[a].parse().map_err(|_| Error::new(format!("line {}: bad size {:?}", i + 1, f[a])))?;
             }
-            let ns: f64 = f[3].parse().map_err(|_| format!("line {}: bad time {:?}", i + 1, f[3]))?;
+            let ns: f64 = f[3].parse().map_err(|_| Error::new(format!("line {}: bad time {:?}", i + 1, f[3])))?;
             samples.entry(wg).or_default().push(ns);
         }
         Ok(Self::new(samples))
@@ -339,13 +340,13 @@ impl ReplayProfiler {
 }
 
 impl Profiler for ReplayProfiler {
-    fn time(&mut self, candidate: WorkGroup) -> Result<f64, String> {
+    fn time(&mut self, candidate: WorkGroup) -> Result<f64> {
         self.calls += 1;
         let list = self
             .samples
             .get(&candidate)
             .filter(|l| !l.is_empty())
-            .ok_or_else(|| format!("no recorded samples for {candidate:?}"))?;
+            .ok_or_else(|| Error::new(format!("no recorded samples for {candidate:?}")))?;
         let c = self.cursor.entry(candidate).or_insert(0);
         let t = list[*c % list.len()];
         *c += 1;

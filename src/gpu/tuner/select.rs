@@ -65,6 +65,7 @@ use std::fmt;
 
 use super::candidates::{DeviceInfo, NO_CANDIDATE_ERROR, WorkGroup};
 use super::profiler::{Clock, Profiler};
+use crate::error::{Error, Result};
 
 /// Times above this (100 s) are treated as broken events (TFLite's Adreno-3xx rule).
 pub const MAX_PLAUSIBLE_NS: f64 = 100.0 * 1e9;
@@ -75,25 +76,18 @@ const MEDIAN_SE_FACTOR: f64 = 1.253_314_137_315_500_3;
 /// MAD to standard deviation (normal data).
 const MAD_TO_SIGMA: f64 = 1.482_602_218_505_602;
 
-/// Why tuning failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TuneError {
-    /// No work-group candidate (TFLite's NotFound error).
-    NoCandidate,
-    /// The profiler failed (TFLite) or every candidate failed to launch (ours).
-    Profiler(String),
+/// No work-group candidate (TFLite's NotFound error).
+pub(super) fn no_candidate() -> Error {
+    Error::new(NO_CANDIDATE_ERROR)
 }
 
-impl fmt::Display for TuneError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TuneError::NoCandidate => f.write_str(NO_CANDIDATE_ERROR),
-            TuneError::Profiler(m) => write!(f, "work-group tuning failed: {m}"),
-        }
-    }
+/// The profiler failed (TFLite) or every candidate failed to launch (ours).
+fn tuning_failed(why: impl fmt::Display) -> Error {
+    Error::new(format!("{TUNING_FAILED}{why}"))
 }
 
-impl std::error::Error for TuneError {}
+/// How the messages of [`tuning_failed`] begin.
+const TUNING_FAILED: &str = "work-group tuning failed: ";
 
 /// TFLite's choice from single samples (`GetBestWorkGroupIndex`): argmin, first on ties;
 /// with `possible_bug_with_events` (Adreno 3xx) only among times `>= 0.1 x` the average of
@@ -124,19 +118,15 @@ pub fn tflite_best_index(times_ns: &[f64], possible_bug_with_events: bool) -> us
 /// TFLite's selection: no candidate → error; one → index 0 unmeasured; else every
 /// candidate timed once in list order and [`tflite_best_index`]. A profiler error aborts
 /// (TFLite's `RETURN_IF_ERROR`).
-pub fn select_tflite(
-    candidates: &[WorkGroup],
-    profiler: &mut dyn Profiler,
-    device: &DeviceInfo,
-) -> Result<usize, TuneError> {
+pub fn select_tflite(candidates: &[WorkGroup], profiler: &mut dyn Profiler, device: &DeviceInfo) -> Result<usize> {
     match candidates.len() {
-        0 => return Err(TuneError::NoCandidate),
+        0 => return Err(no_candidate()),
         1 => return Ok(0),
         _ => {}
     }
     let mut times = Vec::with_capacity(candidates.len());
     for &c in candidates {
-        times.push(profiler.time(c).map_err(TuneError::Profiler)?);
+        times.push(profiler.time(c).map_err(tuning_failed)?);
     }
     Ok(tflite_best_index(&times, device.is_adreno3xx()))
 }
@@ -321,7 +311,7 @@ impl Race<'_> {
             Ok(t) => Some(t),
             Err(e) => {
                 self.failed[i] = true;
-                self.last_error = Some(e);
+                self.last_error = Some(e.message);
                 None
             }
         }
@@ -431,10 +421,10 @@ pub fn select(
     clock: &dyn Clock,
     policy: &Policy,
     model_deadline: Option<u64>,
-) -> Result<Selection, TuneError> {
+) -> Result<Selection> {
     let n = candidates.len();
     if n == 0 {
-        return Err(TuneError::NoCandidate);
+        return Err(no_candidate());
     }
     let mut b = if baseline < n { baseline } else { 0 };
     if n == 1 {
@@ -653,7 +643,7 @@ pub fn select(
 
     // 6. Decide.
     if race.failed.iter().all(|&f| f) {
-        return Err(TuneError::Profiler(race.last_error.unwrap_or_else(|| "every candidate failed".into())));
+        return Err(tuning_failed(race.last_error.as_deref().unwrap_or("every candidate failed")));
     }
     let complete = race.stop != Some(Stop::Model);
     let mb_all = race.median_of(b);
@@ -727,6 +717,11 @@ mod tests {
     }
 
     /// Profiler over a table of true costs indexed by x (y = z = 1).
+    /// Whether tuning failed because of the profiler (not for want of a candidate).
+    fn tuning_failure<T>(r: Result<T>) -> bool {
+        r.is_err_and(|e| e.message.starts_with(TUNING_FAILED))
+    }
+
     fn table_profiler(costs: Vec<f64>, sigma: f64, seed: u64) -> (FakeProfiler, FakeClock) {
         let clock = FakeClock::new();
         let p = FakeProfiler::new(
@@ -743,7 +738,6 @@ mod tests {
         let (mut p, clock) = table_profiler(vec![1.0], 0.0, 0);
         let d = DeviceInfo::new([1024; 3]);
         let e = select_tflite(&[], &mut p, &d).unwrap_err();
-        assert_eq!(e, TuneError::NoCandidate);
         assert_eq!(e.to_string(), "Can not found work_group size to launch kernel");
         let e = select(&[], 0, &mut p, &clock, &Policy::full(), None).unwrap_err();
         assert_eq!(e.to_string(), "Can not found work_group size to launch kernel");
@@ -776,7 +770,7 @@ mod tests {
         assert_eq!(p.calls, 4);
         // An error aborts.
         p.failing.insert([2, 1, 1]);
-        assert!(matches!(select_tflite(&cands(&[[1, 1, 1], [2, 1, 1]]), &mut p, &d), Err(TuneError::Profiler(_))));
+        assert!(tuning_failure(select_tflite(&cands(&[[1, 1, 1], [2, 1, 1]]), &mut p, &d)));
         let adreno = DeviceInfo::new([1024; 3]).with_vendor(GpuVendor::Adreno { model: 330 });
         assert!(adreno.is_adreno3xx());
     }
@@ -894,7 +888,7 @@ mod tests {
         for wg in &list {
             p.failing.insert(*wg);
         }
-        assert!(matches!(select(&list, 0, &mut p, &clock, &Policy::full(), None), Err(TuneError::Profiler(_))));
+        assert!(tuning_failure(select(&list, 0, &mut p, &clock, &Policy::full(), None)));
     }
 
     #[test]
@@ -956,7 +950,7 @@ mod tests {
                 }
                 match select(&list, (seed % 4) as usize, &mut p, &clock, pol, None) {
                     Ok(s) => assert!(s.index < n && list[s.index] == s.work_group),
-                    Err(TuneError::Profiler(_)) => {}
+                    Err(e) if e.message.starts_with(TUNING_FAILED) => {}
                     Err(e) => panic!("{e}"),
                 }
                 assert!(p.calls < 100_000);

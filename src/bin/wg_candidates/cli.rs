@@ -1,6 +1,6 @@
 //! `wg-candidates`: prints work-group candidates for a grid and limits, one `x,y,z` per
-//! line in generation order. The binary (`src/bin/wg_candidates.rs`) only forwards its
-//! arguments to [`run`], so the tests here are tests of the command.
+//! line in generation order. The binary's `main` only forwards its arguments to [`run`],
+//! so the tests here are tests of the command.
 //!
 //! ```text
 //! wg-candidates --grid X,Y,Z --device-max X,Y,Z --kernel-max N
@@ -19,7 +19,7 @@
 //! Numbers are decimal integers in `1..=2147483647` (TFLite computes with `int`). Bad
 //! arguments: a message and the usage on stderr, exit status 2.
 
-use super::candidates::{
+use tensorflowlite_c::gpu::tuner::candidates::{
     CandidateOptions, DeviceInfo, KernelInfo, WorkGroup, conv_max_z_size_with,
     generate_work_group_sizes_aligned_to_grid, get_work_group, get_work_group_conv, our_candidates,
 };

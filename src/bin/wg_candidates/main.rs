@@ -1,5 +1,6 @@
 //! `wg-candidates`: prints TFLite's work-group candidates for a grid and device/kernel
-//! limits, one `x,y,z` per line in generation order (see `gpu::tuner::cli`).
+//! limits, one `x,y,z` per line in generation order (see `cli.rs`, which has the logic
+//! and its tests; the library's `gpu::tuner::candidates` has the generators).
 //!
 //! ```text
 //! wg-candidates --grid X,Y,Z --device-max X,Y,Z --kernel-max N
@@ -8,10 +9,12 @@
 //! ```
 //! Bad arguments: the reason and the usage on stderr, exit status 2.
 
+mod cli;
+
 use std::io::Write;
 use std::process::ExitCode;
 
-use tensorflowlite_c::gpu::tuner::cli::{CliOutcome, USAGE, run};
+use cli::{CliOutcome, USAGE, run};
 
 fn main() -> ExitCode {
     let args: Vec<String> = match std::env::args_os().skip(1).map(|a| a.into_string()).collect() {

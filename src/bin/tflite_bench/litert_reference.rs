@@ -1,6 +1,7 @@
 //! LiteRT 2.3.0's arena sizes for the corpus models: what "never worse than TFLite"
 //! is measured against (the benchmark's `--compare` column and
-//! `tests/arena_vs_litert.rs`).
+//! `tests/arena_vs_litert.rs`, which includes this file with `#[path]`). Development
+//! data: the library does not contain it.
 //!
 //! Source: shared/design/MEMORY.md, RESULTS section 0 ("The emulation of TFLite is
 //! exact", the `validate_litert` table): the extent of the real LiteRT 2.3.0
