@@ -9,7 +9,7 @@
  *  - the partitions of the demo model's f(x) = sin(x) + x + sin(2x) with a delegate
  *    taking SIN (models/sin_add_mul.tflite): PreviewDelegatePartitioning, the
  *    params passed to the kernel's init, the execution plan afterwards (the
- *    seed's four subsets), and the result;
+ *    four subsets TFLite makes), and the result;
  *  - a delegate taking the ADD nodes 1, 3, 7 of an 8-node chain
  *    (c_tests/data/delegate_chain8.tflite, made by `make-test-models`): an
  *    execution plan of 7;
@@ -1143,8 +1143,8 @@ static void CheckRecord(const InitRecord* r, const int* nodes, int num_nodes,
 
 /* sin_add_mul.tflite: 0 SIN(x)->t2, 1 ADD(t2,x)->t3, 2 MUL(x,c)->t4,
  * 3 SIN(t4)->t5, 4 ADD(t3,t5)->t6. A delegate taking SIN splits it into the
- * seed's four subsets: [SIN1] [ADD1, MUL] [SIN2] [ADD2]. */
-static void TestSeed002Partitions(void) {
+ * four subsets TFLite makes: [SIN1] [ADD1, MUL] [SIN2] [ADD2]. */
+static void TestSinAddMulPartitions(void) {
   TfLiteModel* model =
       TfLiteModelCreateFromFile(ModelPath("sin_add_mul.tflite"));
   TfLiteInterpreterOptions* options = TfLiteInterpreterOptionsCreate();
@@ -1413,7 +1413,7 @@ int main(void) {
   RUN_TEST(TestResizeReappliesStaticShapeDelegate);
   RUN_TEST(TestResizeKeepsDynamicShapeDelegate);
   RUN_TEST(TestRequirePropagatedShapes);
-  RUN_TEST(TestSeed002Partitions);
+  RUN_TEST(TestSinAddMulPartitions);
   RUN_TEST(TestChainOfEightNodes);
   RUN_TEST(TestVersionAwareDelegateLeavesNewerOpOnCpu);
   RUN_TEST(TestVersionAwareDelegateTakesSupportedVersion);

@@ -4,8 +4,8 @@
  * A delegate that takes every SIN node. ReplaceNodeSubsetsWithDelegateKernels
  * gathers connected SIN nodes into one delegate node per partition, so one
  * delegate kernel may stand for several SIN nodes (sin(sin(x)) is a single
- * partition of two). The seed's kernel computed sin of its input once, which is
- * wrong then; this kernel runs every node of its partition, in order, keeping
+ * partition of two). A kernel that computes sin of its input once is wrong
+ * then; this kernel runs every node of its partition, in order, keeping
  * the tensors produced and consumed inside the partition in its own buffers
  * (the runtime does not allocate those).
  *
@@ -117,8 +117,8 @@ static float* Data(TfLiteContext* context, SinKernel* k, int tensor) {
   return context->tensors[tensor].data.f;
 }
 
-/* Every node of the partition, in order: this is what the seed's kernel
- * missed. */
+/* Every node of the partition, in order: a kernel computing sin once would
+ * miss the others. */
 static TfLiteStatus SinKernelInvoke(TfLiteContext* context, TfLiteNode* node) {
   SinKernel* k = (SinKernel*)node->user_data;
   for (int i = 0; i < k->num_ops; ++i) {

@@ -606,7 +606,7 @@ mod tests {
             .sum()
     }
 
-    /// The seed's figure 4: nodes 0..=6, five intermediates with
+    /// The ArenaPlanner write-up's figure 4: nodes 0..=6, five intermediates with
     /// i > v > ii > iv > iii, lifetimes i [1,2], ii [2,4], iii [3,5], v [4,5],
     /// iv [5,6]. Node 0 turns the graph input x into the graph output h (both
     /// whole-lifetime: the "blue" tensors at the bottom of figure 6); node 6 turns
@@ -659,7 +659,7 @@ mod tests {
         assert_eq!(life(s.iv), (Some(5), Some(6)));
         assert_eq!(life(s.y), (Some(6), None));
 
-        // The seed's order: input/output tensors, then i, v, ii, iv, iii.
+        // The write-up's order: input/output tensors, then i, v, ii, iv, iii.
         let expect: Vec<usize> = [s.x, s.h, s.i, s.v, s.ii, s.iv, s.iii, s.y].map(u).to_vec();
         assert_eq!(order(&s.g), expect);
 
@@ -702,9 +702,9 @@ mod tests {
         assert_eq!(p.arena_bytes, linear(&s.g).arena_bytes);
     }
 
-    /// The seed's 320-vs-832 claim: 64-byte tensors, two inputs, one output, ten
+    /// The ArenaPlanner write-up's 320-vs-832 claim: 64-byte tensors, two inputs, one output, ten
     /// intermediates, no branches: "(2 + 1) * 64 + 64 * 2 = 320" with reuse and
-    /// "(2 + 1 + 10) * 64 = 832" when intermediates are kept. The seed's count
+    /// "(2 + 1 + 10) * 64 = 832" when intermediates are kept. That count
     /// assumes the output, like the inputs, is live from node 0 (its step 3 puts
     /// outputs at alloc node 0). That is the case when node 0 writes it; here
     /// node 0 writes the output and the first intermediate, nodes 1..=9 continue
@@ -746,8 +746,8 @@ mod tests {
     }
 
     #[test]
-    fn seed_alloc_table_through_the_arena_gives_320() {
-        // The seed's table itself: inputs and output alloc 0 / never freed,
+    fn worked_alloc_table_through_the_arena_gives_320() {
+        // The write-up's table itself: inputs and output alloc 0 / never freed,
         // intermediate k live [k, k + 1], placed in TFLite's order.
         let mut arena = SimpleMemoryArena::new();
         for _ in 0..3 {
@@ -768,7 +768,7 @@ mod tests {
     fn plain_chain_with_output_at_the_end_beats_the_seed_count() {
         // The same tensors as a plain chain whose last node writes the output:
         // TFLite allocates the output only at its node, where it reuses a dead
-        // intermediate's slot, so the real arena is 256 < 320 (the seed's figure
+        // intermediate's slot, so the real arena is 256 < 320 (the write-up's figure
         // is an upper bound). Keeping intermediates still costs 832.
         let mut g = TestGraph::new();
         let in0 = g.arena(64);

@@ -114,7 +114,7 @@ impl GpuVendor {
     }
 }
 
-/// The device limits TFLite's generators read (`GpuInfo` / seed's `DeviceInfo`).
+/// The device limits TFLite's generators read (`GpuInfo` / `DeviceInfo`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceInfo {
     /// `CL_DEVICE_MAX_WORK_ITEM_SIZES[0..3]`.
@@ -123,7 +123,7 @@ pub struct DeviceInfo {
     pub max_work_group_size_z: usize,
     /// `CL_DEVICE_MAX_WORK_GROUP_SIZE` when known. Newer TFLite clamps each per-axis limit
     /// to it (a driver bug reports per-axis limits above the total); `None` = no clamp,
-    /// which is what the seed's code and `wg-candidates --device-max` do.
+    /// which is what older TFLite releases and `wg-candidates --device-max` do.
     pub max_work_group_total_size: Option<usize>,
     pub vendor: GpuVendor,
 }
