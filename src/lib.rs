@@ -2,6 +2,9 @@
 //! (`libtensorflowlite_c.so`). See README.md for the layout; the module tree is:
 //!
 //! - `abi`: `#[repr(C)]` mirrors of TFLite's structs and enums (shared by every layer).
+//! - `ffi`: what every function called from C is built on (C API entry points, context
+//!   callbacks, kernel and delegate trampolines): the one panic boundary, each return
+//!   type's error value, handle pointers turned into references.
 //! - `model`: `.tflite` flatbuffer loading, verification and validation.
 //! - `resolver`: op resolver with version ranges.
 //! - `memory`: the arena planner.
@@ -16,6 +19,7 @@ pub mod abi;
 pub mod c_api;
 pub mod delegate;
 pub mod error;
+pub(crate) mod ffi;
 pub mod gpu;
 pub mod interpreter;
 pub mod kernels;
