@@ -4,6 +4,9 @@
 //! - `abi`: `#[repr(C)]` mirrors of TFLite's structs and enums (shared by every layer).
 //! - `error`: the crate's one error type (a message and the `TfLiteStatus` it maps to),
 //!   returned by every layer.
+//! - `ffi`: what every function called from C is built on (C API entry points, context
+//!   callbacks, kernel and delegate trampolines): the one panic boundary, each return
+//!   type's error value, handle pointers turned into references.
 //! - `model`: `.tflite` flatbuffer loading, verification and validation.
 //! - `resolver`: op resolver with version ranges.
 //! - `memory`: the arena planner.
@@ -22,6 +25,7 @@ pub mod abi;
 pub mod c_api;
 pub mod delegate;
 pub mod error;
+pub(crate) mod ffi;
 pub mod gpu;
 pub mod interpreter;
 pub mod kernels;

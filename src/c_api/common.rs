@@ -8,6 +8,7 @@
 use super::ffi::{empty_delegate, into_raw};
 use crate::abi::arrays::*;
 use crate::abi::types::*;
+use crate::ffi::{try_mut, try_ref};
 use core::ffi::{c_char, c_int, c_void};
 use core::mem::size_of;
 
@@ -298,11 +299,9 @@ pub(crate) unsafe fn tensor_free(t: &mut TfLiteTensor) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteTensorDataFree(t: *mut TfLiteTensor) {
     ffi_boundary!({
-        // SAFETY: NULL or a live tensor whose owned members are malloc'ed (API contract).
-        if let Some(t) = unsafe { t.as_mut() } {
-            // SAFETY: as above.
-            unsafe { tensor_data_free(t) }
-        }
+        let t = try_mut!(t);
+        // SAFETY: the tensor's owned members are malloc'ed (API contract).
+        unsafe { tensor_data_free(t) }
     })
 }
 
@@ -333,11 +332,9 @@ pub unsafe extern "C" fn TfLiteSparsityFree(sparsity: *mut TfLiteSparsity) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteTensorFree(t: *mut TfLiteTensor) {
     ffi_boundary!({
-        // SAFETY: NULL or a live tensor whose owned members are malloc'ed (API contract).
-        if let Some(t) = unsafe { t.as_mut() } {
-            // SAFETY: as above.
-            unsafe { tensor_free(t) }
-        }
+        let t = try_mut!(t);
+        // SAFETY: the tensor's owned members are malloc'ed (API contract).
+        unsafe { tensor_free(t) }
     })
 }
 
@@ -358,8 +355,7 @@ pub unsafe extern "C" fn TfLiteTensorReset(
     tensor: *mut TfLiteTensor,
 ) {
     ffi_boundary!({
-        // SAFETY: NULL or a live tensor (API contract).
-        let Some(t) = (unsafe { tensor.as_mut() }) else { return };
+        let t = try_mut!(tensor);
         let (Some(r#type), Some(allocation_type)) =
             (TfLiteType::from_raw(r#type), TfLiteAllocationType::from_raw(allocation_type))
         else {
@@ -433,10 +429,8 @@ pub unsafe extern "C" fn TfLiteTensorCopy(src: *const TfLiteTensor, dst: *mut Tf
 }
 
 /// # Safety
-/// As `TfLiteTensorResizeMaybeCopy`.
-unsafe fn resize_maybe_copy(num_bytes: usize, tensor: *mut TfLiteTensor, preserve_data: bool) -> TfLiteStatus {
-    // SAFETY: NULL or a live tensor (API contract).
-    let Some(t) = (unsafe { tensor.as_mut() }) else { return TfLiteStatus::kTfLiteError };
+/// `t`'s data, when dynamic or persistent read-only, must be malloc'ed and owned by it.
+unsafe fn resize_maybe_copy(num_bytes: usize, t: &mut TfLiteTensor, preserve_data: bool) -> TfLiteStatus {
     if !matches!(
         t.allocation(),
         Some(TfLiteAllocationType::kTfLiteDynamic) | Some(TfLiteAllocationType::kTfLitePersistentRo)
@@ -483,8 +477,9 @@ pub unsafe extern "C" fn TfLiteTensorResizeMaybeCopy(
     preserve_data: bool,
 ) -> TfLiteStatus {
     ffi_boundary!({
+        let t = try_mut!(tensor);
         // SAFETY: forwarded contract.
-        unsafe { resize_maybe_copy(num_bytes, tensor, preserve_data) }
+        unsafe { resize_maybe_copy(num_bytes, t, preserve_data) }
     })
 }
 
@@ -492,8 +487,9 @@ pub unsafe extern "C" fn TfLiteTensorResizeMaybeCopy(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteTensorRealloc(num_bytes: usize, tensor: *mut TfLiteTensor) -> TfLiteStatus {
     ffi_boundary!({
+        let t = try_mut!(tensor);
         // SAFETY: forwarded contract.
-        unsafe { resize_maybe_copy(num_bytes, tensor, true) }
+        unsafe { resize_maybe_copy(num_bytes, t, true) }
     })
 }
 
@@ -501,11 +497,7 @@ pub unsafe extern "C" fn TfLiteTensorRealloc(num_bytes: usize, tensor: *mut TfLi
 /// has no (or an empty) signature; NULL for NULL. Owned by the tensor.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteTensorGetDimsSignature(t: *const TfLiteTensor) -> *const TfLiteIntArray {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        let Some(t) = (unsafe { t.as_ref() }) else { return core::ptr::null() };
-        dims_signature(t)
-    })
+    ffi_boundary!({ dims_signature(try_ref!(t)) })
 }
 
 /// The shape signature, falling back to the shape.
@@ -514,10 +506,10 @@ pub(crate) fn dims_signature(t: &TfLiteTensor) -> *const TfLiteIntArray {
     if !t.dims_signature.is_null() && unsafe { (*t.dims_signature).size } != 0 { t.dims_signature } else { t.dims }
 }
 
-pub(crate) fn allocation_strategy(t: Option<&TfLiteTensor>) -> TfLiteAllocationStrategy {
+pub(crate) fn allocation_strategy(t: &TfLiteTensor) -> TfLiteAllocationStrategy {
     use TfLiteAllocationStrategy::*;
     use TfLiteAllocationType::*;
-    match t.and_then(TfLiteTensor::allocation) {
+    match t.allocation() {
         Some(kTfLiteMemNone) => kTfLiteAllocationStrategyNone,
         Some(kTfLiteMmapRo) => kTfLiteAllocationStrategyMMap,
         Some(kTfLiteArenaRw | kTfLiteArenaRwPersistent) => kTfLiteAllocationStrategyArena,
@@ -527,10 +519,10 @@ pub(crate) fn allocation_strategy(t: Option<&TfLiteTensor>) -> TfLiteAllocationS
     }
 }
 
-pub(crate) fn buffer_address_stability(t: Option<&TfLiteTensor>) -> TfLiteRunStability {
+pub(crate) fn buffer_address_stability(t: &TfLiteTensor) -> TfLiteRunStability {
     use TfLiteAllocationType::*;
     use TfLiteRunStability::*;
-    match t.and_then(TfLiteTensor::allocation) {
+    match t.allocation() {
         Some(kTfLiteMemNone | kTfLiteMmapRo | kTfLiteVariantObject) => kTfLiteRunStabilityAcrossRuns,
         Some(kTfLiteArenaRw | kTfLiteArenaRwPersistent) => kTfLiteRunStabilityUnstable,
         Some(kTfLiteDynamic | kTfLitePersistentRo) => kTfLiteRunStabilitySingleRun,
@@ -538,10 +530,10 @@ pub(crate) fn buffer_address_stability(t: Option<&TfLiteTensor>) -> TfLiteRunSta
     }
 }
 
-pub(crate) fn data_stability(t: Option<&TfLiteTensor>) -> TfLiteRunStability {
+pub(crate) fn data_stability(t: &TfLiteTensor) -> TfLiteRunStability {
     use TfLiteAllocationType::*;
     use TfLiteRunStability::*;
-    match t.and_then(TfLiteTensor::allocation) {
+    match t.allocation() {
         Some(kTfLiteMemNone | kTfLiteMmapRo | kTfLiteArenaRwPersistent) => kTfLiteRunStabilityAcrossRuns,
         Some(kTfLiteArenaRw | kTfLiteDynamic | kTfLitePersistentRo | kTfLiteVariantObject) => {
             kTfLiteRunStabilitySingleRun
@@ -550,10 +542,10 @@ pub(crate) fn data_stability(t: Option<&TfLiteTensor>) -> TfLiteRunStability {
     }
 }
 
-pub(crate) fn data_known_step(t: Option<&TfLiteTensor>) -> TfLiteRunStep {
+pub(crate) fn data_known_step(t: &TfLiteTensor) -> TfLiteRunStep {
     use TfLiteAllocationType::*;
     use TfLiteRunStep::*;
-    match t.and_then(TfLiteTensor::allocation) {
+    match t.allocation() {
         Some(kTfLiteMemNone | kTfLiteMmapRo) => kTfLiteRunStepInit,
         Some(kTfLitePersistentRo) => kTfLiteRunStepPrepare,
         Some(kTfLiteArenaRw | kTfLiteArenaRwPersistent | kTfLiteDynamic | kTfLiteVariantObject) => kTfLiteRunStepEval,
@@ -561,10 +553,10 @@ pub(crate) fn data_known_step(t: Option<&TfLiteTensor>) -> TfLiteRunStep {
     }
 }
 
-pub(crate) fn shape_known_step(t: Option<&TfLiteTensor>) -> TfLiteRunStep {
+pub(crate) fn shape_known_step(t: &TfLiteTensor) -> TfLiteRunStep {
     use TfLiteAllocationType::*;
     use TfLiteRunStep::*;
-    match t.and_then(TfLiteTensor::allocation) {
+    match t.allocation() {
         Some(kTfLiteMemNone | kTfLiteMmapRo) => kTfLiteRunStepInit,
         Some(kTfLiteArenaRw | kTfLiteArenaRwPersistent | kTfLitePersistentRo) => kTfLiteRunStepPrepare,
         Some(kTfLiteDynamic | kTfLiteVariantObject) => kTfLiteRunStepEval,
@@ -575,46 +567,31 @@ pub(crate) fn shape_known_step(t: Option<&TfLiteTensor>) -> TfLiteRunStep {
 /// Returns how the tensor's data is allocated (Unknown for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteTensorGetAllocationStrategy(t: *const TfLiteTensor) -> TfLiteAllocationStrategy {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        allocation_strategy(unsafe { t.as_ref() })
-    })
+    ffi_boundary!({ allocation_strategy(try_ref!(t)) })
 }
 
 /// Returns how stable the tensor's data address is across runs (Unknown for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteTensorGetBufferAddressStability(t: *const TfLiteTensor) -> TfLiteRunStability {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        buffer_address_stability(unsafe { t.as_ref() })
-    })
+    ffi_boundary!({ buffer_address_stability(try_ref!(t)) })
 }
 
 /// Returns how stable the tensor's data contents are across runs (Unknown for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteTensorGetDataStability(t: *const TfLiteTensor) -> TfLiteRunStability {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        data_stability(unsafe { t.as_ref() })
-    })
+    ffi_boundary!({ data_stability(try_ref!(t)) })
 }
 
 /// Returns the step at which the tensor's data becomes known (Unknown for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteTensorGetDataKnownStep(t: *const TfLiteTensor) -> TfLiteRunStep {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        data_known_step(unsafe { t.as_ref() })
-    })
+    ffi_boundary!({ data_known_step(try_ref!(t)) })
 }
 
 /// Returns the step at which the tensor's shape becomes known (Unknown for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteTensorGetShapeKnownStep(t: *const TfLiteTensor) -> TfLiteRunStep {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        shape_known_step(unsafe { t.as_ref() })
-    })
+    ffi_boundary!({ shape_known_step(try_ref!(t)) })
 }
 
 // ---- delegates ------------------------------------------------------------------------
@@ -670,8 +647,7 @@ pub unsafe extern "C" fn TfLiteOpaqueDelegateDelete(delegate: *mut TfLiteOpaqueD
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueDelegateGetData(delegate: *const TfLiteOpaqueDelegate) -> *mut c_void {
     ffi_boundary!({
-        // SAFETY: NULL or a live delegate (API contract).
-        let Some(d) = (unsafe { delegate.as_ref() }) else { return core::ptr::null_mut() };
+        let d = try_ref!(delegate);
         // SAFETY: a non-NULL builder pointer is a live builder.
         match unsafe { d.opaque_delegate_builder.as_ref() } {
             Some(b) => b.data,

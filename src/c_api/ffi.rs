@@ -1,119 +1,70 @@
-//! Shared machinery for the C entry points: the panic boundary, the value each return
-//! type falls back to, and the few helpers that turn C pointers into Rust values.
+//! Shared machinery for the C entry points: `ffi_boundary!` and `ffi_delete!` (the panic
+//! boundary of `crate::ffi` as each entry point uses it), error reporting, and the few
+//! helpers that turn C strings, arrays and out-pointers into Rust values.
 
 use crate::abi::types::*;
 use crate::interpreter::{Reporter, stderr_reporter};
-use core::ffi::{c_char, c_int};
+use core::ffi::c_char;
 use std::ffi::{CStr, CString};
 
-/// The value an entry point returns when it cannot do its job (or a panic was caught):
-/// `kTfLiteError` for statuses, NULL for pointers, 0 for sizes, "unknown" for enums.
-/// Functions whose documented error value differs (for example -1 for a count) pass it
-/// to `ffi_boundary!` explicitly.
-pub(crate) trait FfiDefault {
-    fn ffi_default() -> Self;
-}
-
-impl FfiDefault for TfLiteStatus {
-    fn ffi_default() -> Self {
-        TfLiteStatus::kTfLiteError
-    }
-}
-impl<T> FfiDefault for *mut T {
-    fn ffi_default() -> Self {
-        core::ptr::null_mut()
-    }
-}
-impl<T> FfiDefault for *const T {
-    fn ffi_default() -> Self {
-        core::ptr::null()
-    }
-}
-impl FfiDefault for () {
-    fn ffi_default() -> Self {}
-}
-impl FfiDefault for c_int {
-    fn ffi_default() -> Self {
-        0
-    }
-}
-impl FfiDefault for usize {
-    fn ffi_default() -> Self {
-        0
-    }
-}
-impl FfiDefault for u64 {
-    fn ffi_default() -> Self {
-        0
-    }
-}
-impl FfiDefault for bool {
-    fn ffi_default() -> Self {
-        false
-    }
-}
-impl FfiDefault for TfLiteType {
-    fn ffi_default() -> Self {
-        TfLiteType::kTfLiteNoType
-    }
-}
-impl FfiDefault for TfLiteAllocationType {
-    fn ffi_default() -> Self {
-        TfLiteAllocationType::kTfLiteMemNone
-    }
-}
-impl FfiDefault for TfLiteAllocationStrategy {
-    fn ffi_default() -> Self {
-        TfLiteAllocationStrategy::kTfLiteAllocationStrategyUnknown
-    }
-}
-impl FfiDefault for TfLiteRunStability {
-    fn ffi_default() -> Self {
-        TfLiteRunStability::kTfLiteRunStabilityUnknown
-    }
-}
-impl FfiDefault for TfLiteRunStep {
-    fn ffi_default() -> Self {
-        TfLiteRunStep::kTfLiteRunStepUnknown
-    }
-}
-impl FfiDefault for TfLiteQuantizationParams {
-    fn ffi_default() -> Self {
-        TfLiteQuantizationParams { scale: 0.0, zero_point: 0 }
-    }
-}
-impl FfiDefault for TfLiteQuantization {
-    fn ffi_default() -> Self {
-        TfLiteQuantization { r#type: TfLiteQuantizationType::kTfLiteNoQuantization, params: core::ptr::null_mut() }
-    }
-}
-impl FfiDefault for TfLiteDelegate {
-    fn ffi_default() -> Self {
-        empty_delegate()
-    }
-}
-impl FfiDefault for crate::abi::builtin_ops::TfLiteBuiltinOperator {
-    fn ffi_default() -> Self {
-        crate::abi::builtin_ops::TfLiteBuiltinOperator::kTfLiteBuiltinCustom
-    }
-}
-
-/// Runs an entry point's body with a panic boundary: a panic becomes the return type's
-/// `FfiDefault` (or the explicit `default = ...`), never an unwind into C. `return`
-/// inside the body returns from the body.
+/// Runs an entry point's body inside the panic boundary (`crate::ffi::guard`): a panic
+/// never unwinds into C; it becomes the return type's `FfiDefault` (or the explicit
+/// `default = ...`) and "internal error: <function> panicked: <message>" is reported.
+/// `return` inside the body returns from the body.
+///
+/// The message goes where the function reports its other errors: stderr by default;
+/// the reporter of the handle `report_to = p` (see `ReportsErrors`); or any
+/// `report = |msg: &str| ...`.
 macro_rules! ffi_boundary {
-    (default = $default:expr, $body:block) => {
-        match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| $body)) {
-            Ok(v) => v,
-            Err(_) => $default,
-        }
+    (@guard $default:expr, $report:expr, $body:block) => {
+        $crate::ffi::guard($crate::ffi::fn_name!(), $default, $report, || $body)
     };
     ($body:block) => {
-        match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| $body)) {
-            Ok(v) => v,
-            Err(_) => $crate::c_api::ffi::FfiDefault::ffi_default(),
-        }
+        ffi_boundary!(default = $crate::ffi::FfiDefault::ffi_default(), $body)
     };
+    (default = $default:expr, $body:block) => {
+        ffi_boundary!(@guard $default, |msg: &str| $crate::c_api::ffi::report(None, msg), $body)
+    };
+    (report = $report:expr, $body:block) => {
+        ffi_boundary!(@guard $crate::ffi::FfiDefault::ffi_default(), $report, $body)
+    };
+    (report_to = $handle:expr, $body:block) => {
+        ffi_boundary!(default = $crate::ffi::FfiDefault::ffi_default(), report_to = $handle, $body)
+    };
+    (default = $default:expr, report_to = $handle:expr, $body:block) => {{
+        let handle: *const _ = $handle;
+        ffi_boundary!(@guard $default, move |msg: &str| {
+            // SAFETY: `handle` is the entry point's own handle argument: NULL or live for
+            // the whole call (the C API contract).
+            unsafe { $crate::c_api::ffi::ReportsErrors::report_error(handle, msg) }
+        }, $body)
+    }};
+}
+
+/// The body of a `*Delete` function for a handle made with `into_raw`: NULL is ignored;
+/// anything else is the pointer the matching create function returned, which C does not
+/// use afterwards (the contract of every `*Delete` function), so it is dropped.
+macro_rules! ffi_delete {
+    ($handle:ident) => {
+        ffi_boundary!({
+            let p = $handle;
+            if !p.is_null() {
+                // SAFETY: see `ffi_delete!`: made by `Box::into_raw` and given back once.
+                drop(unsafe { Box::from_raw(p) });
+            }
+        })
+    };
+}
+
+/// Handles whose entry points report errors to a reporter of their own (an
+/// interpreter's, a context's): a panic caught in such an entry point is reported there
+/// too (`ffi_boundary!(report_to = handle, ..)`).
+pub(crate) trait ReportsErrors {
+    /// Delivers `msg` to `p`'s reporter, or to stderr for NULL.
+    ///
+    /// # Safety
+    /// `p` must be NULL or a live handle.
+    unsafe fn report_error(p: *const Self, msg: &str);
 }
 
 /// A `TfLiteDelegate` with every field zero (`TfLiteDelegateCreate`).

@@ -6,12 +6,13 @@
 //! runs) touches only the cancellation fields and never aliases `Invoke`'s borrow.
 
 use super::callback_resolver::CallbackResolver;
-use super::ffi::{into_raw, report_null, slice_from_raw};
+use super::ffi::{ReportsErrors, into_raw, report, report_null, slice_from_raw};
 use super::model::TfLiteModel;
 use super::options::TfLiteInterpreterOptions;
 use super::signature::{SignatureDef, build_signature_defs};
 use crate::abi::types::*;
 use crate::error::Error;
+use crate::ffi::ref_from_ptr;
 use crate::interpreter::{Interpreter, InterpreterConfig, Reporter, stderr_reporter};
 use crate::model::Model;
 use crate::resolver::builtin::builtin_op_resolver;
@@ -40,7 +41,25 @@ pub struct TfLiteInterpreter {
     _model: Arc<Model>,
 }
 
-/// The interpreter's `Interpreter`.
+// SAFETY: pointers to a `TfLiteInterpreter` point to one.
+unsafe impl crate::ffi::Handle for TfLiteInterpreter {
+    type Target = Self;
+}
+
+impl ReportsErrors for TfLiteInterpreter {
+    unsafe fn report_error(p: *const Self, msg: &str) {
+        if p.is_null() {
+            report(None, msg);
+        } else {
+            // SAFETY: per the function contract, a live interpreter.
+            (unsafe { handle_reporter(p) })(msg);
+        }
+    }
+}
+
+/// The interpreter's `Interpreter`. Not `try_mut!`: entry points borrow only this field,
+/// never the whole handle, so that a concurrent `TfLiteInterpreterCancel` (which reads
+/// the cancellation fields) does not alias their borrow.
 ///
 /// # Safety
 /// `p` must be NULL or a live interpreter from `TfLiteInterpreterCreate*`, and no other
@@ -82,10 +101,10 @@ unsafe fn create(
     func: &str,
 ) -> *mut TfLiteInterpreter {
     // SAFETY: per the function contract.
-    let opts = unsafe { options.as_ref() };
+    let opts = unsafe { ref_from_ptr(options) };
     let reporter: Reporter = opts.and_then(|o| o.reporter).map_or_else(stderr_reporter, |r| r.to_reporter());
     // SAFETY: per the function contract.
-    let Some(model) = (unsafe { model.as_ref() }) else {
+    let Some(model) = (unsafe { ref_from_ptr(model) }) else {
         report_null(Some(&reporter), func, "model");
         return core::ptr::null_mut();
     };
@@ -157,7 +176,7 @@ pub unsafe extern "C" fn TfLiteInterpreterCreate(
     model: *const TfLiteModel,
     optional_options: *const TfLiteInterpreterOptions,
 ) -> *mut TfLiteInterpreter {
-    ffi_boundary!({
+    ffi_boundary!(report_to = optional_options, {
         // SAFETY: forwarded contract.
         unsafe { create(model, optional_options, true, "TfLiteInterpreterCreate") }
     })
@@ -170,7 +189,7 @@ pub unsafe extern "C" fn TfLiteInterpreterCreateWithSelectedOps(
     model: *const TfLiteModel,
     options: *const TfLiteInterpreterOptions,
 ) -> *mut TfLiteInterpreter {
-    ffi_boundary!({
+    ffi_boundary!(report_to = options, {
         // SAFETY: forwarded contract.
         unsafe { create(model, options, false, "TfLiteInterpreterCreateWithSelectedOps") }
     })
@@ -180,20 +199,13 @@ pub unsafe extern "C" fn TfLiteInterpreterCreateWithSelectedOps(
 /// from it must not be used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteInterpreterDelete(interpreter: *mut TfLiteInterpreter) {
-    ffi_boundary!({
-        if interpreter.is_null() {
-            return;
-        }
-        // SAFETY: non-NULL; came from `Box::into_raw` in `TfLiteInterpreterCreate*` and is
-        // not used afterwards.
-        drop(unsafe { Box::from_raw(interpreter) });
-    })
+    ffi_delete!(interpreter)
 }
 
 /// Returns the number of input tensors (0 for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteInterpreterGetInputTensorCount(interpreter: *const TfLiteInterpreter) -> i32 {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         unsafe { inner_mut(interpreter) }.map_or(0, |i| i.primary().inputs().len() as i32)
     })
@@ -203,7 +215,7 @@ pub unsafe extern "C" fn TfLiteInterpreterGetInputTensorCount(interpreter: *cons
 /// them), or NULL for NULL. Owned by the interpreter.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteInterpreterInputTensorIndices(interpreter: *const TfLiteInterpreter) -> *const c_int {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         unsafe { inner_mut(interpreter) }.map_or(core::ptr::null(), |i| i.primary().inputs().as_ptr())
     })
@@ -217,7 +229,7 @@ pub unsafe extern "C" fn TfLiteInterpreterGetInputTensor(
     interpreter: *const TfLiteInterpreter,
     input_index: i32,
 ) -> *mut TfLiteTensor {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return core::ptr::null_mut() };
         let sg = i.primary_mut();
@@ -238,7 +250,7 @@ pub unsafe extern "C" fn TfLiteInterpreterResizeInputTensor(
     input_dims: *const c_int,
     input_dims_size: i32,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
         let Ok(n) = usize::try_from(input_dims_size) else {
@@ -269,7 +281,7 @@ pub unsafe extern "C" fn TfLiteInterpreterResizeInputTensor(
 /// Tensor data pointers obtained before may change.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteInterpreterAllocateTensors(interpreter: *mut TfLiteInterpreter) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
         match i.allocate_tensors() {
@@ -288,7 +300,7 @@ pub unsafe extern "C" fn TfLiteInterpreterAllocateTensors(interpreter: *mut TfLi
 /// CPU only.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteInterpreterInvoke(interpreter: *mut TfLiteInterpreter) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
         // SAFETY: non-NULL interpreter; the flag is never mutated after creation.
@@ -310,7 +322,7 @@ pub unsafe extern "C" fn TfLiteInterpreterInvoke(interpreter: *mut TfLiteInterpr
 /// Returns the number of output tensors (0 for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteInterpreterGetOutputTensorCount(interpreter: *const TfLiteInterpreter) -> i32 {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         unsafe { inner_mut(interpreter) }.map_or(0, |i| i.primary().outputs().len() as i32)
     })
@@ -320,7 +332,7 @@ pub unsafe extern "C" fn TfLiteInterpreterGetOutputTensorCount(interpreter: *con
 /// them), or NULL for NULL. Owned by the interpreter.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteInterpreterOutputTensorIndices(interpreter: *const TfLiteInterpreter) -> *const c_int {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         unsafe { inner_mut(interpreter) }.map_or(core::ptr::null(), |i| i.primary().outputs().as_ptr())
     })
@@ -333,7 +345,7 @@ pub unsafe extern "C" fn TfLiteInterpreterGetOutputTensor(
     interpreter: *const TfLiteInterpreter,
     output_index: i32,
 ) -> *const TfLiteTensor {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return core::ptr::null() };
         let sg = i.primary_mut();
@@ -351,7 +363,7 @@ pub unsafe extern "C" fn TfLiteInterpreterGetTensor(
     interpreter: *const TfLiteInterpreter,
     index: c_int,
 ) -> *mut TfLiteTensor {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return core::ptr::null_mut() };
         i.primary_mut().tensor_ptr(index).unwrap_or(core::ptr::null_mut())
@@ -363,7 +375,7 @@ pub unsafe extern "C" fn TfLiteInterpreterGetTensor(
 /// `TfLiteInterpreterOptionsEnableCancellation`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteInterpreterCancel(interpreter: *const TfLiteInterpreter) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: forwarded contract.
         unsafe { cancel(interpreter) }
     })
@@ -390,7 +402,7 @@ pub(crate) unsafe fn cancel(p: *const TfLiteInterpreter) -> TfLiteStatus {
 /// Zeroes every variable tensor.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteInterpreterResetVariableTensors(interpreter: *mut TfLiteInterpreter) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
         match i.reset_variable_tensors() {
@@ -404,7 +416,7 @@ pub unsafe extern "C" fn TfLiteInterpreterResetVariableTensors(interpreter: *mut
 /// Returns the number of variable tensors of the primary subgraph (0 for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteInterpreterGetVariableTensorCount(interpreter: *const TfLiteInterpreter) -> i32 {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         unsafe { inner_mut(interpreter) }.map_or(0, |i| i.primary().variables().len() as i32)
     })
@@ -417,7 +429,7 @@ pub unsafe extern "C" fn TfLiteInterpreterGetVariableTensor(
     interpreter: *const TfLiteInterpreter,
     variable_index: i32,
 ) -> *mut TfLiteTensor {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return core::ptr::null_mut() };
         let sg = i.primary_mut();
@@ -434,7 +446,7 @@ pub unsafe extern "C" fn TfLiteInterpreterGetInputTensorIndex(
     interpreter: *const TfLiteInterpreter,
     input_index: i32,
 ) -> i32 {
-    ffi_boundary!(default = -1, {
+    ffi_boundary!(default = -1, report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return -1 };
         usize::try_from(input_index).ok().and_then(|k| i.primary().inputs().get(k).copied()).unwrap_or(-1)
@@ -447,7 +459,7 @@ pub unsafe extern "C" fn TfLiteInterpreterGetOutputTensorIndex(
     interpreter: *const TfLiteInterpreter,
     output_index: i32,
 ) -> i32 {
-    ffi_boundary!(default = -1, {
+    ffi_boundary!(default = -1, report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return -1 };
         usize::try_from(output_index).ok().and_then(|k| i.primary().outputs().get(k).copied()).unwrap_or(-1)
@@ -466,7 +478,7 @@ pub unsafe extern "C" fn TfLiteInterpreterSetCustomAllocationForTensor(
     allocation: *const TfLiteCustomAllocation,
     flags: i64,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
         // SAFETY: NULL or a readable allocation, per the API contract.
@@ -495,7 +507,7 @@ pub unsafe extern "C" fn TfLiteInterpreterModifyGraphWithDelegate(
     interpreter: *const TfLiteInterpreter,
     delegate: *mut TfLiteDelegate,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
         // SAFETY: `delegate` is NULL or live and outlives the interpreter (API contract).
@@ -518,7 +530,7 @@ pub unsafe extern "C" fn TfLiteInterpreterSetBufferHandle(
     buffer_handle: TfLiteBufferHandle,
     delegate: *mut TfLiteOpaqueDelegate,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
         let ctx = i.primary_mut().context_ptr();
@@ -541,7 +553,7 @@ pub unsafe extern "C" fn TfLiteInterpreterGetBufferHandle(
     buffer_handle: *mut TfLiteBufferHandle,
     delegate: *mut *mut TfLiteOpaqueDelegate,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
         let Some(t) = i.primary().tensor(tensor_index) else {
@@ -574,7 +586,7 @@ pub unsafe extern "C" fn TfLiteSetAllowBufferHandleOutput(
     interpreter: *const TfLiteInterpreter,
     allow_buffer_handle_output: bool,
 ) {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         if let Some(i) = unsafe { inner_mut(interpreter) } {
             i.set_allow_buffer_handle_output(allow_buffer_handle_output);
@@ -589,7 +601,7 @@ pub unsafe extern "C" fn TfLiteInterpreterEnsureTensorDataIsReadable(
     interpreter: *mut TfLiteInterpreter,
     tensor_index: c_int,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
         match i.primary_mut().ensure_tensor_data_is_readable(tensor_index) {
@@ -611,7 +623,7 @@ pub unsafe extern "C" fn TfLiteInterpreterGetArenaStats(
     persistent_bytes: *mut usize,
     lower_bound_bytes: *mut usize,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = interpreter, {
         // SAFETY: NULL or a live interpreter.
         let Some(i) = (unsafe { inner_mut(interpreter) }) else { return TfLiteStatus::kTfLiteError };
         let s = i.primary().memory_stats();
@@ -631,7 +643,9 @@ pub unsafe extern "C" fn TfLiteInterpreterGetArenaStats(
 
 #[cfg(test)]
 mod tests {
+    use super::super::model::{TfLiteModelCreate, TfLiteModelDelete};
     use super::*;
+    use crate::ffi::panic::test_hook::panic_next_at;
 
     #[test]
     fn null_handles_are_rejected() {
@@ -644,6 +658,36 @@ mod tests {
             assert_eq!(TfLiteInterpreterInvoke(core::ptr::null_mut()), TfLiteStatus::kTfLiteError);
             assert_eq!(TfLiteInterpreterCancel(core::ptr::null()), TfLiteStatus::kTfLiteError);
             TfLiteInterpreterDelete(core::ptr::null_mut());
+        }
+    }
+
+    #[test]
+    fn a_panic_in_an_entry_point_reaches_the_interpreters_reporter() {
+        let bytes = crate::model::writer::sin_add_mul_model(8);
+        let got = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
+        // SAFETY: `bytes` outlives the model and the interpreter; every handle comes from
+        // these functions and is deleted once.
+        unsafe {
+            let model = TfLiteModelCreate(bytes.as_ptr().cast(), bytes.len());
+            let interp = TfLiteInterpreterCreate(model, core::ptr::null());
+            assert!(!interp.is_null());
+            let sink = got.clone();
+            (*interp).reporter = Arc::new(move |m: &str| sink.lock().push(m.to_string()));
+
+            panic_next_at("TfLiteInterpreterAllocateTensors");
+            assert_eq!(TfLiteInterpreterAllocateTensors(interp), TfLiteStatus::kTfLiteError);
+            assert_eq!(*got.lock(), ["internal error: TfLiteInterpreterAllocateTensors panicked: injected panic"]);
+            // A function whose error value is not the default one returns that value.
+            panic_next_at("TfLiteInterpreterGetInputTensorIndex");
+            assert_eq!(TfLiteInterpreterGetInputTensorIndex(interp, 0), -1);
+            assert_eq!(got.lock().len(), 2);
+            // The interpreter keeps working after the caught panics.
+            assert_eq!(TfLiteInterpreterAllocateTensors(interp), TfLiteStatus::kTfLiteOk);
+            assert_eq!(TfLiteInterpreterInvoke(interp), TfLiteStatus::kTfLiteOk);
+            assert_eq!(got.lock().len(), 2);
+
+            TfLiteInterpreterDelete(interp);
+            TfLiteModelDelete(model);
         }
     }
 }

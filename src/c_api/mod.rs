@@ -3,8 +3,9 @@
 //! This is the only module with `#[unsafe(no_mangle)] extern "C"` entry points. Each
 //! entry point:
 //! - runs its body inside `ffi_boundary!` (a panic never unwinds into C; it turns into
-//!   the function's documented error value);
-//! - checks every pointer argument for NULL before use (Delete functions accept NULL);
+//!   the function's documented error value, and its message is reported);
+//! - checks every pointer argument for NULL before use (`try_ref!` / `try_mut!` for
+//!   handles; Delete functions accept NULL);
 //! - writes out-parameters only on success;
 //! - reports errors to the interpreter's (or options', or model call's) error reporter,
 //!   or to stderr when there is none, and returns TFLite's status.
@@ -13,7 +14,8 @@
 //! and state who owns what.
 //!
 //! Layout:
-//! - `ffi.rs`: the panic boundary, `FfiDefault`, NULL/string helpers, error reporting.
+//! - `ffi.rs`: `ffi_boundary!` / `ffi_delete!` (the panic boundary of `crate::ffi`),
+//!   string/array helpers, error reporting.
 //! - `error_reporter.rs`: C error-reporter callbacks as a Rust `Reporter`.
 //! - `model.rs`, `options.rs`, `interpreter.rs`, `tensor.rs`, `signature.rs`: c_api.h
 //!   and the interpreter half of c_api_experimental.h.

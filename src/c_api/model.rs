@@ -19,6 +19,11 @@ pub struct TfLiteModel {
     pub(crate) model: Arc<Model>,
 }
 
+// SAFETY: pointers to a `TfLiteModel` point to one.
+unsafe impl crate::ffi::Handle for TfLiteModel {
+    type Target = Self;
+}
+
 fn finish(result: crate::error::Result<Model>, reporter: Option<&Reporter>) -> *mut TfLiteModel {
     match result {
         Ok(model) => super::ffi::into_raw(TfLiteModel { model: Arc::new(model) }),
@@ -79,7 +84,7 @@ pub unsafe extern "C" fn TfLiteModelCreateWithErrorReporter(
     reporter: Option<unsafe extern "C" fn(user_data: *mut c_void, format: *const c_char, args: va_list)>,
     user_data: *mut c_void,
 ) -> *mut TfLiteModel {
-    ffi_boundary!({
+    ffi_boundary!(report = move |msg: &str| report(reporter_from_c(reporter, user_data).as_ref(), msg), {
         let reporter = reporter_from_c(reporter, user_data);
         // SAFETY: forwarded contract.
         unsafe { create_from_buffer(model_data, model_size, reporter.as_ref()) }
@@ -106,7 +111,7 @@ pub unsafe extern "C" fn TfLiteModelCreateFromFileWithErrorReporter(
     reporter: Option<unsafe extern "C" fn(user_data: *mut c_void, format: *const c_char, args: va_list)>,
     user_data: *mut c_void,
 ) -> *mut TfLiteModel {
-    ffi_boundary!({
+    ffi_boundary!(report = move |msg: &str| report(reporter_from_c(reporter, user_data).as_ref(), msg), {
         let reporter = reporter_from_c(reporter, user_data);
         // SAFETY: forwarded contract.
         unsafe { create_from_file(model_path, reporter.as_ref(), "TfLiteModelCreateFromFileWithErrorReporter") }
@@ -117,12 +122,5 @@ pub unsafe extern "C" fn TfLiteModelCreateFromFileWithErrorReporter(
 /// working: they hold their own reference to it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteModelDelete(model: *mut TfLiteModel) {
-    ffi_boundary!({
-        if model.is_null() {
-            return;
-        }
-        // SAFETY: non-NULL; `model` came from `Box::into_raw` in `TfLiteModelCreate*` and
-        // the caller does not use it afterwards.
-        drop(unsafe { Box::from_raw(model) });
-    })
+    ffi_delete!(model)
 }

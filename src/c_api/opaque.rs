@@ -10,34 +10,23 @@
 //! `TfLiteOpaqueContextReportError{,Va}` are in variadic.c.
 
 use super::common;
-use super::ffi::{into_raw, slice_from_raw, write_out};
+use super::ffi::{ReportsErrors, into_raw, slice_from_raw, write_out};
 use super::tensor;
 use crate::abi::arrays::*;
 use crate::abi::types::*;
+use crate::ffi::{FfiDefault, try_mut, try_ref};
 use crate::interpreter::Subgraph;
 use crate::interpreter::context::subgraph_from_context;
 use core::ffi::{c_char, c_int, c_void};
 
-fn as_tensor(t: *const TfLiteOpaqueTensor) -> *const TfLiteTensor {
-    t.cast()
-}
-
-/// The tensor behind an opaque tensor.
-///
-/// # Safety
-/// `t` must be NULL or a live tensor.
-unsafe fn tref<'a>(t: *const TfLiteOpaqueTensor) -> Option<&'a TfLiteTensor> {
-    // SAFETY: per the function contract (an opaque tensor is a `TfLiteTensor`).
-    unsafe { as_tensor(t).as_ref() }
-}
-
-/// The node behind an opaque node.
-///
-/// # Safety
-/// `n` must be NULL or a live node.
-unsafe fn nref<'a>(n: *const TfLiteOpaqueNode) -> Option<&'a TfLiteNode> {
-    // SAFETY: per the function contract (an opaque node is a `TfLiteNode`).
-    unsafe { n.cast::<TfLiteNode>().as_ref() }
+impl ReportsErrors for TfLiteOpaqueContext {
+    unsafe fn report_error(p: *const Self, msg: &str) {
+        // SAFETY: per the function contract, NULL or a live runtime context.
+        match unsafe { subgraph(p) } {
+            Some(sg) => sg.report(msg),
+            None => super::ffi::report(None, msg),
+        }
+    }
 }
 
 /// The subgraph behind an opaque context.
@@ -72,28 +61,19 @@ unsafe fn context_tensor(c: *const TfLiteContext, index: c_int) -> Option<*mut T
 /// Returns the tensor's element type (`kTfLiteNoType` for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueTensorType(opaque_tensor: *const TfLiteOpaqueTensor) -> TfLiteType {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        tensor::tensor_type(unsafe { tref(opaque_tensor) })
-    })
+    ffi_boundary!({ tensor::tensor_type(try_ref!(opaque_tensor)) })
 }
 
 /// Returns the number of dimensions (-1 for NULL or no shape).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueTensorNumDims(opaque_tensor: *const TfLiteOpaqueTensor) -> i32 {
-    ffi_boundary!(default = -1, {
-        // SAFETY: NULL or a live tensor.
-        tensor::num_dims(unsafe { tref(opaque_tensor) })
-    })
+    ffi_boundary!(default = -1, { tensor::num_dims(try_ref!(opaque_tensor, else -1)) })
 }
 
 /// Returns dimension `dim_index` (-1 for NULL or out of range).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueTensorDim(opaque_tensor: *const TfLiteOpaqueTensor, dim_index: i32) -> i32 {
-    ffi_boundary!(default = -1, {
-        // SAFETY: NULL or a live tensor.
-        tensor::dim(unsafe { tref(opaque_tensor) }, dim_index)
-    })
+    ffi_boundary!(default = -1, { tensor::dim(try_ref!(opaque_tensor, else -1), dim_index) })
 }
 
 /// Writes the number of dimensions of the shape signature to `*num_dims` (-1 if the tensor
@@ -104,8 +84,7 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorGetNumDimsSignature(
     num_dims: *mut i32,
 ) -> TfLiteStatus {
     ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        let Some(t) = (unsafe { tref(opaque_tensor) }) else { return TfLiteStatus::kTfLiteError };
+        let t = try_ref!(opaque_tensor);
         if num_dims.is_null() {
             return TfLiteStatus::kTfLiteError;
         }
@@ -126,8 +105,7 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorGetDimSignature(
     dim_length: *mut i32,
 ) -> TfLiteStatus {
     ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        let Some(t) = (unsafe { tref(opaque_tensor) }) else { return TfLiteStatus::kTfLiteError };
+        let t = try_ref!(opaque_tensor);
         if dim_length.is_null() {
             return TfLiteStatus::kTfLiteError;
         }
@@ -145,28 +123,19 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorGetDimSignature(
 /// Returns 1 for a variable tensor, else 0 (0 for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueTensorIsVariable(opaque_tensor: *const TfLiteOpaqueTensor) -> c_int {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        unsafe { tref(opaque_tensor) }.map_or(0, |t| c_int::from(t.is_variable))
-    })
+    ffi_boundary!({ c_int::from(try_ref!(opaque_tensor).is_variable) })
 }
 
 /// Returns the size of the tensor's data in bytes (0 for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueTensorByteSize(opaque_tensor: *const TfLiteOpaqueTensor) -> usize {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        unsafe { tref(opaque_tensor) }.map_or(0, |t| t.bytes)
-    })
+    ffi_boundary!({ try_ref!(opaque_tensor).bytes })
 }
 
 /// Returns the tensor's data (NULL for NULL). Owned by the runtime.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueTensorData(opaque_tensor: *const TfLiteOpaqueTensor) -> *mut c_void {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        unsafe { tref(opaque_tensor) }.map_or(core::ptr::null_mut(), |t| t.data_ptr())
-    })
+    ffi_boundary!({ try_ref!(opaque_tensor).data_ptr() })
 }
 
 /// Returns the tensor's allocation type (`kTfLiteMemNone` for NULL).
@@ -174,12 +143,7 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorData(opaque_tensor: *const TfLiteOpaq
 pub unsafe extern "C" fn TfLiteOpaqueTensorGetAllocationType(
     opaque_tensor: *const TfLiteOpaqueTensor,
 ) -> TfLiteAllocationType {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        unsafe { tref(opaque_tensor) }
-            .and_then(TfLiteTensor::allocation)
-            .unwrap_or(TfLiteAllocationType::kTfLiteMemNone)
-    })
+    ffi_boundary!({ try_ref!(opaque_tensor).allocation().unwrap_or(TfLiteAllocationType::kTfLiteMemNone) })
 }
 
 /// As `TfLiteTensorGetAllocationStrategy`.
@@ -187,10 +151,7 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorGetAllocationType(
 pub unsafe extern "C" fn TfLiteOpaqueTensorGetAllocationStrategy(
     t: *const TfLiteOpaqueTensor,
 ) -> TfLiteAllocationStrategy {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        common::allocation_strategy(unsafe { tref(t) })
-    })
+    ffi_boundary!({ common::allocation_strategy(try_ref!(t)) })
 }
 
 /// As `TfLiteTensorGetBufferAddressStability`.
@@ -198,46 +159,31 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorGetAllocationStrategy(
 pub unsafe extern "C" fn TfLiteOpaqueTensorGetBufferAddressStability(
     t: *const TfLiteOpaqueTensor,
 ) -> TfLiteRunStability {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        common::buffer_address_stability(unsafe { tref(t) })
-    })
+    ffi_boundary!({ common::buffer_address_stability(try_ref!(t)) })
 }
 
 /// As `TfLiteTensorGetDataStability`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueTensorGetDataStability(t: *const TfLiteOpaqueTensor) -> TfLiteRunStability {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        common::data_stability(unsafe { tref(t) })
-    })
+    ffi_boundary!({ common::data_stability(try_ref!(t)) })
 }
 
 /// As `TfLiteTensorGetDataKnownStep`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueTensorGetDataKnownStep(t: *const TfLiteOpaqueTensor) -> TfLiteRunStep {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        common::data_known_step(unsafe { tref(t) })
-    })
+    ffi_boundary!({ common::data_known_step(try_ref!(t)) })
 }
 
 /// As `TfLiteTensorGetShapeKnownStep`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueTensorGetShapeKnownStep(t: *const TfLiteOpaqueTensor) -> TfLiteRunStep {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        common::shape_known_step(unsafe { tref(t) })
-    })
+    ffi_boundary!({ common::shape_known_step(try_ref!(t)) })
 }
 
 /// Returns the tensor's name (NULL for NULL or unnamed). Owned by the runtime.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueTensorName(opaque_tensor: *const TfLiteOpaqueTensor) -> *const c_char {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        unsafe { tref(opaque_tensor) }.map_or(core::ptr::null(), |t| t.name)
-    })
+    ffi_boundary!({ try_ref!(opaque_tensor).name })
 }
 
 /// Returns the tensor's quantization by value (its `params` stay owned by the tensor;
@@ -246,13 +192,7 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorName(opaque_tensor: *const TfLiteOpaq
 pub unsafe extern "C" fn TfLiteOpaqueTensorGetQuantization(
     opaque_tensor: *const TfLiteOpaqueTensor,
 ) -> TfLiteQuantization {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        match unsafe { tref(opaque_tensor) } {
-            Some(t) => t.quantization,
-            None => super::ffi::FfiDefault::ffi_default(),
-        }
-    })
+    ffi_boundary!({ try_ref!(opaque_tensor).quantization })
 }
 
 /// Returns the tensor's per-tensor quantization parameters ({0, 0} for NULL).
@@ -260,10 +200,7 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorGetQuantization(
 pub unsafe extern "C" fn TfLiteOpaqueTensorGetQuantizationParams(
     opaque_tensor: *const TfLiteOpaqueTensor,
 ) -> TfLiteQuantizationParams {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        unsafe { tref(opaque_tensor) }.map_or(TfLiteQuantizationParams::default(), |t| t.params)
-    })
+    ffi_boundary!({ try_ref!(opaque_tensor).params })
 }
 
 /// As `TfLiteTensorCopyFromBuffer`.
@@ -274,8 +211,9 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorCopyFromBuffer(
     input_data_size: usize,
 ) -> TfLiteStatus {
     ffi_boundary!({
+        let t = try_mut!(opaque_tensor);
         // SAFETY: forwarded contract.
-        unsafe { tensor::copy_from_buffer(opaque_tensor.cast(), input_data, input_data_size) }
+        unsafe { tensor::copy_from_buffer(t, input_data, input_data_size) }
     })
 }
 
@@ -287,8 +225,9 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorCopyToBuffer(
     output_data_size: usize,
 ) -> TfLiteStatus {
     ffi_boundary!({
+        let t = try_ref!(opaque_tensor);
         // SAFETY: forwarded contract.
-        unsafe { tensor::copy_to_buffer(opaque_tensor.cast(), output_data, output_data_size) }
+        unsafe { tensor::copy_to_buffer(t, output_data, output_data_size) }
     })
 }
 
@@ -323,8 +262,7 @@ fn string_at(b: &[u8], index: i32) -> Option<(usize, usize)> {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueTensorGetStringCount(tensor: *const TfLiteOpaqueTensor) -> c_int {
     ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        let Some(t) = (unsafe { tref(tensor) }) else { return 0 };
+        let t = try_ref!(tensor);
         read_i32(tensor_bytes(t), 0).unwrap_or(0).max(0)
     })
 }
@@ -340,8 +278,7 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorGetString(
     len: *mut c_int,
 ) -> TfLiteStatus {
     ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        let Some(t) = (unsafe { tref(tensor) }) else { return TfLiteStatus::kTfLiteError };
+        let t = try_ref!(tensor);
         if str.is_null() || len.is_null() {
             return TfLiteStatus::kTfLiteError;
         }
@@ -368,8 +305,9 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorWriteStrings(
     str_n_len: *const c_int,
 ) -> TfLiteStatus {
     ffi_boundary!({
+        let t = try_mut!(tensor);
         // SAFETY: forwarded contract.
-        unsafe { write_strings(tensor.cast(), str_array, str_array_len, str_n_len) }
+        unsafe { write_strings(t, str_array, str_array_len, str_n_len) }
     })
 }
 
@@ -381,22 +319,21 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorWriteString(
     len: c_int,
 ) -> TfLiteStatus {
     ffi_boundary!({
+        let t = try_mut!(tensor);
         // SAFETY: forwarded contract; the one-element arrays live for the call.
-        unsafe { write_strings(tensor.cast(), &str, 1, &len) }
+        unsafe { write_strings(t, &str, 1, &len) }
     })
 }
 
 /// # Safety
-/// `t` NULL or a live tensor; the arrays NULL or holding `n` readable elements, each
-/// string `str_n_len[i]` readable bytes.
+/// The tensor's owned members are NULL or malloc'ed; the arrays are NULL or hold `n`
+/// readable elements, each string `str_n_len[i]` readable bytes.
 unsafe fn write_strings(
-    t: *mut TfLiteTensor,
+    t: &mut TfLiteTensor,
     strs: *const *const c_char,
     n: c_int,
     lens: *const c_int,
 ) -> TfLiteStatus {
-    // SAFETY: per the function contract.
-    let Some(t) = (unsafe { t.as_mut() }) else { return TfLiteStatus::kTfLiteError };
     let Ok(count) = usize::try_from(n) else { return TfLiteStatus::kTfLiteError };
     // SAFETY: per the function contract.
     let (Some(strs), Some(lens)) = (unsafe { slice_from_raw(strs, count) }, unsafe { slice_from_raw(lens, count) })
@@ -462,8 +399,7 @@ unsafe fn write_strings(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueTensorSetAllocationTypeToDynamic(tensor: *mut TfLiteOpaqueTensor) {
     ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        let Some(t) = (unsafe { tensor.cast::<TfLiteTensor>().as_mut() }) else { return };
+        let t = try_mut!(tensor);
         if t.allocation() != Some(TfLiteAllocationType::kTfLiteDynamic) {
             // SAFETY: the tensor's dynamic data (if any) is malloc'ed and owned by it.
             unsafe { common::tensor_data_free(t) };
@@ -476,12 +412,7 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorSetAllocationTypeToDynamic(tensor: *m
 /// NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueTensorSetNonCpuAllocation(tensor: *mut TfLiteOpaqueTensor) {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        if let Some(t) = unsafe { tensor.cast::<TfLiteTensor>().as_mut() } {
-            t.allocation_type = TfLiteAllocationType::kTfLiteNonCpu;
-        }
-    })
+    ffi_boundary!({ try_mut!(tensor).allocation_type = TfLiteAllocationType::kTfLiteNonCpu })
 }
 
 // ---- tensor builder -------------------------------------------------------------------
@@ -496,6 +427,11 @@ pub struct TfLiteOpaqueTensorBuilder {
     quantization: TfLiteQuantization,
 }
 
+// SAFETY: pointers to a `TfLiteOpaqueTensorBuilder` point to one.
+unsafe impl crate::ffi::Handle for TfLiteOpaqueTensorBuilder {
+    type Target = Self;
+}
+
 /// Returns a new tensor builder (no type, no data, `kTfLiteMemNone`), or NULL on failure.
 /// The caller owns it and must call `TfLiteOpaqueTensorBuilderDelete`.
 #[unsafe(no_mangle)]
@@ -506,7 +442,7 @@ pub extern "C" fn TfLiteOpaqueTensorBuilderCreate() -> *mut TfLiteOpaqueTensorBu
             data: core::ptr::null_mut(),
             allocation_type: TfLiteAllocationType::kTfLiteMemNone as RawTfLiteAllocationType,
             quantization_params: TfLiteQuantizationParams::default(),
-            quantization: super::ffi::FfiDefault::ffi_default(),
+            quantization: FfiDefault::ffi_default(),
         })
     })
 }
@@ -514,26 +450,7 @@ pub extern "C" fn TfLiteOpaqueTensorBuilderCreate() -> *mut TfLiteOpaqueTensorBu
 /// Destroys a tensor builder. Safe to pass NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderDelete(builder: *mut TfLiteOpaqueTensorBuilder) {
-    ffi_boundary!({
-        if builder.is_null() {
-            return;
-        }
-        // SAFETY: non-NULL; came from `Box::into_raw` in `TfLiteOpaqueTensorBuilderCreate`.
-        drop(unsafe { Box::from_raw(builder) });
-    })
-}
-
-/// # Safety
-/// `b` must be NULL or a live builder.
-unsafe fn with_builder(
-    b: *mut TfLiteOpaqueTensorBuilder,
-    f: impl FnOnce(&mut TfLiteOpaqueTensorBuilder),
-) -> *mut TfLiteOpaqueTensorBuilder {
-    // SAFETY: per the function contract.
-    if let Some(x) = unsafe { b.as_mut() } {
-        f(x);
-    }
-    b
+    ffi_delete!(builder)
 }
 
 /// Sets the element type. Returns `builder` (for chaining).
@@ -543,8 +460,8 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetType(
     r#type: RawTfLiteType,
 ) -> *mut TfLiteOpaqueTensorBuilder {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        unsafe { with_builder(builder, |b| b.r#type = r#type) }
+        try_mut!(builder).r#type = r#type;
+        builder
     })
 }
 
@@ -556,8 +473,8 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetData(
     data: *mut c_void,
 ) -> *mut TfLiteOpaqueTensorBuilder {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        unsafe { with_builder(builder, |b| b.data = data) }
+        try_mut!(builder).data = data;
+        builder
     })
 }
 
@@ -570,8 +487,8 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetAllocationType(
     allocation_type: RawTfLiteAllocationType,
 ) -> *mut TfLiteOpaqueTensorBuilder {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        unsafe { with_builder(builder, |b| b.allocation_type = allocation_type) }
+        try_mut!(builder).allocation_type = allocation_type;
+        builder
     })
 }
 
@@ -582,8 +499,8 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetQuantizationParams(
     params: TfLiteQuantizationParams,
 ) -> *mut TfLiteOpaqueTensorBuilder {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        unsafe { with_builder(builder, |b| b.quantization_params = params) }
+        try_mut!(builder).quantization_params = params;
+        builder
     })
 }
 
@@ -595,8 +512,8 @@ pub unsafe extern "C" fn TfLiteOpaqueTensorBuilderSetQuantization(
     quantization: TfLiteQuantization,
 ) -> *mut TfLiteOpaqueTensorBuilder {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        unsafe { with_builder(builder, |b| b.quantization = quantization) }
+        try_mut!(builder).quantization = quantization;
+        builder
     })
 }
 
@@ -611,8 +528,7 @@ pub unsafe extern "C" fn TfLiteOpaqueNodeGetInput(
     index: c_int,
 ) -> *const TfLiteOpaqueTensor {
     ffi_boundary!({
-        // SAFETY: NULL or a live node.
-        let Some(n) = (unsafe { nref(opaque_node) }) else { return core::ptr::null() };
+        let n = try_ref!(opaque_node);
         // SAFETY: the node's arrays are live and owned by it.
         let ins = unsafe { int_array_slice(n.inputs) };
         let Some(&t) = usize::try_from(index).ok().and_then(|i| ins.get(i)) else { return core::ptr::null() };
@@ -630,8 +546,7 @@ pub unsafe extern "C" fn TfLiteOpaqueNodeGetOutput(
     index: c_int,
 ) -> *mut TfLiteOpaqueTensor {
     ffi_boundary!({
-        // SAFETY: NULL or a live node.
-        let Some(n) = (unsafe { nref(opaque_node) }) else { return core::ptr::null_mut() };
+        let n = try_ref!(opaque_node);
         // SAFETY: the node's arrays are live and owned by it.
         let outs = unsafe { int_array_slice(n.outputs) };
         let Some(&t) = usize::try_from(index).ok().and_then(|i| outs.get(i)) else { return core::ptr::null_mut() };
@@ -644,8 +559,9 @@ pub unsafe extern "C" fn TfLiteOpaqueNodeGetOutput(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueNodeNumberOfInputs(opaque_node: *const TfLiteOpaqueNode) -> c_int {
     ffi_boundary!(default = -1, {
-        // SAFETY: NULL or a live node whose arrays it owns.
-        unsafe { nref(opaque_node) }.map_or(-1, |n| unsafe { int_array_slice(n.inputs) }.len() as c_int)
+        let n = try_ref!(opaque_node, else -1);
+        // SAFETY: the node owns its arrays.
+        unsafe { int_array_slice(n.inputs) }.len() as c_int
     })
 }
 
@@ -653,28 +569,23 @@ pub unsafe extern "C" fn TfLiteOpaqueNodeNumberOfInputs(opaque_node: *const TfLi
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueNodeNumberOfOutputs(opaque_node: *const TfLiteOpaqueNode) -> c_int {
     ffi_boundary!(default = -1, {
-        // SAFETY: NULL or a live node whose arrays it owns.
-        unsafe { nref(opaque_node) }.map_or(-1, |n| unsafe { int_array_slice(n.outputs) }.len() as c_int)
+        let n = try_ref!(opaque_node, else -1);
+        // SAFETY: the node owns its arrays.
+        unsafe { int_array_slice(n.outputs) }.len() as c_int
     })
 }
 
 /// Returns what the operator's `init` returned for this node (NULL for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueNodeGetUserData(opaque_node: *const TfLiteOpaqueNode) -> *mut c_void {
-    ffi_boundary!({
-        // SAFETY: NULL or a live node.
-        unsafe { nref(opaque_node) }.map_or(core::ptr::null_mut(), |n| n.user_data)
-    })
+    ffi_boundary!({ try_ref!(opaque_node).user_data })
 }
 
 /// Returns the node's builtin parameters (a `TfLite*Params` struct), or NULL. Owned by the
 /// runtime.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueNodeGetBuiltinData(opaque_node: *const TfLiteOpaqueNode) -> *mut c_void {
-    ffi_boundary!({
-        // SAFETY: NULL or a live node.
-        unsafe { nref(opaque_node) }.map_or(core::ptr::null_mut(), |n| n.builtin_data)
-    })
+    ffi_boundary!({ try_ref!(opaque_node).builtin_data })
 }
 
 /// Writes the node's custom options and their size to `*init_data` / `*size` (NULL / 0
@@ -686,8 +597,7 @@ pub unsafe extern "C" fn TfLiteOpaqueNodeGetCustomInitialData(
     size: *mut c_int,
 ) -> TfLiteStatus {
     ffi_boundary!({
-        // SAFETY: NULL or a live node.
-        let Some(n) = (unsafe { nref(opaque_node) }) else { return TfLiteStatus::kTfLiteError };
+        let n = try_ref!(opaque_node);
         if init_data.is_null() || size.is_null() {
             return TfLiteStatus::kTfLiteError;
         }
@@ -727,8 +637,7 @@ pub unsafe extern "C" fn TfLiteOpaqueNodeInputs(
     num_inputs: *mut c_int,
 ) -> TfLiteStatus {
     ffi_boundary!({
-        // SAFETY: NULL or a live node.
-        let Some(n) = (unsafe { nref(opaque_node) }) else { return TfLiteStatus::kTfLiteError };
+        let n = try_ref!(opaque_node);
         // SAFETY: the node owns its arrays; out-pointers are the caller's.
         unsafe { array_out(n.inputs, inputs, num_inputs) }
     })
@@ -743,8 +652,7 @@ pub unsafe extern "C" fn TfLiteOpaqueNodeOutputs(
     num_outputs: *mut c_int,
 ) -> TfLiteStatus {
     ffi_boundary!({
-        // SAFETY: NULL or a live node.
-        let Some(n) = (unsafe { nref(opaque_node) }) else { return TfLiteStatus::kTfLiteError };
+        let n = try_ref!(opaque_node);
         // SAFETY: the node owns its arrays; out-pointers are the caller's.
         unsafe { array_out(n.outputs, outputs, num_outputs) }
     })
@@ -760,8 +668,7 @@ pub unsafe extern "C" fn TfLiteOpaqueNodeSetTemporaries(
     num_temporaries: c_int,
 ) -> TfLiteStatus {
     ffi_boundary!({
-        // SAFETY: NULL or a live node.
-        let Some(n) = (unsafe { opaque_node.cast::<TfLiteNode>().as_mut() }) else { return TfLiteStatus::kTfLiteError };
+        let n = try_mut!(opaque_node);
         let Ok(count) = usize::try_from(num_temporaries) else { return TfLiteStatus::kTfLiteError };
         // SAFETY: `temporaries` has `num_temporaries` readable ints (API contract).
         let Some(values) = (unsafe { slice_from_raw(temporaries, count) }) else { return TfLiteStatus::kTfLiteError };
@@ -785,8 +692,7 @@ pub unsafe extern "C" fn TfLiteOpaqueNodeTemporaries(
     num_temporaries: *mut c_int,
 ) -> TfLiteStatus {
     ffi_boundary!({
-        // SAFETY: NULL or a live node.
-        let Some(n) = (unsafe { nref(opaque_node) }) else { return TfLiteStatus::kTfLiteError };
+        let n = try_ref!(opaque_node);
         // SAFETY: the node owns its arrays; out-pointers are the caller's.
         unsafe { array_out(n.temporaries, temporaries, num_temporaries) }
     })
@@ -800,8 +706,7 @@ pub unsafe extern "C" fn TfLiteOpaqueNodeGetInputTensorIndex(
     index_of_input: c_int,
 ) -> c_int {
     ffi_boundary!(default = -1, {
-        // SAFETY: NULL or a live node.
-        let Some(n) = (unsafe { nref(opaque_node) }) else { return -1 };
+        let n = try_ref!(opaque_node, else -1);
         // SAFETY: the node owns its arrays.
         let a = unsafe { int_array_slice(n.inputs) };
         usize::try_from(index_of_input).ok().and_then(|i| a.get(i).copied()).unwrap_or(-1)
@@ -816,8 +721,7 @@ pub unsafe extern "C" fn TfLiteOpaqueNodeGetOutputTensorIndex(
     index_of_output: c_int,
 ) -> c_int {
     ffi_boundary!(default = -1, {
-        // SAFETY: NULL or a live node.
-        let Some(n) = (unsafe { nref(opaque_node) }) else { return -1 };
+        let n = try_ref!(opaque_node, else -1);
         // SAFETY: the node owns its arrays.
         let a = unsafe { int_array_slice(n.outputs) };
         usize::try_from(index_of_output).ok().and_then(|i| a.get(i).copied()).unwrap_or(-1)
@@ -837,7 +741,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetExecutionPlan(
     opaque_context: *mut TfLiteOpaqueContext,
     execution_plan: *mut *mut TfLiteIntArray,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = opaque_context, {
         let ctx = as_ctx(opaque_context);
         if ctx.is_null() || execution_plan.is_null() {
             return TfLiteStatus::kTfLiteError;
@@ -857,7 +761,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetExternalContext(
     external_context: *mut *mut c_void,
     r#type: RawTfLiteExternalContextType,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = opaque_context, {
         let ctx = as_ctx(opaque_context);
         if ctx.is_null() || external_context.is_null() {
             return TfLiteStatus::kTfLiteError;
@@ -880,7 +784,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetNodeAndRegistration(
     node: *mut *mut TfLiteOpaqueNode,
     registration_external: *mut *mut TfLiteOperator,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = opaque_context, {
         let ctx = as_ctx(opaque_context);
         if ctx.is_null() || node.is_null() || registration_external.is_null() {
             return TfLiteStatus::kTfLiteError;
@@ -924,7 +828,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextReplaceNodeSubsetsWithDelegateKernel
     nodes_to_replace: *const TfLiteIntArray,
     opaque_delegate: *mut TfLiteOpaqueDelegate,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = opaque_context, {
         let ctx = as_ctx(opaque_context);
         if ctx.is_null() {
             return TfLiteStatus::kTfLiteError;
@@ -947,7 +851,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetOpaqueTensor(
     opaque_context: *const TfLiteOpaqueContext,
     index: c_int,
 ) -> *mut TfLiteOpaqueTensor {
-    ffi_boundary!({
+    ffi_boundary!(report_to = opaque_context, {
         // SAFETY: NULL or a live context.
         unsafe { context_tensor(opaque_context.cast(), index) }.map_or(core::ptr::null_mut(), |p| p.cast())
     })
@@ -982,7 +886,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetInputs(
     inputs: *mut *const c_int,
     num_inputs: *mut c_int,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = opaque_context, {
         // SAFETY: forwarded contract.
         unsafe { list_out(opaque_context, |s| s.inputs(), inputs, num_inputs) }
     })
@@ -995,7 +899,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetOutputs(
     outputs: *mut *const c_int,
     num_outputs: *mut c_int,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = opaque_context, {
         // SAFETY: forwarded contract.
         unsafe { list_out(opaque_context, |s| s.outputs(), outputs, num_outputs) }
     })
@@ -1008,7 +912,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetVariables(
     variables: *mut *const c_int,
     num_variables: *mut c_int,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = opaque_context, {
         // SAFETY: forwarded contract.
         unsafe { list_out(opaque_context, |s| s.variables(), variables, num_variables) }
     })
@@ -1017,7 +921,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetVariables(
 /// Returns the number of nodes of the subgraph (0 for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueContextGetNumNodes(opaque_context: *const TfLiteOpaqueContext) -> usize {
-    ffi_boundary!({
+    ffi_boundary!(report_to = opaque_context, {
         // SAFETY: NULL or a live context.
         unsafe { subgraph(opaque_context) }.map_or(0, |s| s.nodes_len())
     })
@@ -1026,7 +930,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetNumNodes(opaque_context: *const T
 /// Returns the number of tensors of the subgraph (0 for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueContextGetNumTensors(opaque_context: *const TfLiteOpaqueContext) -> usize {
-    ffi_boundary!({
+    ffi_boundary!(report_to = opaque_context, {
         // SAFETY: NULL or a live context.
         unsafe { subgraph(opaque_context) }.map_or(0, |s| s.tensors_len())
     })
@@ -1035,7 +939,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetNumTensors(opaque_context: *const
 /// Returns the subgraph's name (NULL for NULL). Owned by the runtime.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOpaqueContextGetName(opaque_context: *const TfLiteOpaqueContext) -> *const c_char {
-    ffi_boundary!({
+    ffi_boundary!(report_to = opaque_context, {
         // SAFETY: NULL or a live context.
         unsafe { subgraph(opaque_context) }.map_or(core::ptr::null(), |s| s.name().as_ptr())
     })
@@ -1048,7 +952,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextResizeTensor(
     tensor: *mut TfLiteOpaqueTensor,
     new_size: *mut TfLiteIntArray,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = context, {
         let ctx = as_ctx(context);
         // SAFETY: NULL or a live context; copy the function pointer.
         let f = if ctx.is_null() { None } else { unsafe { (*ctx).ResizeTensor } };
@@ -1070,7 +974,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextAcquireSubgraphContext(
     subgraph_index: c_int,
     acquired_opaque_context: *mut *mut TfLiteOpaqueContext,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = opaque_context, {
         let ctx = as_ctx(opaque_context);
         if ctx.is_null() || acquired_opaque_context.is_null() {
             return TfLiteStatus::kTfLiteError;
@@ -1094,7 +998,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextReleaseSubgraphContext(
     opaque_context: *mut TfLiteOpaqueContext,
     subgraph_index: c_int,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = opaque_context, {
         let ctx = as_ctx(opaque_context);
         if ctx.is_null() {
             return TfLiteStatus::kTfLiteError;
@@ -1113,7 +1017,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextMarkSubgraphAsDelegationSkippable(
     opaque_context: *mut TfLiteOpaqueContext,
     subgraph_index: c_int,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = opaque_context, {
         // SAFETY: NULL or a live context.
         let Some(sg) = (unsafe { subgraph(opaque_context) }) else { return TfLiteStatus::kTfLiteError };
         if !sg.mark_sibling_delegation_skippable(subgraph_index) {
@@ -1136,7 +1040,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetNodeInitDataMmapInfo(
     custom_initial_data_offset_in_file: *mut i64,
     custom_initial_data_size: *mut i64,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = context, {
         let _ = (context, node, fd, custom_initial_data_offset_in_file, custom_initial_data_size);
         TfLiteStatus::kTfLiteError
     })
@@ -1153,10 +1057,9 @@ pub unsafe extern "C" fn TfLiteOpaqueContextAddTensor(
     builder: *mut TfLiteOpaqueTensorBuilder,
     new_tensor_index: *mut c_int,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = context, {
         let ctx = as_ctx(context);
-        // SAFETY: NULL or a live builder.
-        let Some(b) = (unsafe { builder.as_ref() }) else { return TfLiteStatus::kTfLiteError };
+        let b = try_ref!(builder);
         // SAFETY: NULL or a live context.
         let Some(sg) = (unsafe { subgraph(context) }) else { return TfLiteStatus::kTfLiteError };
         use TfLiteAllocationType::*;
@@ -1216,7 +1119,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetSizeOfType(
     r#type: RawTfLiteType,
     bytes: *mut usize,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = context, {
         if bytes.is_null() {
             return TfLiteStatus::kTfLiteError;
         }
@@ -1248,7 +1151,7 @@ pub unsafe extern "C" fn TfLiteOpaqueContextGetMetadata(
     ptr: *mut *const c_char,
     bytes: *mut usize,
 ) -> TfLiteStatus {
-    ffi_boundary!({
+    ffi_boundary!(report_to = context, {
         let ctx = as_ctx(context);
         if ctx.is_null() {
             return TfLiteStatus::kTfLiteError;

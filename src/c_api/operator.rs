@@ -6,6 +6,7 @@
 use super::ffi::{cstr_raw, into_raw};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::*;
+use crate::ffi::{try_mut, try_ref};
 use core::ffi::{c_char, c_int, c_void};
 use parking_lot::Mutex;
 
@@ -131,22 +132,14 @@ pub unsafe extern "C" fn TfLiteOperatorCreate(
 /// Destroys an operator made by `TfLiteOperatorCreate`. Safe to pass NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOperatorDelete(registration: *mut TfLiteOperator) {
-    ffi_boundary!({
-        if registration.is_null() {
-            return;
-        }
-        // SAFETY: non-NULL; came from `Box::into_raw` in `TfLiteOperatorCreate` and is not
-        // used afterwards.
-        drop(unsafe { Box::from_raw(registration) });
-    })
+    ffi_delete!(registration)
 }
 
 /// Returns the operator's builtin code (`kTfLiteBuiltinCustom` for a NULL operator).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOperatorGetBuiltInCode(registration: *const TfLiteOperator) -> TfLiteBuiltinOperator {
     ffi_boundary!({
-        // SAFETY: NULL or a live operator.
-        let Some(o) = (unsafe { registration.as_ref() }) else { return TfLiteBuiltinOperator::kTfLiteBuiltinCustom };
+        let o = try_ref!(registration);
         TfLiteBuiltinOperator::from_raw(o.builtin_code).unwrap_or(TfLiteBuiltinOperator::kTfLiteBuiltinCustom)
     })
 }
@@ -156,8 +149,7 @@ pub unsafe extern "C" fn TfLiteOperatorGetBuiltInCode(registration: *const TfLit
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOperatorGetCustomName(registration: *const TfLiteOperator) -> *const c_char {
     ffi_boundary!({
-        // SAFETY: NULL or a live operator.
-        let Some(o) = (unsafe { registration.as_ref() }) else { return core::ptr::null() };
+        let o = try_ref!(registration);
         o.custom_name.as_ref().map_or(core::ptr::null(), |c| c.as_ptr())
     })
 }
@@ -165,35 +157,13 @@ pub unsafe extern "C" fn TfLiteOperatorGetCustomName(registration: *const TfLite
 /// Returns the operator's version, or -1 for a NULL operator.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOperatorGetVersion(registration: *const TfLiteOperator) -> c_int {
-    ffi_boundary!(default = -1, {
-        // SAFETY: NULL or a live operator.
-        match unsafe { registration.as_ref() } {
-            Some(o) => o.version,
-            None => -1,
-        }
-    })
+    ffi_boundary!(default = -1, { try_ref!(registration, else -1).version })
 }
 
 /// Returns the `user_data` given to `TfLiteOperatorCreate` (NULL for a NULL operator).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOperatorGetUserData(registration: *const TfLiteOperator) -> *mut c_void {
-    ffi_boundary!({
-        // SAFETY: NULL or a live operator.
-        unsafe { registration.as_ref() }.map_or(core::ptr::null_mut(), |o| o.user_data)
-    })
-}
-
-/// # Safety
-/// `registration` must be NULL or a live operator not used concurrently.
-unsafe fn with_op(registration: *mut TfLiteOperator, f: impl FnOnce(&mut TfLiteOperator)) -> TfLiteStatus {
-    // SAFETY: per the function contract.
-    match unsafe { registration.as_mut() } {
-        Some(o) => {
-            f(o);
-            TfLiteStatus::kTfLiteOk
-        }
-        None => TfLiteStatus::kTfLiteError,
-    }
+    ffi_boundary!({ try_ref!(registration).user_data })
 }
 
 /// Sets the operator's `init`, called once per node with the builtin params (length 0)
@@ -206,8 +176,7 @@ pub unsafe extern "C" fn TfLiteOperatorSetInit(
     >,
 ) {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        let _ = unsafe { with_op(registration, |o| o.init = init) };
+        try_mut!(registration).init = init;
     })
 }
 
@@ -226,8 +195,8 @@ pub unsafe extern "C" fn TfLiteOperatorSetInitWithData(
     >,
 ) -> TfLiteStatus {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        unsafe { with_op(registration, |o| o.init_with_data = init) }
+        try_mut!(registration).init_with_data = init;
+        TfLiteStatus::kTfLiteOk
     })
 }
 
@@ -238,8 +207,7 @@ pub unsafe extern "C" fn TfLiteOperatorSetFree(
     free: Option<unsafe extern "C" fn(context: *mut TfLiteOpaqueContext, data: *mut c_void)>,
 ) {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        let _ = unsafe { with_op(registration, |o| o.free = free) };
+        try_mut!(registration).free = free;
     })
 }
 
@@ -251,8 +219,8 @@ pub unsafe extern "C" fn TfLiteOperatorSetFreeWithData(
     free: Option<unsafe extern "C" fn(user_data: *mut c_void, context: *mut TfLiteOpaqueContext, data: *mut c_void)>,
 ) -> TfLiteStatus {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        unsafe { with_op(registration, |o| o.free_with_data = free) }
+        try_mut!(registration).free_with_data = free;
+        TfLiteStatus::kTfLiteOk
     })
 }
 
@@ -265,8 +233,7 @@ pub unsafe extern "C" fn TfLiteOperatorSetPrepare(
     >,
 ) {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        let _ = unsafe { with_op(registration, |o| o.prepare = prepare) };
+        try_mut!(registration).prepare = prepare;
     })
 }
 
@@ -284,8 +251,8 @@ pub unsafe extern "C" fn TfLiteOperatorSetPrepareWithData(
     >,
 ) -> TfLiteStatus {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        unsafe { with_op(registration, |o| o.prepare_with_data = prepare) }
+        try_mut!(registration).prepare_with_data = prepare;
+        TfLiteStatus::kTfLiteOk
     })
 }
 
@@ -298,8 +265,7 @@ pub unsafe extern "C" fn TfLiteOperatorSetInvoke(
     >,
 ) {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        let _ = unsafe { with_op(registration, |o| o.invoke = invoke) };
+        try_mut!(registration).invoke = invoke;
     })
 }
 
@@ -317,8 +283,8 @@ pub unsafe extern "C" fn TfLiteOperatorSetInvokeWithData(
     >,
 ) -> TfLiteStatus {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        unsafe { with_op(registration, |o| o.invoke_with_data = invoke) }
+        try_mut!(registration).invoke_with_data = invoke;
+        TfLiteStatus::kTfLiteOk
     })
 }
 
@@ -332,8 +298,7 @@ pub unsafe extern "C" fn TfLiteOperatorSetAsyncKernel(
     >,
 ) {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        let _ = unsafe { with_op(registration, |o| o.async_kernel = async_kernel) };
+        try_mut!(registration).async_kernel = async_kernel;
     })
 }
 
@@ -351,8 +316,8 @@ pub unsafe extern "C" fn TfLiteOperatorSetAsyncKernelWithData(
     >,
 ) -> TfLiteStatus {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        unsafe { with_op(registration, |o| o.async_kernel_with_data = async_kernel) }
+        try_mut!(registration).async_kernel_with_data = async_kernel;
+        TfLiteStatus::kTfLiteOk
     })
 }
 
@@ -360,8 +325,7 @@ pub unsafe extern "C" fn TfLiteOperatorSetAsyncKernelWithData(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteOperatorSetInplaceOperator(registration: *mut TfLiteOperator, inplace_operator: u64) {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        let _ = unsafe { with_op(registration, |o| o.inplace_operator = inplace_operator) };
+        try_mut!(registration).inplace_operator = inplace_operator;
     })
 }
 

@@ -3,9 +3,10 @@
 
 use super::callback_resolver::*;
 use super::error_reporter::CReporter;
-use super::ffi::{cstr, into_raw, report};
+use super::ffi::{ReportsErrors, cstr, into_raw, report};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::*;
+use crate::ffi::{ref_from_ptr, try_mut, try_ref};
 use crate::resolver::OpResolver;
 use core::ffi::{c_char, c_void};
 use std::ffi::CString;
@@ -33,6 +34,11 @@ pub struct TfLiteInterpreterOptions {
     pub(crate) enable_cancellation: bool,
 }
 
+// SAFETY: pointers to `TfLiteInterpreterOptions` point to one.
+unsafe impl crate::ffi::Handle for TfLiteInterpreterOptions {
+    type Target = Self;
+}
+
 impl Default for TfLiteInterpreterOptions {
     fn default() -> Self {
         TfLiteInterpreterOptions {
@@ -46,6 +52,16 @@ impl Default for TfLiteInterpreterOptions {
             use_nnapi: false,
             enable_delegate_fallback: false,
             enable_cancellation: false,
+        }
+    }
+}
+
+impl ReportsErrors for TfLiteInterpreterOptions {
+    unsafe fn report_error(p: *const Self, msg: &str) {
+        // SAFETY: per the function contract, NULL or live options.
+        match unsafe { ref_from_ptr(p) } {
+            Some(o) => o.report(msg),
+            None => report(None, msg),
         }
     }
 }
@@ -94,42 +110,13 @@ pub extern "C" fn TfLiteInterpreterOptionsCreate() -> *mut TfLiteInterpreterOpti
 pub unsafe extern "C" fn TfLiteInterpreterOptionsCopy(
     from: *const TfLiteInterpreterOptions,
 ) -> *mut TfLiteInterpreterOptions {
-    ffi_boundary!({
-        // SAFETY: NULL or a live options object.
-        match unsafe { from.as_ref() } {
-            Some(o) => into_raw(o.clone()),
-            None => core::ptr::null_mut(),
-        }
-    })
+    ffi_boundary!({ into_raw(try_ref!(from).clone()) })
 }
 
 /// Destroys the options. Safe to pass NULL. Interpreters already created keep working.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteInterpreterOptionsDelete(options: *mut TfLiteInterpreterOptions) {
-    ffi_boundary!({
-        if options.is_null() {
-            return;
-        }
-        // SAFETY: non-NULL; came from `Box::into_raw` in `TfLiteInterpreterOptionsCreate`
-        // or `...Copy` and is not used afterwards.
-        drop(unsafe { Box::from_raw(options) });
-    })
-}
-
-/// # Safety
-/// `options` must be NULL or a live options object not used concurrently.
-unsafe fn with_options(
-    options: *mut TfLiteInterpreterOptions,
-    f: impl FnOnce(&mut TfLiteInterpreterOptions),
-) -> TfLiteStatus {
-    // SAFETY: per the function contract.
-    match unsafe { options.as_mut() } {
-        Some(o) => {
-            f(o);
-            TfLiteStatus::kTfLiteOk
-        }
-        None => TfLiteStatus::kTfLiteError,
-    }
+    ffi_delete!(options)
 }
 
 /// Sets the number of threads kernels may use (-1: let the runtime decide). Ignored for
@@ -140,8 +127,7 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsSetNumThreads(
     num_threads: i32,
 ) {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        let _ = unsafe { with_options(options, |o| o.num_threads = num_threads) };
+        try_mut!(options).num_threads = num_threads;
     })
 }
 
@@ -157,8 +143,7 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsAddDelegate(
         if delegate.is_null() {
             return;
         }
-        // SAFETY: forwarded contract.
-        let _ = unsafe { with_options(options, |o| o.delegates.push(delegate)) };
+        try_mut!(options).delegates.push(delegate);
     })
 }
 
@@ -173,8 +158,7 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsSetErrorReporter(
 ) {
     ffi_boundary!({
         let r = reporter.map(|func| CReporter { func, user_data });
-        // SAFETY: forwarded contract.
-        let _ = unsafe { with_options(options, |o| o.reporter = r) };
+        try_mut!(options).reporter = r;
     })
 }
 
@@ -191,8 +175,7 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsAddOperator(
         if registration.is_null() {
             return;
         }
-        // SAFETY: forwarded contract.
-        let _ = unsafe { with_options(options, |o| o.operators.push(registration)) };
+        try_mut!(options).operators.push(registration);
     })
 }
 
@@ -204,8 +187,8 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsEnableCancellation(
     enable: bool,
 ) -> TfLiteStatus {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        unsafe { with_options(options, |o| o.enable_cancellation = enable) }
+        try_mut!(options).enable_cancellation = enable;
+        TfLiteStatus::kTfLiteOk
     })
 }
 
@@ -231,8 +214,7 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsAddBuiltinOp(
         let Some(reg) = (unsafe { registration.as_ref() }).copied() else { return };
         let mut reg = reg;
         reg.custom_name = core::ptr::null();
-        // SAFETY: forwarded contract.
-        let _ = unsafe { with_options(options, |o| o.op_resolver.add_builtin(op, reg, min_version, max_version)) };
+        try_mut!(options).op_resolver.add_builtin(op, reg, min_version, max_version);
     })
 }
 
@@ -257,21 +239,10 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsAddCustomOp(
         reg.builtin_code = TfLiteBuiltinOperator::kTfLiteBuiltinCustom as i32;
         // The CString's buffer does not move when the Arc is cloned or the Vec grows.
         reg.custom_name = owned.as_ptr();
-        // SAFETY: forwarded contract.
-        let _ = unsafe {
-            with_options(options, |o| {
-                o.op_resolver.add_custom(name, reg, min_version, max_version);
-                o.custom_names.push(owned);
-            })
-        };
+        let o = try_mut!(options);
+        o.op_resolver.add_custom(name, reg, min_version, max_version);
+        o.custom_names.push(owned);
     })
-}
-
-/// # Safety
-/// As `with_options`.
-unsafe fn set_callbacks(options: *mut TfLiteInterpreterOptions, callbacks: OpResolverCallbacks) {
-    // SAFETY: forwarded contract.
-    let _ = unsafe { with_options(options, |o| o.callbacks = callbacks) };
 }
 
 /// Sets an op resolver made of callbacks returning `TfLiteOperator`s (NULL: not found),
@@ -304,8 +275,7 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverExternal(
             find_custom_op_external: find_custom_op,
             ..OpResolverCallbacks::default()
         };
-        // SAFETY: forwarded contract.
-        unsafe { set_callbacks(options, cb) }
+        try_mut!(options).callbacks = cb;
     })
 }
 
@@ -354,8 +324,7 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverExternalWithFallba
             find_custom_op,
             ..OpResolverCallbacks::default()
         };
-        // SAFETY: forwarded contract.
-        unsafe { set_callbacks(options, cb) }
+        try_mut!(options).callbacks = cb;
     })
 }
 
@@ -388,8 +357,7 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolver(
             find_custom_op,
             ..OpResolverCallbacks::default()
         };
-        // SAFETY: forwarded contract.
-        unsafe { set_callbacks(options, cb) }
+        try_mut!(options).callbacks = cb;
     })
 }
 
@@ -421,8 +389,7 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverV3(
             find_custom_op_v3,
             ..OpResolverCallbacks::default()
         };
-        // SAFETY: forwarded contract.
-        unsafe { set_callbacks(options, cb) }
+        try_mut!(options).callbacks = cb;
     })
 }
 
@@ -454,8 +421,7 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverV2(
             find_custom_op_v2,
             ..OpResolverCallbacks::default()
         };
-        // SAFETY: forwarded contract.
-        unsafe { set_callbacks(options, cb) }
+        try_mut!(options).callbacks = cb;
     })
 }
 
@@ -487,8 +453,7 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverV1(
             find_custom_op_v1,
             ..OpResolverCallbacks::default()
         };
-        // SAFETY: forwarded contract.
-        unsafe { set_callbacks(options, cb) }
+        try_mut!(options).callbacks = cb;
     })
 }
 
@@ -496,8 +461,7 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsSetOpResolverV1(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteInterpreterOptionsSetUseNNAPI(options: *mut TfLiteInterpreterOptions, enable: bool) {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        let _ = unsafe { with_options(options, |o| o.use_nnapi = enable) };
+        try_mut!(options).use_nnapi = enable;
     })
 }
 
@@ -509,7 +473,6 @@ pub unsafe extern "C" fn TfLiteInterpreterOptionsSetEnableDelegateFallback(
     enable: bool,
 ) {
     ffi_boundary!({
-        // SAFETY: forwarded contract.
-        let _ = unsafe { with_options(options, |o| o.enable_delegate_fallback = enable) };
+        try_mut!(options).enable_delegate_fallback = enable;
     })
 }

@@ -7,10 +7,11 @@
 //! the first signature of the primary subgraph, or, for a model without signatures, a
 //! placeholder over the primary subgraph's inputs and outputs named after their tensors.
 
-use super::ffi::{cstr_raw, into_raw, slice_from_raw};
+use super::ffi::{ReportsErrors, cstr_raw, into_raw, report, slice_from_raw};
 use super::interpreter::{TfLiteInterpreter, fail, handle_reporter, inner_mut};
 use crate::abi::types::*;
 use crate::error::Error;
+use crate::ffi::{ref_from_ptr, try_ref};
 use crate::interpreter::{Interpreter, Subgraph};
 use core::ffi::{c_char, c_int};
 use std::ffi::{CStr, CString};
@@ -74,13 +75,36 @@ pub struct TfLiteSignatureRunner {
     def: *const SignatureDef,
 }
 
+// SAFETY: pointers to a `TfLiteSignatureRunner` point to one.
+unsafe impl crate::ffi::Handle for TfLiteSignatureRunner {
+    type Target = Self;
+}
+
+impl ReportsErrors for TfLiteSignatureRunner {
+    unsafe fn report_error(p: *const Self, msg: &str) {
+        // SAFETY: per the function contract, NULL or a live runner; its interpreter
+        // outlives it (API contract).
+        match unsafe { ref_from_ptr(p) } {
+            // SAFETY: as above.
+            Some(r) => unsafe { TfLiteInterpreter::report_error(r.interpreter, msg) },
+            None => report(None, msg),
+        }
+    }
+}
+
+impl TfLiteSignatureRunner {
+    /// The runner's definition.
+    fn def(&self) -> &SignatureDef {
+        // SAFETY: `def` points into the interpreter's signatures, which never change
+        // after creation, and the interpreter outlives its runners (API contract).
+        unsafe { &*self.def }
+    }
+}
+
 /// Returns the number of signatures of the model (0 for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteInterpreterGetSignatureCount(interpreter: *const TfLiteInterpreter) -> i32 {
-    ffi_boundary!({
-        // SAFETY: NULL or a live interpreter; `signatures` is never mutated after creation.
-        unsafe { interpreter.as_ref() }.map_or(0, |i| i.signatures.len() as i32)
-    })
+    ffi_boundary!(report_to = interpreter, { try_ref!(interpreter).signatures.len() as i32 })
 }
 
 /// Returns the key of signature `signature_index`, or NULL if out of range. Owned by the
@@ -90,9 +114,8 @@ pub unsafe extern "C" fn TfLiteInterpreterGetSignatureKey(
     interpreter: *const TfLiteInterpreter,
     signature_index: i32,
 ) -> *const c_char {
-    ffi_boundary!({
-        // SAFETY: as in `TfLiteInterpreterGetSignatureCount`.
-        let Some(i) = (unsafe { interpreter.as_ref() }) else { return core::ptr::null() };
+    ffi_boundary!(report_to = interpreter, {
+        let i = try_ref!(interpreter);
         usize::try_from(signature_index)
             .ok()
             .and_then(|k| i.signatures.get(k))
@@ -110,9 +133,8 @@ pub unsafe extern "C" fn TfLiteInterpreterGetSignatureRunner(
     interpreter: *const TfLiteInterpreter,
     signature_key: *const c_char,
 ) -> *mut TfLiteSignatureRunner {
-    ffi_boundary!({
-        // SAFETY: as in `TfLiteInterpreterGetSignatureCount`.
-        let Some(i) = (unsafe { interpreter.as_ref() }) else { return core::ptr::null_mut() };
+    ffi_boundary!(report_to = interpreter, {
+        let i = try_ref!(interpreter);
         // SAFETY: NULL or NUL-terminated, per the API contract.
         let def: Option<&SignatureDef> = match unsafe { cstr_raw(signature_key) } {
             Some(key) => i.signatures.iter().find(|s| s.key.as_c_str() == key),
@@ -136,27 +158,16 @@ pub unsafe extern "C" fn TfLiteInterpreterGetSignatureRunner(
     })
 }
 
-/// The runner's definition.
+/// The runner's subgraph and definition, and its interpreter.
 ///
 /// # Safety
-/// `r` must be NULL or a live runner whose interpreter is alive.
-unsafe fn def<'a>(r: *const TfLiteSignatureRunner) -> Option<&'a SignatureDef> {
-    // SAFETY: per the function contract; `def` points into the live interpreter.
-    unsafe { r.as_ref().and_then(|r| r.def.as_ref()) }
-}
-
-/// The runner's subgraph and definition.
-///
-/// # Safety
-/// As `def`, and no other reference into the interpreter may be alive.
+/// No other reference into the runner's interpreter may be alive while the subgraph is
+/// borrowed.
 unsafe fn parts<'a>(
-    r: *const TfLiteSignatureRunner,
-) -> Option<(&'a mut Subgraph, &'a SignatureDef, *const TfLiteInterpreter)> {
-    // SAFETY: per the function contract.
-    let runner = unsafe { r.as_ref() }?;
-    // SAFETY: as above.
-    let d = unsafe { runner.def.as_ref() }?;
-    // SAFETY: as above.
+    runner: &TfLiteSignatureRunner,
+) -> Option<(&'a mut Subgraph, &SignatureDef, *const TfLiteInterpreter)> {
+    let d = runner.def();
+    // SAFETY: the runner's interpreter is alive (API contract); per the function contract.
     let interp = unsafe { inner_mut(runner.interpreter) }?;
     let sg = interp.subgraph_mut(d.subgraph)?;
     Some((sg, d, runner.interpreter))
@@ -169,10 +180,7 @@ fn find(list: &[(CString, i32)], name: &CStr) -> Option<i32> {
 /// Returns the number of inputs of the runner's signature (0 for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteSignatureRunnerGetInputCount(signature_runner: *const TfLiteSignatureRunner) -> usize {
-    ffi_boundary!({
-        // SAFETY: NULL or a live runner.
-        unsafe { def(signature_runner) }.map_or(0, |d| d.inputs.len())
-    })
+    ffi_boundary!(report_to = signature_runner, { try_ref!(signature_runner).def().inputs.len() })
 }
 
 /// Returns the name of input `input_index` (inputs are sorted by name), or NULL if out of
@@ -182,9 +190,8 @@ pub unsafe extern "C" fn TfLiteSignatureRunnerGetInputName(
     signature_runner: *const TfLiteSignatureRunner,
     input_index: i32,
 ) -> *const c_char {
-    ffi_boundary!({
-        // SAFETY: NULL or a live runner.
-        let Some(d) = (unsafe { def(signature_runner) }) else { return core::ptr::null() };
+    ffi_boundary!(report_to = signature_runner, {
+        let d = try_ref!(signature_runner).def();
         usize::try_from(input_index).ok().and_then(|k| d.inputs.get(k)).map_or(core::ptr::null(), |(n, _)| n.as_ptr())
     })
 }
@@ -199,9 +206,10 @@ pub unsafe extern "C" fn TfLiteSignatureRunnerResizeInputTensor(
     input_dims: *const c_int,
     input_dims_size: i32,
 ) -> TfLiteStatus {
-    ffi_boundary!({
-        // SAFETY: NULL or a live runner.
-        let Some((sg, d, interp)) = (unsafe { parts(signature_runner) }) else { return TfLiteStatus::kTfLiteError };
+    ffi_boundary!(report_to = signature_runner, {
+        let runner = try_ref!(signature_runner);
+        // SAFETY: nothing else references the runner's interpreter during the call.
+        let Some((sg, d, interp)) = (unsafe { parts(runner) }) else { return TfLiteStatus::kTfLiteError };
         // SAFETY: NULL or NUL-terminated, per the API contract.
         let Some(name) = (unsafe { cstr_raw(input_name) }) else {
             // SAFETY: live interpreter.
@@ -231,9 +239,10 @@ pub unsafe extern "C" fn TfLiteSignatureRunnerResizeInputTensor(
 pub unsafe extern "C" fn TfLiteSignatureRunnerAllocateTensors(
     signature_runner: *mut TfLiteSignatureRunner,
 ) -> TfLiteStatus {
-    ffi_boundary!({
-        // SAFETY: NULL or a live runner.
-        let Some((sg, _, interp)) = (unsafe { parts(signature_runner) }) else { return TfLiteStatus::kTfLiteError };
+    ffi_boundary!(report_to = signature_runner, {
+        let runner = try_ref!(signature_runner);
+        // SAFETY: nothing else references the runner's interpreter during the call.
+        let Some((sg, _, interp)) = (unsafe { parts(runner) }) else { return TfLiteStatus::kTfLiteError };
         match sg.allocate_tensors() {
             Ok(()) => TfLiteStatus::kTfLiteOk,
             // SAFETY: live interpreter.
@@ -249,9 +258,10 @@ pub unsafe extern "C" fn TfLiteSignatureRunnerGetInputTensor(
     signature_runner: *mut TfLiteSignatureRunner,
     input_name: *const c_char,
 ) -> *mut TfLiteTensor {
-    ffi_boundary!({
-        // SAFETY: NULL or a live runner.
-        let Some((sg, d, interp)) = (unsafe { parts(signature_runner) }) else { return core::ptr::null_mut() };
+    ffi_boundary!(report_to = signature_runner, {
+        let runner = try_ref!(signature_runner);
+        // SAFETY: nothing else references the runner's interpreter during the call.
+        let Some((sg, d, interp)) = (unsafe { parts(runner) }) else { return core::ptr::null_mut() };
         // SAFETY: NULL or NUL-terminated, per the API contract.
         let Some(name) = (unsafe { cstr_raw(input_name) }) else { return core::ptr::null_mut() };
         match find(&d.inputs, name) {
@@ -269,9 +279,10 @@ pub unsafe extern "C" fn TfLiteSignatureRunnerGetInputTensor(
 /// their buffer handles. Returns kTfLiteCancelled if cancelled.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteSignatureRunnerInvoke(signature_runner: *mut TfLiteSignatureRunner) -> TfLiteStatus {
-    ffi_boundary!({
-        // SAFETY: NULL or a live runner.
-        let Some((sg, _, interp)) = (unsafe { parts(signature_runner) }) else { return TfLiteStatus::kTfLiteError };
+    ffi_boundary!(report_to = signature_runner, {
+        let runner = try_ref!(signature_runner);
+        // SAFETY: nothing else references the runner's interpreter during the call.
+        let Some((sg, _, interp)) = (unsafe { parts(runner) }) else { return TfLiteStatus::kTfLiteError };
         // A cancel that arrived while nothing ran must not stop this run (as Interpreter::invoke).
         // SAFETY: live interpreter; the flag is never replaced after creation.
         unsafe { &(*interp).cancel_flag }.store(false, Ordering::SeqCst);
@@ -290,10 +301,7 @@ pub unsafe extern "C" fn TfLiteSignatureRunnerInvoke(signature_runner: *mut TfLi
 /// Returns the number of outputs of the runner's signature (0 for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteSignatureRunnerGetOutputCount(signature_runner: *const TfLiteSignatureRunner) -> usize {
-    ffi_boundary!({
-        // SAFETY: NULL or a live runner.
-        unsafe { def(signature_runner) }.map_or(0, |d| d.outputs.len())
-    })
+    ffi_boundary!(report_to = signature_runner, { try_ref!(signature_runner).def().outputs.len() })
 }
 
 /// Returns the name of output `output_index` (outputs are sorted by name), or NULL if out
@@ -303,9 +311,8 @@ pub unsafe extern "C" fn TfLiteSignatureRunnerGetOutputName(
     signature_runner: *const TfLiteSignatureRunner,
     output_index: i32,
 ) -> *const c_char {
-    ffi_boundary!({
-        // SAFETY: NULL or a live runner.
-        let Some(d) = (unsafe { def(signature_runner) }) else { return core::ptr::null() };
+    ffi_boundary!(report_to = signature_runner, {
+        let d = try_ref!(signature_runner).def();
         usize::try_from(output_index).ok().and_then(|k| d.outputs.get(k)).map_or(core::ptr::null(), |(n, _)| n.as_ptr())
     })
 }
@@ -317,9 +324,10 @@ pub unsafe extern "C" fn TfLiteSignatureRunnerGetOutputTensor(
     signature_runner: *const TfLiteSignatureRunner,
     output_name: *const c_char,
 ) -> *const TfLiteTensor {
-    ffi_boundary!({
-        // SAFETY: NULL or a live runner.
-        let Some((sg, d, interp)) = (unsafe { parts(signature_runner) }) else { return core::ptr::null() };
+    ffi_boundary!(report_to = signature_runner, {
+        let runner = try_ref!(signature_runner);
+        // SAFETY: nothing else references the runner's interpreter during the call.
+        let Some((sg, d, interp)) = (unsafe { parts(runner) }) else { return core::ptr::null() };
         // SAFETY: NULL or NUL-terminated, per the API contract.
         let Some(name) = (unsafe { cstr_raw(output_name) }) else { return core::ptr::null() };
         match find(&d.outputs, name) {
@@ -336,23 +344,15 @@ pub unsafe extern "C" fn TfLiteSignatureRunnerGetOutputTensor(
 /// Destroys the runner (not the interpreter). Safe to pass NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteSignatureRunnerDelete(signature_runner: *mut TfLiteSignatureRunner) {
-    ffi_boundary!({
-        if signature_runner.is_null() {
-            return;
-        }
-        // SAFETY: non-NULL; came from `Box::into_raw` in `TfLiteInterpreterGetSignatureRunner`
-        // and is not used afterwards.
-        drop(unsafe { Box::from_raw(signature_runner) });
-    })
+    ffi_delete!(signature_runner)
 }
 
 /// Asks a running `TfLiteSignatureRunnerInvoke` (on another thread) to stop; see
 /// `TfLiteInterpreterCancel`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteSignatureRunnerCancel(signature_runner: *mut TfLiteSignatureRunner) -> TfLiteStatus {
-    ffi_boundary!({
-        // SAFETY: NULL or a live runner (only its interpreter pointer is read).
-        let Some(r) = (unsafe { signature_runner.as_ref() }) else { return TfLiteStatus::kTfLiteError };
+    ffi_boundary!(report_to = signature_runner, {
+        let r = try_ref!(signature_runner);
         // SAFETY: the runner's interpreter is alive.
         unsafe { super::interpreter::cancel(r.interpreter) }
     })

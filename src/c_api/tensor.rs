@@ -7,20 +7,12 @@
 
 use crate::abi::arrays::int_array_slice;
 use crate::abi::types::*;
+use crate::ffi::{try_mut, try_ref};
 use core::ffi::{c_char, c_void};
 
-/// The tensor behind a C pointer.
-///
-/// # Safety
-/// `t` must be NULL or point to a live `TfLiteTensor`.
-pub(crate) unsafe fn tensor_ref<'a>(t: *const TfLiteTensor) -> Option<&'a TfLiteTensor> {
-    // SAFETY: per the function contract.
-    unsafe { t.as_ref() }
-}
-
-/// The element type; `kTfLiteNoType` for NULL or a value outside the enum.
-pub(crate) fn tensor_type(t: Option<&TfLiteTensor>) -> TfLiteType {
-    t.and_then(TfLiteTensor::data_type).unwrap_or(TfLiteType::kTfLiteNoType)
+/// The element type; `kTfLiteNoType` for a value outside the enum.
+pub(crate) fn tensor_type(t: &TfLiteTensor) -> TfLiteType {
+    t.data_type().unwrap_or(TfLiteType::kTfLiteNoType)
 }
 
 /// The shape, if the tensor has one.
@@ -32,25 +24,23 @@ fn dims(t: &TfLiteTensor) -> Option<&[i32]> {
     Some(unsafe { int_array_slice(t.dims) })
 }
 
-/// Number of dimensions; -1 for NULL or a tensor without a shape.
-pub(crate) fn num_dims(t: Option<&TfLiteTensor>) -> i32 {
-    t.and_then(dims).map_or(-1, |d| d.len() as i32)
+/// Number of dimensions; -1 for a tensor without a shape.
+pub(crate) fn num_dims(t: &TfLiteTensor) -> i32 {
+    dims(t).map_or(-1, |d| d.len() as i32)
 }
 
-/// Dimension `i`; -1 for NULL or out of range.
-pub(crate) fn dim(t: Option<&TfLiteTensor>, i: i32) -> i32 {
-    let Some(d) = t.and_then(dims) else { return -1 };
+/// Dimension `i`; -1 for a tensor without a shape or `i` out of range.
+pub(crate) fn dim(t: &TfLiteTensor, i: i32) -> i32 {
+    let Some(d) = dims(t) else { return -1 };
     usize::try_from(i).ok().and_then(|i| d.get(i).copied()).unwrap_or(-1)
 }
 
 /// Copies `size` bytes from `src` into the tensor's data (sizes must match).
 ///
 /// # Safety
-/// `t` NULL or a live tensor whose data (if any) has `bytes` writable bytes; `src` NULL
-/// or `size` readable bytes.
-pub(crate) unsafe fn copy_from_buffer(t: *mut TfLiteTensor, src: *const c_void, size: usize) -> TfLiteStatus {
-    // SAFETY: per the function contract.
-    let Some(t) = (unsafe { t.as_mut() }) else { return TfLiteStatus::kTfLiteError };
+/// `t`'s data (if any) has `bytes` writable bytes; `src` is NULL or has `size` readable
+/// bytes.
+pub(crate) unsafe fn copy_from_buffer(t: &mut TfLiteTensor, src: *const c_void, size: usize) -> TfLiteStatus {
     if t.bytes != size {
         return TfLiteStatus::kTfLiteError;
     }
@@ -70,11 +60,9 @@ pub(crate) unsafe fn copy_from_buffer(t: *mut TfLiteTensor, src: *const c_void, 
 /// Copies the tensor's data into `dst` (`size` must equal the tensor's byte size).
 ///
 /// # Safety
-/// `t` NULL or a live tensor whose data (if any) has `bytes` readable bytes; `dst` NULL or
-/// `size` writable bytes.
-pub(crate) unsafe fn copy_to_buffer(t: *const TfLiteTensor, dst: *mut c_void, size: usize) -> TfLiteStatus {
-    // SAFETY: per the function contract.
-    let Some(t) = (unsafe { t.as_ref() }) else { return TfLiteStatus::kTfLiteError };
+/// `t`'s data (if any) has `bytes` readable bytes; `dst` is NULL or has `size` writable
+/// bytes.
+pub(crate) unsafe fn copy_to_buffer(t: &TfLiteTensor, dst: *mut c_void, size: usize) -> TfLiteStatus {
     if t.bytes != size {
         return TfLiteStatus::kTfLiteError;
     }
@@ -93,66 +81,45 @@ pub(crate) unsafe fn copy_to_buffer(t: *const TfLiteTensor, dst: *mut c_void, si
 /// Returns the tensor's element type (`kTfLiteNoType` for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteTensorType(tensor: *const TfLiteTensor) -> TfLiteType {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        tensor_type(unsafe { tensor_ref(tensor) })
-    })
+    ffi_boundary!({ tensor_type(try_ref!(tensor)) })
 }
 
 /// Returns the number of dimensions, or -1 for NULL or a tensor without a shape.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteTensorNumDims(tensor: *const TfLiteTensor) -> i32 {
-    ffi_boundary!(default = -1, {
-        // SAFETY: NULL or a live tensor.
-        num_dims(unsafe { tensor_ref(tensor) })
-    })
+    ffi_boundary!(default = -1, { num_dims(try_ref!(tensor, else -1)) })
 }
 
 /// Returns the length of dimension `dim_index`, or -1 for NULL or an index out of range.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteTensorDim(tensor: *const TfLiteTensor, dim_index: i32) -> i32 {
-    ffi_boundary!(default = -1, {
-        // SAFETY: NULL or a live tensor.
-        dim(unsafe { tensor_ref(tensor) }, dim_index)
-    })
+    ffi_boundary!(default = -1, { dim(try_ref!(tensor, else -1), dim_index) })
 }
 
 /// Returns the size of the tensor's data in bytes (0 for NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteTensorByteSize(tensor: *const TfLiteTensor) -> usize {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        unsafe { tensor_ref(tensor) }.map_or(0, |t| t.bytes)
-    })
+    ffi_boundary!({ try_ref!(tensor).bytes })
 }
 
 /// Returns the tensor's data (NULL for NULL, or before `AllocateTensors`). Owned by the
 /// interpreter; valid until the next `AllocateTensors` or resize.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteTensorData(tensor: *const TfLiteTensor) -> *mut c_void {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        unsafe { tensor_ref(tensor) }.map_or(core::ptr::null_mut(), |t| t.data_ptr())
-    })
+    ffi_boundary!({ try_ref!(tensor).data_ptr() })
 }
 
 /// Returns the tensor's name (NULL for NULL or an unnamed tensor). Owned by the tensor.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteTensorName(tensor: *const TfLiteTensor) -> *const c_char {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        unsafe { tensor_ref(tensor) }.map_or(core::ptr::null(), |t| t.name)
-    })
+    ffi_boundary!({ try_ref!(tensor).name })
 }
 
 /// Returns the tensor's per-tensor quantization parameters by value ({0, 0} for NULL or
 /// an unquantized tensor).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TfLiteTensorQuantizationParams(tensor: *const TfLiteTensor) -> TfLiteQuantizationParams {
-    ffi_boundary!({
-        // SAFETY: NULL or a live tensor.
-        unsafe { tensor_ref(tensor) }.map_or(TfLiteQuantizationParams::default(), |t| t.params)
-    })
+    ffi_boundary!({ try_ref!(tensor).params })
 }
 
 /// Copies `input_data_size` bytes from `input_data` into the tensor. Returns kTfLiteError
@@ -165,8 +132,9 @@ pub unsafe extern "C" fn TfLiteTensorCopyFromBuffer(
     input_data_size: usize,
 ) -> TfLiteStatus {
     ffi_boundary!({
+        let t = try_mut!(tensor);
         // SAFETY: forwarded contract.
-        unsafe { copy_from_buffer(tensor, input_data, input_data_size) }
+        unsafe { copy_from_buffer(t, input_data, input_data_size) }
     })
 }
 
@@ -179,7 +147,8 @@ pub unsafe extern "C" fn TfLiteTensorCopyToBuffer(
     output_data_size: usize,
 ) -> TfLiteStatus {
     ffi_boundary!({
+        let t = try_ref!(output_tensor);
         // SAFETY: forwarded contract.
-        unsafe { copy_to_buffer(output_tensor, output_data, output_data_size) }
+        unsafe { copy_to_buffer(t, output_data, output_data_size) }
     })
 }

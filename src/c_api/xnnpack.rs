@@ -6,6 +6,7 @@
 //! honest meaning of "XNNPACK delegate" here; the README says so.
 
 use crate::abi::types::*;
+use crate::ffi::try_ref;
 use core::ffi::{c_char, c_int, c_void};
 
 /// Opaque weights cache (not used by this implementation).
@@ -78,13 +79,7 @@ pub unsafe extern "C" fn TfLiteXNNPackDelegateCreate(
 pub unsafe extern "C" fn TfLiteXNNPackDelegateGetOptions(
     delegate: *mut TfLiteDelegate,
 ) -> *const TfLiteXNNPackDelegateOptions {
-    ffi_boundary!({
-        // SAFETY: NULL or a delegate made by TfLiteXNNPackDelegateCreate.
-        match unsafe { delegate.as_ref() } {
-            Some(d) => d.data_ as *const TfLiteXNNPackDelegateOptions,
-            None => core::ptr::null(),
-        }
-    })
+    ffi_boundary!({ try_ref!(delegate).data_ as *const TfLiteXNNPackDelegateOptions })
 }
 
 /// Returns the delegate's flags (0 for NULL).

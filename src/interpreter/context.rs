@@ -59,8 +59,23 @@ pub fn new_context(num_threads: i32) -> TfLiteContext {
     }
 }
 
-fn guard<R>(default: R, f: impl FnOnce() -> R) -> R {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(default)
+/// Runs the body of the context callback `name` inside the panic boundary: a panic is
+/// reported through `context`, as the callback's other errors are, and becomes `default`.
+fn guard<R>(context: *const TfLiteContext, name: &str, default: R, body: impl FnOnce() -> R) -> R {
+    // SAFETY: `context` is the callback's own argument, NULL or a live runtime context.
+    crate::ffi::guard(name, default, |msg| unsafe { report(context, msg) }, body)
+}
+
+/// Delivers `msg` to the subgraph's reporter (stderr without one).
+///
+/// # Safety
+/// `context` is NULL or a live runtime context.
+unsafe fn report(context: *const TfLiteContext, msg: &str) {
+    // SAFETY: per the function contract.
+    match unsafe { subgraph_from_context(context) } {
+        Some(sg) => sg.report(msg),
+        None => eprintln!("ERROR: {msg}"),
+    }
 }
 
 /// cbindgen:ignore
@@ -72,17 +87,14 @@ fn guard<R>(default: R, f: impl FnOnce() -> R) -> R {
 /// `context` is NULL or a live runtime context; `message` is NULL or NUL-terminated.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tflite_rs_report_message(context: *mut TfLiteContext, message: *const c_char) {
-    guard((), || {
+    guard(context, "ReportError", (), || {
         if message.is_null() {
             return;
         }
         // SAFETY: `message` is NUL-terminated (formatted by variadic.c).
         let msg = unsafe { CStr::from_ptr(message) }.to_string_lossy();
         // SAFETY: per the function contract.
-        match unsafe { subgraph_from_context(context) } {
-            Some(sg) => sg.report(&msg),
-            None => eprintln!("ERROR: {msg}"),
-        }
+        unsafe { report(context, &msg) }
     })
 }
 
@@ -118,7 +130,7 @@ unsafe extern "C" fn get_execution_plan(
     context: *mut TfLiteContext,
     execution_plan: *mut *mut TfLiteIntArray,
 ) -> TfLiteStatus {
-    guard(TfLiteStatus::kTfLiteError, || {
+    guard(context, "GetExecutionPlan", TfLiteStatus::kTfLiteError, || {
         // SAFETY: C passes a context it got from us.
         let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return TfLiteStatus::kTfLiteError };
         if execution_plan.is_null() {
@@ -143,7 +155,7 @@ unsafe extern "C" fn get_node_and_registration(
     node: *mut *mut TfLiteNode,
     registration: *mut *mut TfLiteRegistration,
 ) -> TfLiteStatus {
-    guard(TfLiteStatus::kTfLiteError, || {
+    guard(context, "GetNodeAndRegistration", TfLiteStatus::kTfLiteError, || {
         // SAFETY: C passes a context it got from us.
         let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return TfLiteStatus::kTfLiteError };
         if node.is_null() || registration.is_null() {
@@ -171,7 +183,7 @@ unsafe extern "C" fn replace_node_subsets(
     nodes_to_replace: *const TfLiteIntArray,
     delegate: *mut TfLiteDelegate,
 ) -> TfLiteStatus {
-    guard(TfLiteStatus::kTfLiteError, || {
+    guard(context, "ReplaceNodeSubsetsWithDelegateKernels", TfLiteStatus::kTfLiteError, || {
         // SAFETY: C passes a context it got from us.
         let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return TfLiteStatus::kTfLiteError };
         let sg: *mut Subgraph = sg;
@@ -192,7 +204,7 @@ unsafe extern "C" fn preview_partitioning(
     partition_params_array: *mut *mut TfLiteDelegateParams,
     num_partitions: *mut c_int,
 ) -> TfLiteStatus {
-    guard(TfLiteStatus::kTfLiteError, || {
+    guard(context, "PreviewDelegatePartitioning", TfLiteStatus::kTfLiteError, || {
         // SAFETY: C passes a context it got from us.
         let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return TfLiteStatus::kTfLiteError };
         // SAFETY: the arguments are the caller's, under the function's contract.
@@ -209,7 +221,7 @@ unsafe extern "C" fn acquire_subgraph_context(
     subgraph_index: c_int,
     acquired_context: *mut *mut TfLiteContext,
 ) -> TfLiteStatus {
-    guard(TfLiteStatus::kTfLiteError, || {
+    guard(context, "AcquireSubgraphContext", TfLiteStatus::kTfLiteError, || {
         // SAFETY: C passes a context it got from us.
         let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return TfLiteStatus::kTfLiteError };
         if acquired_context.is_null() {
@@ -237,7 +249,7 @@ unsafe extern "C" fn acquire_subgraph_context(
 
 /// `ReleaseSubgraphContext`: undoes `AcquireSubgraphContext`.
 unsafe extern "C" fn release_subgraph_context(context: *mut TfLiteContext, subgraph_index: c_int) -> TfLiteStatus {
-    guard(TfLiteStatus::kTfLiteError, || {
+    guard(context, "ReleaseSubgraphContext", TfLiteStatus::kTfLiteError, || {
         // SAFETY: C passes a context it got from us.
         let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return TfLiteStatus::kTfLiteError };
         let me: *mut Subgraph = sg;
@@ -271,7 +283,7 @@ unsafe extern "C" fn forbidden_get_execution_plan(
     context: *mut TfLiteContext,
     _p: *mut *mut TfLiteIntArray,
 ) -> TfLiteStatus {
-    guard(TfLiteStatus::kTfLiteError, || report_forbidden(context))
+    guard(context, "GetExecutionPlan", TfLiteStatus::kTfLiteError, || report_forbidden(context))
 }
 
 unsafe extern "C" fn forbidden_get_node_and_registration(
@@ -280,7 +292,7 @@ unsafe extern "C" fn forbidden_get_node_and_registration(
     _n: *mut *mut TfLiteNode,
     _r: *mut *mut TfLiteRegistration,
 ) -> TfLiteStatus {
-    guard(TfLiteStatus::kTfLiteError, || report_forbidden(context))
+    guard(context, "GetNodeAndRegistration", TfLiteStatus::kTfLiteError, || report_forbidden(context))
 }
 
 unsafe extern "C" fn forbidden_replace_node_subsets(
@@ -289,7 +301,7 @@ unsafe extern "C" fn forbidden_replace_node_subsets(
     _nodes: *const TfLiteIntArray,
     _d: *mut TfLiteDelegate,
 ) -> TfLiteStatus {
-    guard(TfLiteStatus::kTfLiteError, || report_forbidden(context))
+    guard(context, "ReplaceNodeSubsetsWithDelegateKernels", TfLiteStatus::kTfLiteError, || report_forbidden(context))
 }
 
 unsafe extern "C" fn forbidden_preview_partitioning(
@@ -298,7 +310,7 @@ unsafe extern "C" fn forbidden_preview_partitioning(
     _p: *mut *mut TfLiteDelegateParams,
     _n: *mut c_int,
 ) -> TfLiteStatus {
-    guard(TfLiteStatus::kTfLiteError, || report_forbidden(context))
+    guard(context, "PreviewDelegatePartitioning", TfLiteStatus::kTfLiteError, || report_forbidden(context))
 }
 
 unsafe extern "C" fn forbidden_acquire_subgraph_context(
@@ -306,11 +318,11 @@ unsafe extern "C" fn forbidden_acquire_subgraph_context(
     _i: c_int,
     _c: *mut *mut TfLiteContext,
 ) -> TfLiteStatus {
-    guard(TfLiteStatus::kTfLiteError, || report_forbidden(context))
+    guard(context, "AcquireSubgraphContext", TfLiteStatus::kTfLiteError, || report_forbidden(context))
 }
 
 unsafe extern "C" fn forbidden_release_subgraph_context(context: *mut TfLiteContext, _i: c_int) -> TfLiteStatus {
-    guard(TfLiteStatus::kTfLiteError, || report_forbidden(context))
+    guard(context, "ReleaseSubgraphContext", TfLiteStatus::kTfLiteError, || report_forbidden(context))
 }
 
 /// `ResizeTensor`: takes ownership of `new_size` in every case, as TFLite documents. On
@@ -321,7 +333,7 @@ unsafe extern "C" fn resize_tensor(
     tensor: *mut TfLiteTensor,
     new_size: *mut TfLiteIntArray,
 ) -> TfLiteStatus {
-    guard(TfLiteStatus::kTfLiteError, || {
+    guard(context, "ResizeTensor", TfLiteStatus::kTfLiteError, || {
         // SAFETY: C passes a context it got from us.
         let Some(sg) = (unsafe { subgraph_from_context(context) }) else {
             // SAFETY: we own `new_size` from here on.
@@ -354,7 +366,7 @@ unsafe extern "C" fn resize_tensor(
 }
 
 unsafe extern "C" fn add_tensors(context: *mut TfLiteContext, n: c_int, first: *mut c_int) -> TfLiteStatus {
-    guard(TfLiteStatus::kTfLiteError, || {
+    guard(context, "AddTensors", TfLiteStatus::kTfLiteError, || {
         // SAFETY: C passes a context it got from us.
         let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return TfLiteStatus::kTfLiteError };
         let Ok(n) = usize::try_from(n) else {
@@ -381,7 +393,7 @@ unsafe extern "C" fn get_external_context(
     context: *mut TfLiteContext,
     ty: RawTfLiteExternalContextType,
 ) -> *mut TfLiteExternalContext {
-    guard(core::ptr::null_mut(), || {
+    guard(context, "GetExternalContext", core::ptr::null_mut(), || {
         // SAFETY: C passes a context it got from us.
         let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return core::ptr::null_mut() };
         // An unknown type has no context (NULL), as in TFLite.
@@ -395,7 +407,7 @@ unsafe extern "C" fn set_external_context(
     ty: RawTfLiteExternalContextType,
     ctx: *mut TfLiteExternalContext,
 ) {
-    guard((), || {
+    guard(context, "SetExternalContext", (), || {
         // SAFETY: C passes a context it got from us.
         let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return };
         // An unknown type is ignored, as in TFLite.
@@ -412,7 +424,7 @@ unsafe extern "C" fn get_model_metadata(
     ptr: *mut *const c_char,
     bytes: *mut usize,
 ) -> TfLiteStatus {
-    guard(TfLiteStatus::kTfLiteError, || {
+    guard(context, "GetModelMetadata", TfLiteStatus::kTfLiteError, || {
         // SAFETY: C passes a context it got from us.
         let Some(sg) = (unsafe { subgraph_from_context(context) }) else { return TfLiteStatus::kTfLiteError };
         if name.is_null() || ptr.is_null() || bytes.is_null() {
@@ -433,4 +445,35 @@ unsafe extern "C" fn get_model_metadata(
             None => TfLiteStatus::kTfLiteError,
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::panic::test_hook::panic_next_at;
+    use crate::interpreter::{Interpreter, InterpreterConfig};
+    use crate::model::Model;
+    use crate::resolver::builtin::builtin_op_resolver;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_panic_in_a_context_callback_reaches_the_subgraphs_reporter() {
+        let bytes = crate::model::writer::sin_add_mul_model(8);
+        let got = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
+        let sink = got.clone();
+        let config = InterpreterConfig {
+            reporter: Arc::new(move |m: &str| sink.lock().push(m.to_string())),
+            ..InterpreterConfig::default()
+        };
+        let model = Arc::new(Model::from_vec(bytes).expect("model"));
+        let mut interp = Interpreter::new(model, &builtin_op_resolver(), config).expect("interpreter");
+        let ctx = interp.primary_mut().context_ptr();
+        panic_next_at("AddTensors");
+        let mut first = -1;
+        // SAFETY: the interpreter's own live context and a local out-pointer.
+        let status = unsafe { (*ctx).AddTensors.expect("AddTensors")(ctx, 1, &mut first) };
+        assert_eq!(status, TfLiteStatus::kTfLiteError);
+        assert_eq!(first, -1);
+        assert_eq!(*got.lock(), ["internal error: AddTensors panicked: injected panic"]);
+    }
 }

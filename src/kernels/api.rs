@@ -738,7 +738,7 @@ pub(crate) unsafe fn run_step_in(
     op: Option<&str>,
     step: impl FnOnce(&OpCtx<'_>) -> Result<()>,
 ) -> TfLiteStatus {
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let result = crate::ffi::catch_panic(PANIC_PLACE, || {
         if context.is_null() || node.is_null() {
             return Err(Error::new("kernel called with a NULL context or node"));
         }
@@ -753,7 +753,7 @@ pub(crate) unsafe fn run_step_in(
             Some(bytes) => unsafe { apply_temporaries(context, node, &bytes) },
             None => Ok(()),
         }
-    }));
+    });
     let named = |message: &str| match op {
         Some(name) => with_op_name(name, message),
         None => message.to_string(),
@@ -765,24 +765,17 @@ pub(crate) unsafe fn run_step_in(
             unsafe { report_to_context(context, &named(&e.message)) };
             e.status
         }
-        Err(payload) => {
+        Err(panic) => {
             // SAFETY: per the function contract.
-            unsafe { report_to_context(context, &named(&panic_message(payload.as_ref()))) };
+            unsafe { report_to_context(context, &named(&panic)) };
             TfLiteStatus::kTfLiteError
         }
     }
 }
 
-/// What a kernel's panic reports: "internal error: kernel panicked: " and the panic's
-/// message (a `&str` or `String` payload; other payloads say nothing more).
-pub(crate) fn panic_message(payload: &(dyn core::any::Any + Send)) -> String {
-    let detail =
-        payload.downcast_ref::<&str>().copied().or_else(|| payload.downcast_ref::<String>().map(String::as_str));
-    match detail {
-        Some(d) => format!("internal error: kernel panicked: {d}"),
-        None => "internal error: kernel panicked".to_string(),
-    }
-}
+/// Where a kernel's panic happened, for its report: "OP: internal error: kernel
+/// panicked: <message>" (`crate::ffi::catch_panic` writes the rest).
+pub(crate) const PANIC_PLACE: &str = "kernel";
 
 /// `message` prefixed with `"{op}: "`, unless it already starts with the op's name.
 pub(crate) fn with_op_name(op: &str, message: &str) -> String {

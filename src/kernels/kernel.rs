@@ -13,7 +13,7 @@
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteContext, TfLiteNode, TfLiteRegistration, TfLiteStatus};
 use crate::error::{Error, Result};
-use crate::kernels::api::{OpCtx, Phase, panic_message, run_step_in};
+use crate::kernels::api::{OpCtx, PANIC_PLACE, Phase, run_step_in};
 use core::ffi::{c_char, c_void};
 
 /// A builtin op's kernel.
@@ -148,13 +148,13 @@ unsafe extern "C" fn invoke<K: BuiltinKernel>(context: *mut TfLiteContext, node:
             return Err(Error::new("invoked without a successful Prepare"));
         };
         slot.busy = true;
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| K::invoke(ctx, params, state)));
+        let result = crate::ffi::catch_panic(PANIC_PLACE, || K::invoke(ctx, params, state));
         slot.busy = false;
         match result {
             Ok(r) => r,
-            Err(payload) => {
+            Err(panic) => {
                 slot.prepared = None;
-                Err(Error::new(panic_message(payload.as_ref())))
+                Err(Error::new(panic))
             }
         }
     };
@@ -220,7 +220,7 @@ builtin_params!(
 mod tests {
     use super::*;
     use crate::abi::types::TfLiteType::kTfLiteFloat32;
-    use crate::kernels::api::{panic_message, with_op_name};
+    use crate::kernels::api::with_op_name;
     use crate::kernels::test_util::Graph;
     use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -303,10 +303,10 @@ mod tests {
 
     #[test]
     fn a_panic_reports_its_message() {
-        let payload = std::panic::catch_unwind(|| panic!("negative input {}", 3)).unwrap_err();
-        assert_eq!(panic_message(payload.as_ref()), "internal error: kernel panicked: negative input 3");
-        let payload = std::panic::catch_unwind(|| std::panic::panic_any(7u8)).unwrap_err();
-        assert_eq!(panic_message(payload.as_ref()), "internal error: kernel panicked");
+        let text = crate::ffi::catch_panic::<()>(PANIC_PLACE, || panic!("negative input {}", 3)).unwrap_err();
+        assert_eq!(with_op_name("PROBE", &text), "PROBE: internal error: kernel panicked: negative input 3");
+        let text = crate::ffi::catch_panic::<()>(PANIC_PLACE, || std::panic::panic_any(7u8)).unwrap_err();
+        assert_eq!(text, "internal error: kernel panicked");
     }
 
     #[test]

@@ -157,10 +157,10 @@ impl GpuDelegate {
 
 /// Chooses nodes and replaces them with delegate kernels.
 unsafe extern "C" fn delegate_prepare(context: *mut TfLiteContext, delegate: *mut TfLiteDelegate) -> TfLiteStatus {
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let r = crate::ffi::catch_panic("TfLiteGpuDelegate Prepare", || {
         // SAFETY: the runtime passes the live context and this delegate.
         unsafe { prepare(context, delegate) }
-    }));
+    });
     match r {
         Ok(Ok(())) => TfLiteStatus::kTfLiteOk,
         Ok(Err(e)) => {
@@ -168,9 +168,9 @@ unsafe extern "C" fn delegate_prepare(context: *mut TfLiteContext, delegate: *mu
             unsafe { report(context, &format!("TfLiteGpuDelegate Prepare: {e}")) };
             TfLiteStatus::kTfLiteError
         }
-        Err(_) => {
+        Err(panic) => {
             // SAFETY: live context.
-            unsafe { report(context, "TfLiteGpuDelegate Prepare: internal error") };
+            unsafe { report(context, &panic) };
             TfLiteStatus::kTfLiteError
         }
     }
@@ -272,10 +272,10 @@ struct Kernel {
 }
 
 unsafe extern "C" fn kernel_init(context: *mut TfLiteContext, buffer: *const c_char, _length: usize) -> *mut c_void {
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let r = crate::ffi::catch_panic("TfLiteGpuDelegate Init", || {
         // SAFETY: for delegate kernels the runtime passes a live TfLiteDelegateParams.
         unsafe { init(buffer as *const TfLiteDelegateParams) }
-    }));
+    });
     match r {
         Ok(Ok(k)) => Box::into_raw(Box::new(k)).cast(),
         Ok(Err(e)) => {
@@ -283,9 +283,9 @@ unsafe extern "C" fn kernel_init(context: *mut TfLiteContext, buffer: *const c_c
             unsafe { report(context, &format!("TfLiteGpuDelegate Init: {e}")) };
             core::ptr::null_mut()
         }
-        Err(_) => {
+        Err(panic) => {
             // SAFETY: live context.
-            unsafe { report(context, "TfLiteGpuDelegate Init: internal error") };
+            unsafe { report(context, &panic) };
             core::ptr::null_mut()
         }
     }
@@ -334,9 +334,11 @@ unsafe fn init(params: *const TfLiteDelegateParams) -> Result<Kernel> {
     Ok(Kernel { partition, delegate: me, shapes })
 }
 
-unsafe extern "C" fn kernel_free(_context: *mut TfLiteContext, buffer: *mut c_void) {
+unsafe extern "C" fn kernel_free(context: *mut TfLiteContext, buffer: *mut c_void) {
     if !buffer.is_null() {
-        let _ = std::panic::catch_unwind(|| {
+        // SAFETY: live context.
+        let report_panic = |panic: &str| unsafe { report(context, panic) };
+        crate::ffi::guard("TfLiteGpuDelegate Free", (), report_panic, || {
             // SAFETY: made by Box::into_raw in kernel_init; the runtime frees it once.
             drop(unsafe { Box::from_raw(buffer.cast::<Kernel>()) })
         });
@@ -353,7 +355,7 @@ unsafe fn kernel_of<'a>(node: *mut TfLiteNode) -> Result<&'a mut Kernel> {
 }
 
 unsafe extern "C" fn kernel_prepare(context: *mut TfLiteContext, node: *mut TfLiteNode) -> TfLiteStatus {
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<()> {
+    let r = crate::ffi::catch_panic("TfLiteGpuDelegate Prepare", || -> Result<()> {
         // SAFETY: the runtime passes this kernel's live node.
         let k = unsafe { kernel_of(node) }?;
         for (t, dims) in &k.shapes {
@@ -365,23 +367,24 @@ unsafe extern "C" fn kernel_prepare(context: *mut TfLiteContext, node: *mut TfLi
             }
         }
         Ok(())
-    }));
+    });
     finish(context, "Prepare", r)
 }
 
-fn finish(context: *mut TfLiteContext, what: &str, r: std::thread::Result<Result<()>>) -> TfLiteStatus {
+/// `r` is the step's result, or the report of its panic.
+fn finish(context: *mut TfLiteContext, what: &str, r: std::result::Result<Result<()>, String>) -> TfLiteStatus {
     let msg = match r {
         Ok(Ok(())) => return TfLiteStatus::kTfLiteOk,
-        Ok(Err(e)) => e.message,
-        Err(_) => "internal error".into(),
+        Ok(Err(e)) => format!("TfLiteGpuDelegate {what}: {e}"),
+        Err(panic) => panic,
     };
     // SAFETY: live context from the runtime.
-    unsafe { report(context, &format!("TfLiteGpuDelegate {what}: {msg}")) };
+    unsafe { report(context, &msg) };
     TfLiteStatus::kTfLiteError
 }
 
 unsafe extern "C" fn kernel_invoke(context: *mut TfLiteContext, node: *mut TfLiteNode) -> TfLiteStatus {
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<()> {
+    let r = crate::ffi::catch_panic("TfLiteGpuDelegate Invoke", || -> Result<()> {
         // SAFETY: the runtime passes this kernel's live node.
         let k = unsafe { kernel_of(node) }?;
         // SAFETY: the delegate outlives the interpreters it is applied to (TFLite contract).
@@ -412,7 +415,7 @@ unsafe extern "C" fn kernel_invoke(context: *mut TfLiteContext, node: *mut TfLit
             outs.push(unsafe { core::slice::from_raw_parts_mut((*tp).data.raw as *mut u8, n * 4) });
         }
         k.partition.run(&me.env, &ins, &mut outs)
-    }));
+    });
     finish(context, "Invoke", r)
 }
 
