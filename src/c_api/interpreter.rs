@@ -663,7 +663,7 @@ mod tests {
 
     #[test]
     fn a_panic_in_an_entry_point_reaches_the_interpreters_reporter() {
-        let bytes = crate::model::writer::sin_add_mul_model(8);
+        let bytes = crate::model::writer::relu_model(8);
         let got = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
         // SAFETY: `bytes` outlives the model and the interpreter; every handle comes from
         // these functions and is deleted once.

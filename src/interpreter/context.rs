@@ -458,7 +458,7 @@ mod tests {
 
     #[test]
     fn a_panic_in_a_context_callback_reaches_the_subgraphs_reporter() {
-        let bytes = crate::model::writer::sin_add_mul_model(8);
+        let bytes = crate::model::writer::relu_model(8);
         let got = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
         let sink = got.clone();
         let config = InterpreterConfig {

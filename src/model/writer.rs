@@ -259,3 +259,15 @@ impl ModelWriter {
         }
     }
 }
+
+/// A one-operator model for the library's unit tests: y = relu(x), x and y of shape [n].
+#[cfg(test)]
+#[allow(dead_code, reason = "the integration tests that include this file do not use it")]
+pub fn relu_model(n: i32) -> Vec<u8> {
+    let mut w = ModelWriter::new();
+    let x = w.tensor_f32("x", &[n]);
+    let y = w.tensor_f32("y", &[n]);
+    w.op(fb::BuiltinOperator::RELU, &[x], &[y]);
+    w.io(&[x], &[y]);
+    w.finish()
+}
