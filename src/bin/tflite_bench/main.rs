@@ -44,11 +44,13 @@ mod trace;
 use args::{Args, GpuArgs, USAGE, parse_args};
 use litert_reference::{Source, litert_arena};
 use std::ffi::{CStr, CString};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tensorflowlite_c::gpu::delegate::options::TfLiteGpuExperimentalFlags;
 use tensorflowlite_c::gpu::delegate::{GpuDelegate, TfLiteGpuDelegateOptionsV2};
+use tensorflowlite_c::gpu::tuner::{TuneProgress, set_progress_sink};
 use tensorflowlite_c::interpreter::{Interpreter, InterpreterConfig};
 use tensorflowlite_c::memory::plan_svg::{drawn_tensors, plan_svg};
 use tensorflowlite_c::microkernels::packed::live_packed_bytes;
@@ -284,7 +286,19 @@ fn print_gpu(d: &GpuDelegate, init: Duration) {
     println!("gpu_init_ms: {:.1} (interpreter init incl. delegate: {:.1})", r.init_ns as f64 / 1e6, ms(init));
 }
 
+/// The GPU tuner's progress on one terminal line (stderr).
+fn show_tuning_progress(p: &TuneProgress) {
+    let left = p.budget_left_ns.map_or(String::new(), |ns| format!(", budget left {:.1} s", ns as f64 / 1e9));
+    eprint!("\rtuning work groups: kernel {}/{}, {:.1} s{left}   ", p.done, p.total, p.elapsed_ns as f64 / 1e9);
+    if p.done == p.total {
+        eprintln!();
+    }
+}
+
 fn run(a: &Args) -> Result<(), String> {
+    if a.gpu.is_some() && std::io::stderr().is_terminal() {
+        set_progress_sink(Some(show_tuning_progress));
+    }
     let rss_start = resident_mb();
     let first = init(a)?;
     if let Some(d) = &first.delegate {

@@ -13,7 +13,8 @@ use crate::error::{Error, Result};
 use crate::gpu::graph::plan::MemoryPlan;
 use crate::gpu::graph::{GTensor, Op, OpKind, TensorId, pad_channels};
 use crate::gpu::tuner::{
-    ChoiceSource, KernelInfo, KernelToTune, OpClass, Profiler, SystemClock, Tuner, WorkGroup, kernel_hash,
+    ChoiceSource, Clock, KernelInfo, KernelToTune, OpClass, Profiler, SystemClock, TuneProgress, Tuner, WorkGroup,
+    kernel_hash, report_progress,
 };
 
 /// One kernel launch, ready to enqueue.
@@ -151,6 +152,7 @@ impl Partition {
         let mut epilogues = Vec::new();
         let mut launches = Vec::new();
         let clock = SystemClock::new();
+        let (started, total) = (clock.now_ns(), ops.len());
         tuner.begin_model(&clock);
         for op in ops {
             let kernel = cl("clCreateKernel", Kernel::create(&env.program, op.kind.kernel_name()))?;
@@ -306,6 +308,12 @@ impl Partition {
                 tuner.tune(&k, &mut profiler, &clock).map_err(|e| Error::new(format!("tuning {name}: {e}")))?;
             debug_assert!(choice.source != ChoiceSource::Fixed);
             launches.push(Launch { kernel, grid, local: choice.work_group, name });
+            report_progress(&TuneProgress {
+                done: launches.len(),
+                total,
+                elapsed_ns: clock.now_ns().saturating_sub(started),
+                budget_left_ns: tuner.budget_left_ns(&clock),
+            });
         }
         let mut in_list = Vec::new();
         for &t in inputs {

@@ -54,6 +54,32 @@ use crate::error::Result;
 use std::io;
 use std::path::Path;
 
+/// Where tuning stands, for a caller that shows it (tflite-bench prints a progress line):
+/// kernels chosen so far in the partition being built, of how many, time spent on it, and
+/// what is left of the per-model budget.
+#[derive(Clone, Copy, Debug)]
+pub struct TuneProgress {
+    pub done: usize,
+    pub total: usize,
+    pub elapsed_ns: u64,
+    pub budget_left_ns: Option<u64>,
+}
+
+static PROGRESS_SINK: std::sync::Mutex<Option<fn(&TuneProgress)>> = std::sync::Mutex::new(None);
+
+/// Sets (or clears) the function told of tuning progress after each kernel.
+pub fn set_progress_sink(sink: Option<fn(&TuneProgress)>) {
+    *PROGRESS_SINK.lock().unwrap_or_else(|e| e.into_inner()) = sink;
+}
+
+/// Tells the progress sink, if there is one.
+pub fn report_progress(p: &TuneProgress) {
+    let sink = *PROGRESS_SINK.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(f) = sink {
+        f(p);
+    }
+}
+
 /// How hard to tune (the C API's `inference_preference` picks it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TuneLevel {
@@ -185,6 +211,11 @@ impl Tuner {
             model_deadline: None,
             measured_this_model: 0,
         }
+    }
+
+    /// Nanoseconds left of the per-model budget (`None`: no budget).
+    pub fn budget_left_ns(&self, clock: &dyn Clock) -> Option<u64> {
+        self.model_deadline.map(|d| d.saturating_sub(clock.now_ns()))
     }
 
     /// Starts the per-model budget now.
@@ -507,5 +538,18 @@ mod tests {
         );
         let e = t.tune(&KernelToTune { kernel_hash: "z", ..k }, &mut p, &clock).unwrap_err();
         assert_eq!(e.to_string(), NO_CANDIDATE_ERROR);
+    }
+
+    #[test]
+    fn progress_reaches_the_sink() {
+        static SEEN: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
+        fn sink(p: &TuneProgress) {
+            SEEN.lock().unwrap().push((p.done, p.total));
+        }
+        set_progress_sink(Some(sink));
+        report_progress(&TuneProgress { done: 1, total: 3, elapsed_ns: 5, budget_left_ns: None });
+        set_progress_sink(None);
+        report_progress(&TuneProgress { done: 2, total: 3, elapsed_ns: 9, budget_left_ns: None });
+        assert_eq!(*SEEN.lock().unwrap(), [(1, 3)]);
     }
 }
