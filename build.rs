@@ -54,11 +54,23 @@ fn generate_header(manifest: &Path, dest: &Path) {
             let mut buf = Vec::new();
             bindings.write(&mut buf);
             let text = String::from_utf8(buf).expect("cbindgen output is UTF-8");
-            // Rust spells a flexible array member `[T; 0]`; C99 spells it `T data[]`
-            // (a zero-length array is a GNU extension and fails -pedantic).
-            let text = text.replace("  int data[0];", "  int data[];").replace("  float data[0];", "  float data[];");
+            let text = text
+                .replace("  int data[0];", &flexible_array_member("int data[];"))
+                .replace("  float data[0];", &flexible_array_member("float data[];"));
             fs::write(dest, text).expect("write header");
         }
         Err(e) => panic!("cbindgen failed: {e}"),
     }
+}
+
+/// Rust spells a flexible array member `[T; 0]`; C99 spells it `T data[]` (a zero-length
+/// array is a GNU extension and fails -pedantic). C++ has no flexible array members; GCC
+/// and Clang accept them as an extension, so in C++ the member is declared with
+/// -Wpedantic silenced (the header must compile with `-std=c++17 -Wpedantic -Werror`).
+fn flexible_array_member(decl: &str) -> String {
+    let guard = "#if defined(__cplusplus) && defined(__GNUC__)";
+    format!(
+        "{guard}\n#pragma GCC diagnostic push\n#pragma GCC diagnostic ignored \"-Wpedantic\"\n#endif\n  {decl}\n\
+         {guard}\n#pragma GCC diagnostic pop\n#endif"
+    )
 }

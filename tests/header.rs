@@ -1,5 +1,7 @@
 //! The checked-in header must equal what build.rs generates from the Rust sources, and
-//! every public header must compile on its own as C99 and as C++ with -Wall -Wextra -Werror.
+//! every public header must compile on its own (included twice) as C99 and as C++17 with
+//! -Wall -Wextra -Werror and the pedantic warnings on (ISO C / ISO C++ only, no GNU
+//! extensions such as zero-length arrays).
 //! `BLESS=1 cargo test --test header` rewrites the checked-in copy.
 
 use std::path::{Path, PathBuf};
@@ -58,7 +60,7 @@ fn public_headers(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-fn compile(lang: &str, std_flag: &str, header: &Path, scratch: &Path) {
+fn compile(lang: &str, std_flag: &str, pedantic_flag: &str, header: &Path, scratch: &Path) {
     let inc = repo().join("include");
     let rel = header.strip_prefix(&inc).expect("header under include");
     let src = scratch.join(format!(
@@ -77,29 +79,29 @@ fn compile(lang: &str, std_flag: &str, header: &Path, scratch: &Path) {
         std::env::var("CXX").unwrap_or_else(|_| "c++".into())
     };
     let out = Command::new(&compiler)
-        .args([std_flag, "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-I"])
+        .args([std_flag, pedantic_flag, "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-I"])
         .arg(&inc)
         .arg(&src)
         .output()
         .unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
     assert!(
         out.status.success(),
-        "{} does not compile as {lang} ({std_flag}):\n{}",
+        "{} does not compile as {lang} ({std_flag} {pedantic_flag}):\n{}",
         rel.display(),
         String::from_utf8_lossy(&out.stderr)
     );
 }
 
 #[test]
-fn every_header_compiles_alone_as_c99_and_cxx() {
+fn every_header_compiles_alone_as_pedantic_c99_and_cxx17() {
     let mut headers = Vec::new();
     public_headers(&repo().join("include"), &mut headers);
     assert!(headers.len() >= 10, "expected the public headers under include/");
     let scratch = std::env::temp_dir().join(format!("tflite_header_tu_{}", std::process::id()));
     std::fs::create_dir_all(&scratch).expect("scratch dir");
     for h in &headers {
-        compile("c", "-std=c99", h, &scratch);
-        compile("c++", "-std=c++17", h, &scratch);
+        compile("c", "-std=c99", "-pedantic", h, &scratch);
+        compile("c++", "-std=c++17", "-Wpedantic", h, &scratch);
     }
     let _ = std::fs::remove_dir_all(&scratch);
 }

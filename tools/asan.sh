@@ -23,7 +23,8 @@ export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:abort_on_error=1
 unset TFLITE_REQUIRE_OPENCL
 export OCL_ICD_VENDORS=/nonexistent
 start=$(date +%s)
+mkdir -p "$here/target/logs"
 # shellcheck disable=SC2086
 cargo $RUST_TOOLCHAIN test --release --target "$HOST_TRIPLE" "${tests[@]}" -- --show-output 2>&1 |
-  tee /tmp/tflite_asan.log | grep -E "^test result|mutated cases|^ops: [0-9]|Sanitizer"
+  tee "$here/target/logs/asan.log" | grep -E "^test result|mutated cases|^ops: [0-9]|Sanitizer"
 echo "ASan stage: every test ran clean under AddressSanitizer in $(( $(date +%s) - start )) s"

@@ -28,15 +28,23 @@ struct TfLiteNode;
 struct TfLiteDelegate;
 struct TfLiteRegistration;
 struct TfLiteOperator;
-struct TfLiteOpaqueContext;
-struct TfLiteOpaqueNode;
-struct TfLiteOpaqueTensor;
 struct TfLiteOpaqueDelegateBuilder;
 struct TfLiteDelegateParams;
 struct TfLiteIntArray;
-struct TfLiteAsyncKernel;
 struct TfLiteExternalContext;
 struct TfLiteEvalTensor;
+/* Opaque types, incomplete structs as in TFLite. (Rust spells them as zero-sized
+ * structs, which cbindgen would write as `uint8_t _private[0]`, a GNU extension that
+ * -pedantic rejects; `[export] exclude` below keeps them out of the generated part.) */
+/* An asynchronous kernel (opaque here). */
+typedef struct TfLiteAsyncKernel TfLiteAsyncKernel;
+/* The context, node and tensor as the opaque API sees them: a TfLiteContext*,
+ * TfLiteNode* and TfLiteTensor* underneath, as in TFLite. */
+typedef struct TfLiteOpaqueContext TfLiteOpaqueContext;
+typedef struct TfLiteOpaqueNode TfLiteOpaqueNode;
+typedef struct TfLiteOpaqueTensor TfLiteOpaqueTensor;
+/* The XNNPACK delegate's weights cache (not used by this implementation). */
+typedef struct TfLiteXNNPackDelegateWeightsCache TfLiteXNNPackDelegateWeightsCache;
 
 
 /*
@@ -821,7 +829,14 @@ typedef struct TfLiteIntArray {
   /*
    The elements; the real length is `size`.
    */
+#if defined(__cplusplus) && defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
   int data[];
+#if defined(__cplusplus) && defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 } TfLiteIntArray;
 
 /*
@@ -832,7 +847,14 @@ typedef struct TfLiteFloatArray {
   /*
    The elements; the real length is `size`.
    */
+#if defined(__cplusplus) && defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
   float data[];
+#if defined(__cplusplus) && defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 } TfLiteFloatArray;
 
 /*
@@ -947,13 +969,6 @@ typedef struct TfLiteNode {
 } TfLiteNode;
 
 /*
- An asynchronous kernel (opaque here).
- */
-typedef struct TfLiteAsyncKernel {
-  uint8_t _private[0];
-} TfLiteAsyncKernel;
-
-/*
  An operator implementation: 88 bytes.
  */
 typedef struct TfLiteRegistration {
@@ -996,7 +1011,7 @@ typedef struct TfLiteRegistration {
   /*
    Returns the async kernel, or NULL.
    */
-  struct TfLiteAsyncKernel *(*async_kernel)(struct TfLiteContext *context, struct TfLiteNode *node);
+  TfLiteAsyncKernel *(*async_kernel)(struct TfLiteContext *context, struct TfLiteNode *node);
   /*
    Bitmask of `TfLiteInPlaceOp` values.
    */
@@ -1142,23 +1157,9 @@ typedef struct TfLiteContext {
 typedef int TfLiteBufferHandle;
 
 /*
- The context as the opaque API sees it; a `TfLiteContext*` underneath, as in TFLite.
- */
-typedef struct TfLiteOpaqueContext {
-  uint8_t _private[0];
-} TfLiteOpaqueContext;
-
-/*
  An opaque delegate is a `TfLiteDelegate` in the default build.
  */
 typedef struct TfLiteDelegate TfLiteOpaqueDelegate;
-
-/*
- A tensor as the opaque API sees it; a `TfLiteTensor*` underneath.
- */
-typedef struct TfLiteOpaqueTensor {
-  uint8_t _private[0];
-} TfLiteOpaqueTensor;
 
 /*
  Callbacks of a delegate built with the opaque API: 48 bytes.
@@ -1168,10 +1169,10 @@ typedef struct TfLiteOpaqueDelegateBuilder {
    Passed back to every callback.
    */
   void *data;
-  enum TfLiteStatus (*Prepare)(struct TfLiteOpaqueContext *context, TfLiteOpaqueDelegate *delegate, void *data);
-  enum TfLiteStatus (*CopyFromBufferHandle)(struct TfLiteOpaqueContext *context, TfLiteOpaqueDelegate *delegate, void *data, TfLiteBufferHandle buffer_handle, struct TfLiteOpaqueTensor *tensor);
-  enum TfLiteStatus (*CopyToBufferHandle)(struct TfLiteOpaqueContext *context, TfLiteOpaqueDelegate *delegate, void *data, TfLiteBufferHandle buffer_handle, struct TfLiteOpaqueTensor *tensor);
-  void (*FreeBufferHandle)(struct TfLiteOpaqueContext *context, TfLiteOpaqueDelegate *delegate, void *data, TfLiteBufferHandle *handle);
+  enum TfLiteStatus (*Prepare)(TfLiteOpaqueContext *context, TfLiteOpaqueDelegate *delegate, void *data);
+  enum TfLiteStatus (*CopyFromBufferHandle)(TfLiteOpaqueContext *context, TfLiteOpaqueDelegate *delegate, void *data, TfLiteBufferHandle buffer_handle, TfLiteOpaqueTensor *tensor);
+  enum TfLiteStatus (*CopyToBufferHandle)(TfLiteOpaqueContext *context, TfLiteOpaqueDelegate *delegate, void *data, TfLiteBufferHandle buffer_handle, TfLiteOpaqueTensor *tensor);
+  void (*FreeBufferHandle)(TfLiteOpaqueContext *context, TfLiteOpaqueDelegate *delegate, void *data, TfLiteBufferHandle *handle);
   int64_t flags;
 } TfLiteOpaqueDelegateBuilder;
 
@@ -1353,13 +1354,6 @@ typedef struct TfLiteCustomAllocation {
 } TfLiteCustomAllocation;
 
 /*
- A node as the opaque API sees it; a `TfLiteNode*` underneath.
- */
-typedef struct TfLiteOpaqueNode {
-  uint8_t _private[0];
-} TfLiteOpaqueNode;
-
-/*
  `TfLiteRegistration` as of TF 2.13: `TfLiteRegistration_V2` plus `async_kernel`
  (80 bytes). Consumed only by `TfLiteInterpreterOptionsSetOpResolverV3`.
  */
@@ -1373,7 +1367,7 @@ typedef struct TfLiteRegistration_V3 {
   const char *custom_name;
   int version;
   struct TfLiteOperator *registration_external;
-  struct TfLiteAsyncKernel *(*async_kernel)(struct TfLiteContext *context, struct TfLiteNode *node);
+  TfLiteAsyncKernel *(*async_kernel)(struct TfLiteContext *context, struct TfLiteNode *node);
 } TfLiteRegistration_V3;
 
 /*
@@ -1407,13 +1401,6 @@ typedef struct TfLiteRegistration_V1 {
 } TfLiteRegistration_V1;
 
 /*
- Opaque weights cache (not used by this implementation).
- */
-typedef struct TfLiteXNNPackDelegateWeightsCache {
-  uint8_t _private[0];
-} TfLiteXNNPackDelegateWeightsCache;
-
-/*
  Options of the XNNPACK delegate, TF 2.19 layout (32 bytes).
  */
 typedef struct TfLiteXNNPackDelegateOptions {
@@ -1428,7 +1415,7 @@ typedef struct TfLiteXNNPackDelegateOptions {
   /*
    Weights cache, or NULL.
    */
-  struct TfLiteXNNPackDelegateWeightsCache *weights_cache;
+  TfLiteXNNPackDelegateWeightsCache *weights_cache;
   /*
    Whether variable ops are handled by the delegate.
    */
@@ -3807,136 +3794,136 @@ TFL_CAPI_EXPORT void TfLiteModelDelete(struct TfLiteModel *model);
 /*
  Returns the tensor's element type (`kTfLiteNoType` for NULL).
  */
-TFL_CAPI_EXPORT enum TfLiteType TfLiteOpaqueTensorType(const struct TfLiteOpaqueTensor *opaque_tensor);
+TFL_CAPI_EXPORT enum TfLiteType TfLiteOpaqueTensorType(const TfLiteOpaqueTensor *opaque_tensor);
 
 /*
  Returns the number of dimensions (-1 for NULL or no shape).
  */
-TFL_CAPI_EXPORT int32_t TfLiteOpaqueTensorNumDims(const struct TfLiteOpaqueTensor *opaque_tensor);
+TFL_CAPI_EXPORT int32_t TfLiteOpaqueTensorNumDims(const TfLiteOpaqueTensor *opaque_tensor);
 
 /*
  Returns dimension `dim_index` (-1 for NULL or out of range).
  */
-TFL_CAPI_EXPORT int32_t TfLiteOpaqueTensorDim(const struct TfLiteOpaqueTensor *opaque_tensor, int32_t dim_index);
+TFL_CAPI_EXPORT int32_t TfLiteOpaqueTensorDim(const TfLiteOpaqueTensor *opaque_tensor, int32_t dim_index);
 
 /*
  Writes the number of dimensions of the shape signature to `*num_dims` (-1 if the tensor
  has no signature). kTfLiteError for NULL arguments.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueTensorGetNumDimsSignature(const struct TfLiteOpaqueTensor *opaque_tensor, int32_t *num_dims);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueTensorGetNumDimsSignature(const TfLiteOpaqueTensor *opaque_tensor, int32_t *num_dims);
 
 /*
  Writes dimension `dim_index` of the shape signature (or of the shape, when there is no
  signature) to `*dim_length`. kTfLiteError for NULL arguments or an index out of range.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueTensorGetDimSignature(const struct TfLiteOpaqueTensor *opaque_tensor, int32_t dim_index, int32_t *dim_length);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueTensorGetDimSignature(const TfLiteOpaqueTensor *opaque_tensor, int32_t dim_index, int32_t *dim_length);
 
 /*
  Returns 1 for a variable tensor, else 0 (0 for NULL).
  */
-TFL_CAPI_EXPORT int TfLiteOpaqueTensorIsVariable(const struct TfLiteOpaqueTensor *opaque_tensor);
+TFL_CAPI_EXPORT int TfLiteOpaqueTensorIsVariable(const TfLiteOpaqueTensor *opaque_tensor);
 
 /*
  Returns the size of the tensor's data in bytes (0 for NULL).
  */
-TFL_CAPI_EXPORT size_t TfLiteOpaqueTensorByteSize(const struct TfLiteOpaqueTensor *opaque_tensor);
+TFL_CAPI_EXPORT size_t TfLiteOpaqueTensorByteSize(const TfLiteOpaqueTensor *opaque_tensor);
 
 /*
  Returns the tensor's data (NULL for NULL). Owned by the runtime.
  */
-TFL_CAPI_EXPORT void *TfLiteOpaqueTensorData(const struct TfLiteOpaqueTensor *opaque_tensor);
+TFL_CAPI_EXPORT void *TfLiteOpaqueTensorData(const TfLiteOpaqueTensor *opaque_tensor);
 
 /*
  Returns the tensor's allocation type (`kTfLiteMemNone` for NULL).
  */
-TFL_CAPI_EXPORT enum TfLiteAllocationType TfLiteOpaqueTensorGetAllocationType(const struct TfLiteOpaqueTensor *opaque_tensor);
+TFL_CAPI_EXPORT enum TfLiteAllocationType TfLiteOpaqueTensorGetAllocationType(const TfLiteOpaqueTensor *opaque_tensor);
 
 /*
  As `TfLiteTensorGetAllocationStrategy`.
  */
-TFL_CAPI_EXPORT enum TfLiteAllocationStrategy TfLiteOpaqueTensorGetAllocationStrategy(const struct TfLiteOpaqueTensor *t);
+TFL_CAPI_EXPORT enum TfLiteAllocationStrategy TfLiteOpaqueTensorGetAllocationStrategy(const TfLiteOpaqueTensor *t);
 
 /*
  As `TfLiteTensorGetBufferAddressStability`.
  */
-TFL_CAPI_EXPORT enum TfLiteRunStability TfLiteOpaqueTensorGetBufferAddressStability(const struct TfLiteOpaqueTensor *t);
+TFL_CAPI_EXPORT enum TfLiteRunStability TfLiteOpaqueTensorGetBufferAddressStability(const TfLiteOpaqueTensor *t);
 
 /*
  As `TfLiteTensorGetDataStability`.
  */
-TFL_CAPI_EXPORT enum TfLiteRunStability TfLiteOpaqueTensorGetDataStability(const struct TfLiteOpaqueTensor *t);
+TFL_CAPI_EXPORT enum TfLiteRunStability TfLiteOpaqueTensorGetDataStability(const TfLiteOpaqueTensor *t);
 
 /*
  As `TfLiteTensorGetDataKnownStep`.
  */
-TFL_CAPI_EXPORT enum TfLiteRunStep TfLiteOpaqueTensorGetDataKnownStep(const struct TfLiteOpaqueTensor *t);
+TFL_CAPI_EXPORT enum TfLiteRunStep TfLiteOpaqueTensorGetDataKnownStep(const TfLiteOpaqueTensor *t);
 
 /*
  As `TfLiteTensorGetShapeKnownStep`.
  */
-TFL_CAPI_EXPORT enum TfLiteRunStep TfLiteOpaqueTensorGetShapeKnownStep(const struct TfLiteOpaqueTensor *t);
+TFL_CAPI_EXPORT enum TfLiteRunStep TfLiteOpaqueTensorGetShapeKnownStep(const TfLiteOpaqueTensor *t);
 
 /*
  Returns the tensor's name (NULL for NULL or unnamed). Owned by the runtime.
  */
-TFL_CAPI_EXPORT const char *TfLiteOpaqueTensorName(const struct TfLiteOpaqueTensor *opaque_tensor);
+TFL_CAPI_EXPORT const char *TfLiteOpaqueTensorName(const TfLiteOpaqueTensor *opaque_tensor);
 
 /*
  Returns the tensor's quantization by value (its `params` stay owned by the tensor;
  `kTfLiteNoQuantization` for NULL).
  */
-TFL_CAPI_EXPORT struct TfLiteQuantization TfLiteOpaqueTensorGetQuantization(const struct TfLiteOpaqueTensor *opaque_tensor);
+TFL_CAPI_EXPORT struct TfLiteQuantization TfLiteOpaqueTensorGetQuantization(const TfLiteOpaqueTensor *opaque_tensor);
 
 /*
  Returns the tensor's per-tensor quantization parameters ({0, 0} for NULL).
  */
-TFL_CAPI_EXPORT struct TfLiteQuantizationParams TfLiteOpaqueTensorGetQuantizationParams(const struct TfLiteOpaqueTensor *opaque_tensor);
+TFL_CAPI_EXPORT struct TfLiteQuantizationParams TfLiteOpaqueTensorGetQuantizationParams(const TfLiteOpaqueTensor *opaque_tensor);
 
 /*
  As `TfLiteTensorCopyFromBuffer`.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueTensorCopyFromBuffer(struct TfLiteOpaqueTensor *opaque_tensor, const void *input_data, size_t input_data_size);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueTensorCopyFromBuffer(TfLiteOpaqueTensor *opaque_tensor, const void *input_data, size_t input_data_size);
 
 /*
  As `TfLiteTensorCopyToBuffer`.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueTensorCopyToBuffer(const struct TfLiteOpaqueTensor *opaque_tensor, void *output_data, size_t output_data_size);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueTensorCopyToBuffer(const TfLiteOpaqueTensor *opaque_tensor, void *output_data, size_t output_data_size);
 
 /*
  Returns the number of strings in a string tensor (0 for NULL or a tensor without data).
  */
-TFL_CAPI_EXPORT int TfLiteOpaqueTensorGetStringCount(const struct TfLiteOpaqueTensor *tensor);
+TFL_CAPI_EXPORT int TfLiteOpaqueTensorGetStringCount(const TfLiteOpaqueTensor *tensor);
 
 /*
  Writes string `index` of a string tensor to `*str` / `*len` (not NUL-terminated; may
  contain NULs; owned by the tensor). kTfLiteError for NULL arguments or an index out of
  range.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueTensorGetString(const struct TfLiteOpaqueTensor *tensor, int index, const char **str, int *len);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueTensorGetString(const TfLiteOpaqueTensor *tensor, int index, const char **str, int *len);
 
 /*
  Replaces the contents of a string tensor with `str_array[i]` (`str_n_len[i]` bytes
  each), making it a dynamic tensor of shape `[str_array_len]`. The strings are copied.
  kTfLiteError for NULL arguments or negative lengths.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueTensorWriteStrings(struct TfLiteOpaqueTensor *tensor, const char *const *str_array, int str_array_len, const int *str_n_len);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueTensorWriteStrings(TfLiteOpaqueTensor *tensor, const char *const *str_array, int str_array_len, const int *str_n_len);
 
 /*
  Replaces the contents of a string tensor with one string (`len` bytes of `str`).
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueTensorWriteString(struct TfLiteOpaqueTensor *tensor, const char *str, int len);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueTensorWriteString(TfLiteOpaqueTensor *tensor, const char *str, int len);
 
 /*
  Makes the tensor dynamic (its arena memory, if any, is no longer used; allocate with
  `TfLiteOpaqueContextResizeTensor`). Ignored for NULL.
  */
-TFL_CAPI_EXPORT void TfLiteOpaqueTensorSetAllocationTypeToDynamic(struct TfLiteOpaqueTensor *tensor);
+TFL_CAPI_EXPORT void TfLiteOpaqueTensorSetAllocationTypeToDynamic(TfLiteOpaqueTensor *tensor);
 
 /*
  Marks the tensor's memory as living outside the CPU (`kTfLiteNonCpu`). Ignored for
  NULL.
  */
-TFL_CAPI_EXPORT void TfLiteOpaqueTensorSetNonCpuAllocation(struct TfLiteOpaqueTensor *tensor);
+TFL_CAPI_EXPORT void TfLiteOpaqueTensorSetNonCpuAllocation(TfLiteOpaqueTensor *tensor);
 
 /*
  Returns a new tensor builder (no type, no data, `kTfLiteMemNone`), or NULL on failure.
@@ -3982,96 +3969,96 @@ TFL_CAPI_EXPORT struct TfLiteOpaqueTensorBuilder *TfLiteOpaqueTensorBuilderSetQu
  Node input `index` as a tensor of `context`, or NULL (absent optional input, index
  out of range, NULL arguments).
  */
-TFL_CAPI_EXPORT const struct TfLiteOpaqueTensor *TfLiteOpaqueNodeGetInput(const struct TfLiteOpaqueContext *opaque_context, const struct TfLiteOpaqueNode *opaque_node, int index);
+TFL_CAPI_EXPORT const TfLiteOpaqueTensor *TfLiteOpaqueNodeGetInput(const TfLiteOpaqueContext *opaque_context, const TfLiteOpaqueNode *opaque_node, int index);
 
 /*
  Node output `index` as a tensor of `context`, or NULL (index out of range, NULL
  arguments).
  */
-TFL_CAPI_EXPORT struct TfLiteOpaqueTensor *TfLiteOpaqueNodeGetOutput(struct TfLiteOpaqueContext *opaque_context, const struct TfLiteOpaqueNode *opaque_node, int index);
+TFL_CAPI_EXPORT TfLiteOpaqueTensor *TfLiteOpaqueNodeGetOutput(TfLiteOpaqueContext *opaque_context, const TfLiteOpaqueNode *opaque_node, int index);
 
 /*
  Returns the number of node inputs (-1 for NULL).
  */
-TFL_CAPI_EXPORT int TfLiteOpaqueNodeNumberOfInputs(const struct TfLiteOpaqueNode *opaque_node);
+TFL_CAPI_EXPORT int TfLiteOpaqueNodeNumberOfInputs(const TfLiteOpaqueNode *opaque_node);
 
 /*
  Returns the number of node outputs (-1 for NULL).
  */
-TFL_CAPI_EXPORT int TfLiteOpaqueNodeNumberOfOutputs(const struct TfLiteOpaqueNode *opaque_node);
+TFL_CAPI_EXPORT int TfLiteOpaqueNodeNumberOfOutputs(const TfLiteOpaqueNode *opaque_node);
 
 /*
  Returns what the operator's `init` returned for this node (NULL for NULL).
  */
-TFL_CAPI_EXPORT void *TfLiteOpaqueNodeGetUserData(const struct TfLiteOpaqueNode *opaque_node);
+TFL_CAPI_EXPORT void *TfLiteOpaqueNodeGetUserData(const TfLiteOpaqueNode *opaque_node);
 
 /*
  Returns the node's builtin parameters (a `TfLite*Params` struct), or NULL. Owned by the
  runtime.
  */
-TFL_CAPI_EXPORT void *TfLiteOpaqueNodeGetBuiltinData(const struct TfLiteOpaqueNode *opaque_node);
+TFL_CAPI_EXPORT void *TfLiteOpaqueNodeGetBuiltinData(const TfLiteOpaqueNode *opaque_node);
 
 /*
  Writes the node's custom options and their size to `*init_data` / `*size` (NULL / 0
  when there are none). Owned by the runtime. kTfLiteError for NULL arguments.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueNodeGetCustomInitialData(const struct TfLiteOpaqueNode *opaque_node, const void **init_data, int *size);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueNodeGetCustomInitialData(const TfLiteOpaqueNode *opaque_node, const void **init_data, int *size);
 
 /*
  Writes the node's input tensor indices and their count. Owned by the runtime.
  kTfLiteError for NULL arguments.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueNodeInputs(const struct TfLiteOpaqueNode *opaque_node, const int **inputs, int *num_inputs);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueNodeInputs(const TfLiteOpaqueNode *opaque_node, const int **inputs, int *num_inputs);
 
 /*
  Writes the node's output tensor indices and their count. Owned by the runtime.
  kTfLiteError for NULL arguments.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueNodeOutputs(const struct TfLiteOpaqueNode *opaque_node, const int **outputs, int *num_outputs);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueNodeOutputs(const TfLiteOpaqueNode *opaque_node, const int **outputs, int *num_outputs);
 
 /*
  Replaces the node's temporary tensor indices with a copy of
  `temporaries[0..num_temporaries]`. kTfLiteError for a negative count or NULL
  arguments.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueNodeSetTemporaries(struct TfLiteOpaqueNode *opaque_node, const int *temporaries, int num_temporaries);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueNodeSetTemporaries(TfLiteOpaqueNode *opaque_node, const int *temporaries, int num_temporaries);
 
 /*
  Writes the node's temporary tensor indices and their count. Owned by the runtime.
  kTfLiteError for NULL arguments.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueNodeTemporaries(const struct TfLiteOpaqueNode *opaque_node, const int **temporaries, int *num_temporaries);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueNodeTemporaries(const TfLiteOpaqueNode *opaque_node, const int **temporaries, int *num_temporaries);
 
 /*
  Returns the tensor index of node input `index_of_input`, or -1 if out of range (or
  NULL).
  */
-TFL_CAPI_EXPORT int TfLiteOpaqueNodeGetInputTensorIndex(const struct TfLiteOpaqueNode *opaque_node, int index_of_input);
+TFL_CAPI_EXPORT int TfLiteOpaqueNodeGetInputTensorIndex(const TfLiteOpaqueNode *opaque_node, int index_of_input);
 
 /*
  Returns the tensor index of node output `index_of_output`, or -1 if out of range (or
  NULL).
  */
-TFL_CAPI_EXPORT int TfLiteOpaqueNodeGetOutputTensorIndex(const struct TfLiteOpaqueNode *opaque_node, int index_of_output);
+TFL_CAPI_EXPORT int TfLiteOpaqueNodeGetOutputTensorIndex(const TfLiteOpaqueNode *opaque_node, int index_of_output);
 
 /*
  Writes the execution plan (node indices; owned by the runtime, valid until the graph
  changes) to `*execution_plan`. Only valid during a delegate's Prepare.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetExecutionPlan(struct TfLiteOpaqueContext *opaque_context, struct TfLiteIntArray **execution_plan);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetExecutionPlan(TfLiteOpaqueContext *opaque_context, struct TfLiteIntArray **execution_plan);
 
 /*
  Writes the external context of type `type` (or NULL if none is set) to
  `*external_context`.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetExternalContext(struct TfLiteOpaqueContext *opaque_context, void **external_context, TfLiteExternalContextType type);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetExternalContext(TfLiteOpaqueContext *opaque_context, void **external_context, TfLiteExternalContextType type);
 
 /*
  Writes node `node_index` and its operator to `*node` / `*registration_external`. For
  builtin kernels the operator is made by the runtime (owned by it; its builtin code,
  custom name and version can be queried). Only valid during a delegate's Prepare.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetNodeAndRegistration(struct TfLiteOpaqueContext *opaque_context, int node_index, struct TfLiteOpaqueNode **node, struct TfLiteOperator **registration_external);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetNodeAndRegistration(TfLiteOpaqueContext *opaque_context, int node_index, TfLiteOpaqueNode **node, struct TfLiteOperator **registration_external);
 
 /*
  Replaces the nodes in `nodes_to_replace` with kernels of `registration_external`: the
@@ -4082,65 +4069,65 @@ TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetNodeAndRegistration(stru
  (even when no node is replaced); the caller must not delete it. Only valid during a
  delegate's Prepare.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextReplaceNodeSubsetsWithDelegateKernels(struct TfLiteOpaqueContext *opaque_context, struct TfLiteOperator *registration_external, const struct TfLiteIntArray *nodes_to_replace, TfLiteOpaqueDelegate *opaque_delegate);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextReplaceNodeSubsetsWithDelegateKernels(TfLiteOpaqueContext *opaque_context, struct TfLiteOperator *registration_external, const struct TfLiteIntArray *nodes_to_replace, TfLiteOpaqueDelegate *opaque_delegate);
 
 /*
  Returns tensor `index` of the context, or NULL if out of range. Owned by the runtime;
  invalidated when tensors are added.
  */
-TFL_CAPI_EXPORT struct TfLiteOpaqueTensor *TfLiteOpaqueContextGetOpaqueTensor(const struct TfLiteOpaqueContext *opaque_context, int index);
+TFL_CAPI_EXPORT TfLiteOpaqueTensor *TfLiteOpaqueContextGetOpaqueTensor(const TfLiteOpaqueContext *opaque_context, int index);
 
 /*
  Writes the subgraph's input tensor indices and count. Owned by the runtime.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetInputs(const struct TfLiteOpaqueContext *opaque_context, const int **inputs, int *num_inputs);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetInputs(const TfLiteOpaqueContext *opaque_context, const int **inputs, int *num_inputs);
 
 /*
  Writes the subgraph's output tensor indices and count. Owned by the runtime.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetOutputs(const struct TfLiteOpaqueContext *opaque_context, const int **outputs, int *num_outputs);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetOutputs(const TfLiteOpaqueContext *opaque_context, const int **outputs, int *num_outputs);
 
 /*
  Writes the subgraph's variable tensor indices and count. Owned by the runtime.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetVariables(const struct TfLiteOpaqueContext *opaque_context, const int **variables, int *num_variables);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetVariables(const TfLiteOpaqueContext *opaque_context, const int **variables, int *num_variables);
 
 /*
  Returns the number of nodes of the subgraph (0 for NULL).
  */
-TFL_CAPI_EXPORT size_t TfLiteOpaqueContextGetNumNodes(const struct TfLiteOpaqueContext *opaque_context);
+TFL_CAPI_EXPORT size_t TfLiteOpaqueContextGetNumNodes(const TfLiteOpaqueContext *opaque_context);
 
 /*
  Returns the number of tensors of the subgraph (0 for NULL).
  */
-TFL_CAPI_EXPORT size_t TfLiteOpaqueContextGetNumTensors(const struct TfLiteOpaqueContext *opaque_context);
+TFL_CAPI_EXPORT size_t TfLiteOpaqueContextGetNumTensors(const TfLiteOpaqueContext *opaque_context);
 
 /*
  Returns the subgraph's name (NULL for NULL). Owned by the runtime.
  */
-TFL_CAPI_EXPORT const char *TfLiteOpaqueContextGetName(const struct TfLiteOpaqueContext *opaque_context);
+TFL_CAPI_EXPORT const char *TfLiteOpaqueContextGetName(const TfLiteOpaqueContext *opaque_context);
 
 /*
  Resizes `tensor` to `new_size`. Takes ownership of `new_size` in every case.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextResizeTensor(struct TfLiteOpaqueContext *context, struct TfLiteOpaqueTensor *tensor, struct TfLiteIntArray *new_size);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextResizeTensor(TfLiteOpaqueContext *context, TfLiteOpaqueTensor *tensor, struct TfLiteIntArray *new_size);
 
 /*
  Writes the context of subgraph `subgraph_index` to `*acquired_opaque_context`; pair with
  `TfLiteOpaqueContextReleaseSubgraphContext`. Only valid during a delegate's Prepare.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextAcquireSubgraphContext(struct TfLiteOpaqueContext *opaque_context, int subgraph_index, struct TfLiteOpaqueContext **acquired_opaque_context);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextAcquireSubgraphContext(TfLiteOpaqueContext *opaque_context, int subgraph_index, TfLiteOpaqueContext **acquired_opaque_context);
 
 /*
  Releases a context acquired with `TfLiteOpaqueContextAcquireSubgraphContext`.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextReleaseSubgraphContext(struct TfLiteOpaqueContext *opaque_context, int subgraph_index);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextReleaseSubgraphContext(TfLiteOpaqueContext *opaque_context, int subgraph_index);
 
 /*
  Marks subgraph `subgraph_index` (> 0) as not needing delegation: delegates applied to
  the interpreter afterwards skip it. Only valid during a delegate's Prepare.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextMarkSubgraphAsDelegationSkippable(struct TfLiteOpaqueContext *opaque_context, int subgraph_index);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextMarkSubgraphAsDelegationSkippable(TfLiteOpaqueContext *opaque_context, int subgraph_index);
 
 /*
  Would give the file descriptor, offset and size of the node's custom options inside a
@@ -4148,7 +4135,7 @@ TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextMarkSubgraphAsDelegationSki
  kTfLiteError (TFLite's answer when the model is not an mmapped file); nothing is
  written.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetNodeInitDataMmapInfo(const struct TfLiteOpaqueContext *context, const struct TfLiteOpaqueNode *node, int *fd, int64_t *custom_initial_data_offset_in_file, int64_t *custom_initial_data_size);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetNodeInitDataMmapInfo(const TfLiteOpaqueContext *context, const TfLiteOpaqueNode *node, int *fd, int64_t *custom_initial_data_offset_in_file, int64_t *custom_initial_data_size);
 
 /*
  Adds a tensor described by `builder` (the builder is only read; delete it afterwards)
@@ -4157,19 +4144,19 @@ TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetNodeInitDataMmapInfo(con
  data). The tensor takes ownership of the builder's quantization params and dynamic
  data. Tensor pointers obtained before are invalidated.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextAddTensor(struct TfLiteOpaqueContext *context, struct TfLiteOpaqueTensorBuilder *builder, int *new_tensor_index);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextAddTensor(TfLiteOpaqueContext *context, struct TfLiteOpaqueTensorBuilder *builder, int *new_tensor_index);
 
 /*
  Writes the size in bytes of one element of `type` to `*bytes`. kTfLiteError (reported)
  for types without a fixed element size, or a NULL `bytes`.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetSizeOfType(struct TfLiteOpaqueContext *context, TfLiteType type, size_t *bytes);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetSizeOfType(TfLiteOpaqueContext *context, TfLiteType type, size_t *bytes);
 
 /*
  Writes the model metadata entry `name` (bytes owned by the model, alive as long as the
  interpreter) to `*ptr` / `*bytes`. kTfLiteError if there is no such entry.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetMetadata(struct TfLiteOpaqueContext *context, const char *name, const char **ptr, size_t *bytes);
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOpaqueContextGetMetadata(TfLiteOpaqueContext *context, const char *name, const char **ptr, size_t *bytes);
 
 /*
  Returns a new operator for `builtin_code` (`kTfLiteBuiltinCustom` for custom ops, with
@@ -4210,58 +4197,58 @@ TFL_CAPI_EXPORT void *TfLiteOperatorGetUserData(const struct TfLiteOperator *reg
  Sets the operator's `init`, called once per node with the builtin params (length 0)
  or the custom options; its result is the node's `user_data`. Ignored for NULL.
  */
-TFL_CAPI_EXPORT void TfLiteOperatorSetInit(struct TfLiteOperator *registration, void *(*init)(struct TfLiteOpaqueContext *context, const char *buffer, size_t length));
+TFL_CAPI_EXPORT void TfLiteOperatorSetInit(struct TfLiteOperator *registration, void *(*init)(TfLiteOpaqueContext *context, const char *buffer, size_t length));
 
 /*
  As `TfLiteOperatorSetInit`, with the operator's `user_data` as first argument; takes
  precedence over `init`. Returns kTfLiteError for a NULL operator.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOperatorSetInitWithData(struct TfLiteOperator *registration, void *(*init)(void *user_data, struct TfLiteOpaqueContext *context, const char *buffer, size_t length));
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOperatorSetInitWithData(struct TfLiteOperator *registration, void *(*init)(void *user_data, TfLiteOpaqueContext *context, const char *buffer, size_t length));
 
 /*
  Sets the operator's `free`, called with what `init` returned. Ignored for NULL.
  */
-TFL_CAPI_EXPORT void TfLiteOperatorSetFree(struct TfLiteOperator *registration, void (*free)(struct TfLiteOpaqueContext *context, void *data));
+TFL_CAPI_EXPORT void TfLiteOperatorSetFree(struct TfLiteOperator *registration, void (*free)(TfLiteOpaqueContext *context, void *data));
 
 /*
  As `TfLiteOperatorSetFree`, with the operator's `user_data` as first argument; takes
  precedence over `free`. Returns kTfLiteError for a NULL operator.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOperatorSetFreeWithData(struct TfLiteOperator *registration, void (*free)(void *user_data, struct TfLiteOpaqueContext *context, void *data));
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOperatorSetFreeWithData(struct TfLiteOperator *registration, void (*free)(void *user_data, TfLiteOpaqueContext *context, void *data));
 
 /*
  Sets the operator's `prepare` (check inputs, resize outputs). Ignored for NULL.
  */
-TFL_CAPI_EXPORT void TfLiteOperatorSetPrepare(struct TfLiteOperator *registration, enum TfLiteStatus (*prepare)(struct TfLiteOpaqueContext *context, struct TfLiteOpaqueNode *node));
+TFL_CAPI_EXPORT void TfLiteOperatorSetPrepare(struct TfLiteOperator *registration, enum TfLiteStatus (*prepare)(TfLiteOpaqueContext *context, TfLiteOpaqueNode *node));
 
 /*
  As `TfLiteOperatorSetPrepare`, with the operator's `user_data` as first argument;
  takes precedence over `prepare`. Returns kTfLiteError for a NULL operator.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOperatorSetPrepareWithData(struct TfLiteOperator *registration, enum TfLiteStatus (*prepare)(void *user_data, struct TfLiteOpaqueContext *context, struct TfLiteOpaqueNode *node));
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOperatorSetPrepareWithData(struct TfLiteOperator *registration, enum TfLiteStatus (*prepare)(void *user_data, TfLiteOpaqueContext *context, TfLiteOpaqueNode *node));
 
 /*
  Sets the operator's `invoke` (compute the outputs). Ignored for NULL.
  */
-TFL_CAPI_EXPORT void TfLiteOperatorSetInvoke(struct TfLiteOperator *registration, enum TfLiteStatus (*invoke)(struct TfLiteOpaqueContext *context, struct TfLiteOpaqueNode *node));
+TFL_CAPI_EXPORT void TfLiteOperatorSetInvoke(struct TfLiteOperator *registration, enum TfLiteStatus (*invoke)(TfLiteOpaqueContext *context, TfLiteOpaqueNode *node));
 
 /*
  As `TfLiteOperatorSetInvoke`, with the operator's `user_data` as first argument;
  takes precedence over `invoke`. Returns kTfLiteError for a NULL operator.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOperatorSetInvokeWithData(struct TfLiteOperator *registration, enum TfLiteStatus (*invoke)(void *user_data, struct TfLiteOpaqueContext *context, struct TfLiteOpaqueNode *node));
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOperatorSetInvokeWithData(struct TfLiteOperator *registration, enum TfLiteStatus (*invoke)(void *user_data, TfLiteOpaqueContext *context, TfLiteOpaqueNode *node));
 
 /*
  Sets the operator's `async_kernel` (stored; this runtime has no async execution).
  Ignored for NULL.
  */
-TFL_CAPI_EXPORT void TfLiteOperatorSetAsyncKernel(struct TfLiteOperator *registration, struct TfLiteAsyncKernel *(*async_kernel)(struct TfLiteOpaqueContext *context, struct TfLiteOpaqueNode *node));
+TFL_CAPI_EXPORT void TfLiteOperatorSetAsyncKernel(struct TfLiteOperator *registration, TfLiteAsyncKernel *(*async_kernel)(TfLiteOpaqueContext *context, TfLiteOpaqueNode *node));
 
 /*
  As `TfLiteOperatorSetAsyncKernel`, with the operator's `user_data` as first argument.
  Returns kTfLiteError for a NULL operator.
  */
-TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOperatorSetAsyncKernelWithData(struct TfLiteOperator *registration, struct TfLiteAsyncKernel *(*async_kernel)(void *user_data, struct TfLiteOpaqueContext *context, struct TfLiteOpaqueNode *node));
+TFL_CAPI_EXPORT enum TfLiteStatus TfLiteOperatorSetAsyncKernelWithData(struct TfLiteOperator *registration, TfLiteAsyncKernel *(*async_kernel)(void *user_data, TfLiteOpaqueContext *context, TfLiteOpaqueNode *node));
 
 /*
  Sets the operator's in-place bitmask (`TfLiteInPlaceOp` values). Ignored for NULL.
