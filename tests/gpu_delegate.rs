@@ -216,6 +216,33 @@ fn tuning_cache_makes_the_second_init_tune_nothing() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A serialization directory that does not exist yet is made; one that cannot be made
+/// costs only the cache (a warning), never the delegation.
+#[test]
+fn missing_or_unwritable_cache_directory_is_not_a_failure() {
+    let base = std::env::temp_dir().join(format!("tflite-rs-wgmissing-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let dir = base.join("not/yet/there");
+    let blocker = std::env::temp_dir().join(format!("tflite-rs-wgfile-{}", std::process::id()));
+    std::fs::write(&blocker, b"a file, not a directory").unwrap();
+    for (what, d) in [("missing", dir.clone()), ("unwritable", blocker.join("sub"))] {
+        let cdir = CString::new(d.to_string_lossy().as_bytes()).unwrap();
+        // SAFETY: returns a value.
+        let mut opts = unsafe { TfLiteGpuDelegateOptionsV2Default() };
+        opts.experimental_flags |= 8; // ENABLE_SERIALIZATION
+        opts.serialization_dir = cdir.as_ptr();
+        opts.model_token = c"missing_dir".as_ptr();
+        let Some(g) = gpu(&opts, "missing_or_unwritable_cache_directory_is_not_a_failure") else { return };
+        run_ops_model("conv_2d_relu6_f32.tflite", g);
+        assert_eq!(report(g).nodes_delegated, 1, "{what} directory: the node fell back to the CPU");
+        // SAFETY: made above; no interpreter uses it any more.
+        unsafe { TfLiteGpuDelegateV2Delete(g) };
+    }
+    assert!(dir.join("missing_dir.wgtune").is_file(), "the cache was not written into the new directory");
+    let _ = std::fs::remove_dir_all(&base);
+    let _ = std::fs::remove_file(&blocker);
+}
+
 /// A corrupt cache file is ignored (the delegate still works and rewrites it).
 #[test]
 fn corrupt_tuning_cache_is_ignored() {

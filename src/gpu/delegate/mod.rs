@@ -142,6 +142,12 @@ impl GpuDelegate {
 
     fn save_cache(&self) -> Result<()> {
         if let Some(p) = &self.settings.cache_path {
+            // The serialization directory may not exist yet: make it (TFLite's delegate
+            // fails Prepare there and falls back to the CPU).
+            if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| Error::new(format!("creating the tuning cache directory {}: {e}", dir.display())))?;
+            }
             self.tuner
                 .lock()
                 .save_cache(p)
@@ -277,7 +283,13 @@ unsafe extern "C" fn kernel_init(context: *mut TfLiteContext, buffer: *const c_c
         unsafe { init(buffer as *const TfLiteDelegateParams) }
     });
     match r {
-        Ok(Ok(k)) => Box::into_raw(Box::new(k)).cast(),
+        Ok(Ok((k, warning))) => {
+            if let Some(w) = warning {
+                // SAFETY: live context.
+                unsafe { report(context, &format!("TfLiteGpuDelegate Init: warning: {w}")) };
+            }
+            Box::into_raw(Box::new(k)).cast()
+        }
         Ok(Err(e)) => {
             // SAFETY: live context.
             unsafe { report(context, &format!("TfLiteGpuDelegate Init: {e}")) };
@@ -291,9 +303,12 @@ unsafe extern "C" fn kernel_init(context: *mut TfLiteContext, buffer: *const c_c
     }
 }
 
+/// The kernel, and a warning when the tuning cache could not be written (the results
+/// then last only as long as the delegate: a warning, never a failure).
+///
 /// # Safety
 /// `params` is NULL or a live `TfLiteDelegateParams` of a GPU delegate.
-unsafe fn init(params: *const TfLiteDelegateParams) -> Result<Kernel> {
+unsafe fn init(params: *const TfLiteDelegateParams) -> Result<(Kernel, Option<String>)> {
     let t0 = Instant::now();
     // SAFETY: by the caller's contract.
     let p = unsafe { params.as_ref() }.ok_or_else(|| Error::new("no delegate params"))?;
@@ -329,9 +344,9 @@ unsafe fn init(params: *const TfLiteDelegateParams) -> Result<Kernel> {
     r.arena_bytes += partition.arena_bytes;
     r.unshared_bytes += memory.unshared * 4 + (memory.total - memory.planned) * 4;
     drop(st);
-    me.save_cache()?;
+    let warning = me.save_cache().err().map(|e| format!("{e}; the tuning results are not kept for the next run"));
     me.state.lock().report.init_ns += t0.elapsed().as_nanos() as u64;
-    Ok(Kernel { partition, delegate: me, shapes })
+    Ok((Kernel { partition, delegate: me, shapes }, warning))
 }
 
 unsafe extern "C" fn kernel_free(context: *mut TfLiteContext, buffer: *mut c_void) {
