@@ -47,8 +47,13 @@ set -e
 grep -E "^(INFO: (fuzzed|exiting)|stat::)" "$work/log" | tail -8
 # Fork mode's last progress line: executions, coverage, corpus, exec/s, oom/timeout/crash.
 grep -E "^#[0-9]+:" "$work/log" | tail -1
-if ls "$CARGO_TARGET_DIR"/artifacts/* >/dev/null 2>&1; then
-  for a in "$CARGO_TARGET_DIR"/artifacts/*; do
+# slow-unit-* files are inputs that took long (legal work, reported, not failures).
+for a in "$CARGO_TARGET_DIR"/artifacts/slow-unit-*; do
+  if [ -e "$a" ]; then echo "slow input (not a failure): $a"; fi
+done
+if ls "$CARGO_TARGET_DIR"/artifacts/{crash,leak,timeout,oom}-* >/dev/null 2>&1; then
+  for a in "$CARGO_TARGET_DIR"/artifacts/{crash,leak,timeout,oom}-*; do
+    [ -e "$a" ] || continue
     echo "FUZZ FAILURE: $a; rerun on it:" >&2
     "$bin" "$a" 2>&1 | grep -vE "^ +#[0-9]+ .* in (std::|core::|libfuzzer_sys|fuzzer::|__libc|_start|main )" | head -60 >&2 || true
   done
