@@ -242,24 +242,13 @@ pub fn run_binary_f32(ops: &mut BinaryOperands<'_>, op: BinaryOp, clamp: (f32, f
     let (other, other_shape) =
         if k == 0 { (ops.b.data::<f32>()?, ops.b.shape) } else { (ops.a.data::<f32>()?, ops.a.shape) };
     let out = ops.out.data_mut::<f32>()?;
-    let out_len = out.len();
     let table = microkernels::table();
-    let (own, theirs) = ((osh.as_slice(), out_len), (other_shape, other.len()));
-    let (a_side, b_side) = if k == 0 { (own, theirs) } else { (theirs, own) };
     let threads = ops.threads;
-    let not_shaped = || Error::new("an input shared with the output must have the output's shape");
-    for_each_block(a_side, b_side, (&osh, out_len), |blk| {
-        let (own_at, at) = if k == 0 { (blk.a, blk.b) } else { (blk.b, blk.a) };
-        if own_at != blk.out {
-            return Err(not_shaped());
-        }
-        let x = out.get_mut(blk.out..blk.out + blk.len).ok_or_else(out_of_range)?;
-        let span = |len: usize| other.get(at..at + len).ok_or_else(out_of_range);
-        let other = match (blk.kind, k) {
-            (BlockKind::Same, _) => Other::Vector(span(blk.len)?),
-            (BlockKind::BScalar, 0) | (BlockKind::AScalar, 1) => Other::Scalar(span(1)?[0]),
-            (BlockKind::BRow { cols }, 0) | (BlockKind::ARow { cols }, 1) => Other::Row(span(cols)?),
-            _ => return Err(not_shaped()),
+    for_each_in_place_block(k, (other, other_shape), out, &osh, |x, operand| {
+        let other = match operand {
+            Operand::Vector(v) => Other::Vector(v),
+            Operand::Scalar(v) => Other::Scalar(v),
+            Operand::Row(r) => Other::Row(r),
         };
         let Some((t, chunk)) = split(threads, x.len(), other) else {
             return f32_vbinary::apply_in_place(table, op, x, k == 1, other, clamp);
@@ -271,6 +260,46 @@ pub fn run_binary_f32(ops: &mut BinaryOperands<'_>, op: BinaryOp, clamp: (f32, f
             };
             f32_vbinary::apply_in_place(table, op, x, k == 1, other, clamp)
         })
+    })
+}
+
+/// What an in-place block reads besides the output: a span of the other input, one of
+/// its values, or one of its rows (repeated).
+enum Operand<'a, T> {
+    Vector(&'a [T]),
+    Scalar(T),
+    Row(&'a [T]),
+}
+
+/// Walks the broadcast of a binary op whose output holds input `k`'s bytes (in place):
+/// `f` gets each block of the output and what the block reads of the other input. The
+/// shared input has the output's shape, so it is the full-length operand of every block;
+/// anything else is an error.
+fn for_each_in_place_block<T: Copy>(
+    k: usize,
+    (other, other_shape): (&[T], &[i32]),
+    out: &mut [T],
+    out_shape: &[i32],
+    mut f: impl FnMut(&mut [T], Operand<'_, T>) -> Result<()>,
+) -> Result<()> {
+    let out_len = out.len();
+    let (own, theirs) = ((out_shape, out_len), (other_shape, other.len()));
+    let (a_side, b_side) = if k == 0 { (own, theirs) } else { (theirs, own) };
+    let not_shaped = || Error::new("an input shared with the output must have the output's shape");
+    for_each_block(a_side, b_side, (out_shape, out_len), |blk| {
+        let (own_at, at) = if k == 0 { (blk.a, blk.b) } else { (blk.b, blk.a) };
+        if own_at != blk.out {
+            return Err(not_shaped());
+        }
+        let x = out.get_mut(blk.out..blk.out + blk.len).ok_or_else(out_of_range)?;
+        let span = |len: usize| other.get(at..at + len).ok_or_else(out_of_range);
+        let operand = match (blk.kind, k) {
+            (BlockKind::Same, _) => Operand::Vector(span(blk.len)?),
+            (BlockKind::BScalar, 0) | (BlockKind::AScalar, 1) => Operand::Scalar(span(1)?[0]),
+            (BlockKind::BRow { cols }, 0) | (BlockKind::ARow { cols }, 1) => Operand::Row(span(cols)?),
+            _ => return Err(not_shaped()),
+        };
+        f(x, operand)
     })
 }
 
@@ -349,23 +378,12 @@ pub fn run_binary_q8<T: Quant8 + Element>(ops: &mut BinaryOperands<'_>, p: &QBin
     let (other, other_shape) =
         if k == 0 { (ops.b.data::<T>()?, ops.b.shape) } else { (ops.a.data::<T>()?, ops.a.shape) };
     let out = ops.out.data_mut::<T>()?;
-    let out_len = out.len();
     let table = microkernels::table();
-    let (own, theirs) = ((osh.as_slice(), out_len), (other_shape, other.len()));
-    let (a_side, b_side) = if k == 0 { (own, theirs) } else { (theirs, own) };
-    let not_shaped = || Error::new("an input shared with the output must have the output's shape");
-    for_each_block(a_side, b_side, (&osh, out_len), |blk| {
-        let (own_at, at) = if k == 0 { (blk.a, blk.b) } else { (blk.b, blk.a) };
-        if own_at != blk.out {
-            return Err(not_shaped());
-        }
-        let x = out.get_mut(blk.out..blk.out + blk.len).ok_or_else(out_of_range)?;
-        let span = |len: usize| other.get(at..at + len).ok_or_else(out_of_range);
-        let other = match (blk.kind, k) {
-            (BlockKind::Same, _) => O::Vector(span(blk.len)?),
-            (BlockKind::BScalar, 0) | (BlockKind::AScalar, 1) => O::Scalar(span(1)?[0]),
-            (BlockKind::BRow { cols }, 0) | (BlockKind::ARow { cols }, 1) => O::Row(span(cols)?),
-            _ => return Err(not_shaped()),
+    for_each_in_place_block(k, (other, other_shape), out, &osh, |x, operand| {
+        let other = match operand {
+            Operand::Vector(v) => O::Vector(v),
+            Operand::Scalar(v) => O::Scalar(v),
+            Operand::Row(r) => O::Row(r),
         };
         let Some((t, chunk)) = split_units(threads, x.len(), row_len(other)) else {
             return qs8_vbinary::apply_in_place(table, p, x, k == 1, other);

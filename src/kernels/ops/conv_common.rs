@@ -162,6 +162,22 @@ impl ConvGeom {
         Ok([to_dim(op, self.batches)?, to_dim(op, self.out_h)?, to_dim(op, self.out_w)?, to_dim(op, self.out_c)?])
     }
 
+    /// Checks a GEMM driver's buffers against the geometry: `out_len` output values in
+    /// rows of `packed_n` channels, and (unless `None`) `input_len` input values. Returns
+    /// the number of output rows (pixels over all batches).
+    pub fn check_gemm_buffers(&self, input_len: Option<usize>, out_len: usize, packed_n: usize) -> Result<usize> {
+        let rows = self.batches * self.out_h * self.out_w;
+        if out_len != rows * self.out_c || packed_n != self.out_c {
+            return Err(Error::new(format!("output has {out_len} values, the geometry needs {}", rows * self.out_c)));
+        }
+        if let Some(len) = input_len
+            && self.input_len() != Some(len)
+        {
+            return Err(Error::new(format!("input has {len} values, the geometry needs {:?}", self.input_len())));
+        }
+        Ok(rows)
+    }
+
     /// True for a 1x1, stride-1, unpadded convolution: output pixel `r` reads input pixel
     /// `r`, so the rows are the input's own (a GEMM on dense rows).
     pub fn is_dense(&self) -> bool {

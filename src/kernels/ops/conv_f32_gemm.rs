@@ -39,14 +39,8 @@ pub fn compute(
     act: (f32, f32),
     max_threads: usize,
 ) -> Result<()> {
-    let rows = g.batches * g.out_h * g.out_w;
+    let rows = g.check_gemm_buffers(Some(input.len()), out.len(), packed.n)?;
     let n = g.out_c;
-    if out.len() != rows * n || packed.n != n {
-        return Err(Error::new(format!("output has {} values, the geometry needs {}", out.len(), rows * n)));
-    }
-    if g.input_len() != Some(input.len()) {
-        return Err(Error::new(format!("input has {} values, the geometry needs {:?}", input.len(), g.input_len())));
-    }
     let work = rows.saturating_mul(n).saturating_mul(packed.ks * packed.kc);
     let dense = g.is_dense();
     if rows == 1 && dense {

@@ -124,13 +124,7 @@ pub fn compute_hybrid(
 ) -> Result<()> {
     let pixels = g.out_h * g.out_w;
     let n = g.out_c;
-    if out.len() != g.batches * pixels * n || packed.n != n {
-        return Err(Error::new(format!(
-            "output has {} values, the geometry needs {}",
-            out.len(),
-            g.batches * pixels * n
-        )));
-    }
+    g.check_gemm_buffers(None, out.len(), packed.n)?;
     if g.input_len() != Some(input.len()) || scales.len() != g.batches || zero_points.len() != g.batches {
         return Err(Error::new("hybrid input, scales or zero points do not match the geometry"));
     }
@@ -163,14 +157,8 @@ pub fn compute(
     max_threads: usize,
     scratch: &mut Vec<i8>,
 ) -> Result<()> {
-    let rows = g.batches * g.out_h * g.out_w;
+    let rows = g.check_gemm_buffers(Some(input.len()), out.len(), packed.n)?;
     let n = g.out_c;
-    if out.len() != rows * n || packed.n != n {
-        return Err(Error::new(format!("output has {} values, the geometry needs {}", out.len(), rows * n)));
-    }
-    if g.input_len() != Some(input.len()) {
-        return Err(Error::new(format!("input has {} values, the geometry needs {:?}", input.len(), g.input_len())));
-    }
     let work = rows.saturating_mul(n).saturating_mul(packed.layer_ks * packed.layer_kc);
     let dense = g.is_dense();
     if rows == 1 && dense {

@@ -264,6 +264,52 @@ fn past_input(r: usize, t: usize, len: usize) -> Error {
     Error::new(format!("GEMM row {r} tap {t} reads past the input ({len} values)"))
 }
 
+/// Appends the tap pointers of rows `rows` (one per tap per row) to `ptrs`, for either
+/// GEMM's driver. A run of rows whose taps advance by one fixed step (the interior of an
+/// output row, or dense rows) is placed by stepping from each tap's first pointer, after
+/// checking the run's last read once; other rows are placed one at a time. Padding taps
+/// point at `pad_row`; `past_input(row, tap, input_len)` is the error for a read outside
+/// `input`. `offsets` and `bases` are scratch of one entry per tap.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn push_tap_pointers<T>(
+    taps: &impl RowTaps,
+    rows: Range<usize>,
+    input: &[T],
+    kc: usize,
+    pad_row: &[T],
+    offsets: &mut [usize],
+    bases: &mut [(*const T, usize)],
+    ptrs: &mut Vec<*const T>,
+    past_input: fn(usize, usize, usize) -> Error,
+) -> Result<()> {
+    let mut r = rows.start;
+    while r < rows.end {
+        let left = rows.end - r;
+        let (count, step) = match taps.linear_run(r, left, offsets) {
+            Some((count, step)) if count >= 1 && count <= left => (count, step),
+            _ => {
+                taps.fill(r..r + 1, offsets);
+                (1, 0)
+            }
+        };
+        for (t, &o) in offsets.iter().enumerate() {
+            if o == PAD {
+                bases[t] = (pad_row.as_ptr(), 0);
+                continue;
+            }
+            // Every read of this tap in the run lies in `span`.
+            let end = (count - 1).checked_mul(step).and_then(|v| v.checked_add(o)).and_then(|v| v.checked_add(kc));
+            let span = end.and_then(|e| input.get(o..e)).ok_or_else(|| past_input(r + count - 1, t, input.len()))?;
+            bases[t] = (span.as_ptr(), step);
+        }
+        for j in 0..count {
+            ptrs.extend(bases.iter().map(|&(base, step)| base.wrapping_add(j * step)));
+        }
+        r += count;
+    }
+    Ok(())
+}
+
 /// Dense rows: row `r` starts at `r * stride` (a fully connected layer, a 1x1 stride-1
 /// convolution without padding).
 pub struct DenseRows {
@@ -573,38 +619,7 @@ pub fn igemm(
             taps.gather(r0..r1, input, kc, &mut gathered[..(r1 - r0) * row_len])?;
             ptrs.extend(gathered.chunks_exact(row_len).take(r1 - r0).map(|row| row.as_ptr()));
         } else {
-            // A run of rows whose taps advance by one fixed step (the interior of an output
-            // row) is placed by stepping from each tap's first pointer, after checking the
-            // run's last read once; other rows are placed one at a time.
-            let chunk_rows = r1 - r0;
-            let row_offs = &mut offsets[..];
-            let mut q = 0;
-            while q < chunk_rows {
-                let r = r0 + q;
-                let (count, step) = match taps.linear_run(r, chunk_rows - q, row_offs) {
-                    Some((count, step)) if count >= 1 && count <= chunk_rows - q => (count, step),
-                    _ => {
-                        taps.fill(r..r + 1, row_offs);
-                        (1, 0)
-                    }
-                };
-                for (t, &o) in row_offs.iter().enumerate() {
-                    if o == PAD {
-                        bases[t] = (zero.as_ptr(), 0);
-                        continue;
-                    }
-                    // Every read of this tap in the run lies in `span`.
-                    let end =
-                        (count - 1).checked_mul(step).and_then(|v| v.checked_add(o)).and_then(|v| v.checked_add(kc));
-                    let span =
-                        end.and_then(|e| input.get(o..e)).ok_or_else(|| past_input(r + count - 1, t, input.len()))?;
-                    bases[t] = (span.as_ptr(), step);
-                }
-                for j in 0..count {
-                    ptrs.extend(bases.iter().map(|&(base, step)| base.wrapping_add(j * step)));
-                }
-                q += count;
-            }
+            push_tap_pointers(taps, r0..r1, input, kc, &zero, &mut offsets, &mut bases, &mut ptrs, past_input)?;
         }
         for blk in first_block..last_block {
             let w = &packed.data[blk * block_len..(blk + 1) * block_len];

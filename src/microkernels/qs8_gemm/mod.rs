@@ -26,7 +26,7 @@ pub mod scalar;
 #[cfg(test)]
 mod tests;
 
-use super::f32_gemm::{PAD, RowTaps};
+use super::f32_gemm::{PAD, RowTaps, push_tap_pointers};
 use super::packed::Packed;
 use super::qs8_requant::ChannelRequant;
 use crate::error::{Error, Result};
@@ -609,37 +609,7 @@ fn drive(
                 }
             }
         } else {
-            // A run of rows whose taps advance by one fixed step (the interior of an output
-            // row, or dense rows) is placed by stepping from each tap's first pointer, after
-            // checking the run's last read once; other rows are placed one at a time.
-            let chunk_rows = r1 - r0;
-            let mut q = 0;
-            while q < chunk_rows {
-                let r = r0 + q;
-                let (count, step) = match taps.linear_run(r, chunk_rows - q, &mut offsets) {
-                    Some((count, step)) if count >= 1 && count <= chunk_rows - q => (count, step),
-                    _ => {
-                        taps.fill(r..r + 1, &mut offsets);
-                        (1, 0)
-                    }
-                };
-                for (t, &o) in offsets.iter().enumerate() {
-                    if o == PAD {
-                        bases[t] = (pad_row.as_ptr(), 0);
-                        continue;
-                    }
-                    // Every read of this tap in the run lies in `span`.
-                    let end =
-                        (count - 1).checked_mul(step).and_then(|v| v.checked_add(o)).and_then(|v| v.checked_add(kc));
-                    let span =
-                        end.and_then(|e| input.get(o..e)).ok_or_else(|| past_input(r + count - 1, t, input.len()))?;
-                    bases[t] = (span.as_ptr(), step);
-                }
-                for j in 0..count {
-                    ptrs.extend(bases.iter().map(|&(base, step)| base.wrapping_add(j * step)));
-                }
-                q += count;
-            }
+            push_tap_pointers(taps, r0..r1, input, kc, &pad_row, &mut offsets, &mut bases, &mut ptrs, past_input)?;
         }
         if packed.gathered {
             ptrs.extend(gathered.chunks_exact(call_kc).take(r1 - r0).map(|row| row.as_ptr()));
