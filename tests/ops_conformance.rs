@@ -129,6 +129,17 @@ fn single_op_suite_matches_tflite() {
     check_pinned("ops", include_str!("conformance/single_op_cases.txt"), &r.0, &all_cases(&base));
 }
 
+/// The single-op cases built in this repository (`tools/models/op_cases/make_op_cases.py`):
+/// ops the shared corpus does not cover, with goldens from TFLite's kernels.
+#[test]
+fn repository_op_suite_matches_tflite() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/op_cases");
+    let r = run_suite(&base);
+    report("repository ops", &r);
+    assert!(r.2.is_empty(), "{} repository single-op cases failed: {:#?}", r.2.len(), r.2);
+    check_pinned("repository ops", include_str!("conformance/repo_op_cases.txt"), &r.0, &all_cases(&base));
+}
+
 #[test]
 fn model_suite_matches_tflite() {
     let base = corpus();

@@ -75,7 +75,8 @@ pub fn run_case(base: &Path, name: &str) -> Result<(), String> {
                     errors.push(format!("output {pos}: {} bytes, golden {}", got.len(), want.len()));
                     continue;
                 }
-                if out["dtype"].as_str() == Some("FLOAT32") {
+                // Complex outputs compare as their float parts.
+                if matches!(out["dtype"].as_str(), Some("FLOAT32" | "COMPLEX64")) {
                     let spread = out["tflite_family_spread"]
                         .as_object()
                         .map(|m| m.values().filter_map(|v| v.as_f64()).fold(0.0, f64::max))
