@@ -144,3 +144,15 @@ fn check_well_formed(xml: &str) {
     assert!(stack.is_empty(), "unclosed elements: {stack:?}");
     assert!(rest.trim().is_empty());
 }
+
+#[test]
+fn list_ops_prints_the_table_and_checks_models() {
+    let out = bench(&["--list-ops".into()]);
+    let builtins = number_after(&out, "builtin ops: ");
+    assert!(builtins >= 115, "{out}");
+    assert!(out.contains("CONV_2D                              versions 1..8"), "{out}");
+    assert!(out.contains("Convolution2DTransposeBias"), "{out}");
+    let model = common::corpus().join("models/selfie_segmentation.tflite");
+    let out = bench(&["--list-ops".into(), model.display().to_string()]);
+    assert!(out.contains("custom Convolution2DTransposeBias") && !out.contains("NOT SUPPORTED"), "{out}");
+}

@@ -11,7 +11,7 @@ use crate::abi::types::*;
 use crate::error::{Error, Result};
 use crate::model::validate::{tensor_bytes, tensor_type};
 use crate::model::{Model, fb, options};
-use crate::resolver::{OpFinder, opcode};
+use crate::resolver::{OpFinder, describe_versions, opcode};
 use core::ffi::{c_char, c_void};
 use std::ffi::CString;
 use std::sync::Arc;
@@ -196,8 +196,15 @@ fn build_nodes(
             };
             entry.op_name = op_enum.name().to_string();
             let Some(reg) = resolver.find_builtin(code, version) else {
+                // TFLite's sentence first (callers match on it), then what we do support.
+                let ranges = resolver.builtin_versions(code);
+                let ours = if ranges.is_empty() {
+                    format!("This runtime does not implement {}.", op_enum.name())
+                } else {
+                    format!("This runtime supports {} versions {}.", op_enum.name(), describe_versions(&ranges))
+                };
                 (config.reporter)(&format!(
-                    "Didn't find op for builtin opcode '{}' version '{version}'. An older version of this builtin might be supported. Are you using an old TFLite binary with a newer model?\n",
+                    "Didn't find op for builtin opcode '{}' version '{version}'. An older version of this builtin might be supported. Are you using an old TFLite binary with a newer model? {ours}\n",
                     op_enum.name()
                 ));
                 s.nodes.push(entry);

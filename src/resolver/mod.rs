@@ -18,6 +18,20 @@ pub trait OpFinder {
     fn find_builtin(&self, code: i32, version: i32) -> Option<TfLiteRegistration>;
     /// The registration for custom op `name` at `version`, if known.
     fn find_custom(&self, name: &str, version: i32) -> Option<TfLiteRegistration>;
+    /// The version ranges registered for builtin `code` (for error messages); empty when
+    /// unknown or when the finder cannot list them (a C callback resolver).
+    fn builtin_versions(&self, _code: i32) -> Vec<(i32, i32)> {
+        Vec::new()
+    }
+}
+
+/// `1..8`, or `1..3, 5` for ranges with a gap: the versions `ranges` cover, for messages.
+pub fn describe_versions(ranges: &[(i32, i32)]) -> String {
+    let mut r = ranges.to_vec();
+    r.sort_unstable();
+    let parts: Vec<String> =
+        r.iter().map(|&(lo, hi)| if lo == hi { lo.to_string() } else { format!("{lo}..{hi}") }).collect();
+    parts.join(", ")
 }
 
 #[derive(Clone)]
@@ -77,6 +91,28 @@ impl OpResolver {
         self.builtins.is_empty() && self.customs.is_empty()
     }
 
+    /// Every builtin op with its version ranges, by op code.
+    pub fn builtin_table(&self) -> Vec<(i32, Vec<(i32, i32)>)> {
+        let mut v: Vec<_> = self.builtins.keys().map(|&c| (c, self.builtin_versions(c))).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Every custom op with its version ranges, by name.
+    pub fn custom_table(&self) -> Vec<(String, Vec<(i32, i32)>)> {
+        let mut v: Vec<_> = self
+            .customs
+            .iter()
+            .map(|(n, es)| {
+                let mut r: Vec<_> = es.iter().map(|e| (e.min, e.max)).collect();
+                r.sort_unstable();
+                (n.clone(), r)
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
     fn pick(entries: Option<&Vec<Entry>>, version: i32) -> Option<TfLiteRegistration> {
         entries?.iter().find(|e| (e.min..=e.max).contains(&version)).map(|e| {
             let mut r = e.registration;
@@ -93,6 +129,11 @@ impl OpFinder for OpResolver {
     fn find_custom(&self, name: &str, version: i32) -> Option<TfLiteRegistration> {
         Self::pick(self.customs.get(name), version)
     }
+    fn builtin_versions(&self, code: i32) -> Vec<(i32, i32)> {
+        let mut r: Vec<_> = self.builtins.get(&code).into_iter().flatten().map(|e| (e.min, e.max)).collect();
+        r.sort_unstable();
+        r
+    }
 }
 
 /// Resolvers consulted in order; the first answer wins.
@@ -107,6 +148,9 @@ impl OpFinder for ChainedResolver<'_> {
     }
     fn find_custom(&self, name: &str, version: i32) -> Option<TfLiteRegistration> {
         self.links.iter().find_map(|r| r.find_custom(name, version))
+    }
+    fn builtin_versions(&self, code: i32) -> Vec<(i32, i32)> {
+        self.links.iter().flat_map(|r| r.builtin_versions(code)).collect()
     }
 }
 
@@ -132,5 +176,7 @@ mod tests {
         assert!(r.find_custom("Sinh", 1).is_some());
         assert!(r.find_custom("Sinh", 2).is_none());
         assert!(r.find_custom("Cosh", 1).is_none());
+        assert_eq!(describe_versions(&r.builtin_versions(0)), "1..3, 2");
+        assert_eq!(r.custom_table(), vec![("Sinh".to_string(), vec![(1, 1)])]);
     }
 }

@@ -12,6 +12,7 @@ usage: tflite-bench MODEL.tflite [--runs N] [--warmup N] [--threads N] [--min_se
           [--gpu_precision_loss_allowed] [--delegate_serialize_dir DIR --delegate_serialize_token TOKEN]
           [--reinit]]
        tflite-bench --compare [--runs N] [--threads N] [--kernels builtin|xnnpack|ref] MODEL...
+       tflite-bench --list-ops [MODEL...]   (every op and version we run, or a model's ops checked)
 benchmark_model's names work too: --graph=M --num_threads=N --num_runs=N --warmup_runs=N
   --min_secs=S --use_gpu=true --use_xnnpack=true|false --enable_op_profiling=true
   --input_layer=.. --input_layer_shape=.. --gpu_precision_loss_allowed=true";
@@ -34,6 +35,8 @@ pub struct Args {
     pub input_shapes: Vec<(String, Vec<i32>)>,
     pub profile_trace: Option<String>,
     pub memory_plan_svg: Option<String>,
+    /// `--list-ops`: print the op table (models, if any, are in `compare`).
+    pub list_ops: bool,
 }
 
 #[derive(Clone, Default)]
@@ -91,6 +94,7 @@ pub fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, String
         input_shapes: Vec::new(),
         profile_trace: None,
         memory_plan_svg: None,
+        list_ops: false,
     };
     let mut compare = false;
     let (mut layers, mut layer_shapes) = (None::<String>, None::<String>);
@@ -144,6 +148,10 @@ pub fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, String
             "--memory_plan_svg" => a.memory_plan_svg = Some(value(inline).ok_or("--memory_plan_svg needs a file")?),
             "--reinit" => a.reinit = boolean(&name, inline)?,
             "--compare" => compare = true,
+            "--list-ops" | "--list_ops" => {
+                a.list_ops = true;
+                compare = true;
+            }
             "--kernels" => {
                 a.kernels = value(inline).ok_or("--kernels needs a value")?;
                 if !KERNEL_FAMILIES.contains(&a.kernels.as_str()) {
@@ -169,6 +177,9 @@ pub fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, String
         }
         (None, None) => {}
         _ => return Err("--input_layer and --input_layer_shape go together".into()),
+    }
+    if a.list_ops {
+        return Ok(a);
     }
     if compare {
         if a.compare.is_empty() {

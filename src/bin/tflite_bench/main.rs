@@ -38,6 +38,7 @@
 
 mod args;
 #[allow(dead_code, reason = "the table's model list is for tests/arena_vs_litert.rs, which includes this file too")]
+mod list_ops;
 mod litert_reference;
 mod trace;
 
@@ -481,6 +482,26 @@ fn main() -> ExitCode {
             }
             eprintln!("{USAGE}");
             ExitCode::from(2)
+        }
+        Ok(a) if a.list_ops => {
+            if a.compare.is_empty() {
+                print!("{}", list_ops::list_registered());
+                return ExitCode::SUCCESS;
+            }
+            let mut all_ok = true;
+            for m in &a.compare {
+                match list_ops::check_model(m) {
+                    Ok((text, ok)) => {
+                        print!("{text}");
+                        all_ok &= ok;
+                    }
+                    Err(e) => {
+                        eprintln!("tflite-bench: {e}");
+                        all_ok = false;
+                    }
+                }
+            }
+            if all_ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
         }
         Ok(a) if !a.compare.is_empty() => {
             compare(&a);

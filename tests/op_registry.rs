@@ -1,0 +1,161 @@
+//! The op table against TensorFlow Lite 2.19's: every builtin op and custom op its
+//! `BuiltinOpResolver` registers (tests/conformance/tflite_2_19_ops.txt, in register.cc's
+//! order), at the same version ranges, plus the MediaPipe custom ops its public models use.
+//! Ops not implemented yet are pinned in `NOT_YET`, so the gap can only shrink: an op that
+//! lands must leave that list, and nothing outside it may be missing or differ.
+
+use std::collections::BTreeMap;
+use tensorflowlite_c::abi::builtin_ops::TfLiteBuiltinOperator;
+use tensorflowlite_c::resolver::builtin::builtin_op_resolver;
+
+/// MediaPipe's custom ops that its public vision models use (TFLite's resolver lacks them).
+const MEDIAPIPE_CUSTOM: &[&str] = &[
+    "Convolution2DTransposeBias",
+    "MaxPoolingWithArgmax2D",
+    "MaxUnpooling2D",
+    "TransformLandmarks",
+    "TransformTensorBilinear",
+    "Landmarks2TransformMatrix",
+    "Resampler",
+    "FusedBatchNormV3",
+];
+
+/// Ops of the lists above that this runtime does not register yet.
+const NOT_YET: &[&str] = &[
+    "ATAN2",
+    "AudioSpectrogram",
+    "BIDIRECTIONAL_SEQUENCE_LSTM",
+    "BIDIRECTIONAL_SEQUENCE_RNN",
+    "BITCAST",
+    "BITWISE_XOR",
+    "BROADCAST_ARGS",
+    "BUCKETIZE",
+    "COMPLEX_ABS",
+    "CONV_3D",
+    "CONV_3D_TRANSPOSE",
+    "DENSIFY",
+    "DILATE",
+    "DYNAMIC_UPDATE_SLICE",
+    "EMBEDDING_LOOKUP_SPARSE",
+    "FAKE_QUANT",
+    "FusedBatchNormV3",
+    "HASHTABLE",
+    "HASHTABLE_FIND",
+    "HASHTABLE_IMPORT",
+    "HASHTABLE_LOOKUP",
+    "HASHTABLE_SIZE",
+    "IMAG",
+    "LSH_PROJECTION",
+    "Landmarks2TransformMatrix",
+    "MATRIX_DIAG",
+    "MATRIX_SET_DIAG",
+    "MULTINOMIAL",
+    "MaxPoolingWithArgmax2D",
+    "MaxUnpooling2D",
+    "Mfcc",
+    "NON_MAX_SUPPRESSION_V4",
+    "NON_MAX_SUPPRESSION_V5",
+    "NumericVerify",
+    "RANDOM_STANDARD_NORMAL",
+    "RANDOM_UNIFORM",
+    "REAL",
+    "REDUCE_WINDOW",
+    "REVERSE_SEQUENCE",
+    "RFFT2D",
+    "RIGHT_SHIFT",
+    "Resampler",
+    "SEGMENT_SUM",
+    "SKIP_GRAM",
+    "SPARSE_TO_DENSE",
+    "STABLEHLO_ADD",
+    "STABLEHLO_AND",
+    "STABLEHLO_CASE",
+    "STABLEHLO_COMPOSITE",
+    "STABLEHLO_GATHER",
+    "STABLEHLO_MAXIMUM",
+    "STABLEHLO_MINIMUM",
+    "STABLEHLO_MULTIPLY",
+    "STABLEHLO_PAD",
+    "STABLEHLO_REDUCE_WINDOW",
+    "STABLEHLO_RNG_BIT_GENERATOR",
+    "STABLEHLO_SCATTER",
+    "STABLEHLO_SHIFT_LEFT",
+    "SVDF",
+    "TFLite_Detection_PostProcess",
+    "TransformLandmarks",
+    "TransformTensorBilinear",
+    "UNIQUE",
+    "UNSORTED_SEGMENT_MAX",
+    "UNSORTED_SEGMENT_MIN",
+    "UNSORTED_SEGMENT_PROD",
+    "UNSORTED_SEGMENT_SUM",
+    "WHERE",
+];
+
+/// (name → version range) from the reference file, builtins and customs apart.
+fn reference() -> (BTreeMap<String, (i32, i32)>, BTreeMap<String, (i32, i32)>) {
+    let (mut builtins, mut customs) = (BTreeMap::new(), BTreeMap::new());
+    for line in include_str!("conformance/tflite_2_19_ops.txt").lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(f.len(), 4, "bad line {line:?}");
+        let range = (f[2].parse().expect("min"), f[3].parse().expect("max"));
+        let table = if f[0] == "BUILTIN" { &mut builtins } else { &mut customs };
+        assert!(table.insert(f[1].to_string(), range).is_none(), "{} listed twice", f[1]);
+    }
+    for m in MEDIAPIPE_CUSTOM {
+        customs.insert(m.to_string(), (1, 1));
+    }
+    (builtins, customs)
+}
+
+#[test]
+fn registered_ops_are_tflite_2_19s() {
+    let (want_builtins, want_customs) = reference();
+    assert_eq!(want_builtins.len(), 172, "TFLite 2.19 registers 172 builtin ops");
+    assert_eq!(want_customs.len(), 4 + MEDIAPIPE_CUSTOM.len());
+
+    let r = builtin_op_resolver();
+    let mut ours = BTreeMap::new();
+    for (code, ranges) in r.builtin_table() {
+        let name = TfLiteBuiltinOperator::from_raw(code).map_or_else(|| format!("code {code}"), |o| o.name().into());
+        assert_eq!(ranges.len(), 1, "{name} is registered with several ranges: {ranges:?}");
+        ours.insert(name, ranges[0]);
+    }
+    for (name, ranges) in r.custom_table() {
+        assert_eq!(ranges.len(), 1, "{name} is registered with several ranges: {ranges:?}");
+        ours.insert(name, ranges[0]);
+    }
+
+    let mut problems = Vec::new();
+    let mut missing = Vec::new();
+    for (name, want) in want_builtins.iter().chain(&want_customs) {
+        match ours.get(name) {
+            Some(got) if got == want => {}
+            Some(got) => problems.push(format!("{name}: ours {got:?}, TFLite 2.19 {want:?}")),
+            None => missing.push(name.clone()),
+        }
+    }
+    for name in ours.keys() {
+        if !want_builtins.contains_key(name) && !want_customs.contains_key(name) {
+            problems.push(format!("{name} is registered but TFLite 2.19 does not register it"));
+        }
+    }
+    let mut not_yet: Vec<String> = NOT_YET.iter().map(|s| s.to_string()).collect();
+    not_yet.sort();
+    missing.sort();
+    println!(
+        "registered {} of {} ops; {} not yet",
+        ours.len(),
+        want_builtins.len() + want_customs.len(),
+        missing.len()
+    );
+    assert!(problems.is_empty(), "op table differs from TFLite 2.19's: {problems:#?}");
+    let landed: Vec<_> = not_yet.iter().filter(|n| !missing.contains(n)).collect();
+    let unlisted: Vec<_> = missing.iter().filter(|n| !not_yet.contains(n)).collect();
+    assert!(landed.is_empty(), "registered now, remove from NOT_YET: {landed:?}");
+    assert!(unlisted.is_empty(), "missing but not pinned in NOT_YET: {unlisted:?}");
+}
