@@ -39,6 +39,11 @@ class Case:
     ops: list = field(default_factory=list)  # "OP:version" strings, for the reader
     golden_from: str = "ref"  # "builtin" where TFLite's reference kernel is known wrong
     resize_inputs: dict = None  # input position -> new shape, applied before AllocateTensors
+    # For ops TFLite does not have (MediaPipe's custom ops): a numpy implementation written
+    # from the op's published source, inputs -> list of outputs. The golden is its answer.
+    oracle: object = None
+    oracle_name: str = ""  # what the oracle is, for meta.json
+    float_tolerance: float = 0.0  # the oracle's own float error bound, as the "spread"
 
 
 def run_litert(path, inputs, kernels, resize):
@@ -79,6 +84,8 @@ def write_case(c):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
         f.write(c.model)
+    if c.oracle is not None:
+        return write_oracle_case(c, path, model_rel)
     families = {}
     errors = {}
     for k in ("ref", "builtin"):
@@ -128,6 +135,52 @@ def write_case(c):
         json.dump(meta, f, indent=1)
         f.write("\n")
     return primary, errors
+
+
+def write_oracle_case(c, path, model_rel):
+    """A case whose golden is `c.oracle`'s answer (TFLite cannot run the op)."""
+    import flatbuffers  # noqa: F401  (the schema module needs it)
+    m = s.ModelT.InitFromPackedBuf(c.model, 0)
+    sg = m.subgraphs[0]
+    gdir = os.path.join(OUT, "golden", c.name)
+    os.makedirs(gdir, exist_ok=True)
+    for old in os.listdir(gdir):
+        os.remove(os.path.join(gdir, old))
+
+    def tmeta(ti, arr, file):
+        t = sg.tensors[ti]
+        q = t.quantization
+        quant = {"scale": list(map(float, q.scale)) if q is not None and q.scale is not None else [],
+                 "zero_point": list(map(int, q.zeroPoint)) if q is not None and q.zeroPoint is not None else [],
+                 "quantized_dimension": int(q.quantizedDimension) if q is not None else 0}
+        name = t.name.decode() if isinstance(t.name, bytes) else t.name
+        return {"name": name, "tensor_index": int(ti), "dtype": TYPE_NAMES[t.type],
+                "shape": [int(v) for v in arr.shape], "quantization": quant, "file": file}
+
+    meta_in = []
+    for i, (ti, x) in enumerate(zip(sg.inputs, c.inputs)):
+        x = np.ascontiguousarray(x)
+        with open(os.path.join(gdir, f"input_{i}.bin"), "wb") as f:
+            f.write(x.tobytes())
+        meta_in.append(tmeta(ti, x, f"input_{i}.bin"))
+    meta_out = []
+    for j, (ti, y) in enumerate(zip(sg.outputs, c.oracle(*c.inputs))):
+        y = np.ascontiguousarray(y)
+        with open(os.path.join(gdir, f"output_{j}.bin"), "wb") as f:
+            f.write(y.tobytes())
+        o = tmeta(ti, y, f"output_{j}.bin")
+        o["expected_from"] = "oracle"
+        o["tflite_family_spread"] = {"oracle_float_error": c.float_tolerance}
+        if y.dtype.kind in "fc":
+            o["abs_max"] = float(np.max(np.abs(y), initial=0.0))
+        meta_out.append(o)
+    meta = {"case": c.name, "model": model_rel, "ops": c.ops, "note": c.note,
+            "reference": f"numpy oracle: {c.oracle_name}", "resize_inputs": c.resize_inputs,
+            "inputs": meta_in, "outputs": meta_out, "known_issue": None, "stateful": False}
+    with open(os.path.join(gdir, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+        f.write("\n")
+    return "oracle", {}
 
 
 def all_cases():
