@@ -946,6 +946,20 @@ fn mutated_models_of_the_whole_corpus_never_crash() {
         v.sort();
         files.extend(v.into_iter().map(|p| (p, single_op)));
     }
+    // The repository's own single-op cases (the ops the shared corpus does not cover) and,
+    // when fetched (tools/mediapipe_models.sh), MediaPipe's models with custom ops and
+    // sparse weights.
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (dir, single_op) in [(repo.join("tests/op_cases/models"), true), (repo.join("target/mediapipe"), false)] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            println!("mutation test: {} not found, its models are not mutated", dir.display());
+            continue;
+        };
+        let mut v: Vec<_> =
+            entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "tflite")).collect();
+        v.sort();
+        files.extend(v.into_iter().map(|p| (p, single_op)));
+    }
     assert!(files.len() > 300, "expected the whole corpus, found {} models", files.len());
     start_watchdog();
     let start = Instant::now();

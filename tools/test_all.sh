@@ -31,6 +31,7 @@ rustfmt --check --edition 2024 --config-path rustfmt.toml fuzz/fuzz_targets/*.rs
 cargo clippy --release --all-targets -- -D warnings
 
 echo "== 1. cargo test (release)"
+bash tools/mediapipe_models.sh
 cargo test --release 2>&1 | tee "$logs/cargo_test.log"
 echo "== 1b. conformance suites on the scalar microkernels (TFLITE_RS_NO_SIMD=1)"
 TFLITE_RS_NO_SIMD=1 cargo test --release --test ops_conformance --test corpus_golden 2>&1 | tee "$logs/scalar.log"
