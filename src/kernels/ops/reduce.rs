@@ -201,6 +201,41 @@ pub fn reduce_generic<T: Copy>(
     Ok(())
 }
 
+/// The input as `[outer, reduced, inner]` when the reduced dimensions (ignoring those of
+/// size 1) are one contiguous run, as in a spatial MEAN over NHWC's H and W.
+fn contiguous_run(input_shape: &[i32], reduced: &[bool]) -> Option<(usize, usize, usize)> {
+    let dims: Vec<(usize, bool)> =
+        input_shape.iter().zip(reduced).filter(|(d, _)| **d != 1).map(|(&d, &r)| (d.max(0) as usize, r)).collect();
+    let first = dims.iter().position(|d| d.1).unwrap_or(dims.len());
+    let end = dims[first..].iter().position(|d| !d.1).map_or(dims.len(), |k| first + k);
+    if dims[end..].iter().any(|d| d.1) {
+        return None;
+    }
+    let prod = |s: &[(usize, bool)]| s.iter().map(|d| d.0).product::<usize>();
+    Some((prod(&dims[..first]), prod(&dims[first..end]), prod(&dims[end..])))
+}
+
+/// Adds every input element into its output's accumulator, each output's elements in
+/// row-major input order (so float sums round as TFLite's reference loop does).
+fn accumulate<T: Copy, U: Copy>(input: &[T], input_shape: &[i32], p: &Plan, add: impl Fn(U, T) -> U, acc: &mut [U]) {
+    match contiguous_run(input_shape, &p.reduced) {
+        // Whole rows at a time: the same additions in the same order as the general walk.
+        Some((outer, r, inner)) if outer * r * inner == input.len() && outer * inner == acc.len() => {
+            if inner == 0 || r == 0 {
+                return;
+            }
+            for (rows, sums) in input.chunks_exact(r * inner).zip(acc.chunks_exact_mut(inner)) {
+                for row in rows.chunks_exact(inner) {
+                    for (s, &x) in sums.iter_mut().zip(row) {
+                        *s = add(*s, x);
+                    }
+                }
+            }
+        }
+        _ => visit(input_shape, &p.reduced, |i, o, _| acc[o] = add(acc[o], input[i])),
+    }
+}
+
 /// Sums into a wider accumulator, in row-major input order: `buf` (the node's
 /// temporary) when it is given and large enough, else a fresh vector.
 fn sum_into<'b, T: Copy, U: Copy + Default>(
@@ -215,12 +250,12 @@ fn sum_into<'b, T: Copy, U: Copy + Default>(
         Some(b) => {
             let acc = &mut b[..n];
             acc.fill(U::default());
-            visit(input_shape, &p.reduced, |i, o, _| acc[o] = add(acc[o], input[i]));
+            accumulate(input, input_shape, p, add, acc);
             std::borrow::Cow::Borrowed(&*acc)
         }
         None => {
             let mut acc = vec![U::default(); n];
-            visit(input_shape, &p.reduced, |i, o, _| acc[o] = add(acc[o], input[i]));
+            accumulate(input, input_shape, p, add, &mut acc);
             std::borrow::Cow::Owned(acc)
         }
     }
@@ -688,6 +723,35 @@ mod tests {
         assert_eq!((p.out_shape.clone(), p.count), (vec![2, 1, 4], 3));
         assert!(plan(&[2, 3], &[2], false).is_err());
         assert_eq!(plan(&[], &[0], false).unwrap().out_shape, Vec::<i32>::new());
+    }
+
+    /// The row-at-a-time path adds exactly what the general walk adds, in the same order.
+    #[test]
+    fn contiguous_runs_match_the_general_walk() {
+        let shapes: [(&[i32], &[i32]); 6] = [
+            (&[1, 7, 5, 3], &[1, 2]),
+            (&[2, 3, 4], &[2]),
+            (&[2, 3, 4], &[0]),
+            (&[4, 1, 3, 1], &[0, 1]),
+            (&[2, 3, 4, 5], &[1, 3]),
+            (&[3, 0, 2], &[1]),
+        ];
+        for (shape, axis) in shapes {
+            let p = plan(shape, axis, true).unwrap();
+            let n: usize = shape.iter().map(|&d| d as usize).product();
+            let x: Vec<f32> = (0..n).map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.013_7).collect();
+            let mut fast = vec![0f32; out_len(&p)];
+            accumulate(&x, shape, &p, |a: f32, v: f32| a + v, &mut fast);
+            let mut slow = vec![0f32; out_len(&p)];
+            visit(shape, &p.reduced, |i, o, _| slow[o] += x[i]);
+            assert_eq!(
+                fast.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                slow.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                "{shape:?} {axis:?}"
+            );
+        }
+        assert!(contiguous_run(&[2, 3, 4, 5], &[false, true, false, true]).is_none());
+        assert_eq!(contiguous_run(&[1, 7, 7, 8], &[false, true, true, false]), Some((1, 49, 8)));
     }
 
     #[test]
