@@ -8,16 +8,19 @@ use std::collections::BTreeMap;
 use tensorflowlite_c::abi::builtin_ops::TfLiteBuiltinOperator;
 use tensorflowlite_c::resolver::builtin::builtin_op_resolver;
 
-/// MediaPipe's custom ops that its public vision models use (TFLite's resolver lacks them).
-const MEDIAPIPE_CUSTOM: &[&str] = &[
-    "Convolution2DTransposeBias",
-    "MaxPoolingWithArgmax2D",
-    "MaxUnpooling2D",
-    "TransformLandmarks",
-    "TransformTensorBilinear",
-    "Landmarks2TransformMatrix",
-    "Resampler",
-    "FusedBatchNormV3",
+/// MediaPipe's custom ops that its public vision models use (TFLite's resolver lacks them),
+/// with the version range MediaPipe's op resolvers register each at
+/// (`mediapipe/util/tflite/cpu_op_resolver.cc`, `mediapipe/tasks/cc/core/
+/// mediapipe_builtin_op_resolver.cc`).
+const MEDIAPIPE_CUSTOM: &[(&str, (i32, i32))] = &[
+    ("Convolution2DTransposeBias", (1, 1)),
+    ("MaxPoolingWithArgmax2D", (1, 1)),
+    ("MaxUnpooling2D", (1, 1)),
+    ("TransformLandmarks", (2, 2)),
+    ("TransformTensorBilinear", (2, 2)),
+    ("Landmarks2TransformMatrix", (2, 2)),
+    ("Resampler", (1, 1)),
+    ("FusedBatchNormV3", (1, 1)),
 ];
 
 /// Ops of the lists above that this runtime does not register yet.
@@ -38,7 +41,6 @@ const NOT_YET: &[&str] = &[
     "DYNAMIC_UPDATE_SLICE",
     "EMBEDDING_LOOKUP_SPARSE",
     "FAKE_QUANT",
-    "FusedBatchNormV3",
     "HASHTABLE",
     "HASHTABLE_FIND",
     "HASHTABLE_IMPORT",
@@ -46,12 +48,9 @@ const NOT_YET: &[&str] = &[
     "HASHTABLE_SIZE",
     "IMAG",
     "LSH_PROJECTION",
-    "Landmarks2TransformMatrix",
     "MATRIX_DIAG",
     "MATRIX_SET_DIAG",
     "MULTINOMIAL",
-    "MaxPoolingWithArgmax2D",
-    "MaxUnpooling2D",
     "Mfcc",
     "NON_MAX_SUPPRESSION_V4",
     "NON_MAX_SUPPRESSION_V5",
@@ -63,7 +62,6 @@ const NOT_YET: &[&str] = &[
     "REVERSE_SEQUENCE",
     "RFFT2D",
     "RIGHT_SHIFT",
-    "Resampler",
     "SEGMENT_SUM",
     "SKIP_GRAM",
     "SPARSE_TO_DENSE",
@@ -82,8 +80,6 @@ const NOT_YET: &[&str] = &[
     "STABLEHLO_SHIFT_LEFT",
     "SVDF",
     "TFLite_Detection_PostProcess",
-    "TransformLandmarks",
-    "TransformTensorBilinear",
     "UNIQUE",
     "UNSORTED_SEGMENT_MAX",
     "UNSORTED_SEGMENT_MIN",
@@ -106,8 +102,8 @@ fn reference() -> (BTreeMap<String, (i32, i32)>, BTreeMap<String, (i32, i32)>) {
         let table = if f[0] == "BUILTIN" { &mut builtins } else { &mut customs };
         assert!(table.insert(f[1].to_string(), range).is_none(), "{} listed twice", f[1]);
     }
-    for m in MEDIAPIPE_CUSTOM {
-        customs.insert(m.to_string(), (1, 1));
+    for &(m, range) in MEDIAPIPE_CUSTOM {
+        assert!(customs.insert(m.to_string(), range).is_none(), "{m} listed twice");
     }
     (builtins, customs)
 }

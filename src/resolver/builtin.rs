@@ -133,5 +133,14 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinEmbeddingLookup, ops::embedding_lookup::registration(), 1, 4);
     // MediaPipe's custom op (selfie segmentation); TFLite's builtin resolver lacks it.
     r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);
+    // MediaPipe's custom ops, at the versions its op resolvers register (face landmarks
+    // with attention use the version-2 ops).
+    r.add_custom("Landmarks2TransformMatrix", ops::mediapipe::landmarks_to_transform_matrix::registration(), 2, 2);
+    r.add_custom("TransformTensorBilinear", ops::mediapipe::transform_tensor_bilinear::registration(), 2, 2);
+    r.add_custom("TransformLandmarks", ops::mediapipe::transform_landmarks::registration(), 2, 2);
+    r.add_custom("MaxPoolingWithArgmax2D", ops::mediapipe::max_pool_argmax::registration(), 1, 1);
+    r.add_custom("MaxUnpooling2D", ops::mediapipe::max_unpooling::registration(), 1, 1);
+    r.add_custom("Resampler", ops::mediapipe::resampler::registration(), 1, 1);
+    r.add_custom("FusedBatchNormV3", ops::mediapipe::fused_batch_norm::registration(), 1, 1);
     r
 }

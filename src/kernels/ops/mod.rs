@@ -34,6 +34,7 @@ pub mod hard_swish;
 pub mod logistic;
 pub mod lstm;
 pub mod lstm_integer;
+pub mod mediapipe;
 pub mod mirror_pad;
 pub mod normalization;
 pub mod one_hot;
