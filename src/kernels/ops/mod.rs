@@ -56,3 +56,4 @@ pub mod transpose;
 pub mod transpose_conv;
 pub mod transpose_conv_f32_gemm;
 pub mod variables;
+pub mod densify;
