@@ -132,7 +132,10 @@ impl<'a> TensorView<'a> {
                         indices: int_array_slice(m.array_indices).to_vec(),
                     }
                 } else {
-                    return Err(Error::new(format!("tensor {}: dimension {i} has unknown format {format}", self.index)));
+                    return Err(Error::new(format!(
+                        "tensor {}: dimension {i} has unknown format {format}",
+                        self.index
+                    )));
                 });
             }
             Ok(Some(Sparsity {

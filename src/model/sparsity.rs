@@ -243,7 +243,8 @@ impl Sparsity {
                             indices.len()
                         )));
                     }
-                    if let Some(&bad) = indices.iter().find(|&&i| usize::try_from(i).is_ok_and(|i| i >= extent) || i < 0)
+                    if let Some(&bad) =
+                        indices.iter().find(|&&i| usize::try_from(i).is_ok_and(|i| i >= extent) || i < 0)
                     {
                         return Err(Error::new(format!(
                             "level {l}: array_indices holds {bad}, outside its dimension of {extent}"
@@ -378,11 +379,7 @@ mod tests {
     #[test]
     fn blocked_1x2() {
         // 2x4 matrix in 1x2 blocks: row 0 has block 1, row 1 has blocks 0 and 1.
-        let s = sp(
-            &[0, 1, 2],
-            &[1],
-            vec![DimMetadata::Dense(2), csr(&[0, 1, 3], &[1, 0, 1]), DimMetadata::Dense(2)],
-        );
+        let s = sp(&[0, 1, 2], &[1], vec![DimMetadata::Dense(2), csr(&[0, 1, 3], &[1, 0, 1]), DimMetadata::Dense(2)]);
         let e = s.plan(&[2, 4]).unwrap();
         assert_eq!(e.num_values(), 6);
         let d = e.to_dense(&[1, 2, 3, 4, 5, 6], 0).unwrap();

@@ -215,9 +215,8 @@ fn validate_subgraph(
                     }
                     let fixed = dtype.element_size().is_some() || dtype == TfLiteType::kTfLiteInt4;
                     if let Some(sp) = t.sparsity() {
-                        check_sparse_constant(&sp, dtype, &shape, len).map_err(|e| {
-                            Error::new(format!("{}: invalid sparsity parameters: {e}", ctx()))
-                        })?;
+                        check_sparse_constant(&sp, dtype, &shape, len)
+                            .map_err(|e| Error::new(format!("{}: invalid sparsity parameters: {e}", ctx())))?;
                     } else if fixed && len != bytes {
                         return Err(Error::new(format!(
                             "{}: buffer {b} holds {len} bytes but shape {shape:?} of {} needs {bytes}",
