@@ -15,7 +15,7 @@ use tensorflowlite_c::interpreter::{Interpreter, InterpreterConfig};
 use tensorflowlite_c::model::fb::BuiltinOperator as Op;
 use tensorflowlite_c::model::{Model, fb};
 use tensorflowlite_c::resolver::builtin::builtin_op_resolver;
-use writer::ModelWriter;
+use writer::{DimSpec, ModelWriter, SparsitySpec};
 
 /// Loads `bytes` and creates an interpreter; the error message of whichever step fails.
 fn create(bytes: Vec<u8>) -> Result<Interpreter, String> {
@@ -306,6 +306,117 @@ fn batch_matmul_with_zero_inner_dimension_gives_zeros() {
     // SAFETY: after a successful Invoke the output holds t.bytes bytes of float32.
     let got = unsafe { std::slice::from_raw_parts(t.data.raw_const as *const f32, t.bytes / 4) };
     assert!(got.iter().all(|&v| v == 0.0), "{got:?}");
+}
+
+/// The 3x4 matrix [[0, 1, 0, 2], [0, 0, 0, 0], [3, 0, 0, 4]]: rows dense, columns
+/// compressed, values 1, 2, 3, 4.
+fn sparse_3x4() -> SparsitySpec {
+    SparsitySpec {
+        traversal_order: vec![0, 1],
+        block_map: vec![],
+        dims: vec![DimSpec::dense(3), DimSpec::csr(&[0, 2, 2, 4], &[1, 3, 0, 3])],
+    }
+}
+
+/// A model densifying a sparse constant `w` of shape `shape` holding `values` (float32).
+fn densify_model(shape: &[i32], values: &[f32], sparsity: SparsitySpec) -> ModelWriter {
+    let mut w = ModelWriter::new();
+    let c = w.constant_f32("w", shape, values);
+    w.set_sparsity(c, sparsity);
+    let y = w.tensor_f32("dense", shape);
+    w.op(Op::DENSIFY, &[c], &[y]);
+    w.io(&[], &[y]);
+    w
+}
+
+fn f32_output(interp: &Interpreter, t: i32) -> Vec<f32> {
+    let t = interp.primary().tensor(t).expect("tensor");
+    // SAFETY: after a successful Invoke the output holds t.bytes bytes of float32.
+    unsafe { std::slice::from_raw_parts(t.data.raw_const as *const f32, t.bytes / 4) }.to_vec()
+}
+
+/// A sparse constant reaches kernels expanded as TFLite's format converter does: through
+/// DENSIFY (computed once, then kept), into a FULLY_CONNECTED after it, and as
+/// FULLY_CONNECTED's own sparse weights.
+#[test]
+fn sparse_constants_densify_and_feed_fully_connected() {
+    let mut w = ModelWriter::new();
+    let x = w.tensor_f32("x", &[1, 4]);
+    let c = w.constant_f32("w", &[3, 4], &[1.0, 2.0, 3.0, 4.0]);
+    w.set_sparsity(c, sparse_3x4());
+    let dense = w.tensor_f32("dense", &[3, 4]);
+    let y = w.tensor_f32("y", &[1, 3]);
+    let y_direct = w.tensor_f32("y_direct", &[1, 3]);
+    w.op(Op::DENSIFY, &[c], &[dense]);
+    w.op(Op::FULLY_CONNECTED, &[x, dense, -1], &[y]);
+    w.op(Op::FULLY_CONNECTED, &[x, c, -1], &[y_direct]);
+    w.io(&[x], &[y, y_direct, dense]);
+    let (mut interp, reported) = create_reporting(w.finish());
+    interp.allocate_tensors().unwrap_or_else(|e| panic!("allocate: {} {:?}", e.message, reported.lock().unwrap()));
+    for run in 0..2 {
+        let p = interp.primary_mut().tensor_ptr(x).expect("input");
+        // SAFETY: the input is a live float32 tensor of 4 elements after AllocateTensors.
+        unsafe { std::slice::from_raw_parts_mut((*p).data.data as *mut f32, 4) }.copy_from_slice(&[
+            1.0,
+            2.0,
+            3.0,
+            4.0 + run as f32,
+        ]);
+        interp.invoke().unwrap_or_else(|e| panic!("invoke: {} {:?}", e.message, reported.lock().unwrap()));
+        let want = [2.0 + 2.0 * (4.0 + run as f32), 0.0, 3.0 + 4.0 * (4.0 + run as f32)];
+        assert_eq!(f32_output(&interp, y), want);
+        assert_eq!(f32_output(&interp, y_direct), want);
+        assert_eq!(f32_output(&interp, dense), [0.0, 1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 3.0, 0.0, 0.0, 4.0]);
+    }
+}
+
+/// Every index of a sparse constant's parameters is checked at load, and its buffer must
+/// hold exactly the values they place.
+#[test]
+fn malformed_sparsity_is_refused() {
+    let values = [1.0, 2.0, 3.0, 4.0];
+    let with = |f: &dyn Fn(&mut SparsitySpec)| {
+        let mut sp = sparse_3x4();
+        f(&mut sp);
+        sp
+    };
+    let cases: Vec<(SparsitySpec, &[f32], &[&str])> = vec![
+        (with(&|s| s.traversal_order = vec![1, 1]), &values, &["not a permutation"]),
+        (with(&|s| s.traversal_order = vec![0, 2]), &values, &["not a permutation"]),
+        (with(&|s| s.traversal_order = vec![0]), &values, &["traversal_order has 1 entries"]),
+        (with(&|s| s.dims[0] = DimSpec::dense(4)), &values, &["DENSE of size 4", "3 entries"]),
+        (with(&|s| s.dims[1] = DimSpec::csr(&[0, 2, 4], &[1, 3, 0, 3])), &values, &["array_segments has 3"]),
+        (with(&|s| s.dims[1] = DimSpec::csr(&[0, 3, 2, 4], &[1, 3, 0, 3])), &values, &["non-decreasing"]),
+        (with(&|s| s.dims[1] = DimSpec::csr(&[0, 2, 2, 5], &[1, 3, 0, 3])), &values, &["ends at 5"]),
+        (with(&|s| s.dims[1] = DimSpec::csr(&[0, 2, 2, 4], &[1, 4, 0, 3])), &values, &["holds 4", "outside"]),
+        (with(&|s| s.dims[1] = DimSpec::csr(&[0, 2, 2, 4], &[1, -3, 0, 3])), &values, &["holds -3"]),
+        (with(&|s| s.dims[1].index_type = fb::SparseIndexVector::NONE), &values, &["array_segments"]),
+        (
+            with(&|s| {
+                s.traversal_order = vec![0, 1, 2];
+                s.block_map = vec![2];
+                s.dims.push(DimSpec::dense(2));
+            }),
+            &values,
+            &["block_map"],
+        ),
+        (sparse_3x4(), &values[..3], &["buffer holds 12 bytes", "4 values"]),
+        (sparse_3x4(), &[1.0, 2.0, 3.0, 4.0, 5.0], &["buffer holds 20 bytes"]),
+    ];
+    for (sp, vals, parts) in cases {
+        let msg = creation_error(&densify_model(&[3, 4], vals, sp));
+        assert_names(&msg, &["tensor 0 ('w')", "invalid sparsity parameters"]);
+        assert_names(&msg, parts);
+    }
+    // Narrow index vectors are read as the same indices.
+    let mut narrow = sparse_3x4();
+    narrow.dims[1].index_type = fb::SparseIndexVector::Uint8Vector;
+    let (mut interp, _) = create_reporting(densify_model(&[3, 4], &values, narrow.clone()).finish());
+    interp.allocate_tensors().expect("allocate");
+    interp.invoke().expect("invoke");
+    assert_eq!(f32_output(&interp, 1), [0.0, 1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 3.0, 0.0, 0.0, 4.0]);
+    narrow.dims[1].index_type = fb::SparseIndexVector::Uint16Vector;
+    assert!(create(densify_model(&[3, 4], &values, narrow).finish()).is_ok());
 }
 
 /// Inputs the fuzzer (fuzz/, tools/fuzz.sh) found crashing or misbehaving, kept in

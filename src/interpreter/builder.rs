@@ -74,6 +74,10 @@ fn build_tensors(model: &Model, sg: &fb::SubGraph<'_>, s: &mut Subgraph) -> Resu
         t.is_variable = ft.is_variable();
         set_quantization(t, ft.quantization())?;
         if !data.is_empty() {
+            // As TFLite's ParseTensors: only constants carry their sparsity.
+            if let Some(sp) = ft.sparsity() {
+                set_sparsity(t, &sp)?;
+            }
             t.allocation_type = TfLiteAllocationType::kTfLiteMmapRo;
             t.data.raw_const = data.as_ptr() as *const c_char;
             t.bytes = data.len();
@@ -120,6 +124,58 @@ fn set_quantization(t: &mut TfLiteTensor, q: Option<fb::QuantizationParameters<'
         (*aq).quantized_dimension = q.quantized_dimension();
         t.quantization =
             TfLiteQuantization { r#type: TfLiteQuantizationType::kTfLiteAffineQuantization, params: aq.cast() };
+    }
+    Ok(())
+}
+
+/// The tensor's `TfLiteSparsity` (malloc'ed, owned by the tensor and freed with it), as
+/// TFLite's `ParseSparsity` builds it: CSR dimensions own their two index arrays, dense
+/// ones have none. The model's validation checked the parameters.
+fn set_sparsity(t: &mut TfLiteTensor, sp: &fb::SparsityParameters<'_>) -> Result<()> {
+    use crate::model::sparsity::{DimMetadata, Sparsity};
+    let sp = Sparsity::from_flatbuffer(sp)?;
+    let n = sp.dim_metadata.len();
+    let oom = || Error::new("out of memory");
+    // SAFETY: calloc'ed structs checked for NULL; every member is NULL or malloc'ed by our
+    // helpers, which is what `sparsity_free` (run when the tensor is freed) expects.
+    unsafe {
+        let s = libc::calloc(1, core::mem::size_of::<TfLiteSparsity>()) as *mut TfLiteSparsity;
+        if s.is_null() {
+            return Err(oom());
+        }
+        t.sparsity = s;
+        (*s).traversal_order = int_array_from_slice(&sp.traversal_order);
+        if !sp.block_map.is_empty() {
+            (*s).block_map = int_array_from_slice(&sp.block_map);
+        }
+        if n > 0 {
+            let md = libc::calloc(n, core::mem::size_of::<TfLiteDimensionMetadata>()) as *mut TfLiteDimensionMetadata;
+            if md.is_null() {
+                return Err(oom());
+            }
+            (*s).dim_metadata = md;
+            (*s).dim_metadata_size = n as i32;
+            for (i, d) in sp.dim_metadata.iter().enumerate() {
+                let m = &mut *md.add(i);
+                match d {
+                    DimMetadata::Dense(size) => {
+                        m.format = TfLiteDimensionType::kTfLiteDimDense;
+                        m.dense_size = *size;
+                    }
+                    DimMetadata::Csr { segments, indices } => {
+                        m.format = TfLiteDimensionType::kTfLiteDimSparseCSR;
+                        m.array_segments = int_array_from_slice(segments);
+                        m.array_indices = int_array_from_slice(indices);
+                        if m.array_segments.is_null() || m.array_indices.is_null() {
+                            return Err(oom());
+                        }
+                    }
+                }
+            }
+        }
+        if (*s).traversal_order.is_null() {
+            return Err(oom());
+        }
     }
     Ok(())
 }

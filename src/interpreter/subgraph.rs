@@ -928,7 +928,7 @@ impl Drop for Subgraph {
     }
 }
 
-/// Frees what a tensor owns (dims, signature, quantization, dynamic data).
+/// Frees what a tensor owns (dims, signature, quantization, sparsity, dynamic data).
 ///
 /// # Safety
 /// `t`'s owned pointers must be NULL or malloc'ed and not used afterwards.
@@ -940,6 +940,8 @@ pub unsafe fn free_tensor_contents(t: &mut TfLiteTensor) {
         int_array_free(t.dims_signature as *mut TfLiteIntArray);
         t.dims_signature = core::ptr::null();
         free_quantization(&mut t.quantization);
+        crate::c_api::common::sparsity_free(t.sparsity);
+        t.sparsity = core::ptr::null_mut();
         if matches!(t.allocation(), Some(TfLiteAllocationType::kTfLiteDynamic)) {
             libc::free(t.data_ptr());
             t.data.data = core::ptr::null_mut();

@@ -109,6 +109,43 @@ impl<'a> TensorView<'a> {
         }
     }
 
+    /// The tensor's sparsity parameters (sparse constants), copied out of the C struct.
+    pub fn sparsity(&self) -> Result<Option<crate::model::sparsity::Sparsity>> {
+        use crate::model::sparsity::{DimMetadata, Sparsity};
+        // SAFETY: as in `bytes`; `sparsity` is NULL or owned by the tensor with its arrays,
+        // which live as long as the tensor table entry; each array is NULL or valid.
+        unsafe {
+            let Some(sp) = (*self.tensor).sparsity.as_ref() else { return Ok(None) };
+            let n = usize::try_from(sp.dim_metadata_size).unwrap_or(0);
+            if n > 0 && sp.dim_metadata.is_null() {
+                return Err(Error::new(format!("tensor {}: sparsity without dimension metadata", self.index)));
+            }
+            let mut dim_metadata = Vec::with_capacity(n);
+            for i in 0..n {
+                let m = &*sp.dim_metadata.add(i);
+                let format = core::ptr::addr_of!(m.format).cast::<i32>().read();
+                dim_metadata.push(if format == TfLiteDimensionType::kTfLiteDimDense as i32 {
+                    DimMetadata::Dense(m.dense_size)
+                } else if format == TfLiteDimensionType::kTfLiteDimSparseCSR as i32 {
+                    DimMetadata::Csr {
+                        segments: int_array_slice(m.array_segments).to_vec(),
+                        indices: int_array_slice(m.array_indices).to_vec(),
+                    }
+                } else {
+                    return Err(Error::new(format!(
+                        "tensor {}: dimension {i} has unknown format {format}",
+                        self.index
+                    )));
+                });
+            }
+            Ok(Some(Sparsity {
+                traversal_order: int_array_slice(sp.traversal_order).to_vec(),
+                block_map: int_array_slice(sp.block_map).to_vec(),
+                dim_metadata,
+            }))
+        }
+    }
+
     /// True for dynamic tensors (`kTfLiteDynamic`: memory of their own, resizable in Eval).
     pub fn is_dynamic(&self) -> bool {
         // SAFETY: as in `bytes`.

@@ -18,6 +18,7 @@
 pub mod schema_generated;
 mod mmap;
 pub mod options;
+pub mod sparsity;
 pub mod validate;
 #[cfg(test)]
 #[allow(dead_code, reason = "the writer is shared with tests and binaries that use more of it")]

@@ -214,7 +214,10 @@ fn validate_subgraph(
                         )));
                     }
                     let fixed = dtype.element_size().is_some() || dtype == TfLiteType::kTfLiteInt4;
-                    if fixed && t.sparsity().is_none() && len != bytes {
+                    if let Some(sp) = t.sparsity() {
+                        check_sparse_constant(&sp, dtype, &shape, len)
+                            .map_err(|e| Error::new(format!("{}: invalid sparsity parameters: {e}", ctx())))?;
+                    } else if fixed && len != bytes {
                         return Err(Error::new(format!(
                             "{}: buffer {b} holds {len} bytes but shape {shape:?} of {} needs {bytes}",
                             ctx(),
@@ -364,6 +367,25 @@ fn validate_subgraph(
                 tensor_name(o)
             )));
         }
+    }
+    Ok(())
+}
+
+/// A sparse constant: its parameters must describe `shape` (every index in range) and
+/// its buffer must hold exactly the values they place. TFLite reads sparsity only on
+/// constants, so it is checked only there.
+fn check_sparse_constant(sp: &fb::SparsityParameters<'_>, dtype: TfLiteType, shape: &[i32], len: usize) -> Result<()> {
+    let Some(size) = dtype.element_size() else {
+        return Err(Error::new(format!("sparse tensors of type {} are not supported", dtype.name())));
+    };
+    let plan = super::sparsity::Sparsity::from_flatbuffer(sp)?.plan(shape)?;
+    let need = plan.num_values().checked_mul(size).ok_or_else(|| Error::new("the number of values overflows"))?;
+    if len != need {
+        return Err(Error::new(format!(
+            "the buffer holds {len} bytes, but the sparsity places {} values of {} ({need} bytes)",
+            plan.num_values(),
+            dtype.name()
+        )));
     }
     Ok(())
 }

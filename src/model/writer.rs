@@ -21,6 +21,51 @@ pub struct TensorSpec {
     pub data: Option<Vec<u8>>,
     /// A variable (state the runtime keeps across invokes).
     pub variable: bool,
+    /// Sparsity parameters (sparse constants).
+    pub sparsity: Option<SparsitySpec>,
+}
+
+/// One dimension of a sparse tensor: DENSE with `dense_size`, or SPARSE_CSR with its
+/// segments and indices, written as `index_type` vectors (values cast to that type).
+#[derive(Clone)]
+pub struct DimSpec {
+    pub csr: bool,
+    pub dense_size: i32,
+    pub segments: Vec<i32>,
+    pub indices: Vec<i32>,
+    pub index_type: fb::SparseIndexVector,
+}
+
+impl DimSpec {
+    /// A DENSE dimension.
+    pub fn dense(size: i32) -> DimSpec {
+        DimSpec {
+            csr: false,
+            dense_size: size,
+            segments: vec![],
+            indices: vec![],
+            index_type: fb::SparseIndexVector::NONE,
+        }
+    }
+
+    /// A SPARSE_CSR dimension with int32 index vectors.
+    pub fn csr(segments: &[i32], indices: &[i32]) -> DimSpec {
+        DimSpec {
+            csr: true,
+            dense_size: 0,
+            segments: segments.to_vec(),
+            indices: indices.to_vec(),
+            index_type: fb::SparseIndexVector::Int32Vector,
+        }
+    }
+}
+
+/// A tensor's sparsity parameters.
+#[derive(Clone)]
+pub struct SparsitySpec {
+    pub traversal_order: Vec<i32>,
+    pub block_map: Vec<i32>,
+    pub dims: Vec<DimSpec>,
 }
 
 /// An operator of the model being written.
@@ -56,6 +101,7 @@ impl ModelWriter {
             shape: shape.to_vec(),
             data: None,
             variable: false,
+            sparsity: None,
         });
         self.tensors.len() as i32 - 1
     }
@@ -69,8 +115,14 @@ impl ModelWriter {
             shape: shape.to_vec(),
             data: Some(data),
             variable: false,
+            sparsity: None,
         });
         self.tensors.len() as i32 - 1
+    }
+
+    /// Gives tensor `t` sparsity parameters.
+    pub fn set_sparsity(&mut self, t: i32, sparsity: SparsitySpec) {
+        self.tensors[t as usize].sparsity = Some(sparsity);
     }
 
     /// Marks tensor `t` as a variable.
@@ -114,6 +166,7 @@ impl ModelWriter {
             };
             let shape = b.create_vector(&t.shape);
             let name = b.create_string(&t.name);
+            let sparsity = t.sparsity.as_ref().map(|sp| Self::sparsity(&mut b, sp));
             tensors.push(fb::Tensor::create(
                 &mut b,
                 &fb::TensorArgs {
@@ -122,6 +175,7 @@ impl ModelWriter {
                     buffer,
                     name: Some(name),
                     is_variable: t.variable,
+                    sparsity,
                     ..Default::default()
                 },
             ));
@@ -199,6 +253,57 @@ impl ModelWriter {
         );
         b.finish(model, Some("TFL3"));
         b.finished_data().to_vec()
+    }
+
+    fn index_vector(
+        b: &mut FlatBufferBuilder<'_>,
+        kind: fb::SparseIndexVector,
+        v: &[i32],
+    ) -> Option<WIPOffset<flatbuffers::UnionWIPOffset>> {
+        match kind {
+            fb::SparseIndexVector::Int32Vector => {
+                let values = Some(b.create_vector(v));
+                Some(fb::Int32Vector::create(b, &fb::Int32VectorArgs { values }).as_union_value())
+            }
+            fb::SparseIndexVector::Uint16Vector => {
+                let v: Vec<u16> = v.iter().map(|&x| x as u16).collect();
+                let values = Some(b.create_vector(&v));
+                Some(fb::Uint16Vector::create(b, &fb::Uint16VectorArgs { values }).as_union_value())
+            }
+            fb::SparseIndexVector::Uint8Vector => {
+                let v: Vec<u8> = v.iter().map(|&x| x as u8).collect();
+                let values = Some(b.create_vector(&v));
+                Some(fb::Uint8Vector::create(b, &fb::Uint8VectorArgs { values }).as_union_value())
+            }
+            _ => None,
+        }
+    }
+
+    fn sparsity<'a>(b: &mut FlatBufferBuilder<'a>, sp: &SparsitySpec) -> WIPOffset<fb::SparsityParameters<'a>> {
+        let mut dims = Vec::new();
+        for d in &sp.dims {
+            let (segments, indices) = if d.csr {
+                (Self::index_vector(b, d.index_type, &d.segments), Self::index_vector(b, d.index_type, &d.indices))
+            } else {
+                (None, None)
+            };
+            let kind = if d.csr { d.index_type } else { fb::SparseIndexVector::NONE };
+            dims.push(fb::DimensionMetadata::create(
+                b,
+                &fb::DimensionMetadataArgs {
+                    format: if d.csr { fb::DimensionType::SPARSE_CSR } else { fb::DimensionType::DENSE },
+                    dense_size: d.dense_size,
+                    array_segments_type: kind,
+                    array_segments: segments,
+                    array_indices_type: kind,
+                    array_indices: indices,
+                },
+            ));
+        }
+        let traversal_order = Some(b.create_vector(&sp.traversal_order));
+        let block_map = if sp.block_map.is_empty() { None } else { Some(b.create_vector(&sp.block_map)) };
+        let dim_metadata = Some(b.create_vector(&dims));
+        fb::SparsityParameters::create(b, &fb::SparsityParametersArgs { traversal_order, block_map, dim_metadata })
     }
 
     fn options(

@@ -12,7 +12,7 @@ use crate::microkernels::f32_gemm::{self, DenseRows, PackedGemm};
 use crate::microkernels::{Table, table};
 
 /// Packs `filter` (OHWI) and `bias` for `table`'s GEMM kernels.
-fn pack(table: &Table, g: &ConvGeom, filter: &[f32], bias: Option<&[f32]>) -> Result<PackedGemm> {
+pub fn pack(table: &Table, g: &ConvGeom, filter: &[f32], bias: Option<&[f32]>) -> Result<PackedGemm> {
     let ks = g.f_h * g.f_w;
     let kc = g.in_c;
     let want = g.out_c.checked_mul(ks).and_then(|v| v.checked_mul(kc));

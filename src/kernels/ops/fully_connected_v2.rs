@@ -25,7 +25,10 @@
 //! result differs from the reference by float rounding only); the integer paths use
 //! weights repacked in blocks of 8 units (cached per node for constant weights) with exact
 //! integer sums, split over threads.
-//! Not supported (an error): shuffled, sparse, int4 and int16 weights.
+//! Sparse float32 weights (constants with sparsity parameters, any block layout) are
+//! expanded to dense once at Prepare and run as dense ones, which is what TFLite's
+//! reference kernel computes (it expands them at every Eval).
+//! Not supported (an error): shuffled, sparse 8-bit, int4 and int16 weights.
 
 use super::conv_common::{
     PackSlot, checked_product, opt_data_cow, per_channel_multipliers, recommended_threads, threads_for,
@@ -639,6 +642,8 @@ struct State {
     /// the float requantization.
     qs8: PackSlot<PackedQs8Gemm>,
     sums: Vec<i32>,
+    /// Sparse float32 weights, expanded.
+    dense: Option<Vec<f32>>,
 }
 
 /// Integer weights widened and packed by [`pack_weights`], with each unit's weight sum
@@ -877,6 +882,39 @@ fn as_conv(d: FcDims) -> super::conv_common::ConvGeom {
     }
 }
 
+/// Sparse weights expanded to dense; `None` for dense ones. Only float32 weights may be
+/// sparse here (TFLite runs sparse 8-bit weights on block kernels of its own).
+fn sparse_weights(weights: &TensorView<'_>) -> Result<Option<Vec<f32>>> {
+    let Some(sp) = weights.sparsity().map_err(|e| Error::new(format!("{OP}: {e}")))? else {
+        return Ok(None);
+    };
+    if weights.dtype != TfLiteType::kTfLiteFloat32 {
+        return Err(Error::new(format!("{OP}: sparse {} weights are not supported", weights.dtype.name())));
+    }
+    let expand = || -> Result<Vec<f32>> {
+        let values: Vec<f32> =
+            weights.raw()?.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        sp.plan(weights.shape)?.to_dense(&values, 0.0)
+    };
+    expand().map(Some).map_err(|e| Error::new(format!("{OP}: sparse weights: {e}")))
+}
+
+/// Packs float weights (expanded sparse ones when given) with the bias.
+fn pack_f32(
+    g: &super::conv_common::ConvGeom,
+    weights: &TensorView<'_>,
+    dense: Option<&[f32]>,
+    bias: Option<&TensorView<'_>>,
+) -> Result<PackedGemm> {
+    match dense {
+        Some(w) => {
+            let b = bias.map(|b| b.data::<f32>()).transpose()?;
+            super::conv_f32_gemm::pack(table(), g, w, b)
+        }
+        None => super::conv_f32_gemm::pack_weights(g, weights, bias),
+    }
+}
+
 /// The first `n` input values (the whole rows); an error if the input holds fewer.
 fn rows<T>(input: &[T], n: usize) -> Result<&[T]> {
     input.get(..n).ok_or_else(|| Error::new(format!("input holds {} values, the layer needs {n}", input.len())))
@@ -940,6 +978,7 @@ impl BuiltinKernel for FullyConnected {
         let (input, weights, bias) = operands(ctx)?;
         let output = ctx.output(0)?;
         let (d, kind, out_shape, bias64) = plan(p, &input, &weights, bias.as_ref(), &output)?;
+        let dense = sparse_weights(&weights)?;
         let nonempty = d.batches * d.units * d.depth != 0;
         let (mut gemm, mut wide, mut qs8) = (PackSlot::default(), PackSlot::default(), PackSlot::default());
         // The optimized path widens to i16; int16 inputs (16x8) stay on the reference loop.
@@ -951,7 +990,7 @@ impl BuiltinKernel for FullyConnected {
         match &kind {
             Kind::F32 { .. } if nonempty => {
                 gemm = PackSlot::prepare(&weights, bias.as_ref(), || {
-                    super::conv_f32_gemm::pack_weights(&as_conv(d), &weights, bias.as_ref())
+                    pack_f32(&as_conv(d), &weights, dense.as_deref(), bias.as_ref())
                 })?;
             }
             Kind::Hybrid { .. } if nonempty => {
@@ -974,7 +1013,20 @@ impl BuiltinKernel for FullyConnected {
         ctx.request_temporaries(&temps)?;
         ctx.resize_output(0, &out_shape)?;
         let (in_type, out_type) = (input.dtype, output.dtype);
-        Ok(State { out_shape, dims: d, kind, bias64, in_type, out_type, widen, gemm, wide, qs8, sums: Vec::new() })
+        Ok(State {
+            out_shape,
+            dims: d,
+            kind,
+            bias64,
+            in_type,
+            out_type,
+            widen,
+            gemm,
+            wide,
+            qs8,
+            sums: Vec::new(),
+            dense,
+        })
     }
 
     fn invoke(ctx: &OpCtx<'_>, p: &TfLiteFullyConnectedParams, state: &mut State) -> Result<()> {
@@ -1031,7 +1083,7 @@ fn run(
     threads: usize,
     scratch: Option<HybridScratch<'_>>,
 ) -> Result<()> {
-    let State { dims, kind, bias64, out_type, widen, gemm, wide, qs8, sums, in_type, .. } = state;
+    let State { dims, kind, bias64, out_type, widen, gemm, wide, qs8, sums, in_type, dense, .. } = state;
     let d = *dims;
     if d.batches * d.units == 0 {
         return Ok(());
@@ -1053,8 +1105,7 @@ fn run(
             let out = out.data_mut::<f32>()?;
             let g = as_conv(d);
             let mut fresh = None;
-            let packed =
-                gemm.get(weights, bias, &mut fresh, || super::conv_f32_gemm::pack_weights(&g, weights, bias))?;
+            let packed = gemm.get(weights, bias, &mut fresh, || pack_f32(&g, weights, dense.as_deref(), bias))?;
             super::conv_f32_gemm::compute(table(), &g, input, packed, out, *act, threads)
         }
         Kind::Hybrid { channel_scales, weight_scale } => {

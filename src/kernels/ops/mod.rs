@@ -21,6 +21,7 @@ pub mod conv_common;
 pub mod conv_f32_gemm;
 pub mod conv_qs8_gemm;
 pub mod cumsum;
+pub mod densify;
 pub mod depthwise_conv_2d;
 pub mod elementwise;
 pub mod elu;
