@@ -4,3 +4,7 @@
 
 pub mod composite;
 pub mod elementwise;
+pub mod gather;
+pub mod pad;
+pub mod reduce_window;
+pub mod scatter;

@@ -11,7 +11,9 @@
 //! computed as zero or negative makes every output dimension 0 (STABLEHLO_PAD); entries
 //! of the option arrays past the operand's rank are ignored.
 
-use crate::abi::builtin_op_data::{TFLITE_STABLEHLO_PAD_PARAMS_MAX_DIMENSION_COUNT as MAX_RANK, TfLiteStablehloPadParams};
+use crate::abi::builtin_op_data::{
+    TFLITE_STABLEHLO_PAD_PARAMS_MAX_DIMENSION_COUNT as MAX_RANK, TfLiteStablehloPadParams,
+};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
@@ -333,10 +335,7 @@ mod tests {
         assert_eq!(plan.out_shape, vec![3, 7]);
         let mut out = vec![0; 21];
         pad(&[1, 2, 3, 4, 5, 6], &plan, 0, &mut out).unwrap();
-        assert_eq!(
-            out,
-            vec![1, 0, 0, 2, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 5, 0, 0, 6]
-        );
+        assert_eq!(out, vec![1, 0, 0, 2, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 5, 0, 0, 6]);
     }
 
     #[test]
