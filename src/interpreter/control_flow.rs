@@ -354,4 +354,13 @@ impl SubgraphCalls for RunningSubgraph {
     fn shared(&self) -> Arc<Mutex<SharedState>> {
         self.this().shared.clone()
     }
+
+    fn builtin_codes(&self, sg: SubgraphIndex) -> Result<Vec<i32>> {
+        let s = self.get(sg).ok_or_else(|| Error::new(format!("subgraph {sg} is out of range")))?;
+        Ok(s.execution_plan()
+            .iter()
+            .filter_map(|&n| s.node_entry(usize::try_from(n).ok()?))
+            .map(|e| e.registration.builtin_code)
+            .collect())
+    }
 }

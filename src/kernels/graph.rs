@@ -65,6 +65,10 @@ pub trait SubgraphCalls {
     /// The state every subgraph of the interpreter shares: resource variables and which
     /// init subgraphs have run.
     fn shared(&self) -> Arc<Mutex<SharedState>>;
+
+    /// The builtin operator codes of subgraph `sg`'s nodes in execution order (the
+    /// StableHLO ops whose body is a one-op subgraph run that op natively, as TFLite).
+    fn builtin_codes(&self, sg: SubgraphIndex) -> Result<Vec<i32>>;
 }
 
 /// How the interpreter reaches the subgraph behind a context.

@@ -132,6 +132,20 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinReverseV2, ops::reverse::registration(), 1, 3);
     add(Op::kTfLiteBuiltinEmbeddingLookup, ops::embedding_lookup::registration(), 1, 4);
     add(Op::kTfLiteBuiltinDensify, ops::densify::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinStablehloComposite, ops::stablehlo::composite::composite_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinStablehloCase, ops::stablehlo::composite::case_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinStablehloAdd, ops::stablehlo::elementwise::add_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinStablehloMultiply, ops::stablehlo::elementwise::multiply_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinStablehloMaximum, ops::stablehlo::elementwise::maximum_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinStablehloMinimum, ops::stablehlo::elementwise::minimum_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinStablehloAnd, ops::stablehlo::elementwise::and_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinStablehloShiftLeft, ops::stablehlo::elementwise::shift_left_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinStablehloPad, ops::stablehlo::pad::pad_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinDilate, ops::stablehlo::pad::dilate_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinStablehloGather, ops::stablehlo::gather::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinStablehloReduceWindow, ops::stablehlo::reduce_window::stablehlo_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinReduceWindow, ops::stablehlo::reduce_window::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinStablehloScatter, ops::stablehlo::scatter::registration(), 1, 1);
     // MediaPipe's custom op (selfie segmentation); TFLite's builtin resolver lacks it.
     r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);
     // MediaPipe's custom ops, at the versions its op resolvers register (face landmarks

@@ -53,6 +53,7 @@ pub mod slice;
 pub mod softmax;
 pub mod space_depth;
 pub mod split;
+pub mod stablehlo;
 pub mod topk_v2;
 pub mod transpose;
 pub mod transpose_conv;
