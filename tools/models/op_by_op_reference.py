@@ -30,9 +30,17 @@ TYPE_NAMES = {v: k for k, v in vars(s.TensorType).items() if not k.startswith("_
 
 
 def custom_oracles():
-    """name -> f(inputs: list of arrays, options: dict) -> list of arrays."""
-    from families import mediapipe
-    return mediapipe.ORACLES
+    """name -> f(inputs: list of arrays, options: dict, output shapes) -> list of arrays."""
+    from families import mediapipe as mp
+    return {
+        "Landmarks2TransformMatrix": lambda ins, o, shapes: [mp.landmarks_to_transform_matrix(ins[0], o)],
+        "TransformTensorBilinear":
+            lambda ins, o, shapes: [mp.transform_tensor_bilinear(ins[0], ins[1], o, out_shape=shapes[0])],
+        "TransformLandmarks": lambda ins, o, shapes: [mp.transform_landmarks(ins[0], ins[1], o)],
+        "MaxPoolingWithArgmax2D": lambda ins, o, shapes: mp.max_pooling_with_argmax_2d(ins[0], o),
+        "MaxUnpooling2D": lambda ins, o, shapes: [mp.max_unpooling_2d(ins[0], ins[1], o)],
+        "Resampler": lambda ins, o, shapes: [mp.resampler(ins[0], ins[1], o)],
+    }
 
 
 def tensor_name(t):
@@ -139,9 +147,11 @@ def op_by_op(m, inputs, kernels):
                 oracles = oracles or custom_oracles()
                 if name not in oracles:
                     raise SystemExit(f"operator {k}: no oracle for custom op {name}")
-                opts = flexbuffers.Loads(bytes(bytearray(op.customOptions))) if op.customOptions else {}
+                raw = bytes(bytearray(op.customOptions)) if op.customOptions is not None else b""
+                opts = flexbuffers.Loads(raw) if len(raw) else {}
                 ins = [values[t] if t in values else const_value(m, sg.tensors[t]) for t in op.inputs]
-                outs = oracles[name](ins, opts)
+                shapes = [tuple(sg.tensors[t].shape) for t in op.outputs]
+                outs = oracles[name](ins, opts, shapes)
             else:
                 outs = run_one_op(m, op, values, tmp, kernels)
             for ti, y in zip(op.outputs, outs):
