@@ -205,11 +205,7 @@ impl BuiltinKernel for Case {
 
     fn invoke(ctx: &OpCtx<'_>, p: &TfLiteStablehloCaseParams, _: &mut ()) -> Result<()> {
         let index = ctx.input(0).map_err(|e| op_error(CASE, e.message))?;
-        let &i = index
-            .data::<i32>()
-            .map_err(|e| op_error(CASE, e.message))?
-            .first()
-            .ok_or_else(|| op_error(CASE, "the branch index has no data"))?;
+        let i = super::first_value::<i32>(&index).map_err(|e| op_error(CASE, e.message))?;
         let b = branches(p)?;
         let chosen = b[case_branch(i, b.len())];
         let ins = passed_inputs(ctx, 1, CASE)?;

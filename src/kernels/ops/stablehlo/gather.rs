@@ -260,9 +260,9 @@ impl BuiltinKernel for Gather {
         let indices = ctx.input(1).map_err(in_op(OP))?;
         let idx: Vec<i64> = match indices.dtype {
             TfLiteType::kTfLiteInt32 => {
-                indices.data::<i32>().map_err(in_op(OP))?.iter().map(|&v| i64::from(v)).collect()
+                super::values_of::<i32>(&indices).map_err(in_op(OP))?.into_iter().map(i64::from).collect()
             }
-            _ => indices.data::<i64>().map_err(in_op(OP))?.to_vec(),
+            _ => super::values_of::<i64>(&indices).map_err(in_op(OP))?,
         };
         let mut out = ctx.output(0).map_err(in_op(OP))?;
         with_elem_type!(operand.dtype, OP, T => gather::<T>(operand.data::<T>()?, &idx, plan, out.data_mut::<T>()?))

@@ -175,7 +175,7 @@ fn run(ctx: &OpCtx<'_>, op: &'static str, plan: &PadPlan, value_at: usize) -> Re
     let value = ctx.input(value_at).map_err(in_op(op))?;
     let mut out = ctx.output(0).map_err(in_op(op))?;
     with_elem_type!(input.dtype, op, T => {
-        let v = *value.data::<T>()?.first().ok_or_else(|| Error::new("the padding value tensor is empty"))?;
+        let v = super::first_value::<T>(&value)?;
         pad::<T>(input.data::<T>()?, plan, v, out.data_mut::<T>()?)
     })
     .map_err(|e: Error| op_error(op, e.message))
@@ -239,7 +239,7 @@ fn dilate_factors(ctx: &OpCtx<'_>) -> Result<Vec<i64>> {
     if f.dtype != TfLiteType::kTfLiteInt32 || f.shape.len() != 1 {
         return Err(op_error(DILATE, "the dilations must be a 1-D int32 tensor"));
     }
-    Ok(f.data::<i32>().map_err(in_op(DILATE))?.iter().map(|&v| i64::from(v)).collect())
+    Ok(super::values_of::<i32>(&f).map_err(in_op(DILATE))?.into_iter().map(i64::from).collect())
 }
 
 impl BuiltinKernel for Dilate {

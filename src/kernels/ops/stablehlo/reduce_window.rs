@@ -293,9 +293,9 @@ fn check_types(ctx: &OpCtx<'_>, op: &str) -> Result<TfLiteType> {
     Ok(input.dtype)
 }
 
-fn run_typed<T: WinElem>(ctx: &OpCtx<'_>, plan: &WindowPlan, body: Body) -> Result<()> {
+fn run_typed<T: WinElem + super::LeBytes>(ctx: &OpCtx<'_>, plan: &WindowPlan, body: Body) -> Result<()> {
     let input = ctx.input(0)?;
-    let init = *ctx.input(1)?.data::<T>()?.first().ok_or_else(|| Error::new("the init value tensor is empty"))?;
+    let init = super::first_value::<T>(&ctx.input(1)?)?;
     let mut out = ctx.output(0)?;
     reduce_window(input.data::<T>()?, init, plan, body, out.data_mut::<T>()?)
 }
@@ -314,7 +314,7 @@ fn run(ctx: &OpCtx<'_>, op: &'static str, plan: &WindowPlan, body: Body) -> Resu
                 return run_typed::<i8>(ctx, plan, body).map_err(in_op(op));
             }
             let x = as_i8(input.data::<u8>()?);
-            let v = *as_i8(init.data::<u8>()?).first().ok_or_else(|| op_error(op, "the init value tensor is empty"))?;
+            let v = super::first_value::<i8>(&init)?;
             let o = out.data_mut::<u8>()?;
             let mut tmp = vec![0i8; o.len()];
             reduce_window(&x, v, plan, body, &mut tmp).map_err(in_op(op))?;
@@ -403,7 +403,7 @@ fn const_i64s(ctx: &OpCtx<'_>, i: usize, what: &str) -> Result<Vec<i64>> {
     if !t.is_constant() || t.dtype != TfLiteType::kTfLiteInt64 {
         return Err(op_error(TFL, format!("{what} must be a constant int64 tensor")));
     }
-    Ok(t.data::<i64>().map_err(in_op(TFL))?.to_vec())
+    super::values_of::<i64>(&t).map_err(in_op(TFL))
 }
 
 impl BuiltinKernel for ReduceWindow {

@@ -300,8 +300,8 @@ impl BuiltinKernel for Scatter {
         let (plan, c) = (&s.0, s.1);
         let indices = ctx.input(1).map_err(in_op(OP))?;
         let idx: Vec<i64> = match indices.dtype {
-            kTfLiteInt32 => indices.data::<i32>().map_err(in_op(OP))?.iter().map(|&v| i64::from(v)).collect(),
-            _ => indices.data::<i64>().map_err(in_op(OP))?.to_vec(),
+            kTfLiteInt32 => super::values_of::<i32>(&indices).map_err(in_op(OP))?.into_iter().map(i64::from).collect(),
+            _ => super::values_of::<i64>(&indices).map_err(in_op(OP))?,
         };
         let dtype = ctx.input(0).map_err(in_op(OP))?.dtype;
         match dtype {
