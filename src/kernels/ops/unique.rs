@@ -4,7 +4,8 @@
 //! distinct values in order of first appearance (dynamic, sized at Invoke) and, for every
 //! input element, the position of its value in that list, as int32 or int64 following
 //! the options' `idx_out_type`. Float values are compared as TFLite's ordered map does:
-//! -0.0 and 0.0 are one value.
+//! -0.0 and 0.0 are one value (NaNs, which that map cannot order, are grouped by bit
+//! pattern).
 
 use crate::abi::builtin_op_data::TfLiteUniqueParams;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
