@@ -214,7 +214,30 @@ builtin_params!(
     TfLiteUnpackParams,
     TfLiteVarHandleParams,
     TfLiteWhileParams,
+    TfLiteUniqueParams,
+    TfLiteReverseSequenceParams,
 );
+
+/// BUCKETIZE's options: its boundaries, copied out of the model (the parser's
+/// `TfLiteBucketizeParams` points at them in place, only 4-byte aligned relative to the
+/// model buffer's start).
+pub struct BucketizeBoundaries(pub Vec<f32>);
+
+impl Params for BucketizeBoundaries {
+    fn read(ctx: &OpCtx<'_>) -> Result<BucketizeBoundaries> {
+        // SAFETY: this kernel-params type is only named by the BUCKETIZE kernel, whose
+        // nodes the parser gives a `TfLiteBucketizeParams`.
+        let p = unsafe { ctx.builtin_data::<crate::abi::builtin_op_data::TfLiteBucketizeParams>() }
+            .ok_or_else(|| Error::new("node has no builtin params"))?;
+        let n = usize::try_from(p.num_boundaries).map_err(|_| Error::new("negative boundary count"))?;
+        if n > 0 && p.boundaries.is_null() {
+            return Err(Error::new("boundaries are missing"));
+        }
+        // SAFETY: the parser points `boundaries` at `num_boundaries` floats of the model,
+        // which outlives the interpreter; they may be unaligned, so each is read unaligned.
+        Ok(BucketizeBoundaries((0..n).map(|i| unsafe { p.boundaries.add(i).read_unaligned() }).collect()))
+    }
+}
 
 #[cfg(test)]
 mod tests {

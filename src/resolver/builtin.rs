@@ -146,6 +146,23 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinStablehloReduceWindow, ops::stablehlo::reduce_window::stablehlo_registration(), 1, 1);
     add(Op::kTfLiteBuiltinReduceWindow, ops::stablehlo::reduce_window::registration(), 1, 1);
     add(Op::kTfLiteBuiltinStablehloScatter, ops::stablehlo::scatter::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinDynamicUpdateSlice, ops::dynamic_update_slice::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinWhere, ops::where_op::registration(), 1, 2);
+    add(Op::kTfLiteBuiltinUnique, ops::unique::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinBroadcastArgs, ops::broadcast_args::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinAtan2, ops::atan2::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinBitcast, ops::bitcast::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinBitwiseXor, ops::bitwise::bitwise_xor_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinRightShift, ops::bitwise::right_shift_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinSegmentSum, ops::segment::segment_sum_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinUnsortedSegmentSum, ops::segment::unsorted_segment_sum_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinUnsortedSegmentProd, ops::segment::unsorted_segment_prod_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinUnsortedSegmentMax, ops::segment::unsorted_segment_max_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinUnsortedSegmentMin, ops::segment::unsorted_segment_min_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinMatrixDiag, ops::matrix_diag::matrix_diag_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinMatrixSetDiag, ops::matrix_diag::matrix_set_diag_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinReverseSequence, ops::reverse_sequence::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinBucketize, ops::bucketize::registration(), 1, 1);
     // MediaPipe's custom op (selfie segmentation); TFLite's builtin resolver lacks it.
     r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);
     // MediaPipe's custom ops, at the versions its op resolvers register (face landmarks

@@ -36,6 +36,9 @@ def cases():
     yield dus("dynamic_update_slice_int16", "INT16", [3, 7], [3, 2], "INT32", [0, 5], q=quant(0.01, 0))
     yield dus("dynamic_update_slice_i32", "INT32", [8], [3], "INT32", [6])
     yield dus("dynamic_update_slice_i64", "INT64", [2, 3], [1, 3], "INT64", [1, 0])
+    yield dus("dynamic_update_slice_uint8", "UINT8", [2, 3, 4], [2, 1, 2], "INT32", [0, 2, 3], q=quant(0.1, 128),
+              note="the last start index is clamped from 3 to 2")
+    yield dus("dynamic_update_slice_f32_5d", "FLOAT32", [2, 2, 3, 2, 4], [1, 2, 2, 1, 3], "INT64", [1, 0, 1, 1, 1])
     yield dus("dynamic_update_slice_bool", "BOOL", [3, 3], [2, 2], "INT32", [1, 1])
     yield dus("dynamic_update_slice_f32_i64_start", "FLOAT32", [1, 8, 16], [1, 1, 16], "INT64", [0, 3, 0],
               note="a KV-cache style update: one row at a position given as int64")
