@@ -146,7 +146,7 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinStablehloReduceWindow, ops::stablehlo::reduce_window::stablehlo_registration(), 1, 1);
     add(Op::kTfLiteBuiltinReduceWindow, ops::stablehlo::reduce_window::registration(), 1, 1);
     add(Op::kTfLiteBuiltinStablehloScatter, ops::stablehlo::scatter::registration(), 1, 1);
-    add(Op::kTfLiteBuiltinDynamicUpdateSlice, ops::dynamic_update_slice::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinDynamicUpdateSlice, ops::dynamic_update_slice::registration(), 1, 3);
     add(Op::kTfLiteBuiltinWhere, ops::where_op::registration(), 1, 2);
     add(Op::kTfLiteBuiltinUnique, ops::unique::registration(), 1, 1);
     add(Op::kTfLiteBuiltinBroadcastArgs, ops::broadcast_args::registration(), 1, 1);
