@@ -131,7 +131,13 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinAddN, ops::add_n::registration(), 1, 1);
     add(Op::kTfLiteBuiltinReverseV2, ops::reverse::registration(), 1, 3);
     add(Op::kTfLiteBuiltinEmbeddingLookup, ops::embedding_lookup::registration(), 1, 4);
+    add(Op::kTfLiteBuiltinRfft2d, ops::rfft2d::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinComplexAbs, ops::complex::complex_abs_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinReal, ops::complex::real_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinImag, ops::complex::imag_registration(), 1, 1);
     // MediaPipe's custom op (selfie segmentation); TFLite's builtin resolver lacks it.
     r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);
+    r.add_custom("AudioSpectrogram", ops::audio::spectrogram::registration(), 1, 1);
+    r.add_custom("Mfcc", ops::audio::mfcc::registration(), 1, 1);
     r
 }
