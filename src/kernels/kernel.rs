@@ -214,6 +214,7 @@ builtin_params!(
     TfLiteUnpackParams,
     TfLiteVarHandleParams,
     TfLiteWhileParams,
+    TfLiteConv3DParams,
 );
 
 #[cfg(test)]

@@ -135,6 +135,8 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinComplexAbs, ops::complex::complex_abs_registration(), 1, 1);
     add(Op::kTfLiteBuiltinReal, ops::complex::real_registration(), 1, 1);
     add(Op::kTfLiteBuiltinImag, ops::complex::imag_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinConv3d, ops::conv_3d::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinConv3dTranspose, ops::conv_3d::transpose_registration(), 1, 1);
     // MediaPipe's custom op (selfie segmentation); TFLite's builtin resolver lacks it.
     r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);
     r.add_custom("AudioSpectrogram", ops::audio::spectrogram::registration(), 1, 1);

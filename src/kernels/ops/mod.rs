@@ -19,6 +19,7 @@ pub mod complex;
 pub mod concatenation;
 pub mod control_flow;
 pub mod conv_2d;
+pub mod conv_3d;
 pub mod conv_common;
 pub mod conv_f32_gemm;
 pub mod conv_qs8_gemm;
