@@ -52,6 +52,9 @@ element!(i16, kTfLiteInt16);
 element!(u16, kTfLiteUInt16, kTfLiteFloat16, kTfLiteBFloat16);
 element!(i8, kTfLiteInt8);
 element!(u8, kTfLiteUInt8, kTfLiteBool);
+// Complex values as (real, imaginary) pairs, the layout of `std::complex`.
+element!([f32; 2], kTfLiteComplex64);
+element!([f64; 2], kTfLiteComplex128);
 
 /// Per-tensor quantization as kernels use it (`params` of the tensor).
 #[derive(Copy, Clone, Debug, PartialEq)]

@@ -216,6 +216,7 @@ builtin_params!(
     TfLiteWhileParams,
     TfLiteUniqueParams,
     TfLiteReverseSequenceParams,
+    TfLiteConv3DParams,
 );
 
 /// BUCKETIZE's options: its boundaries, copied out of the model (the parser's

@@ -174,5 +174,15 @@ pub fn builtin_op_resolver() -> OpResolver {
     r.add_custom("MaxUnpooling2D", ops::mediapipe::max_unpooling::registration(), 1, 1);
     r.add_custom("Resampler", ops::mediapipe::resampler::registration(), 1, 1);
     r.add_custom("FusedBatchNormV3", ops::mediapipe::fused_batch_norm::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinRfft2d, ops::rfft2d::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinComplexAbs, ops::complex::complex_abs_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinReal, ops::complex::real_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinImag, ops::complex::imag_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinConv3d, ops::conv_3d::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinConv3dTranspose, ops::conv_3d::transpose_registration(), 1, 1);
+    // MediaPipe's custom op (selfie segmentation); TFLite's builtin resolver lacks it.
+    r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);
+    r.add_custom("AudioSpectrogram", ops::audio::spectrogram::registration(), 1, 1);
+    r.add_custom("Mfcc", ops::audio::mfcc::registration(), 1, 1);
     r
 }
