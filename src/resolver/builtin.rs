@@ -163,10 +163,18 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinMatrixSetDiag, ops::matrix_diag::matrix_set_diag_registration(), 1, 1);
     add(Op::kTfLiteBuiltinReverseSequence, ops::reverse_sequence::registration(), 1, 1);
     add(Op::kTfLiteBuiltinBucketize, ops::bucketize::registration(), 1, 1);
-    // MediaPipe's custom op (selfie segmentation); TFLite's builtin resolver lacks it.
+    add(Op::kTfLiteBuiltinRfft2d, ops::rfft2d::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinComplexAbs, ops::complex::complex_abs_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinReal, ops::complex::real_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinImag, ops::complex::imag_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinConv3d, ops::conv_3d::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinConv3dTranspose, ops::conv_3d::transpose_registration(), 1, 1);
+    // TFLite's own custom ops, which its BuiltinOpResolver includes.
+    r.add_custom("AudioSpectrogram", ops::audio::spectrogram::registration(), 1, 1);
+    r.add_custom("Mfcc", ops::audio::mfcc::registration(), 1, 1);
+    // MediaPipe's custom ops, at the versions its op resolvers register (its face
+    // landmarker with attention uses the version-2 ops); TFLite's resolver lacks them.
     r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);
-    // MediaPipe's custom ops, at the versions its op resolvers register (face landmarks
-    // with attention use the version-2 ops).
     r.add_custom("Landmarks2TransformMatrix", ops::mediapipe::landmarks_to_transform_matrix::registration(), 2, 2);
     r.add_custom("TransformTensorBilinear", ops::mediapipe::transform_tensor_bilinear::registration(), 2, 2);
     r.add_custom("TransformLandmarks", ops::mediapipe::transform_landmarks::registration(), 2, 2);
@@ -174,15 +182,5 @@ pub fn builtin_op_resolver() -> OpResolver {
     r.add_custom("MaxUnpooling2D", ops::mediapipe::max_unpooling::registration(), 1, 1);
     r.add_custom("Resampler", ops::mediapipe::resampler::registration(), 1, 1);
     r.add_custom("FusedBatchNormV3", ops::mediapipe::fused_batch_norm::registration(), 1, 1);
-    add(Op::kTfLiteBuiltinRfft2d, ops::rfft2d::registration(), 1, 1);
-    add(Op::kTfLiteBuiltinComplexAbs, ops::complex::complex_abs_registration(), 1, 1);
-    add(Op::kTfLiteBuiltinReal, ops::complex::real_registration(), 1, 1);
-    add(Op::kTfLiteBuiltinImag, ops::complex::imag_registration(), 1, 1);
-    add(Op::kTfLiteBuiltinConv3d, ops::conv_3d::registration(), 1, 1);
-    add(Op::kTfLiteBuiltinConv3dTranspose, ops::conv_3d::transpose_registration(), 1, 1);
-    // MediaPipe's custom op (selfie segmentation); TFLite's builtin resolver lacks it.
-    r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);
-    r.add_custom("AudioSpectrogram", ops::audio::spectrogram::registration(), 1, 1);
-    r.add_custom("Mfcc", ops::audio::mfcc::registration(), 1, 1);
     r
 }
