@@ -48,8 +48,11 @@ const NOT_YET: &[&str] = &[
     "TFLite_Detection_PostProcess",
 ];
 
+/// Op name → accepted version range.
+type Table = BTreeMap<String, (i32, i32)>;
+
 /// (name → version range) from the reference file, builtins and customs apart.
-fn reference() -> (BTreeMap<String, (i32, i32)>, BTreeMap<String, (i32, i32)>) {
+fn reference() -> (Table, Table) {
     let (mut builtins, mut customs) = (BTreeMap::new(), BTreeMap::new());
     for line in include_str!("conformance/tflite_2_19_ops.txt").lines() {
         let line = line.trim();

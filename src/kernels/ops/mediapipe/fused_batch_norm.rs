@@ -45,7 +45,7 @@ pub struct Stats {
 /// Normalises `x` (`n` rows of `c` channels) into `y` and returns the statistics.
 pub fn fused_batch_norm(x: &[f32], c: usize, [scale, offset, mean, var]: [&[f32]; 4], y: &mut [f32]) -> Result<Stats> {
     crate::ensure!(c > 0 || x.is_empty(), "no channels but {} values", x.len());
-    crate::ensure!(y.len() == x.len() && (c == 0 || x.len() % c == 0), "x and y must hold whole rows of {c}");
+    crate::ensure!(y.len() == x.len() && (c == 0 || x.len().is_multiple_of(c)), "x and y must hold whole rows of {c}");
     for (what, v) in [("scale", scale), ("offset", offset), ("mean", mean), ("variance", var)] {
         crate::ensure!(v.len() >= c, "{what} holds {} values, the input has {c} channels", v.len());
     }
@@ -69,8 +69,8 @@ pub fn fused_batch_norm(x: &[f32], c: usize, [scale, offset, mean, var]: [&[f32]
     let batch_var: Vec<f32> = sq.iter().map(|&s| s as f32 * inv).collect();
     let factor: Vec<f32> = (0..c).map(|k| (1.0 / (batch_var[k] + EPSILON).sqrt()) * scale[k]).collect();
     for (yr, xr) in y.chunks_exact_mut(c.max(1)).zip(rows()) {
-        for k in 0..c {
-            yr[k] = (xr[k] - batch_mean[k]) * factor[k] + offset[k];
+        for (k, (y, &x)) in yr.iter_mut().zip(xr).enumerate() {
+            *y = (x - batch_mean[k]) * factor[k] + offset[k];
         }
     }
     let adjust = n as f32 / (if n > 1 { n - 1 } else { 1 }) as f32;

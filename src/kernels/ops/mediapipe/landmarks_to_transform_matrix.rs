@@ -54,10 +54,10 @@ impl Options {
         let m = FlexMap::parse(custom)?;
         let flat = m.i32_vec_or_empty("subset_idxs")?;
         let mut subset_idxs: Vec<[i32; 2]> = flat.chunks_exact(2).map(|p| [p[0], p[1]]).collect();
-        if let [.., last] = flat[..] {
-            if flat.len() % 2 != 0 {
-                subset_idxs.push([last, last]);
-            }
+        if let [.., last] = flat[..]
+            && !flat.len().is_multiple_of(2)
+        {
+            subset_idxs.push([last, last]);
         }
         Ok(Options {
             subset_idxs,
@@ -77,8 +77,13 @@ impl Options {
         let o = self;
         crate::ensure!(o.output_height > 0, "Incorrect output_height: {}", o.output_height);
         crate::ensure!(o.output_width > 0, "Incorrect output_width: {}", o.output_width);
-        crate::ensure!(o.scale_x > 0.0, "Incorrect scale_x: {}", o.scale_x);
-        crate::ensure!(o.scale_y > 0.0, "Incorrect scale_y: {}", o.scale_y);
+        // MediaPipe's `scale <= 0` test (a NaN scale passes it).
+        if o.scale_x <= 0.0 {
+            crate::bail!("Incorrect scale_x: {}", o.scale_x);
+        }
+        if o.scale_y <= 0.0 {
+            crate::bail!("Incorrect scale_y: {}", o.scale_y);
+        }
         crate::ensure!(!o.subset_idxs.is_empty(), "subset_idxs is empty");
         let check = |what: &str, i: i32| -> Result<()> {
             crate::ensure!(
@@ -116,8 +121,8 @@ fn mat4_mul(a: &Mat4, b: &Mat4) -> Mat4 {
     for (r, row) in out.iter_mut().enumerate() {
         for (c, o) in row.iter_mut().enumerate() {
             let mut sum = 0.0f32;
-            for k in 0..4 {
-                sum += a[r][k] * b[k][c];
+            for (k, &x) in a[r].iter().enumerate() {
+                sum += x * b[k][c];
             }
             *o = sum;
         }
@@ -203,8 +208,8 @@ pub fn landmarks_to_transform_matrix(landmarks: &[f32], o: &Options) -> Result<[
     t = mat4_mul(&t, &scale);
     let mut shift2 = [[0.0f32; 4]; 4];
     eye(&mut shift2);
-    shift2[0][3] = (-1.0 * (f64::from(o.output_width) / 2.0)) as f32;
-    shift2[1][3] = (-1.0 * (f64::from(o.output_height) / 2.0)) as f32;
+    shift2[0][3] = -(f64::from(o.output_width) / 2.0) as f32;
+    shift2[1][3] = -(f64::from(o.output_height) / 2.0) as f32;
     t = mat4_mul(&t, &shift2);
 
     let mut out = [0.0f32; 16];
