@@ -37,8 +37,8 @@
 //! the cache saves.
 
 mod args;
-#[allow(dead_code, reason = "the table's model list is for tests/arena_vs_litert.rs, which includes this file too")]
 mod list_ops;
+#[allow(dead_code, reason = "the table's model list is for tests/arena_vs_litert.rs, which includes this file too")]
 mod litert_reference;
 mod trace;
 

@@ -246,8 +246,7 @@ mod tests {
         let mut g = Graph::new();
         let x = g.tensor(TfLiteType::kTfLiteFloat32, &[2], &[1.0f32, 2.0], None, false);
         let o = g.output(TfLiteType::kTfLiteFloat32, None);
-        let mut p = TfLiteStablehloCompositeParams::default();
-        p.subgraph_index = 1;
+        let p = TfLiteStablehloCompositeParams { subgraph_index: 1, ..Default::default() };
         assert_eq!(g.run(&composite_registration(), &[x], &[o], Some(p)), TfLiteStatus::kTfLiteError);
         assert_eq!(
             g.run(&composite_registration(), &[], &[o], Some(p)),

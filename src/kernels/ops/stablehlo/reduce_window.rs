@@ -112,8 +112,8 @@ pub fn window_plan(dims: &[i32], o: &WindowOptions<'_>) -> Result<WindowPlan> {
     let overflow = || Error::new("the window options overflow");
     let mut padded_shape = Vec::with_capacity(rank);
     let mut out_shape = Vec::with_capacity(rank);
-    for d in 0..rank {
-        let n = i64::from(dims[d]);
+    for (d, &dim) in dims.iter().enumerate().take(rank) {
+        let n = i64::from(dim);
         if n < 0 {
             crate::bail!("the operand has a negative dimension");
         }
