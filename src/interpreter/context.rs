@@ -328,7 +328,7 @@ unsafe extern "C" fn forbidden_release_subgraph_context(context: *mut TfLiteCont
 /// `ResizeTensor`: takes ownership of `new_size` in every case, as TFLite documents. On
 /// success `new_size` becomes the tensor's `dims` (as in TFLite, so a caller may still
 /// read it afterwards).
-unsafe extern "C" fn resize_tensor(
+pub(super) unsafe extern "C" fn resize_tensor(
     context: *mut TfLiteContext,
     tensor: *mut TfLiteTensor,
     new_size: *mut TfLiteIntArray,

@@ -247,7 +247,18 @@ struct RunningSubgraph(*mut Subgraph);
 /// `context` is the live context of a subgraph of a live interpreter, passed to one of
 /// its kernels (so the subgraph and its siblings stay alive while the kernel runs).
 pub(crate) unsafe fn calls_of(context: *mut TfLiteContext) -> Option<Box<dyn SubgraphCalls>> {
-    // SAFETY: per the function contract.
+    if context.is_null() {
+        return None;
+    }
+    // Only a context a subgraph made has that subgraph behind `impl_`; such a context
+    // resizes tensors with the subgraph's own callback. A kernel run on another context
+    // (a test harness, an embedder's) gets "outside an interpreter" instead.
+    // SAFETY: per the function contract the context is live.
+    let resize = unsafe { (*context).ResizeTensor };
+    if resize.map(|f| f as usize) != Some(super::context::resize_tensor as usize) {
+        return None;
+    }
+    // SAFETY: per the function contract, and the context is a subgraph's (checked above).
     let this = unsafe { subgraph_from_context(context) }?;
     Some(Box::new(RunningSubgraph(this)))
 }
