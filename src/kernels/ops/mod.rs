@@ -35,6 +35,7 @@ pub mod logistic;
 pub mod lstm;
 pub mod lstm_integer;
 pub mod mirror_pad;
+pub mod non_max_suppression;
 pub mod normalization;
 pub mod one_hot;
 pub mod pad;
