@@ -135,5 +135,6 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinNonMaxSuppressionV5, ops::non_max_suppression::v5_registration(), 1, 1);
     // MediaPipe's custom op (selfie segmentation); TFLite's builtin resolver lacks it.
     r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);
+    r.add_custom("TFLite_Detection_PostProcess", ops::detection_postprocess::registration(), 1, 1);
     r
 }

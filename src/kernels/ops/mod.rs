@@ -22,6 +22,7 @@ pub mod conv_f32_gemm;
 pub mod conv_qs8_gemm;
 pub mod cumsum;
 pub mod depthwise_conv_2d;
+pub mod detection_postprocess;
 pub mod elementwise;
 pub mod elu;
 pub mod embedding_lookup;
