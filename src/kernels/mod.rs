@@ -9,6 +9,7 @@ pub mod api;
 pub mod binary;
 pub mod broadcast;
 pub mod fixed_point;
+pub mod flexbuffer;
 pub mod float_conv;
 pub mod graph;
 pub mod kernel;
