@@ -215,6 +215,7 @@ builtin_params!(
     TfLiteVarHandleParams,
     TfLiteWhileParams,
 );
+builtin_params!(TfLiteBidirectionalSequenceRNNParams);
 
 #[cfg(test)]
 mod tests {

@@ -132,6 +132,7 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinReverseV2, ops::reverse::registration(), 1, 3);
     add(Op::kTfLiteBuiltinEmbeddingLookup, ops::embedding_lookup::registration(), 1, 4);
     add(Op::kTfLiteBuiltinDensify, ops::densify::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinBidirectionalSequenceRnn, ops::bidirectional_sequence_rnn::registration(), 1, 3);
     // MediaPipe's custom op (selfie segmentation); TFLite's builtin resolver lacks it.
     r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);
     r

@@ -12,6 +12,7 @@ pub mod add_n;
 pub mod arg_min_max;
 pub mod arith;
 pub mod batch_matmul;
+pub mod bidirectional_sequence_rnn;
 pub mod cast;
 pub mod compare;
 pub mod concatenation;
