@@ -218,6 +218,7 @@ builtin_params!(
     TfLiteReverseSequenceParams,
     TfLiteConv3DParams,
 );
+builtin_params!(TfLiteBidirectionalSequenceRNNParams);
 
 /// BUCKETIZE's options: its boundaries, copied out of the model (the parser's
 /// `TfLiteBucketizeParams` points at them in place, only 4-byte aligned relative to the

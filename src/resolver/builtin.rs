@@ -184,6 +184,7 @@ pub fn builtin_op_resolver() -> OpResolver {
     r.add_custom("FusedBatchNormV3", ops::mediapipe::fused_batch_norm::registration(), 1, 1);
     add(Op::kTfLiteBuiltinNonMaxSuppressionV4, ops::non_max_suppression::v4_registration(), 1, 1);
     add(Op::kTfLiteBuiltinNonMaxSuppressionV5, ops::non_max_suppression::v5_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinBidirectionalSequenceRnn, ops::bidirectional_sequence_rnn::registration(), 1, 3);
     // MediaPipe's custom op (selfie segmentation); TFLite's builtin resolver lacks it.
     r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);
     r.add_custom("TFLite_Detection_PostProcess", ops::detection_postprocess::registration(), 1, 1);

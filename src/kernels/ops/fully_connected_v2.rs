@@ -25,10 +25,14 @@
 //! result differs from the reference by float rounding only); the integer paths use
 //! weights repacked in blocks of 8 units (cached per node for constant weights) with exact
 //! integer sums, split over threads.
-//! Sparse float32 weights (constants with sparsity parameters, any block layout) are
-//! expanded to dense once at Prepare and run as dense ones, which is what TFLite's
-//! reference kernel computes (it expands them at every Eval).
-//! Not supported (an error): shuffled, sparse 8-bit, int4 and int16 weights.
+//! Sparse weights (constants with sparsity parameters) are expanded to dense once at
+//! Prepare. Float32 ones (any layout) then run as dense weights, which is what TFLite's
+//! reference kernel computes (it expands them at every Eval). Int8 ones with int8 input
+//! and output must be symmetric and in TFLite's 1x16 block layout, the only one its
+//! sparse 8-bit kernel takes; their sums are exact integers, requantized in fixed point
+//! (`MultiplyByQuantizedMultiplier`, per channel where the weights are) as that kernel
+//! does, unlike the dense 8-bit path's double-precision requantization.
+//! Not supported (an error): shuffled, sparse hybrid or 16-bit, int4 and int16 weights.
 
 use super::conv_common::{
     PackSlot, checked_product, opt_data_cow, per_channel_multipliers, recommended_threads, threads_for,
@@ -642,8 +646,8 @@ struct State {
     /// the float requantization.
     qs8: PackSlot<PackedQs8Gemm>,
     sums: Vec<i32>,
-    /// Sparse float32 weights, expanded.
-    dense: Option<Vec<f32>>,
+    /// Sparse weights, expanded.
+    sparse: Option<SparseWeights>,
 }
 
 /// Integer weights widened and packed by [`pack_weights`], with each unit's weight sum
@@ -882,21 +886,117 @@ fn as_conv(d: FcDims) -> super::conv_common::ConvGeom {
     }
 }
 
-/// Sparse weights expanded to dense; `None` for dense ones. Only float32 weights may be
-/// sparse here (TFLite runs sparse 8-bit weights on block kernels of its own).
-fn sparse_weights(weights: &TensorView<'_>) -> Result<Option<Vec<f32>>> {
+/// Sparse weights, expanded: float32 ones run as dense weights; int8 ones on the
+/// integer sums of TFLite's sparse kernel with its fixed-point multipliers (one, or one
+/// per unit).
+enum SparseWeights {
+    F32(Vec<f32>),
+    I8 { dense: Vec<i8>, muls: Vec<super::conv_common::QuantMul> },
+}
+
+impl SparseWeights {
+    fn f32(s: &Option<SparseWeights>) -> Option<&[f32]> {
+        match s {
+            Some(SparseWeights::F32(w)) => Some(w),
+            _ => None,
+        }
+    }
+}
+
+/// The node's sparse weights expanded; `None` for dense ones.
+fn sparse_weights(
+    weights: &TensorView<'_>,
+    input: &TensorView<'_>,
+    output: &TensorView<'_>,
+    bias: Option<&TensorView<'_>>,
+    kind: &Kind,
+) -> Result<Option<SparseWeights>> {
+    use crate::model::sparsity::DimMetadata;
+    use TfLiteType::*;
     let Some(sp) = weights.sparsity().map_err(|e| Error::new(format!("{OP}: {e}")))? else {
         return Ok(None);
     };
-    if weights.dtype != TfLiteType::kTfLiteFloat32 {
-        return Err(Error::new(format!("{OP}: sparse {} weights are not supported", weights.dtype.name())));
+    let in_op = |e: Error| Error::new(format!("{OP}: sparse weights: {e}"));
+    let plan = sp.plan(weights.shape).map_err(in_op)?;
+    let raw = weights.raw()?;
+    match (weights.dtype, kind) {
+        (kTfLiteFloat32, Kind::F32 { .. }) => {
+            let values: Vec<f32> = raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+            Ok(Some(SparseWeights::F32(plan.to_dense(&values, 0.0).map_err(in_op)?)))
+        }
+        (kTfLiteInt8, Kind::Quant(_)) if input.dtype == kTfLiteInt8 && output.dtype == kTfLiteInt8 => {
+            if weights.quant().zero_point != 0 {
+                return Err(Error::new(format!(
+                    "{OP}: Quantized and sparse fully-connected format supports symmetric weight quantization only."
+                )));
+            }
+            let blocks_1x16 = sp.traversal_order == [0, 1, 2]
+                && sp.block_map == [1]
+                && matches!(
+                    sp.dim_metadata[..],
+                    [DimMetadata::Dense(_), DimMetadata::Csr { .. }, DimMetadata::Dense(16)]
+                );
+            if !blocks_1x16 {
+                return Err(Error::new(format!(
+                    "{OP}: sparse int8 weights must be in 1x16 blocks (rows dense, blocks compressed)"
+                )));
+            }
+            let units = weights.shape[0] as usize;
+            let (in_s, out_s) = (input.quant().scale, output.quant().scale);
+            let muls = match weights.affine_quant() {
+                Some((scales, _, _)) if scales.len() > 1 => {
+                    super::conv_common::per_channel_multipliers(OP, in_s, scales, out_s, units)?
+                }
+                _ => vec![super::conv_common::legacy_quant_mul(
+                    OP,
+                    in_s,
+                    weights.quant().scale,
+                    bias.map(|b| b.quant().scale),
+                    out_s,
+                )?],
+            };
+            let values: Vec<i8> = raw.iter().map(|&b| b as i8).collect();
+            Ok(Some(SparseWeights::I8 { dense: plan.to_dense(&values, 0).map_err(in_op)?, muls }))
+        }
+        (t, _) => Err(Error::new(format!(
+            "{OP}: sparse {} weights with {} input and {} output are not supported",
+            t.name(),
+            input.dtype.name(),
+            output.dtype.name()
+        ))),
     }
-    let expand = || -> Result<Vec<f32>> {
-        let values: Vec<f32> =
-            weights.raw()?.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-        sp.plan(weights.shape)?.to_dense(&values, 0.0)
-    };
-    expand().map(Some).map_err(|e| Error::new(format!("{OP}: sparse weights: {e}")))
+}
+
+/// TFLite's sparse 8-bit kernel on expanded weights: per unit, the exact integer sum of
+/// `w * (x + input_offset)` plus the bias, requantized in fixed point, offset and clamped.
+fn fc_sparse_i8(
+    qp: &QuantFcParams,
+    muls: &[super::conv_common::QuantMul],
+    weights: &[i8],
+    input: &[i8],
+    bias: Option<&[i32]>,
+    d: FcDims,
+    out: &mut [i8],
+) -> Result<()> {
+    if weights.len() != d.units * d.depth || input.len() < d.batches * d.depth || out.len() < d.batches * d.units {
+        return Err(Error::new(format!("{OP}: buffers do not match the layer's sizes")));
+    }
+    for b in 0..d.batches {
+        let x = &input[b * d.depth..(b + 1) * d.depth];
+        for u in 0..d.units {
+            let row = &weights[u * d.depth..(u + 1) * d.depth];
+            let mut acc = 0i32;
+            for (&w, &v) in row.iter().zip(x) {
+                acc = acc.wrapping_add(i32::from(w) * i32::from(v)).wrapping_add(i32::from(w) * qp.input_offset);
+            }
+            acc = acc.wrapping_add(bias.map_or(0, |b| b[u]));
+            let m = muls.get(u).or(muls.first()).ok_or_else(|| Error::new("internal error: no multiplier"))?;
+            let v = crate::kernels::quant::multiply_by_quantized_multiplier(acc, m.multiplier, m.shift)
+                .wrapping_add(qp.output_offset);
+            out[b * d.units + u] = v.clamp(qp.act_min, qp.act_max) as i8;
+        }
+    }
+    Ok(())
 }
 
 /// Packs float weights (expanded sparse ones when given) with the bias.
@@ -978,7 +1078,7 @@ impl BuiltinKernel for FullyConnected {
         let (input, weights, bias) = operands(ctx)?;
         let output = ctx.output(0)?;
         let (d, kind, out_shape, bias64) = plan(p, &input, &weights, bias.as_ref(), &output)?;
-        let dense = sparse_weights(&weights)?;
+        let sparse = sparse_weights(&weights, &input, &output, bias.as_ref(), &kind)?;
         let nonempty = d.batches * d.units * d.depth != 0;
         let (mut gemm, mut wide, mut qs8) = (PackSlot::default(), PackSlot::default(), PackSlot::default());
         // The optimized path widens to i16; int16 inputs (16x8) stay on the reference loop.
@@ -988,9 +1088,10 @@ impl BuiltinKernel for FullyConnected {
             _ => false,
         };
         match &kind {
+            _ if matches!(sparse, Some(SparseWeights::I8 { .. })) => {}
             Kind::F32 { .. } if nonempty => {
                 gemm = PackSlot::prepare(&weights, bias.as_ref(), || {
-                    pack_f32(&as_conv(d), &weights, dense.as_deref(), bias.as_ref())
+                    pack_f32(&as_conv(d), &weights, SparseWeights::f32(&sparse), bias.as_ref())
                 })?;
             }
             Kind::Hybrid { .. } if nonempty => {
@@ -1025,7 +1126,7 @@ impl BuiltinKernel for FullyConnected {
             wide,
             qs8,
             sums: Vec::new(),
-            dense,
+            sparse,
         })
     }
 
@@ -1083,7 +1184,7 @@ fn run(
     threads: usize,
     scratch: Option<HybridScratch<'_>>,
 ) -> Result<()> {
-    let State { dims, kind, bias64, out_type, widen, gemm, wide, qs8, sums, in_type, dense, .. } = state;
+    let State { dims, kind, bias64, out_type, widen, gemm, wide, qs8, sums, in_type, sparse, .. } = state;
     let d = *dims;
     if d.batches * d.units == 0 {
         return Ok(());
@@ -1099,13 +1200,26 @@ fn run(
         return Ok(());
     }
     let input_n = d.batches * d.depth;
+    if let (Some(SparseWeights::I8 { dense, muls }), Kind::Quant(qp)) = (&*sparse, &*kind) {
+        let bias_c = opt_data_cow::<i32>(bias)?;
+        return fc_sparse_i8(
+            qp,
+            muls,
+            dense,
+            rows(input.data::<i8>()?, input_n)?,
+            bias_c.as_deref(),
+            d,
+            out.data_mut()?,
+        );
+    }
     match &*kind {
         Kind::F32 { act } => {
             let input = rows(input.data::<f32>()?, input_n)?;
             let out = out.data_mut::<f32>()?;
             let g = as_conv(d);
             let mut fresh = None;
-            let packed = gemm.get(weights, bias, &mut fresh, || pack_f32(&g, weights, dense.as_deref(), bias))?;
+            let packed =
+                gemm.get(weights, bias, &mut fresh, || pack_f32(&g, weights, SparseWeights::f32(sparse), bias))?;
             super::conv_f32_gemm::compute(table(), &g, input, packed, out, *act, threads)
         }
         Kind::Hybrid { channel_scales, weight_scale } => {

@@ -18,6 +18,7 @@ pub mod bitcast;
 pub mod bitwise;
 pub mod broadcast_args;
 pub mod bucketize;
+pub mod bidirectional_sequence_rnn;
 pub mod cast;
 pub mod compare;
 pub mod complex;

@@ -115,6 +115,32 @@ def fc_case(name, weights, block, batches, densify, activation="NONE", bias=True
     return Case(name, g.finish(), [rng.uniform(-2, 2, (batches, depth)).astype(np.float32)], note=note, ops=ops)
 
 
+def fc_int8_case(name, units, depth, batches, per_channel=False, activation="NONE", note=""):
+    rng = rng_for(name)
+    w = sparse_matrix(rng, (units, depth), 0.5, block=16, dtype=np.int8)
+    values, sp = to_sparse(w, [0, 1, 2], [DENSE, CSR, DENSE], (1,), (16,))
+    in_q, out_q = (0.05, -3), (0.2, 4)
+    if per_channel:
+        w_scales = rng.uniform(0.002, 0.01, units).astype(np.float32)
+        wq = quant(w_scales, np.zeros(units, np.int64), dim=0)
+        b_scales = (np.float32(in_q[0]) * w_scales).astype(np.float32)
+        bq = quant(b_scales, np.zeros(units, np.int64), dim=0)
+    else:
+        wq = quant(0.006, 0)
+        bq = quant(float(np.float32(in_q[0]) * np.float32(0.006)), 0)
+    g = Graph()
+    x = g.input("x", "INT8", [batches, depth], quant(*in_q))
+    wt = g.const("weights", "INT8", [units, depth], values, q=wq, sparsity=sp)
+    b = g.const("bias", "INT32", [units], rng.integers(-2000, 2000, units).astype(np.int32), q=bq)
+    y = g.tensor("y", "INT8", [batches, units], quant(*out_q))
+    opts = Graph.options("FullyConnectedOptions",
+                         fusedActivationFunction=getattr(s.ActivationFunctionType, activation))
+    g.op("FULLY_CONNECTED", [x, wt, b], [y], version=8, options=opts)
+    g.outputs([y])
+    xs = rng.integers(-128, 128, (batches, depth)).astype(np.int8)
+    return Case(name, g.finish(), [xs], note=note, ops=["FULLY_CONNECTED:8"])
+
+
 def cases():
     rng = rng_for("sparse")
     m = sparse_matrix(rng, (5, 7), 0.4)
@@ -154,3 +180,7 @@ def cases():
                   activation="RELU6")
     yield fc_case("fully_connected_sparse_f32_block1x16", sparse_matrix(rng, (4, 48), 0.5, block=16), 16, 1,
                   False, bias=False)
+    yield fc_int8_case("fully_connected_sparse_int8_block1x16", 6, 48, 3,
+                       note="TFLite's sparse 8-bit kernel: fixed-point requantization")
+    yield fc_int8_case("fully_connected_sparse_int8_block1x16_per_channel", 5, 32, 2, per_channel=True,
+                       activation="RELU")
