@@ -80,7 +80,6 @@ const NOT_YET: &[&str] = &[
     "STABLEHLO_RNG_BIT_GENERATOR",
     "STABLEHLO_SCATTER",
     "STABLEHLO_SHIFT_LEFT",
-    "SVDF",
     "TFLite_Detection_PostProcess",
     "TransformLandmarks",
     "TransformTensorBilinear",

@@ -214,6 +214,12 @@ builtin_params!(
     TfLiteUnpackParams,
     TfLiteVarHandleParams,
     TfLiteWhileParams,
+    TfLiteSVDFParams,
+    TfLiteRandomParams,
+    TfLiteHashtableParams,
+    TfLiteLSHProjectionParams,
+    TfLiteSkipGramParams,
+    TfLiteEmbeddingLookupSparseParams,
 );
 
 #[cfg(test)]

@@ -51,6 +51,7 @@ pub mod slice;
 pub mod softmax;
 pub mod space_depth;
 pub mod split;
+pub mod svdf;
 pub mod topk_v2;
 pub mod transpose;
 pub mod transpose_conv;
