@@ -132,6 +132,9 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinReverseV2, ops::reverse::registration(), 1, 3);
     add(Op::kTfLiteBuiltinEmbeddingLookup, ops::embedding_lookup::registration(), 1, 4);
     add(Op::kTfLiteBuiltinSvdf, ops::svdf::registration(), 1, 4);
+    add(Op::kTfLiteBuiltinRandomUniform, ops::random::uniform_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinRandomStandardNormal, ops::random::standard_normal_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinMultinomial, ops::random::multinomial_registration(), 1, 1);
     // MediaPipe's custom op (selfie segmentation); TFLite's builtin resolver lacks it.
     r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);
     r

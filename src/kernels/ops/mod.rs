@@ -41,6 +41,7 @@ pub mod pad;
 pub mod pooling;
 pub mod prelu;
 pub mod quantize;
+pub mod random;
 pub mod reduce;
 pub mod reshape;
 pub mod resize;

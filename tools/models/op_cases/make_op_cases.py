@@ -39,9 +39,10 @@ class Case:
     ops: list = field(default_factory=list)  # "OP:version" strings, for the reader
     golden_from: str = "ref"  # "builtin" where TFLite's reference kernel is known wrong
     resize_inputs: dict = None  # input position -> new shape, applied before AllocateTensors
+    invokes: int = 1  # Invoke calls on the same inputs; the golden is the last one's outputs
 
 
-def run_litert(path, inputs, kernels, resize):
+def run_litert(path, inputs, kernels, resize, invokes=1):
     kind = {"ref": OpResolverType.BUILTIN_REF, "builtin": OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES}[kernels]
     it = Interpreter(model_path=path, num_threads=1, experimental_op_resolver_type=kind)
     dets = it.get_input_details()
@@ -51,7 +52,8 @@ def run_litert(path, inputs, kernels, resize):
     dets = it.get_input_details()
     for d, x in zip(dets, inputs):
         it.set_tensor(d["index"], x)
-    it.invoke()
+    for _ in range(invokes):
+        it.invoke()
     return [(d, it.get_tensor(d["index"])) for d in it.get_output_details()], dets
 
 
@@ -83,7 +85,7 @@ def write_case(c):
     errors = {}
     for k in ("ref", "builtin"):
         try:
-            families[k] = run_litert(path, c.inputs, k, c.resize_inputs)
+            families[k] = run_litert(path, c.inputs, k, c.resize_inputs, c.invokes)
         except Exception as e:  # a family that lacks the op
             errors[k] = str(e).splitlines()[0] if str(e) else repr(e)
     primary = c.golden_from if c.golden_from in families else ("ref" if "ref" in families else "builtin")
@@ -124,6 +126,8 @@ def write_case(c):
             "reference": "LiteRT 2.3.0 (TFLite), num_threads=1", "resize_inputs": c.resize_inputs,
             "inputs": meta_in, "outputs": meta_out, "known_issue": None, "stateful": False,
             "families_failed": errors or None}
+    if c.invokes != 1:
+        meta["invokes"] = c.invokes
     with open(os.path.join(gdir, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
         f.write("\n")

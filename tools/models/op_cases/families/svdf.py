@@ -9,7 +9,7 @@ ACT = {"NONE": 0, "RELU": 1, "RELU6": 3, "TANH": 4, "SIGMOID": 6}
 
 
 def svdf(name, batch, input_size, filters, rank, memory, steps=3, kind="float", bias=True, act="NONE",
-         asym=False, zero_step=None, note=""):
+         asym=False, zero_step=None, invokes=1, note=""):
     g = Graph()
     rng = rng_for(name)
     units = filters // rank
@@ -49,7 +49,7 @@ def svdf(name, batch, input_size, filters, rank, memory, steps=3, kind="float", 
     for t in range(steps):
         g.op("SVDF", [xs[t], wf, wt, b, state], [ys[t]], version=version, options=opts)
     g.outputs(ys)
-    return Case(name, g.finish(), inputs, note=note, ops=[f"SVDF:{version}"])
+    return Case(name, g.finish(), inputs, note=note, ops=[f"SVDF:{version}"], invokes=invokes)
 
 
 def cases():
@@ -62,4 +62,8 @@ def cases():
     yield svdf("svdf_hybrid_asymmetric", 2, 6, 4, 2, 3, kind="hybrid", asym=True,
                note="asymmetric input quantization (version 4)")
     yield svdf("svdf_int8", 2, 3, 4, 1, 5, kind="int8", act="RELU", note="int8 input/output, int16 state")
+    yield svdf("svdf_f32_third_invoke", 2, 3, 4, 2, 3, steps=1, invokes=3,
+               note="the state carries over from one Invoke to the next")
+    yield svdf("svdf_hybrid_third_invoke", 1, 4, 3, 1, 4, steps=1, kind="hybrid", asym=True, invokes=3)
+    yield svdf("svdf_int8_third_invoke", 2, 3, 4, 1, 3, steps=1, kind="int8", act="RELU", invokes=3)
     yield svdf("svdf_int8_rank2_nobias", 1, 8, 6, 2, 4, kind="int8", act="RELU", bias=False)
