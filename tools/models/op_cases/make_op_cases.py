@@ -67,6 +67,19 @@ def tensor_dtype(model_bytes, index):
     return TYPE_NAMES[m.subgraphs[0].tensors[index].type]
 
 
+def tensor_bytes(x):
+    """A tensor's bytes as TFLite holds them: string tensors in TFLite's string layout
+    (int32 count, count + 1 int32 offsets, the bytes)."""
+    if x.dtype.kind not in "OSU":
+        return x.tobytes()
+    items = [v if isinstance(v, bytes) else str(v).encode() for v in x.reshape(-1)]
+    offsets, at = [], 4 * (len(items) + 2)
+    for v in items:
+        offsets.append(at)
+        at += len(v)
+    return np.asarray([len(items)] + offsets + [at], np.int32).tobytes() + b"".join(items)
+
+
 def spread(a, b):
     if a.dtype.kind == "c":
         a, b = a.view(np.float32), b.view(np.float32)
@@ -100,7 +113,7 @@ def write_case(c):
     for i, (d, x) in enumerate(zip(in_dets, c.inputs)):
         x = np.ascontiguousarray(x)
         with open(os.path.join(gdir, f"input_{i}.bin"), "wb") as f:
-            f.write(x.tobytes())
+            f.write(tensor_bytes(x))
         meta_in.append({"name": d["name"], "tensor_index": int(d["index"]),
                         "dtype": tensor_dtype(c.model, d["index"]), "shape": [int(v) for v in x.shape],
                         "quantization": quant_meta(d["quantization_parameters"]), "file": f"input_{i}.bin"})
@@ -108,7 +121,7 @@ def write_case(c):
     for j, (d, y) in enumerate(outs):
         y = np.ascontiguousarray(y)
         with open(os.path.join(gdir, f"output_{j}.bin"), "wb") as f:
-            f.write(y.tobytes())
+            f.write(tensor_bytes(y))
         o = {"name": d["name"], "tensor_index": int(d["index"]), "dtype": tensor_dtype(c.model, d["index"]),
              "shape": [int(v) for v in y.shape], "quantization": quant_meta(d["quantization_parameters"]),
              "file": f"output_{j}.bin", "expected_from": primary, "tflite_family_spread": {}}
@@ -117,7 +130,7 @@ def write_case(c):
             sp = spread(y, families[other][0][j][1])
             if sp is not None:
                 o["tflite_family_spread"][f"{primary}_vs_{other}"] = sp
-            elif y.tobytes() != families[other][0][j][1].tobytes():
+            elif tensor_bytes(y) != tensor_bytes(families[other][0][j][1]):
                 o["families_differ"] = True
         if y.dtype.kind in "fc":
             o["abs_max"] = float(np.max(np.abs(y.view(np.float32) if y.dtype.kind == "c" else y), initial=0.0))
