@@ -217,6 +217,12 @@ builtin_params!(
     TfLiteUniqueParams,
     TfLiteReverseSequenceParams,
     TfLiteConv3DParams,
+    TfLiteSVDFParams,
+    TfLiteRandomParams,
+    TfLiteHashtableParams,
+    TfLiteLSHProjectionParams,
+    TfLiteSkipGramParams,
+    TfLiteEmbeddingLookupSparseParams,
 );
 builtin_params!(TfLiteBidirectionalSequenceRNNParams);
 

@@ -15,12 +15,24 @@ pub struct ResourceVariable {
     pub data: Vec<u8>,
 }
 
+/// A static hash table (HASHTABLE): its key and value types, and its entries once
+/// HASHTABLE_IMPORT filled it (`None` before). Keys and values are kept as bytes: int64s
+/// little-endian, strings as they are.
+#[derive(Clone, Debug)]
+pub struct Hashtable {
+    pub key: TfLiteType,
+    pub value: TfLiteType,
+    pub entries: Option<HashMap<Vec<u8>, Vec<u8>>>,
+}
+
 /// State shared by the subgraphs of one interpreter.
 #[derive(Default, Debug)]
 pub struct SharedState {
     resource_ids: HashMap<(String, String), i32>,
     variables: HashMap<i32, ResourceVariable>,
     initialized: HashSet<usize>,
+    /// Hash tables by table id (they persist across invokes, as variables do).
+    pub hashtables: HashMap<i32, Hashtable>,
 }
 
 impl SharedState {

@@ -185,6 +185,14 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinNonMaxSuppressionV4, ops::non_max_suppression::v4_registration(), 1, 1);
     add(Op::kTfLiteBuiltinNonMaxSuppressionV5, ops::non_max_suppression::v5_registration(), 1, 1);
     add(Op::kTfLiteBuiltinBidirectionalSequenceRnn, ops::bidirectional_sequence_rnn::registration(), 1, 3);
+    add(Op::kTfLiteBuiltinSvdf, ops::svdf::registration(), 1, 4);
+    add(Op::kTfLiteBuiltinRandomUniform, ops::random::uniform_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinRandomStandardNormal, ops::random::standard_normal_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinMultinomial, ops::random::multinomial_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinHashtable, ops::hashtable::hashtable_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinHashtableFind, ops::hashtable::find_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinHashtableImport, ops::hashtable::import_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinHashtableSize, ops::hashtable::size_registration(), 1, 1);
     // MediaPipe's custom op (selfie segmentation); TFLite's builtin resolver lacks it.
     r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);
     r.add_custom("TFLite_Detection_PostProcess", ops::detection_postprocess::registration(), 1, 1);

@@ -58,8 +58,11 @@ pub fn run_case(base: &Path, name: &str) -> Result<(), String> {
                     ));
                 }
             }
-            if TfLiteInterpreterInvoke(interp) != OK {
-                return Err(format!("{name}: Invoke failed"));
+            // Stateful cases compare the outputs of the last of several Invokes.
+            for _ in 0..meta["invokes"].as_u64().unwrap_or(1) {
+                if TfLiteInterpreterInvoke(interp) != OK {
+                    return Err(format!("{name}: Invoke failed"));
+                }
             }
             let n_out = TfLiteInterpreterGetOutputTensorCount(interp);
             let out_idx = std::slice::from_raw_parts(TfLiteInterpreterOutputTensorIndices(interp), n_out as usize);

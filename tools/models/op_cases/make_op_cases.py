@@ -44,9 +44,10 @@ class Case:
     oracle: object = None
     oracle_name: str = ""  # what the oracle is, for meta.json
     float_tolerance: float = 0.0  # the oracle's own float error bound, as the "spread"
+    invokes: int = 1  # Invoke calls on the same inputs; the golden is the last one's outputs
 
 
-def run_litert(path, inputs, kernels, resize):
+def run_litert(path, inputs, kernels, resize, invokes=1):
     kind = {"ref": OpResolverType.BUILTIN_REF, "builtin": OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES}[kernels]
     it = Interpreter(model_path=path, num_threads=1, experimental_op_resolver_type=kind)
     dets = it.get_input_details()
@@ -56,7 +57,8 @@ def run_litert(path, inputs, kernels, resize):
     dets = it.get_input_details()
     for d, x in zip(dets, inputs):
         it.set_tensor(d["index"], x)
-    it.invoke()
+    for _ in range(invokes):
+        it.invoke()
     return [(d, it.get_tensor(d["index"])) for d in it.get_output_details()], dets
 
 
@@ -68,6 +70,19 @@ def quant_meta(q):
 def tensor_dtype(model_bytes, index):
     m = s.ModelT.InitFromPackedBuf(model_bytes, 0)
     return TYPE_NAMES[m.subgraphs[0].tensors[index].type]
+
+
+def tensor_bytes(x):
+    """A tensor's bytes as TFLite holds them: string tensors in TFLite's string layout
+    (int32 count, count + 1 int32 offsets, the bytes)."""
+    if x.dtype.kind not in "OSU":
+        return x.tobytes()
+    items = [v if isinstance(v, bytes) else str(v).encode() for v in x.reshape(-1)]
+    offsets, at = [], 4 * (len(items) + 2)
+    for v in items:
+        offsets.append(at)
+        at += len(v)
+    return np.asarray([len(items)] + offsets + [at], np.int32).tobytes() + b"".join(items)
 
 
 def spread(a, b):
@@ -90,7 +105,7 @@ def write_case(c):
     errors = {}
     for k in ("ref", "builtin"):
         try:
-            families[k] = run_litert(path, c.inputs, k, c.resize_inputs)
+            families[k] = run_litert(path, c.inputs, k, c.resize_inputs, c.invokes)
         except Exception as e:  # a family that lacks the op
             errors[k] = str(e).splitlines()[0] if str(e) else repr(e)
     primary = c.golden_from if c.golden_from in families else ("ref" if "ref" in families else "builtin")
@@ -105,7 +120,7 @@ def write_case(c):
     for i, (d, x) in enumerate(zip(in_dets, c.inputs)):
         x = np.ascontiguousarray(x)
         with open(os.path.join(gdir, f"input_{i}.bin"), "wb") as f:
-            f.write(x.tobytes())
+            f.write(tensor_bytes(x))
         meta_in.append({"name": d["name"], "tensor_index": int(d["index"]),
                         "dtype": tensor_dtype(c.model, d["index"]), "shape": [int(v) for v in x.shape],
                         "quantization": quant_meta(d["quantization_parameters"]), "file": f"input_{i}.bin"})
@@ -113,7 +128,7 @@ def write_case(c):
     for j, (d, y) in enumerate(outs):
         y = np.ascontiguousarray(y)
         with open(os.path.join(gdir, f"output_{j}.bin"), "wb") as f:
-            f.write(y.tobytes())
+            f.write(tensor_bytes(y))
         o = {"name": d["name"], "tensor_index": int(d["index"]), "dtype": tensor_dtype(c.model, d["index"]),
              "shape": [int(v) for v in y.shape], "quantization": quant_meta(d["quantization_parameters"]),
              "file": f"output_{j}.bin", "expected_from": primary, "tflite_family_spread": {}}
@@ -122,7 +137,7 @@ def write_case(c):
             sp = spread(y, families[other][0][j][1])
             if sp is not None:
                 o["tflite_family_spread"][f"{primary}_vs_{other}"] = sp
-            elif y.tobytes() != families[other][0][j][1].tobytes():
+            elif tensor_bytes(y) != tensor_bytes(families[other][0][j][1]):
                 o["families_differ"] = True
         if y.dtype.kind in "fc":
             o["abs_max"] = float(np.max(np.abs(y.view(np.float32) if y.dtype.kind == "c" else y), initial=0.0))
@@ -131,6 +146,8 @@ def write_case(c):
             "reference": "LiteRT 2.3.0 (TFLite), num_threads=1", "resize_inputs": c.resize_inputs,
             "inputs": meta_in, "outputs": meta_out, "known_issue": None, "stateful": False,
             "families_failed": errors or None}
+    if c.invokes != 1:
+        meta["invokes"] = c.invokes
     with open(os.path.join(gdir, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
         f.write("\n")
