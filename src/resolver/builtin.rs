@@ -169,19 +169,6 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinImag, ops::complex::imag_registration(), 1, 1);
     add(Op::kTfLiteBuiltinConv3d, ops::conv_3d::registration(), 1, 1);
     add(Op::kTfLiteBuiltinConv3dTranspose, ops::conv_3d::transpose_registration(), 1, 1);
-    // TFLite's own custom ops, which its BuiltinOpResolver includes.
-    r.add_custom("AudioSpectrogram", ops::audio::spectrogram::registration(), 1, 1);
-    r.add_custom("Mfcc", ops::audio::mfcc::registration(), 1, 1);
-    // MediaPipe's custom ops, at the versions its op resolvers register (its face
-    // landmarker with attention uses the version-2 ops); TFLite's resolver lacks them.
-    r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);
-    r.add_custom("Landmarks2TransformMatrix", ops::mediapipe::landmarks_to_transform_matrix::registration(), 2, 2);
-    r.add_custom("TransformTensorBilinear", ops::mediapipe::transform_tensor_bilinear::registration(), 2, 2);
-    r.add_custom("TransformLandmarks", ops::mediapipe::transform_landmarks::registration(), 2, 2);
-    r.add_custom("MaxPoolingWithArgmax2D", ops::mediapipe::max_pool_argmax::registration(), 1, 1);
-    r.add_custom("MaxUnpooling2D", ops::mediapipe::max_unpooling::registration(), 1, 1);
-    r.add_custom("Resampler", ops::mediapipe::resampler::registration(), 1, 1);
-    r.add_custom("FusedBatchNormV3", ops::mediapipe::fused_batch_norm::registration(), 1, 1);
     add(Op::kTfLiteBuiltinNonMaxSuppressionV4, ops::non_max_suppression::v4_registration(), 1, 1);
     add(Op::kTfLiteBuiltinNonMaxSuppressionV5, ops::non_max_suppression::v5_registration(), 1, 1);
     add(Op::kTfLiteBuiltinBidirectionalSequenceRnn, ops::bidirectional_sequence_rnn::registration(), 1, 3);
@@ -193,8 +180,19 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinHashtableFind, ops::hashtable::find_registration(), 1, 1);
     add(Op::kTfLiteBuiltinHashtableImport, ops::hashtable::import_registration(), 1, 1);
     add(Op::kTfLiteBuiltinHashtableSize, ops::hashtable::size_registration(), 1, 1);
-    // MediaPipe's custom op (selfie segmentation); TFLite's builtin resolver lacks it.
-    r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);
+    // TFLite's own custom ops, which its BuiltinOpResolver includes.
+    r.add_custom("AudioSpectrogram", ops::audio::spectrogram::registration(), 1, 1);
+    r.add_custom("Mfcc", ops::audio::mfcc::registration(), 1, 1);
     r.add_custom("TFLite_Detection_PostProcess", ops::detection_postprocess::registration(), 1, 1);
+    // MediaPipe's custom ops, at the versions its op resolvers register (its face
+    // landmarker with attention uses the version-2 ops); TFLite's resolver lacks them.
+    r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);
+    r.add_custom("Landmarks2TransformMatrix", ops::mediapipe::landmarks_to_transform_matrix::registration(), 2, 2);
+    r.add_custom("TransformTensorBilinear", ops::mediapipe::transform_tensor_bilinear::registration(), 2, 2);
+    r.add_custom("TransformLandmarks", ops::mediapipe::transform_landmarks::registration(), 2, 2);
+    r.add_custom("MaxPoolingWithArgmax2D", ops::mediapipe::max_pool_argmax::registration(), 1, 1);
+    r.add_custom("MaxUnpooling2D", ops::mediapipe::max_unpooling::registration(), 1, 1);
+    r.add_custom("Resampler", ops::mediapipe::resampler::registration(), 1, 1);
+    r.add_custom("FusedBatchNormV3", ops::mediapipe::fused_batch_norm::registration(), 1, 1);
     r
 }
