@@ -38,12 +38,10 @@ const NOT_YET: &[&str] = &[
     "MULTINOMIAL",
     "NON_MAX_SUPPRESSION_V4",
     "NON_MAX_SUPPRESSION_V5",
-    "NumericVerify",
     "RANDOM_STANDARD_NORMAL",
     "RANDOM_UNIFORM",
     "SKIP_GRAM",
     "SPARSE_TO_DENSE",
-    "STABLEHLO_RNG_BIT_GENERATOR",
     "SVDF",
     "TFLite_Detection_PostProcess",
 ];

@@ -169,9 +169,11 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinImag, ops::complex::imag_registration(), 1, 1);
     add(Op::kTfLiteBuiltinConv3d, ops::conv_3d::registration(), 1, 1);
     add(Op::kTfLiteBuiltinConv3dTranspose, ops::conv_3d::transpose_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinStablehloRngBitGenerator, ops::stablehlo::rng_bit_generator::registration(), 1, 1);
     // TFLite's own custom ops, which its BuiltinOpResolver includes.
     r.add_custom("AudioSpectrogram", ops::audio::spectrogram::registration(), 1, 1);
     r.add_custom("Mfcc", ops::audio::mfcc::registration(), 1, 1);
+    r.add_custom("NumericVerify", ops::numeric_verify::registration(), 1, 1);
     // MediaPipe's custom ops, at the versions its op resolvers register (its face
     // landmarker with attention uses the version-2 ops); TFLite's resolver lacks them.
     r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);

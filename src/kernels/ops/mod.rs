@@ -48,6 +48,7 @@ pub mod matrix_diag;
 pub mod mediapipe;
 pub mod mirror_pad;
 pub mod normalization;
+pub mod numeric_verify;
 pub mod one_hot;
 pub mod pad;
 pub mod pooling;
