@@ -35,6 +35,7 @@ pub mod dynamic_update_slice;
 pub mod elementwise;
 pub mod elu;
 pub mod embedding_lookup;
+pub mod embedding_lookup_sparse;
 pub mod fill;
 pub mod floor_div_mod;
 pub mod fully_connected_v2;
