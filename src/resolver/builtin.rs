@@ -171,6 +171,7 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinConv3dTranspose, ops::conv_3d::transpose_registration(), 1, 1);
     add(Op::kTfLiteBuiltinStablehloRngBitGenerator, ops::stablehlo::rng_bit_generator::registration(), 1, 1);
     add(Op::kTfLiteBuiltinEmbeddingLookupSparse, ops::embedding_lookup_sparse::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinLshProjection, ops::lsh_projection::registration(), 1, 1);
     // TFLite's own custom ops, which its BuiltinOpResolver includes.
     r.add_custom("AudioSpectrogram", ops::audio::spectrogram::registration(), 1, 1);
     r.add_custom("Mfcc", ops::audio::mfcc::registration(), 1, 1);

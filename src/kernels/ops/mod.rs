@@ -43,6 +43,7 @@ pub mod gather;
 pub mod gather_nd;
 pub mod hard_swish;
 pub mod logistic;
+pub mod lsh_projection;
 pub mod lstm;
 pub mod lstm_integer;
 pub mod matrix_diag;
