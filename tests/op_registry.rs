@@ -26,26 +26,10 @@ const MEDIAPIPE_CUSTOM: &[(&str, (i32, i32))] = &[
 /// Ops of the lists above that this runtime does not register yet.
 const NOT_YET: &[&str] = &[
     "BIDIRECTIONAL_SEQUENCE_LSTM",
-    "BIDIRECTIONAL_SEQUENCE_RNN",
-    "EMBEDDING_LOOKUP_SPARSE",
     "FAKE_QUANT",
-    "HASHTABLE",
-    "HASHTABLE_FIND",
-    "HASHTABLE_IMPORT",
     "HASHTABLE_LOOKUP",
-    "HASHTABLE_SIZE",
-    "LSH_PROJECTION",
-    "MULTINOMIAL",
-    "NON_MAX_SUPPRESSION_V4",
-    "NON_MAX_SUPPRESSION_V5",
-    "NumericVerify",
-    "RANDOM_STANDARD_NORMAL",
-    "RANDOM_UNIFORM",
     "SKIP_GRAM",
     "SPARSE_TO_DENSE",
-    "STABLEHLO_RNG_BIT_GENERATOR",
-    "SVDF",
-    "TFLite_Detection_PostProcess",
 ];
 
 /// Op name → accepted version range.

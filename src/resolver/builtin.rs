@@ -180,10 +180,14 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinHashtableFind, ops::hashtable::find_registration(), 1, 1);
     add(Op::kTfLiteBuiltinHashtableImport, ops::hashtable::import_registration(), 1, 1);
     add(Op::kTfLiteBuiltinHashtableSize, ops::hashtable::size_registration(), 1, 1);
+    add(Op::kTfLiteBuiltinStablehloRngBitGenerator, ops::stablehlo::rng_bit_generator::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinEmbeddingLookupSparse, ops::embedding_lookup_sparse::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinLshProjection, ops::lsh_projection::registration(), 1, 1);
     // TFLite's own custom ops, which its BuiltinOpResolver includes.
     r.add_custom("AudioSpectrogram", ops::audio::spectrogram::registration(), 1, 1);
     r.add_custom("Mfcc", ops::audio::mfcc::registration(), 1, 1);
     r.add_custom("TFLite_Detection_PostProcess", ops::detection_postprocess::registration(), 1, 1);
+    r.add_custom("NumericVerify", ops::numeric_verify::registration(), 1, 1);
     // MediaPipe's custom ops, at the versions its op resolvers register (its face
     // landmarker with attention uses the version-2 ops); TFLite's resolver lacks them.
     r.add_custom("Convolution2DTransposeBias", ops::transpose_conv::transpose_conv_bias_registration(), 1, 1);

@@ -1,6 +1,6 @@
 //! TFLite's audio custom ops, `AudioSpectrogram` and `Mfcc`, with the FlexBuffer reader
 //! for their options.
 
-mod flexmap;
+pub(crate) mod flexmap;
 pub mod mfcc;
 pub mod spectrogram;

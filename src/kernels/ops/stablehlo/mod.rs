@@ -7,6 +7,7 @@ pub mod elementwise;
 pub mod gather;
 pub mod pad;
 pub mod reduce_window;
+pub mod rng_bit_generator;
 pub mod scatter;
 
 use crate::error::{Error, Result};
