@@ -24,13 +24,8 @@ const MEDIAPIPE_CUSTOM: &[(&str, (i32, i32))] = &[
 ];
 
 /// Ops of the lists above that this runtime does not register yet.
-const NOT_YET: &[&str] = &[
-    "BIDIRECTIONAL_SEQUENCE_LSTM",
-    "FAKE_QUANT",
-    "HASHTABLE_LOOKUP",
-    "SKIP_GRAM",
-    "SPARSE_TO_DENSE",
-];
+const NOT_YET: &[&str] =
+    &["BIDIRECTIONAL_SEQUENCE_LSTM", "FAKE_QUANT", "HASHTABLE_LOOKUP", "SKIP_GRAM", "SPARSE_TO_DENSE"];
 
 /// Op name → accepted version range.
 type Table = BTreeMap<String, (i32, i32)>;
