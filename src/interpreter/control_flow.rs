@@ -255,7 +255,9 @@ pub(crate) unsafe fn calls_of(context: *mut TfLiteContext) -> Option<Box<dyn Sub
     // (a test harness, an embedder's) gets "outside an interpreter" instead.
     // SAFETY: per the function contract the context is live.
     let resize = unsafe { (*context).ResizeTensor };
-    if resize.map(|f| f as usize) != Some(super::context::resize_tensor as usize) {
+    let ours: unsafe extern "C" fn(*mut TfLiteContext, *mut TfLiteTensor, *mut TfLiteIntArray) -> TfLiteStatus =
+        super::context::resize_tensor;
+    if resize.map(|f| f as usize) != Some(ours as usize) {
         return None;
     }
     // SAFETY: per the function contract, and the context is a subgraph's (checked above).

@@ -223,6 +223,14 @@ builtin_params!(
     TfLiteLSHProjectionParams,
     TfLiteSkipGramParams,
     TfLiteEmbeddingLookupSparseParams,
+    TfLiteReduceWindowParams,
+    TfLiteStablehloCaseParams,
+    TfLiteStablehloCompositeParams,
+    TfLiteStablehloGatherParams,
+    TfLiteStablehloPadParams,
+    TfLiteStablehloReduceWindowParams,
+    TfLiteStablehloRngBitGeneratorParams,
+    TfLiteStablehloScatterParams,
 );
 builtin_params!(TfLiteBidirectionalSequenceRNNParams);
 

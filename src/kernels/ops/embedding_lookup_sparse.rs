@@ -17,14 +17,10 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::OpCtx;
-use crate::kernels::kernel::{self, BuiltinKernel, BuiltinParams};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::shape_util::{check_arity, element_count, in_op, op_error};
 
 const OP: &str = "EMBEDDING_LOOKUP_SPARSE";
-
-// SAFETY: the model parser allocates this struct, and only this one, as the
-// `builtin_data` of EMBEDDING_LOOKUP_SPARSE nodes (`model::options`).
-unsafe impl BuiltinParams for TfLiteEmbeddingLookupSparseParams {}
 
 /// The EMBEDDING_LOOKUP_SPARSE registration.
 pub fn registration() -> TfLiteRegistration {

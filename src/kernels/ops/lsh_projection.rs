@@ -15,14 +15,10 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::OpCtx;
-use crate::kernels::kernel::{self, BuiltinKernel, BuiltinParams};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::shape_util::{check_arity, in_op, op_error};
 
 const OP: &str = "LSH_PROJECTION";
-
-// SAFETY: the model parser allocates this struct, and only this one, as the
-// `builtin_data` of LSH_PROJECTION nodes (`model::options`).
-unsafe impl BuiltinParams for TfLiteLSHProjectionParams {}
 
 /// The LSH_PROJECTION registration.
 pub fn registration() -> TfLiteRegistration {

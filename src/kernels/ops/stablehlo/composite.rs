@@ -15,14 +15,8 @@ use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::OpCtx;
 use crate::kernels::graph::{SubgraphCalls, SubgraphIndex, calls_of};
-use crate::kernels::kernel::{self, BuiltinKernel, BuiltinParams};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::shape_util::op_error;
-
-// SAFETY: the model parser allocates these structs, and only these, as the
-// `builtin_data` of STABLEHLO_COMPOSITE and STABLEHLO_CASE nodes (`model::options`).
-unsafe impl BuiltinParams for TfLiteStablehloCompositeParams {}
-// SAFETY: as above.
-unsafe impl BuiltinParams for TfLiteStablehloCaseParams {}
 
 const COMPOSITE: &str = "STABLEHLO_COMPOSITE";
 const CASE: &str = "STABLEHLO_CASE";

@@ -19,14 +19,10 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::OpCtx;
-use crate::kernels::kernel::{self, BuiltinKernel, BuiltinParams};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::shape_util::{check_arity, element_count, in_op, op_error, with_elem_type};
 
 const OP: &str = "STABLEHLO_GATHER";
-
-// SAFETY: the model parser allocates this struct, and only this one, as the
-// `builtin_data` of STABLEHLO_GATHER nodes (`model::options`).
-unsafe impl BuiltinParams for TfLiteStablehloGatherParams {}
 
 /// The STABLEHLO_GATHER registration.
 pub fn registration() -> TfLiteRegistration {

@@ -27,7 +27,7 @@ use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{Element, OpCtx};
 use crate::kernels::graph::calls_of;
-use crate::kernels::kernel::{self, BuiltinKernel, BuiltinParams};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::shape_util::{check_arity, in_op, op_error};
 
 const STABLEHLO: &str = "STABLEHLO_REDUCE_WINDOW";
@@ -36,12 +36,6 @@ const MAX_RANK: usize = 6;
 /// The most elements the dilated and padded operand may have: TFLite materialises it
 /// (here it is only addressed), and this runtime refuses tensors over 1 GiB.
 const MAX_PADDED_ELEMENTS: u64 = 1 << 28;
-
-// SAFETY: the model parser allocates these structs, and only these, as the
-// `builtin_data` of STABLEHLO_REDUCE_WINDOW and REDUCE_WINDOW nodes (`model::options`).
-unsafe impl BuiltinParams for TfLiteStablehloReduceWindowParams {}
-// SAFETY: as above.
-unsafe impl BuiltinParams for TfLiteReduceWindowParams {}
 
 /// The STABLEHLO_REDUCE_WINDOW registration.
 pub fn stablehlo_registration() -> TfLiteRegistration {

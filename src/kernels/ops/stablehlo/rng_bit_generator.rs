@@ -19,14 +19,10 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::OpCtx;
-use crate::kernels::kernel::{self, BuiltinKernel, BuiltinParams};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::shape_util::{check_arity, in_op, op_error};
 
 const OP: &str = "STABLEHLO_RNG_BIT_GENERATOR";
-
-// SAFETY: the model parser allocates this struct, and only this one, as the
-// `builtin_data` of STABLEHLO_RNG_BIT_GENERATOR nodes (`model::options`).
-unsafe impl BuiltinParams for TfLiteStablehloRngBitGeneratorParams {}
 
 /// The STABLEHLO_RNG_BIT_GENERATOR registration.
 pub fn registration() -> TfLiteRegistration {

@@ -24,14 +24,10 @@ use crate::error::{Error, Result};
 use crate::kernels::api::{Element, OpCtx};
 use crate::kernels::float_conv::{f16_to_f32, f32_to_f16};
 use crate::kernels::graph::calls_of;
-use crate::kernels::kernel::{self, BuiltinKernel, BuiltinParams};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::shape_util::{check_arity, in_op, op_error};
 
 const OP: &str = "STABLEHLO_SCATTER";
-
-// SAFETY: the model parser allocates this struct, and only this one, as the
-// `builtin_data` of STABLEHLO_SCATTER nodes (`model::options`).
-unsafe impl BuiltinParams for TfLiteStablehloScatterParams {}
 
 /// The STABLEHLO_SCATTER registration.
 pub fn registration() -> TfLiteRegistration {
