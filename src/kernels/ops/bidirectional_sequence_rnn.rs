@@ -465,8 +465,7 @@ mod tests {
     use TfLiteFusedActivation::*;
 
     /// A one-unit cell over one input: `[w, r, bias]`, with optional aux weight.
-    fn cell(c: &[f32; 3], aux: Option<&'static [f32]>) -> Cell<'static> {
-        let c: &'static [f32; 3] = Box::leak(Box::new(*c));
+    fn cell<'a>(c: &'a [f32; 3], aux: Option<&'a [f32]>) -> Cell<'a> {
         Cell {
             mats: Mats::F32 { w: &c[0..1], r: &c[1..2], aux },
             bias: &c[2..3],
