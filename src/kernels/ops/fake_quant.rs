@@ -114,11 +114,10 @@ mod tests {
 
     #[test]
     fn nudges_zero_onto_the_grid() {
-        // [-0.1, 0.9] over 255 steps: zero point 25.5 rounds to 26.
-        let (lo, hi, s) = nudge(-0.1, 0.9, 8);
+        // [-0.25, 0.75] over 255 steps: the zero point 63.75 rounds to 64.
+        let (lo, hi, s) = nudge(-0.25, 0.75, 8);
         assert!((s - 1.0 / 255.0).abs() < 1e-9);
-        assert!((lo - (-26.0 / 255.0)).abs() < 1e-7);
-        assert!((hi - (229.0 / 255.0)).abs() < 1e-7);
+        assert_eq!((lo, hi), (-64.0 * s, 191.0 * s));
         // A range entirely above zero is shifted down to start at 0.
         let (lo, hi, _) = nudge(1.0, 4.0, 2);
         assert_eq!((lo, hi), (0.0, 3.0));

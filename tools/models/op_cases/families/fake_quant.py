@@ -24,7 +24,7 @@ def fake_quant(name, shape, lo, hi, bits, version=1, spread=1.5, note=""):
 def cases():
     yield fake_quant("fake_quant_8bit", [2, 3, 5], -1.0, 2.0, 8)
     yield fake_quant("fake_quant_nudged", [40], -0.1, 0.9, 8, spread=0.3,
-                     note="the zero point 25.5 is nudged to 26, shifting the range")
+                     note="a zero point of about 25.5 is rounded to a whole step, shifting the range")
     yield fake_quant("fake_quant_4bit", [4, 4], -3.5, 1.25, 4)
     yield fake_quant("fake_quant_2bit", [12], -1.0, 2.0, 2)
     yield fake_quant("fake_quant_16bit", [3, 7], -6.0, 6.0, 16)
