@@ -43,7 +43,7 @@ pub fn sparse_to_dense<T: Copy>(
 ) -> Result<()> {
     let rank = shape.len();
     let size: usize = shape.iter().map(|&d| d.max(0) as usize).product();
-    if out.len() != size || rank == 0 || indices.len() % rank != 0 {
+    if out.len() != size || rank == 0 || !indices.len().is_multiple_of(rank) {
         return Err(Error::new("indices, output shape and output do not match"));
     }
     let count = indices.len() / rank;
