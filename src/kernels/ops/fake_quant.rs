@@ -13,7 +13,7 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::OpCtx;
-use crate::kernels::kernel::{self, BuiltinKernel, BuiltinParams};
+use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::shape_util::{check_arity, check_type, in_op, op_error};
 
 const OP: &str = "FAKE_QUANT";
@@ -22,10 +22,6 @@ const OP: &str = "FAKE_QUANT";
 pub fn registration() -> TfLiteRegistration {
     kernel::registration::<FakeQuant>(TfLiteBuiltinOperator::kTfLiteBuiltinFakeQuant)
 }
-
-// SAFETY: the model parser allocates `TfLiteFakeQuantParams` as FAKE_QUANT's
-// `builtin_data`, and this kernel is registered only for FAKE_QUANT.
-unsafe impl BuiltinParams for TfLiteFakeQuantParams {}
 
 /// The nudged range: (nudged_min, nudged_max, scale), computed in float32 as TFLite's
 /// `NudgeQuantizationRange` does, for quantized values 0..=2^num_bits-1.
