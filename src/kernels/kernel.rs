@@ -231,6 +231,7 @@ builtin_params!(
     TfLiteStablehloReduceWindowParams,
     TfLiteStablehloRngBitGeneratorParams,
     TfLiteStablehloScatterParams,
+    TfLiteFakeQuantParams,
 );
 builtin_params!(TfLiteBidirectionalSequenceRNNParams);
 
