@@ -1,11 +1,12 @@
 //! A small, bounds-checked reader for the flexbuffer maps custom ops keep their options in
-//! (the root of the buffer is a map from keys to scalars).
+//! (the root of the buffer is a map from keys to values).
 //!
-//! Only what such a map needs: the root reference, the map's keys and values, and the
-//! scalar types (null, int, uint, float, bool, and their indirect forms). Every offset
-//! and width is checked against the buffer, so a malformed buffer is an error, never a
-//! read outside it. Conversions follow flexbuffers' `AsInt64` / `AsDouble` / `AsBool`: a
-//! missing key reads as null, which converts to 0, 0.0 and false.
+//! Only what such maps need: the root reference, the map's keys and values, the scalar
+//! types (null, int, uint, float, bool, and their indirect forms) and integer vectors
+//! (typed, fixed-length typed, and untyped vectors of numbers). Every offset and width is
+//! checked against the buffer, so a malformed buffer is an error, never a read outside it.
+//! Conversions follow flexbuffers' `AsInt64` / `AsDouble` / `AsBool`: a missing key reads
+//! as null, which converts to 0, 0.0 and false (and an empty vector).
 
 use crate::error::{Error, Result};
 
@@ -18,7 +19,13 @@ const T_INDIRECT_INT: u8 = 6;
 const T_INDIRECT_UINT: u8 = 7;
 const T_INDIRECT_FLOAT: u8 = 8;
 const T_MAP: u8 = 9;
+const T_VECTOR: u8 = 10;
+const T_VECTOR_INT: u8 = 11;
+const T_VECTOR_UINT: u8 = 12;
+const T_VECTOR_INT2: u8 = 16;
+const T_VECTOR_UINT4: u8 = 23;
 const T_BOOL: u8 = 26;
+const T_VECTOR_BOOL: u8 = 36;
 
 /// A scalar read from a map.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -121,6 +128,111 @@ fn width_of(packed: u8) -> usize {
     1usize << (packed & 3)
 }
 
+/// The position an offset slot of `width` bytes at `pos` points to.
+fn indirect(buf: &[u8], pos: usize, width: usize) -> Result<usize> {
+    back(pos, read_uint(buf, pos, width)?)
+}
+
+/// One value of a map: the slot at `pos` (`parent_width` bytes wide) and its packed type.
+#[derive(Clone, Copy, Debug)]
+pub struct FlexValue<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    parent_width: usize,
+    ty: u8,
+    /// The width of what the slot points to (for vectors: of their elements).
+    width: usize,
+}
+
+impl<'a> FlexValue<'a> {
+    fn new(buf: &'a [u8], pos: usize, parent_width: usize, packed: u8) -> FlexValue<'a> {
+        FlexValue { buf, pos, parent_width, ty: packed >> 2, width: width_of(packed) }
+    }
+
+    /// The value as an integer (`AsInt64`): ints, uints, bools, floats (truncated) and null (0).
+    pub fn as_i64(&self) -> Result<i64> {
+        let (b, p, w) = (self.buf, self.pos, self.parent_width);
+        match self.ty {
+            T_NULL => Ok(0),
+            T_INT => read_int(b, p, w),
+            T_UINT | T_BOOL => read_uint(b, p, w).map(|u| u as i64),
+            T_FLOAT => read_float(b, p, w).map(|f| f as i64),
+            T_INDIRECT_INT => read_int(b, indirect(b, p, w)?, self.width),
+            T_INDIRECT_UINT => read_uint(b, indirect(b, p, w)?, self.width).map(|u| u as i64),
+            T_INDIRECT_FLOAT => read_float(b, indirect(b, p, w)?, self.width).map(|f| f as i64),
+            t => Err(malformed(&format!("type {t} where a number is expected"))),
+        }
+    }
+
+    /// The value as an int32, an error when it does not fit.
+    pub fn as_i32(&self) -> Result<i32> {
+        let v = self.as_i64()?;
+        i32::try_from(v).map_err(|_| malformed(&format!("{v} does not fit an int32")))
+    }
+
+    /// The value as a float (`AsDouble`): floats, ints, uints, bools and null (0).
+    pub fn as_f64(&self) -> Result<f64> {
+        let (b, p, w) = (self.buf, self.pos, self.parent_width);
+        match self.ty {
+            T_FLOAT => read_float(b, p, w),
+            T_INDIRECT_FLOAT => read_float(b, indirect(b, p, w)?, self.width),
+            _ => self.as_i64().map(|v| v as f64),
+        }
+    }
+
+    /// The value as an int32 vector: a typed int/uint/bool vector, a fixed-length typed
+    /// vector, or an untyped vector of numbers.
+    pub fn as_i32_vec(&self) -> Result<Vec<i32>> {
+        let b = self.buf;
+        let to_i32 = |v: i64| i32::try_from(v).map_err(|_| malformed(&format!("{v} does not fit an int32")));
+        let read_n = |start: usize, n: usize, signed: bool| -> Result<Vec<i32>> {
+            let w = self.width;
+            (0..n)
+                .map(|i| {
+                    let at = i
+                        .checked_mul(w)
+                        .and_then(|o| start.checked_add(o))
+                        .ok_or_else(|| malformed("vector too long"))?;
+                    to_i32(if signed { read_int(b, at, w)? } else { read_uint(b, at, w)? as i64 })
+                })
+                .collect()
+        };
+        match self.ty {
+            T_VECTOR_INT | T_VECTOR_UINT | T_VECTOR_BOOL | T_VECTOR => {
+                let start = indirect(b, self.pos, self.parent_width)?;
+                let len_at = start.checked_sub(self.width).ok_or_else(|| malformed("vector length"))?;
+                let len = usize::try_from(read_uint(b, len_at, self.width)?).map_err(|_| malformed("vector length"))?;
+                // Each element takes at least one byte: a longer length cannot be in the buffer.
+                if len > b.len() {
+                    return Err(malformed(&format!("vector length {len}")));
+                }
+                if self.ty != T_VECTOR {
+                    return read_n(start, len, self.ty == T_VECTOR_INT);
+                }
+                let types = len
+                    .checked_mul(self.width)
+                    .and_then(|o| start.checked_add(o))
+                    .ok_or_else(|| malformed("vector too long"))?;
+                (0..len)
+                    .map(|i| {
+                        let packed = *b.get(types + i).ok_or_else(|| malformed("vector types past the end"))?;
+                        to_i32(FlexValue::new(b, start + i * self.width, self.width, packed).as_i64()?)
+                    })
+                    .collect()
+            }
+            T_VECTOR_INT2..=T_VECTOR_UINT4 => {
+                let k = usize::from(self.ty - T_VECTOR_INT2);
+                let (n, kind) = (2 + k / 3, k % 3);
+                if kind == 2 {
+                    return Err(malformed("a float vector where integers are expected"));
+                }
+                read_n(indirect(b, self.pos, self.parent_width)?, n, kind == 0)
+            }
+            t => Err(malformed(&format!("type {t} where an integer vector is expected"))),
+        }
+    }
+}
+
 /// A map at the root of a flexbuffer.
 pub struct FlexMap<'a> {
     buf: &'a [u8],
@@ -177,6 +289,17 @@ impl<'a> FlexMap<'a> {
         Ok(FlexMap { buf, values, width, len, keys, key_width })
     }
 
+    /// Reads the root of `buf` as [`FlexMap::root`] and checks every entry: all keys must be
+    /// terminated and all values scalars, whether or not they are looked up.
+    pub fn root_of_scalars(buf: &'a [u8]) -> Result<FlexMap<'a>> {
+        let m = FlexMap::root(buf)?;
+        for i in 0..m.len {
+            m.key(i)?;
+            m.value(i)?;
+        }
+        Ok(m)
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.len
@@ -205,6 +328,33 @@ impl<'a> FlexMap<'a> {
             }
         }
         Ok(Scalar::Null)
+    }
+
+    /// The value under `key` of any type, `None` when the key is absent.
+    pub fn get_value(&self, key: &str) -> Result<Option<FlexValue<'a>>> {
+        for i in 0..self.len {
+            if self.key(i)? == key.as_bytes() {
+                let packed = self.buf[self.values + self.len * self.width + i];
+                return Ok(Some(FlexValue::new(self.buf, self.values + i * self.width, self.width, packed)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The int32 under `key`; 0 when it is missing (as flexbuffers' null reference reads),
+    /// an error when it does not fit.
+    pub fn i32_or_zero(&self, key: &str) -> Result<i32> {
+        self.get_value(key)?.map_or(Ok(0), |v| v.as_i32())
+    }
+
+    /// The float under `key` (`AsFloat`); 0 when it is missing.
+    pub fn f32_or_zero(&self, key: &str) -> Result<f32> {
+        self.get_value(key)?.map_or(Ok(0.0), |v| v.as_f64().map(|f| f as f32))
+    }
+
+    /// The int32 vector under `key`; empty when it is missing.
+    pub fn i32_vec_or_empty(&self, key: &str) -> Result<Vec<i32>> {
+        self.get_value(key)?.map_or(Ok(Vec::new()), |v| v.as_i32_vec())
     }
 
     fn value(&self, i: usize) -> Result<Scalar> {
@@ -279,5 +429,113 @@ mod tests {
         }
         // A root that is an int, not a map.
         assert!(FlexMap::root(&[0x05, 0x04, 0x01]).is_err());
+    }
+
+    // Written by Python's `flatbuffers.flexbuffers.Dumps`.
+    const SPECTROGRAM: [u8; 60] = [
+        119, 105, 110, 100, 111, 119, 95, 115, 105, 122, 101, 0, 115, 116, 114, 105, 100, 101, 0, 109, 97, 103, 110,
+        105, 116, 117, 100, 101, 95, 115, 113, 117, 97, 114, 101, 100, 0, 3, 19, 27, 40, 0, 4, 0, 1, 0, 3, 0, 1, 0,
+        128, 0, 0, 1, 105, 5, 5, 9, 37, 1,
+    ];
+    const MIXED: [u8; 33] =
+        [97, 0, 98, 0, 2, 5, 4, 0, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 112, 17, 1, 0, 0, 0, 192, 191, 6, 14, 10, 38, 1];
+
+    #[test]
+    fn reads_python_maps_of_scalars() {
+        let m = FlexMap::root_of_scalars(&SPECTROGRAM).unwrap();
+        assert_eq!(m.get("window_size").unwrap().as_i64(), 256);
+        assert_eq!(m.get("stride").unwrap().as_i64(), 128);
+        assert!(m.get("magnitude_squared").unwrap().as_bool());
+        assert_eq!(m.get("missing").unwrap(), Scalar::Null);
+        assert_eq!(m.get("missing").unwrap().as_i64(), 0);
+        let m = FlexMap::root_of_scalars(&MIXED).unwrap();
+        assert_eq!(m.get("a").unwrap(), Scalar::Int(70000));
+        assert_eq!(m.get("b").unwrap(), Scalar::Float(-1.5));
+        assert_eq!(m.get("b").unwrap().as_i64(), -1);
+    }
+
+    #[test]
+    fn malformed_maps_of_scalars_are_errors() {
+        assert!(FlexMap::root_of_scalars(&[]).is_err());
+        assert!(FlexMap::root_of_scalars(&[1, 2]).is_err());
+        // Every truncation and every single-byte change either parses or errors.
+        for cut in 0..SPECTROGRAM.len() {
+            let _ = FlexMap::root_of_scalars(&SPECTROGRAM[cut..]);
+            let _ = FlexMap::root_of_scalars(&SPECTROGRAM[..cut]);
+            for v in [0u8, 1, 0x7f, 0xff] {
+                let mut b = SPECTROGRAM;
+                b[cut] = v;
+                let _ = FlexMap::root_of_scalars(&b);
+            }
+        }
+        // An int root is not a map.
+        assert!(FlexMap::root_of_scalars(&[5, 4, 1]).is_err());
+        // A value that is not a scalar is an error even when it is not looked up.
+        assert!(FlexMap::root(&vector_sample()).is_ok());
+        assert!(FlexMap::root_of_scalars(&vector_sample()).is_err());
+    }
+
+    /// `{"a": 7, "b": 1.5, "v": [61, 146, 91] (typed int16 vector)}` as flexbuffers'
+    /// builder writes it (keys sorted).
+    fn vector_sample() -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(b"a\0b\0v\0"); // keys at 0, 2, 4
+        // typed vector int16: length 3 then 61, 146, 91 (at 6: len, 8: data)
+        b.extend_from_slice(&[3, 0, 61, 0, 146, 0, 91, 0]);
+        // keys vector (width 1): length 3 at 14, data at 15..18
+        b.extend_from_slice(&[3, 15, 14, 13]);
+        // map header (width 4): keys offset, key width, length; then values at 30
+        let values_at = 18 + 12;
+        let keys_slot = 18;
+        b.extend_from_slice(&((keys_slot - 15) as u32).to_le_bytes());
+        b.extend_from_slice(&1u32.to_le_bytes());
+        b.extend_from_slice(&3u32.to_le_bytes());
+        assert_eq!(b.len(), values_at);
+        b.extend_from_slice(&7i32.to_le_bytes());
+        b.extend_from_slice(&1.5f32.to_bits().to_le_bytes());
+        b.extend_from_slice(&((values_at + 8 - 8) as u32).to_le_bytes()); // to the vector data at 8
+        b.extend_from_slice(&[T_INT << 2 | 2, T_FLOAT << 2 | 2, T_VECTOR_INT << 2 | 1]);
+        // root: offset back to the values, packed type, width
+        let root_at = b.len();
+        b.push((root_at - values_at) as u8);
+        b.extend_from_slice(&[T_MAP << 2 | 2, 1]);
+        b
+    }
+
+    #[test]
+    fn reads_a_map_with_a_vector() {
+        let b = vector_sample();
+        let m = FlexMap::root(&b).unwrap();
+        assert_eq!(m.i32_or_zero("a").unwrap(), 7);
+        assert_eq!(m.f32_or_zero("b").unwrap(), 1.5);
+        assert_eq!(m.i32_or_zero("b").unwrap(), 1);
+        assert_eq!(m.f32_or_zero("a").unwrap(), 7.0);
+        assert_eq!(m.i32_vec_or_empty("v").unwrap(), vec![61, 146, 91]);
+        assert_eq!(m.i32_or_zero("missing").unwrap(), 0);
+        assert!(m.i32_vec_or_empty("missing").unwrap().is_empty());
+        assert!(m.i32_or_zero("v").is_err());
+    }
+
+    #[test]
+    fn every_truncation_and_corruption_of_a_vector_map_is_an_error_or_a_value() {
+        let b = vector_sample();
+        for n in 0..b.len() {
+            let _ = FlexMap::root(&b[..n]).and_then(|m| m.i32_vec_or_empty("v"));
+        }
+        for i in 0..b.len() {
+            for x in [0u8, 1, 0x7f, 0xff] {
+                let mut c = b.clone();
+                c[i] = x;
+                if let Ok(m) = FlexMap::root(&c) {
+                    for k in ["a", "b", "v"] {
+                        let _ = m.i32_or_zero(k);
+                        let _ = m.f32_or_zero(k);
+                        let _ = m.i32_vec_or_empty(k);
+                    }
+                }
+            }
+        }
+        assert!(FlexMap::root(&[]).is_err());
+        assert!(FlexMap::root(&[1, 4, 1]).is_err());
     }
 }

@@ -17,9 +17,9 @@ use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::flexbuffer::{FlexMap, Scalar};
 use crate::kernels::float_conv::f16_to_f32;
 use crate::kernels::kernel::{self, BuiltinKernel};
-use crate::kernels::ops::audio::flexmap::{FlexMap, Scalar};
 use crate::kernels::ops::quantize::{dequantize, dequantize_per_channel};
 use crate::kernels::shape_util::{check_arity, in_op, op_error};
 
@@ -41,16 +41,16 @@ pub struct VerifyOptions {
 impl VerifyOptions {
     /// Reads the custom options; missing keys read as 0 and false, as FlexBuffers does.
     pub fn parse(buf: &[u8]) -> Result<VerifyOptions> {
-        let m = FlexMap::parse(buf)?;
+        let m = FlexMap::root_of_scalars(buf)?;
         // FlexBuffers' `AsFloat`: any number converted, null 0.
-        let tolerance = match m.get("tolerance") {
+        let tolerance = match m.get("tolerance")? {
             Scalar::Null => 0.0,
             Scalar::Int(v) => v as f64 as f32,
             Scalar::UInt(v) => v as f64 as f32,
             Scalar::Float(v) => v as f32,
             Scalar::Bool(b) => f32::from(u8::from(b)),
         };
-        Ok(VerifyOptions { tolerance, log_if_failed: m.get("log_if_failed").as_bool() })
+        Ok(VerifyOptions { tolerance, log_if_failed: m.get("log_if_failed")?.as_bool() })
     }
 
     /// Whether differences past the tolerance are errors.

@@ -15,11 +15,11 @@
 //! a coefficient to write; when the upper limit lies past the spectrogram's last bin the
 //! filterbank yields nothing and every coefficient is 0.
 
-use super::flexmap::FlexMap;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::OpCtx;
+use crate::kernels::flexbuffer::FlexMap;
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::shape_util::{check_arity, in_op, op_error};
 
@@ -48,9 +48,9 @@ impl MfccOptions {
     /// Reads the custom options; counts must fit an int32 and the filterbank at most
     /// [`MAX_FILTERBANK_CHANNELS`] channels, and the coefficient count not be negative.
     pub fn parse(buf: &[u8]) -> Result<MfccOptions> {
-        let m = FlexMap::parse(buf)?;
-        let fb = m.get("filterbank_channel_count").as_i64();
-        let dct = m.get("dct_coefficient_count").as_i64();
+        let m = FlexMap::root_of_scalars(buf)?;
+        let fb = m.get("filterbank_channel_count")?.as_i64();
+        let dct = m.get("dct_coefficient_count")?.as_i64();
         if !(i64::from(i32::MIN)..=MAX_FILTERBANK_CHANNELS).contains(&fb) {
             crate::bail!("filterbank_channel_count {fb} is larger than {MAX_FILTERBANK_CHANNELS}");
         }
@@ -58,8 +58,8 @@ impl MfccOptions {
             crate::bail!("dct_coefficient_count {dct} is negative or too large");
         }
         Ok(MfccOptions {
-            upper_frequency_limit: m.get("upper_frequency_limit").as_i64() as f32,
-            lower_frequency_limit: m.get("lower_frequency_limit").as_i64() as f32,
+            upper_frequency_limit: m.get("upper_frequency_limit")?.as_i64() as f32,
+            lower_frequency_limit: m.get("lower_frequency_limit")?.as_i64() as f32,
             filterbank_channel_count: fb as i32,
             dct_coefficient_count: dct as i32,
         })

@@ -1,6 +1,4 @@
-//! TFLite's audio custom ops, `AudioSpectrogram` and `Mfcc`, with the FlexBuffer reader
-//! for their options.
+//! TFLite's audio custom ops, `AudioSpectrogram` and `Mfcc`.
 
-pub(crate) mod flexmap;
 pub mod mfcc;
 pub mod spectrogram;

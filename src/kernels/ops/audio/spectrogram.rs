@@ -13,11 +13,11 @@
 //! A channel whose window count then differs from the first's is an error (TFLite's
 //! check), so multi-channel inputs only work where the counts agree.
 
-use super::flexmap::FlexMap;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::OpCtx;
+use crate::kernels::flexbuffer::FlexMap;
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::ops::rfft2d::FftPlan;
 use crate::kernels::shape_util::{check_arity, in_op, op_error};
@@ -43,9 +43,9 @@ pub struct SpectrogramOptions {
 impl SpectrogramOptions {
     /// Reads and checks the custom options (`Spectrogram::Initialize`'s conditions).
     pub fn parse(buf: &[u8]) -> Result<SpectrogramOptions> {
-        let m = FlexMap::parse(buf)?;
-        let window = m.get("window_size").as_i64();
-        let stride = m.get("stride").as_i64();
+        let m = FlexMap::root_of_scalars(buf)?;
+        let window = m.get("window_size")?.as_i64();
+        let stride = m.get("stride")?.as_i64();
         if !(2..=MAX_WINDOW).contains(&window) {
             crate::bail!("window_size {window} must be in [2, {MAX_WINDOW}]");
         }
@@ -55,7 +55,7 @@ impl SpectrogramOptions {
         Ok(SpectrogramOptions {
             window_size: window as usize,
             stride: stride as usize,
-            magnitude_squared: m.get("magnitude_squared").as_bool(),
+            magnitude_squared: m.get("magnitude_squared")?.as_bool(),
         })
     }
 

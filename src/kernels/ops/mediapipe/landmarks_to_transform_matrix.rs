@@ -20,11 +20,11 @@
 //! products sum from 0 in index order), with its two double-precision constants
 //! (`-1.0 * (output_width / 2.0)`) rounded to f32 as its constructors do.
 
-use super::flexmap::FlexMap;
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
 use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::Result;
 use crate::kernels::api::OpCtx;
+use crate::kernels::flexbuffer::FlexMap;
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::shape_util::{check_arity, in_op, op_error};
 
@@ -51,7 +51,7 @@ pub struct Options {
 impl Options {
     /// Reads the options from the custom options' FlexBuffers map.
     pub fn parse(custom: &[u8]) -> Result<Options> {
-        let m = FlexMap::parse(custom)?;
+        let m = FlexMap::root(custom)?;
         let flat = m.i32_vec_or_empty("subset_idxs")?;
         let mut subset_idxs: Vec<[i32; 2]> = flat.chunks_exact(2).map(|p| [p[0], p[1]]).collect();
         if let [.., last] = flat[..]

@@ -3,7 +3,6 @@
 //! MediaPipe's models use. Each is registered under MediaPipe's name at the versions
 //! MediaPipe's op resolvers accept.
 
-mod flexmap;
 pub mod fused_batch_norm;
 pub mod landmarks_to_transform_matrix;
 pub mod max_pool_argmax;
