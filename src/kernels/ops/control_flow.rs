@@ -68,7 +68,7 @@ fn this_subgraph(ctx: &OpCtx<'_>, op: &str) -> Result<Box<dyn SubgraphCalls>> {
 }
 
 /// The running subgraph's own index (to copy between its own tensors).
-fn own_index(g: &dyn SubgraphCalls, op: &str) -> Result<SubgraphIndex> {
+pub(crate) fn own_index(g: &dyn SubgraphCalls, op: &str) -> Result<SubgraphIndex> {
     g.own_index().ok_or_else(|| op_error(op, "the running subgraph is not part of the model"))
 }
 
@@ -87,7 +87,7 @@ fn prepare_callee(g: &mut dyn SubgraphCalls, src: &[i32], callee: SubgraphIndex,
 /// Copies the running subgraph's tensors `src` into `callee`'s inputs (reshaping and
 /// re-allocating the callee first if their shapes changed), runs it, and makes its
 /// outputs readable.
-fn run_callee(g: &mut dyn SubgraphCalls, src: &[i32], callee: SubgraphIndex, op: &str) -> Result<()> {
+pub(crate) fn run_callee(g: &mut dyn SubgraphCalls, src: &[i32], callee: SubgraphIndex, op: &str) -> Result<()> {
     prepare_callee(g, src, callee, op)?;
     let own = own_index(g, op)?;
     let inputs = g.inputs(callee);
@@ -96,7 +96,7 @@ fn run_callee(g: &mut dyn SubgraphCalls, src: &[i32], callee: SubgraphIndex, op:
 }
 
 /// Prepare-time sizing of the node's outputs: dynamic, or the (static) shapes `shapes`.
-fn size_outputs(ctx: &OpCtx<'_>, op: &str, dynamic: bool, shapes: &[Vec<i32>]) -> Result<()> {
+pub(crate) fn size_outputs(ctx: &OpCtx<'_>, op: &str, dynamic: bool, shapes: &[Vec<i32>]) -> Result<()> {
     for (i, &o) in ctx.output_indices().iter().enumerate() {
         if o < 0 {
             continue;

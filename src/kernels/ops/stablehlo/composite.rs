@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::kernels::api::OpCtx;
 use crate::kernels::graph::{SubgraphCalls, SubgraphIndex, calls_of};
 use crate::kernels::kernel::{self, BuiltinKernel};
+use crate::kernels::ops::control_flow::{self, size_outputs};
 use crate::kernels::shape_util::op_error;
 
 const COMPOSITE: &str = "STABLEHLO_COMPOSITE";
@@ -72,30 +73,11 @@ fn prepare_callee(
     Ok((g.has_dynamic_tensors(callee), shapes))
 }
 
-/// Prepare-time sizing of the node's outputs: dynamic, or the callee's static shapes.
-fn size_outputs(ctx: &OpCtx<'_>, op: &str, dynamic: bool, shapes: &[Vec<i32>]) -> Result<()> {
-    for (i, &o) in ctx.output_indices().iter().enumerate() {
-        if o < 0 {
-            continue;
-        }
-        if dynamic {
-            ctx.set_output_dynamic(i).map_err(|e| op_error(op, e.message))?;
-        } else {
-            ctx.resize_output(i, &shapes[i]).map_err(|e| op_error(op, e.message))?;
-        }
-    }
-    Ok(())
-}
-
-/// Copies `src` (tensors of the running subgraph) into `callee`'s inputs, runs it and
-/// copies its outputs into the node's outputs.
+/// Runs `callee` on `src` (the control-flow ops' sequence) and copies its outputs into
+/// the node's outputs.
 fn run_callee(ctx: &OpCtx<'_>, g: &mut dyn SubgraphCalls, src: &[i32], callee: SubgraphIndex, op: &str) -> Result<()> {
-    g.copy_shapes_to_inputs(src, callee).map_err(|e| op_error(op, e.message))?;
-    g.allocate(callee).map_err(|e| Error::with_status(e.status, format!("{op}: subgraph: {}", e.message)))?;
-    let own = g.own_index().ok_or_else(|| op_error(op, "the running subgraph is not part of the model"))?;
-    let inputs = g.inputs(callee);
-    g.copy(own, src, callee, &inputs).map_err(|e| op_error(op, e.message))?;
-    g.invoke(callee).map_err(|e| Error::with_status(e.status, format!("{op}: subgraph: {}", e.message)))?;
+    control_flow::run_callee(g, src, callee, op)?;
+    let own = control_flow::own_index(g, op)?;
     let outs = g.outputs(callee);
     g.copy(callee, &outs, own, ctx.output_indices()).map_err(|e| op_error(op, e.message))
 }
