@@ -85,35 +85,58 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
         // The sums leave the registers once, for the requantization loop below: a loop
         // that indexes the accumulators themselves (it is too long to unroll) would keep
         // them in memory through the whole K loop.
-        let mut sums = [[0i32; 32]; MAX_ROWS];
+        let mut sums = [[core::mem::MaybeUninit::<i32>::uninit(); 32]; MAX_ROWS];
         for i in 0..M {
             for v in 0..V {
                 _mm512_storeu_si512(sums[i].as_mut_ptr().add(16 * v).cast(), acc[i][v]);
             }
         }
+        // Only the first `M` rows and `16 * V` columns are read below: all written above.
         match p.out {
             Qs8Out::Int8 { c, bias, mult, left, right, output_offset, min, max, shifts_left, saturates } => {
-                let offset = _mm256_set1_epi16(output_offset.clamp(-32768, 32767) as i16);
-                let vmin = _mm256_set1_epi16(min as i16);
-                let vmax = _mm256_set1_epi16(max as i16);
                 let clamp = min > -128 || max < 127;
-                for v in 0..V {
-                    // Every vector is requantized (a fixed loop keeps the accumulators in
-                    // registers); vectors past `nc` store nothing (an all-zero mask).
-                    let col = 16 * v;
-                    let n = p.nc.saturating_sub(col).min(16);
-                    let mask: __mmask16 = ((1u32 << n) - 1) as __mmask16;
-                    let ch = Channels::load([bias, mult, left, right], col);
+                if V == 2 {
+                    // Both vectors of a row narrow together: `packs` saturates 32 to 16 bits
+                    // and 16 to 8 as the one-vector conversions below do, a dword permute
+                    // undoes its per-128-bit-lane interleave, and one masked store writes
+                    // the row's `nc` bytes.
+                    let offset = _mm512_set1_epi16(output_offset.clamp(-32768, 32767) as i16);
+                    let (vmin, vmax) = (_mm512_set1_epi16(min as i16), _mm512_set1_epi16(max as i16));
+                    let order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+                    let mask: __mmask32 = ((1u64 << p.nc) - 1) as __mmask32;
+                    let ch0 = Channels::load([bias, mult, left, right], 0);
+                    let ch1 = Channels::load([bias, mult, left, right], 16);
                     for i in 0..M {
-                        let acc = _mm512_loadu_si512(sums[i].as_ptr().add(col).cast());
-                        let r = ch.requant(acc, shifts_left, saturates);
-                        // Saturated to 16 bits, the output offset added with saturation: the
-                        // clamp to the int8 range below then gives what clamping the 32-bit
-                        // values would.
-                        let r = _mm256_adds_epi16(_mm512_cvtsepi32_epi16(r), offset);
-                        let r = if clamp { _mm256_min_epi16(_mm256_max_epi16(r, vmin), vmax) } else { r };
-                        let bytes = _mm256_cvtsepi16_epi8(r);
-                        _mm_mask_storeu_epi8(c.wrapping_add(i * p.c_stride + col), mask, bytes);
+                        let r0 = ch0.requant(_mm512_loadu_si512(sums[i].as_ptr().cast()), shifts_left, saturates);
+                        let r1 =
+                            ch1.requant(_mm512_loadu_si512(sums[i].as_ptr().add(16).cast()), shifts_left, saturates);
+                        let r = _mm512_adds_epi16(_mm512_packs_epi32(r0, r1), offset);
+                        let r = if clamp { _mm512_min_epi16(_mm512_max_epi16(r, vmin), vmax) } else { r };
+                        let bytes = _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, _mm512_packs_epi16(r, r)));
+                        _mm256_mask_storeu_epi8(c.wrapping_add(i * p.c_stride), mask, bytes);
+                    }
+                } else {
+                    let offset = _mm256_set1_epi16(output_offset.clamp(-32768, 32767) as i16);
+                    let vmin = _mm256_set1_epi16(min as i16);
+                    let vmax = _mm256_set1_epi16(max as i16);
+                    for v in 0..V {
+                        // Every vector is requantized (a fixed loop keeps the accumulators
+                        // in registers); vectors past `nc` store nothing (an all-zero mask).
+                        let col = 16 * v;
+                        let n = p.nc.saturating_sub(col).min(16);
+                        let mask: __mmask16 = ((1u32 << n) - 1) as __mmask16;
+                        let ch = Channels::load([bias, mult, left, right], col);
+                        for i in 0..M {
+                            let acc = _mm512_loadu_si512(sums[i].as_ptr().add(col).cast());
+                            let r = ch.requant(acc, shifts_left, saturates);
+                            // Saturated to 16 bits, the output offset added with saturation:
+                            // the clamp to the int8 range below then gives what clamping the
+                            // 32-bit values would.
+                            let r = _mm256_adds_epi16(_mm512_cvtsepi32_epi16(r), offset);
+                            let r = if clamp { _mm256_min_epi16(_mm256_max_epi16(r, vmin), vmax) } else { r };
+                            let bytes = _mm256_cvtsepi16_epi8(r);
+                            _mm_mask_storeu_epi8(c.wrapping_add(i * p.c_stride + col), mask, bytes);
+                        }
                     }
                 }
             }
