@@ -57,6 +57,30 @@ pub fn split_words(s: &[u8]) -> Vec<&[u8]> {
     words
 }
 
+/// Strings back to back in one buffer (one allocation however many there are).
+#[derive(Debug, Default, PartialEq)]
+pub struct Grams {
+    /// The strings' bytes, concatenated.
+    pub bytes: Vec<u8>,
+    /// Where each string ends in `bytes`.
+    pub ends: Vec<usize>,
+}
+
+impl Grams {
+    /// The strings, in order.
+    pub fn strings(&self) -> Vec<&[u8]> {
+        let mut start = 0;
+        self.ends
+            .iter()
+            .map(|&end| {
+                let s = &self.bytes[start..end];
+                start = end;
+                s
+            })
+            .collect()
+    }
+}
+
 /// The grams TFLite's SKIP_GRAM makes of `words`, in its order. `max_bytes` bounds the
 /// total size of the grams (an error beyond it, as TFLite's string buffer refuses more
 /// than int32 offsets can address).
@@ -73,8 +97,8 @@ pub fn skip_grams(
     max_skip: i32,
     include_all: bool,
     max_bytes: usize,
-) -> Result<Vec<Vec<u8>>> {
-    let mut grams = Vec::new();
+) -> Result<Grams> {
+    let mut grams = Grams::default();
     let n = match usize::try_from(ngram_size) {
         Ok(n) if n > 0 && words.len() >= n => n,
         _ => return Ok(grams),
@@ -101,19 +125,19 @@ pub fn skip_grams(
             continue;
         }
         if include(depth) {
-            let mut gram = Vec::new();
-            for (k, &w) in stack[..depth].iter().enumerate() {
-                if k > 0 {
-                    gram.push(b' ');
-                }
-                gram.extend_from_slice(words[w]);
-            }
             // Each string also takes an int32 offset in the tensor.
-            bytes = bytes.saturating_add(gram.len() + 4);
+            let len = stack[..depth].iter().map(|&w| words[w].len() + 1).sum::<usize>() - 1;
+            bytes = bytes.saturating_add(len + 4);
             if bytes > max_bytes {
                 return Err(Error::new(format!("the skip-grams exceed {max_bytes} bytes")));
             }
-            grams.push(gram);
+            for (k, &w) in stack[..depth].iter().enumerate() {
+                if k > 0 {
+                    grams.bytes.push(b' ');
+                }
+                grams.bytes.extend_from_slice(words[w]);
+            }
+            grams.ends.push(grams.bytes.len());
         }
         if depth == 0 {
             return Ok(grams);
@@ -154,9 +178,9 @@ impl BuiltinKernel for SkipGram {
         let words = split_words(text);
         let grams = skip_grams(&words, p.ngram_size, p.max_skip_size, p.include_all_ngrams, MAX_OUTPUT_BYTES)
             .map_err(in_op(OP))?;
-        let bytes = write_strings(&grams).map_err(in_op(OP))?;
+        let bytes = write_strings(&grams.strings()).map_err(in_op(OP))?;
         let out = ctx.output(0).map_err(in_op(OP))?.index as i32;
-        let shape = [i32::try_from(grams.len()).map_err(|_| op_error(OP, "too many skip-grams"))?];
+        let shape = [i32::try_from(grams.ends.len()).map_err(|_| op_error(OP, "too many skip-grams"))?];
         calls_of(ctx, OP)?.write(out, &shape, TfLiteType::kTfLiteString, &bytes).map_err(in_op(OP))
     }
 }
@@ -170,7 +194,7 @@ mod tests {
     fn grams(s: &str, n: i32, skip: i32, all: bool) -> Vec<String> {
         let words = split_words(s.as_bytes());
         let g = skip_grams(&words, n, skip, all, MAX_OUTPUT_BYTES).unwrap();
-        g.into_iter().map(|v| String::from_utf8(v).unwrap()).collect()
+        g.strings().into_iter().map(|v| String::from_utf8(v.to_vec()).unwrap()).collect()
     }
 
     /// TFLite's walk without the pruning, for comparing orders.
@@ -236,6 +260,7 @@ mod tests {
                         let names: Vec<String> = (0..num_words).map(|i| format!("w{i}")).collect();
                         let words: Vec<&[u8]> = names.iter().map(|s| s.as_bytes()).collect();
                         let got = skip_grams(&words, n as i32, skip, all, MAX_OUTPUT_BYTES).unwrap();
+                        let got: Vec<Vec<u8>> = got.strings().into_iter().map(<[u8]>::to_vec).collect();
                         let want: Vec<Vec<u8>> = unpruned(num_words, n, skip as i64, all)
                             .into_iter()
                             .map(|g| g.iter().map(|&i| names[i].clone()).collect::<Vec<_>>().join(" ").into_bytes())
@@ -252,7 +277,7 @@ mod tests {
         let names: Vec<String> = (0..200).map(|i| format!("w{i}")).collect();
         let words: Vec<&[u8]> = names.iter().map(|s| s.as_bytes()).collect();
         // One gram of all 200 words: TFLite's walk would visit ~2^199 partial grams.
-        assert_eq!(skip_grams(&words, 200, i32::MAX, false, MAX_OUTPUT_BYTES).unwrap().len(), 1);
+        assert_eq!(skip_grams(&words, 200, i32::MAX, false, MAX_OUTPUT_BYTES).unwrap().ends.len(), 1);
         assert!(skip_grams(&words, 3, i32::MAX, true, 1 << 16).is_err());
     }
 
