@@ -133,10 +133,16 @@ impl BuiltinKernel for HashtableLookup {
         let keys = ctx.input(1).map_err(in_op(OP))?;
         let values = ctx.input(2).map_err(in_op(OP))?;
         if lookup.shape.len() != 1 || lookup.dtype != kTfLiteInt32 {
-            return Err(op_error(OP, format!("lookup must be a 1-D int32 tensor, not {:?}", lookup.shape)));
+            return Err(op_error(
+                OP,
+                format!("lookup must be a 1-D int32 tensor, not {} {:?}", lookup.dtype.name(), lookup.shape),
+            ));
         }
         if keys.shape.len() != 1 || keys.dtype != kTfLiteInt32 {
-            return Err(op_error(OP, format!("keys must be a 1-D int32 tensor, not {:?}", keys.shape)));
+            return Err(op_error(
+                OP,
+                format!("keys must be a 1-D int32 tensor, not {} {:?}", keys.dtype.name(), keys.shape),
+            ));
         }
         if values.shape.is_empty() || values.shape[0] != keys.shape[0] {
             return Err(op_error(
