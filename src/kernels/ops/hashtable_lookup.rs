@@ -11,12 +11,14 @@
 //! left when the lookup key is smaller, right when it is larger), so repeated keys give the
 //! row that search lands on and unsorted keys what it finds, as in TFLite. TFLite's
 //! comparator returns `lookup - key` in int32, which would wrap for keys 2^31 or more apart
-//! and send the search the wrong way; but glibc's `bsearch` is inlined with it, and the
-//! compiler (signed overflow being undefined) folds the sign tests into comparisons: LiteRT
-//! 2.3.0 finds `-2e9` among the keys `[-2e9, 2e9]` and `i32::MIN` among
-//! `[i32::MIN, -1, 1, i32::MAX]`, where wrapping subtraction would miss both. The search
-//! here compares, matching that observed result (pinned by the conformance cases
-//! `hashtable_lookup_extreme_keys` and `hashtable_lookup_int32_limits`).
+//! and send the search the wrong way; yet LiteRT 2.3.0 finds `-2e9` among the keys
+//! `[-2e9, 2e9]` and `i32::MIN` among `[i32::MIN, -1, 1, i32::MAX]`, where wrapping
+//! subtraction would miss both (most likely glibc's `bsearch` is inlined with the
+//! comparator and, signed overflow being undefined, the compiler folds its sign tests into
+//! comparisons). The search here compares, matching that observed result (pinned by the
+//! conformance cases `hashtable_lookup_extreme_keys` and `hashtable_lookup_int32_limits`).
+//!
+//! A table without rows is an error: TFLite divides the table's bytes by its row count.
 
 use super::strings::{read_strings, write_strings};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
