@@ -51,6 +51,7 @@ unsafe extern "C" {
     pub fn TfLiteTensorData(t: *const Opaque) -> *mut c_void;
     pub fn TfLiteTensorCopyFromBuffer(t: *mut Opaque, data: *const c_void, n: usize) -> Status;
     pub fn TfLiteTensorCopyToBuffer(t: *const Opaque, data: *mut c_void, n: usize) -> Status;
+    pub fn TfLiteTensorRealloc(num_bytes: usize, t: *mut Opaque) -> Status;
 }
 
 /// The shared corpus, or a panic saying where it was looked for.
