@@ -24,7 +24,7 @@ const MEDIAPIPE_CUSTOM: &[(&str, (i32, i32))] = &[
 ];
 
 /// Ops of the lists above that this runtime does not register yet.
-const NOT_YET: &[&str] = &["BIDIRECTIONAL_SEQUENCE_LSTM", "HASHTABLE_LOOKUP", "SKIP_GRAM"];
+const NOT_YET: &[&str] = &["HASHTABLE_LOOKUP", "SKIP_GRAM"];
 
 /// Op name → accepted version range.
 type Table = BTreeMap<String, (i32, i32)>;

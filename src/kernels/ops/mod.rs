@@ -86,3 +86,4 @@ pub mod transpose_conv_f32_gemm;
 pub mod unique;
 pub mod variables;
 pub mod where_op;
+pub mod bidirectional_sequence_lstm;
