@@ -22,16 +22,11 @@
 //!
 //! Types: float32 (version 1); hybrid (versions 2 and 3: float32 activations, int8
 //! weights with per-tensor scales, each step's input, aux input and output state quantized
-//! per batch row, symmetrically or with `asymmetric_quantize_inputs`). TFLite's hybrid
-//! kernel always steps the input as time-major, whatever `time_major` says: a batch-major
-//! `[batch, time, n]` input is walked as `batch` steps of `time` rows (the first
-//! `time * n_output` values of each state are used), which is kept here.
+//! per batch row, symmetrically or with `asymmetric_quantize_inputs`).
 //!
-//! Refused at Prepare where TFLite would read or write out of bounds or abort: a hybrid
-//! batch-major input with more time steps than batch rows; a merged batch-major float
-//! output with more than one batch row (TFLite offsets the states by the merged row size);
-//! asymmetric hybrid projection with `n_output` not a multiple of `n_cell` (its row-sum
-//! buffer size check fails); uint8 weights.
+//! Refused at Prepare: a merged batch-major output with more than one batch row (TFLite
+//! offsets each batch row's states by the merged row size there, reading and writing past
+//! the state tensors), and uint8 weights (which TFLite's hybrid kernel reads as int8).
 
 use super::lstm::{self, Dims, Gate, HybridSums, Params, Pass, Rec, Weights};
 use crate::abi::builtin_op_data::TfLiteBidirectionalSequenceLSTMParams;
@@ -84,9 +79,7 @@ enum Aux {
 
 /// What Prepare works out once.
 struct Plan {
-    /// The LSTM options, with the layout the kernel steps in (time-major when hybrid).
     p: Params,
-    /// The sizes as stepped (a hybrid batch-major input's dimensions swapped).
     d: Dims,
     hybrid: bool,
     aux: Aux,
@@ -315,33 +308,22 @@ fn check(ctx: &OpCtx<'_>, p: &TfLiteBidirectionalSequenceLSTMParams) -> Result<P
         format!("the forward recurrent-to-output weights must have rank 2, not {:?}", rec2out.shape)
     })?;
     let n_output = dim(&rec2out, 1);
-    // The layout the kernel steps in: TFLite's hybrid kernel is always time-major.
-    let time_major = p.time_major || hybrid;
+    let time_major = p.time_major;
     let (max_time, n_batch) = if time_major { (lead0, lead1) } else { (lead1, lead0) };
     let d = Dims { n_batch, max_time, n_input, n_cell, n_output };
     let cifg = [check_cell(ctx, FW, &d, wtype)?, check_cell(ctx, BW, &d, wtype)?];
-    // The states, sized by the layout the flag gives (as TFLite checks them).
-    let state_batch = if p.time_major { lead1 } else { lead0 };
     for (states, name) in [(FW_STATES, "forward"), (BW_STATES, "backward")] {
         for (i, what, n) in [(states[0], "output", n_output), (states[1], "cell", n_cell)] {
             let s = ctx.variable_input(i).map_err(in_op(OP))?;
-            let want = state_batch.checked_mul(n).ok_or_else(|| op_error(OP, "state size overflow"))?;
+            let want = n_batch.checked_mul(n).ok_or_else(|| op_error(OP, "state size overflow"))?;
             ensure(s.dtype == F32 && s.num_elements() == want, || {
                 format!("the {name} {what} state must be float32 with {want} elements, not {} {:?}", s.dtype.name(), s.shape)
             })?;
         }
     }
-    if hybrid && !p.time_major {
-        ensure(lead1 <= lead0, || {
-            format!(
-                "a hybrid batch-major input is stepped as time-major, so its time steps ({lead1}) must not \
-                 exceed its batch rows ({lead0})"
-            )
-        })?;
-    }
     if p.merge_outputs && !time_major {
         ensure(n_batch <= 1, || {
-            "a merged batch-major float output supports one batch row only (TFLite offsets the states by the merged row size)"
+            "a merged batch-major output supports one batch row only (TFLite offsets the states by the merged row size)"
                 .into()
         })?;
     }
@@ -352,18 +334,6 @@ fn check(ctx: &OpCtx<'_>, p: &TfLiteBidirectionalSequenceLSTMParams) -> Result<P
                 && w.quant().zero_point != 0
             {
                 return Err(op_error(OP, format!("hybrid weights must be symmetric (zero point 0); input {i} is not")));
-            }
-        }
-        if p.asymmetric_quantize_inputs {
-            for base in [FW, BW] {
-                if ctx.optional_input(base + PROJECTION_WEIGHTS).map_err(in_op(OP))?.is_some() {
-                    ensure(n_cell > 0 && n_output % n_cell == 0, || {
-                        format!(
-                            "asymmetric hybrid projection needs n_output ({n_output}) to be a multiple of n_cell \
-                             ({n_cell}) (TFLite's row-sum buffer check)"
-                        )
-                    })?;
-                }
             }
         }
     }
@@ -474,9 +444,7 @@ fn eval(ctx: &OpCtx<'_>, plan: &Plan) -> Result<()> {
         let mut hs = ctx.variable_input(states[0]).map_err(in_op(OP))?;
         let mut cs = ctx.variable_input(states[1]).map_err(in_op(OP))?;
         let (h, c) = (hs.data_mut::<f32>().map_err(in_op(OP))?, cs.data_mut::<f32>().map_err(in_op(OP))?);
-        // A hybrid batch-major input steps fewer rows than the states hold (checked at Prepare).
-        ensure(h.len() >= nb * no && c.len() >= nb * nc, || "the states are smaller than Prepare saw".into())?;
-        let (h, c) = (&mut h[..nb * no], &mut c[..nb * nc]);
+        ensure(h.len() == nb * no && c.len() == nb * nc, || "the state sizes do not match the shapes Prepare saw".into())?;
         let (x, output, off) = match (k, out1.as_mut()) {
             (0, _) => (input, out0.data_mut::<f32>().map_err(in_op(OP))?, 0),
             (_, Some(o)) => (bw_input, o.data_mut::<f32>().map_err(in_op(OP))?, 0),
@@ -748,13 +716,16 @@ mod tests {
 
     #[test]
     fn hybrid_runs_with_zero_weights() {
-        let mut m = model(2, 2, false, false, true);
-        assert_eq!(m.run(), TfLiteStatus::kTfLiteOk);
-        // Hybrid is stepped time-major: two steps of two rows, constant gates.
         let (i, f, g, o) = (sigmoid(BIAS[0]), sigmoid(BIAS[1]), BIAS[2].tanh(), sigmoid(BIAS[3]));
         let (h1, h2) = (o * (i * g).tanh(), o * (f * i * g + i * g).tanh());
-        let fw = m.g.data::<f32>(m.outputs[0]);
-        assert!(fw.iter().zip([h1, h1, h2, h2]).all(|(a, b)| (a - b).abs() < 1e-6), "{fw:?}");
+        for time_major in [false, true] {
+            let mut m = model(2, 2, time_major, false, true);
+            assert_eq!(m.run(), TfLiteStatus::kTfLiteOk);
+            // Two batch rows of two steps with constant gates.
+            let want = if time_major { [h1, h1, h2, h2] } else { [h1, h2, h1, h2] };
+            let fw = m.g.data::<f32>(m.outputs[0]);
+            assert!(fw.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-6), "{fw:?}");
+        }
     }
 
     fn fails(mut m: Model) {
@@ -847,9 +818,8 @@ mod tests {
         // Merged batch-major float output with two batch rows.
         fails(model(2, 2, false, true, false));
         assert_eq!(model(1, 2, false, true, false).run(), TfLiteStatus::kTfLiteOk);
-        // Hybrid batch-major with more time steps than batch rows.
-        fails(model(1, 2, false, false, true));
-        assert_eq!(model(2, 1, false, false, true).run(), TfLiteStatus::kTfLiteOk);
+        fails(model(2, 2, false, true, true));
+        assert_eq!(model(2, 2, true, true, true).run(), TfLiteStatus::kTfLiteOk);
         // uint8 weights.
         let mut m = model(1, 2, false, false, false);
         for i in (FW..FW + 8).chain(BW..BW + 8) {

@@ -104,7 +104,9 @@ def cases():
                  merge=True, peephole=True, projection=True, proj_bias=True, hybrid=True, asymmetric=True,
                  note="asymmetric input quantization with weight row sums, int8 peepholes and projection")
     yield bilstm("bidirectional_sequence_lstm_hybrid_batch_major", 3, 2, 3, 4, hybrid=True,
-                 note="TFLite's hybrid kernel steps a batch-major input as time-major: 3 steps of 2 rows")
+                 note="batch-major hybrid: each batch row stepped alone")
+    yield bilstm("bidirectional_sequence_lstm_hybrid_asymmetric_projection_batch_major", 2, 3, 2, 3, n_output=2,
+                 projection=True, hybrid=True, asymmetric=True, note="n_output not a multiple of n_cell")
     yield bilstm("bidirectional_sequence_lstm_hybrid_batch_major_asymmetric_square", 2, 2, 2, 3, peephole=True, hybrid=True,
                  asymmetric=True)
     yield bilstm("bidirectional_sequence_lstm_hybrid_cross_links_asymmetric", 2, 3, 3, 4, time_major=True, aux=2, aux_weights=True,
