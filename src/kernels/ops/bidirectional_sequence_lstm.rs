@@ -710,7 +710,8 @@ mod tests {
             for (a, b) in got.iter().zip(&want) {
                 assert!((a - b).abs() < 1e-6, "{time_major} {merge}: {got:?} vs {want:?}");
             }
-            assert_eq!(m.g.shape(m.outputs[0]), if merge { [1, 2, 2] } else { [1, 2, 1] }.map(|v| v as i32));
+            let lead = if time_major { [2, 1] } else { [1, 2] };
+            assert_eq!(m.g.shape(m.outputs[0]), [lead[0], lead[1], if merge { 2 } else { 1 }]);
         }
     }
 
