@@ -247,7 +247,10 @@ fn check_aux(ctx: &OpCtx<'_>, input: &TensorView<'_>, nc: usize, wtype: TfLiteTy
     })?;
     if !any {
         ensure(a.shape == input.shape, || {
-            format!("the aux input {:?} read by the backward cell must have the input's shape {:?}", a.shape, input.shape)
+            format!(
+                "the aux input {:?} read by the backward cell must have the input's shape {:?}",
+                a.shape, input.shape
+            )
         })?;
         return Ok(Aux::BackwardInput);
     }
@@ -256,20 +259,18 @@ fn check_aux(ctx: &OpCtx<'_>, input: &TensorView<'_>, nc: usize, wtype: TfLiteTy
     })?;
     let na = dim(&a, 2);
     for (k, base) in [FW_AUX, BW_AUX].into_iter().enumerate() {
-        for g in 0..4 {
+        for (g, gate) in GATE_NAMES.iter().enumerate() {
             let name = cell_name(if k == 0 { FW } else { BW });
             match get(base + g)? {
                 // TFLite reads the input gate's aux weights whenever the cell has an input gate.
                 None if g == G_INPUT && !cifg[k] => {
                     return Err(op_error(OP, format!("the {name} aux-input-to-input weights are missing")));
                 }
+                // (A CIFG cell's input-gate aux weights are checked, then never read.)
                 None => {}
-                // A CIFG cell has no input gate; TFLite ignores these.
-                Some(_) if g == G_INPUT && cifg[k] => {}
                 Some(w) => ensure(is_shape(&w, &[nc, na]) && w.dtype == wtype, || {
                     format!(
-                        "the {name} aux-input-to-{} weights must be {} [{nc}, {na}], not {} {:?}",
-                        GATE_NAMES[g],
+                        "the {name} aux-input-to-{gate} weights must be {} [{nc}, {na}], not {} {:?}",
                         wtype.name(),
                         w.dtype.name(),
                         w.shape
@@ -285,11 +286,7 @@ fn check(ctx: &OpCtx<'_>, p: &TfLiteBidirectionalSequenceLSTMParams) -> Result<P
     use TfLiteType::{kTfLiteFloat32 as F32, kTfLiteInt8 as I8};
     let outs = if p.merge_outputs { 1 } else { 2 };
     ensure(ctx.num_inputs() == N_INPUTS && ctx.num_outputs() == outs, || {
-        format!(
-            "expects {N_INPUTS} inputs and {outs} output(s), got {} and {}",
-            ctx.num_inputs(),
-            ctx.num_outputs()
-        )
+        format!("expects {N_INPUTS} inputs and {outs} output(s), got {} and {}", ctx.num_inputs(), ctx.num_outputs())
     })?;
     ensure(p.cell_clip >= 0.0 && p.proj_clip >= 0.0, || "cell_clip and proj_clip must be >= 0".into())?;
     let input = ctx.input(INPUT).map_err(in_op(OP))?;
@@ -301,7 +298,9 @@ fn check(ctx: &OpCtx<'_>, p: &TfLiteBidirectionalSequenceLSTMParams) -> Result<P
     let wtype = in2out.dtype;
     ensure(wtype == F32 || wtype == I8, || format!("weights of type {} are not supported", wtype.name()))?;
     let hybrid = wtype == I8;
-    ensure(in2out.shape.len() == 2, || format!("the forward input-to-output weights must have rank 2, not {:?}", in2out.shape))?;
+    ensure(in2out.shape.len() == 2, || {
+        format!("the forward input-to-output weights must have rank 2, not {:?}", in2out.shape)
+    })?;
     let n_cell = dim(&in2out, 0);
     let rec2out = ctx.input(FW + RECURRENT_TO_GATE[3]).map_err(in_op(OP))?;
     ensure(rec2out.shape.len() == 2, || {
@@ -317,7 +316,11 @@ fn check(ctx: &OpCtx<'_>, p: &TfLiteBidirectionalSequenceLSTMParams) -> Result<P
             let s = ctx.variable_input(i).map_err(in_op(OP))?;
             let want = n_batch.checked_mul(n).ok_or_else(|| op_error(OP, "state size overflow"))?;
             ensure(s.dtype == F32 && s.num_elements() == want, || {
-                format!("the {name} {what} state must be float32 with {want} elements, not {} {:?}", s.dtype.name(), s.shape)
+                format!(
+                    "the {name} {what} state must be float32 with {want} elements, not {} {:?}",
+                    s.dtype.name(),
+                    s.shape
+                )
             })?;
         }
     }
@@ -444,7 +447,9 @@ fn eval(ctx: &OpCtx<'_>, plan: &Plan) -> Result<()> {
         let mut hs = ctx.variable_input(states[0]).map_err(in_op(OP))?;
         let mut cs = ctx.variable_input(states[1]).map_err(in_op(OP))?;
         let (h, c) = (hs.data_mut::<f32>().map_err(in_op(OP))?, cs.data_mut::<f32>().map_err(in_op(OP))?);
-        ensure(h.len() == nb * no && c.len() == nb * nc, || "the state sizes do not match the shapes Prepare saw".into())?;
+        ensure(h.len() == nb * no && c.len() == nb * nc, || {
+            "the state sizes do not match the shapes Prepare saw".into()
+        })?;
         let (x, output, off) = match (k, out1.as_mut()) {
             (0, _) => (input, out0.data_mut::<f32>().map_err(in_op(OP))?, 0),
             (_, Some(o)) => (bw_input, o.data_mut::<f32>().map_err(in_op(OP))?, 0),
@@ -473,7 +478,9 @@ mod tests {
 
     /// Deterministic values in [-0.5, 0.5).
     fn values(n: usize, seed: u32) -> Vec<f32> {
-        (0..n as u32).map(|i| ((i.wrapping_mul(2654435761).wrapping_add(seed * 97)) % 1000) as f32 / 1000.0 - 0.5).collect()
+        (0..n as u32)
+            .map(|i| ((i.wrapping_mul(2654435761).wrapping_add(seed * 97)) % 1000) as f32 / 1000.0 - 0.5)
+            .collect()
     }
 
     /// Float weights of a full (non-CIFG) cell: input, aux and recurrent matrices and biases.
@@ -527,11 +534,8 @@ mod tests {
         let mut r = vec![0.0; v.len()];
         for b in 0..nb {
             for t in 0..nt {
-                let (src, dst) = if time_major {
-                    (t * nb + b, (nt - 1 - t) * nb + b)
-                } else {
-                    (b * nt + t, b * nt + nt - 1 - t)
-                };
+                let (src, dst) =
+                    if time_major { (t * nb + b, (nt - 1 - t) * nb + b) } else { (b * nt + t, b * nt + nt - 1 - t) };
                 r[dst * n..(dst + 1) * n].copy_from_slice(&v[src * n..(src + 1) * n]);
             }
         }
@@ -565,10 +569,14 @@ mod tests {
             let p = params(time_major, kTfLiteActTanh);
             let alone = pass(&w, &p, D, &x, &plain(D.n_output), rows * D.n_output);
             let stride = 2 * D.n_output;
-            let merged = pass(&w, &p, D, &x, &Pass { out_offset: D.n_output, out_stride: stride, ..plain(0) }, rows * stride);
+            let merged =
+                pass(&w, &p, D, &x, &Pass { out_offset: D.n_output, out_stride: stride, ..plain(0) }, rows * stride);
             for r in 0..rows {
                 assert_eq!(&merged[r * stride..r * stride + D.n_output], &[0.0; 3]);
-                assert_eq!(&merged[r * stride + D.n_output..(r + 1) * stride], &alone[r * D.n_output..(r + 1) * D.n_output]);
+                assert_eq!(
+                    &merged[r * stride + D.n_output..(r + 1) * stride],
+                    &alone[r * D.n_output..(r + 1) * D.n_output]
+                );
             }
         }
     }
@@ -581,17 +589,22 @@ mod tests {
         let aux = values(D.n_batch * D.max_time * na, 4);
         // The same cell over the rows [x | aux] with the weights [W | W_aux].
         let wide = Dims { n_input: D.n_input + na, ..D };
-        let mut cat = o.w.clone();
-        for g in 0..4 {
-            cat[g] = (0..D.n_cell)
+        let cat: [Vec<f32>; 4] = core::array::from_fn(|g| {
+            (0..D.n_cell)
                 .flat_map(|r| {
                     let w = &o.w[g][r * D.n_input..(r + 1) * D.n_input];
                     w.iter().chain(&o.a[g][r * na..(r + 1) * na]).copied().collect::<Vec<_>>()
                 })
-                .collect();
-        }
+                .collect()
+        });
         let xcat: Vec<f32> = (0..D.n_batch * D.max_time)
-            .flat_map(|k| x[k * D.n_input..(k + 1) * D.n_input].iter().chain(&aux[k * na..(k + 1) * na]).copied().collect::<Vec<_>>())
+            .flat_map(|k| {
+                x[k * D.n_input..(k + 1) * D.n_input]
+                    .iter()
+                    .chain(&aux[k * na..(k + 1) * na])
+                    .copied()
+                    .collect::<Vec<_>>()
+            })
             .collect();
         let wide_owned = Owned { w: cat, a: o.a.clone(), r: o.r.clone(), b: o.b.clone() };
         let n = D.n_batch * D.max_time * D.n_output;

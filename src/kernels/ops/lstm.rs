@@ -14,9 +14,12 @@
 //! normalized, scaled by the coefficients, then the bias added), input/forget/output
 //! gates with sigmoid and the cell gate with the op's activation; `c = f ⊙ c + i ⊙ g`
 //! (clipped to `cell_clip`), `h = o ⊙ act(c)`, projected (`proj_clip`) when there are
-//! projection weights. The sequence op's input is `[batch, time, n_input]` (or
-//! `[time, batch, n_input]` when `time_major`) and its output has `n_output` in the last
-//! dimension; LSTM's input is one step `[batch, n_input]`.
+//! projection weights (with no activation, TFLite's `h` is `o ⊙ g`: it leaves the cell
+//! gate's values where `act(c)` would go). The sequence op's input is
+//! `[batch, time, n_input]` (or `[time, batch, n_input]` when `time_major`) and its
+//! output has `n_output` in the last dimension; LSTM's input is one step `[batch, n_input]`. [`run_pass`] also walks the
+//! sequence in reverse, adds aux-input weights and writes strided output rows, for
+//! BIDIRECTIONAL_SEQUENCE_LSTM.
 //!
 //! Types: float32; hybrid (float32 activations with int8 weights: each step's input
 //! and output state are quantized per batch row, symmetrically or with a zero point,
@@ -881,7 +884,8 @@ fn step(
     // that with no activation it writes nothing: h is then o ⊙ (cell gate), kept here.
     let tmp = gc; // the cell gate's values are no longer needed
     for k in 0..nb * nc {
-        let a = if p.activation == TfLiteFusedActivation::kTfLiteActNone { tmp[k] } else { apply_f32(c[k], p.activation) };
+        let a =
+            if p.activation == TfLiteFusedActivation::kTfLiteActNone { tmp[k] } else { apply_f32(c[k], p.activation) };
         tmp[k] = go[k] * a;
     }
     match w.projection {

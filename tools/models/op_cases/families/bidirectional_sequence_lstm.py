@@ -78,40 +78,44 @@ def bilstm(name, batch, time, n_input, n_cell, n_output=None, time_major=False, 
     return Case(name, g.finish(), feeds, note=note, ops=[f"BIDIRECTIONAL_SEQUENCE_LSTM:{version}"])
 
 
+def case(suffix, *args, **kwargs):
+    return bilstm("bidirectional_sequence_lstm_" + suffix, *args, **kwargs)
+
+
 def cases():
-    yield bilstm("bidirectional_sequence_lstm_f32", 2, 3, 3, 4, note="batch-major, separate outputs")
-    yield bilstm("bidirectional_sequence_lstm_f32_time_major_merged", 2, 3, 3, 4, time_major=True, merge=True,
-                 note="time-major, one output with the forward then the backward values")
-    yield bilstm("bidirectional_sequence_lstm_f32_batch_major_merged", 1, 4, 2, 3, merge=True,
-                 note="batch-major merged output: one batch row (TFLite offsets the states by the merged row)")
-    yield bilstm("bidirectional_sequence_lstm_f32_peephole_projection", 2, 3, 3, 4, n_output=3, peephole=True, projection=True,
-                 proj_bias=True, cell_clip=0.8, proj_clip=0.5, note="peepholes, projection with bias, clipping")
-    yield bilstm("bidirectional_sequence_lstm_f32_cifg_peephole_time_major", 2, 4, 2, 3, time_major=True, cifg=True, peephole=True,
-                 act="RELU6", note="CIFG: the input gate is 1 - forget")
-    yield bilstm("bidirectional_sequence_lstm_f32_projection_no_bias_merged", 2, 2, 3, 2, n_output=4, time_major=True, merge=True,
-                 projection=True, act="NONE",
-                 note="no activation: TFLite's output is the output gate times the cell gate")
-    yield bilstm("bidirectional_sequence_lstm_f32_cross_links", 2, 3, 3, 4, aux=2, aux_weights=True,
-                 note="aux input with aux weights: both cells add W_aux * aux")
-    yield bilstm("bidirectional_sequence_lstm_f32_time_major_cross_links_cifg_merged", 2, 3, 3, 3, time_major=True, merge=True, cifg=True,
-                 aux=4, aux_weights=True)
-    yield bilstm("bidirectional_sequence_lstm_f32_aux_backward_input", 2, 3, 3, 4, aux=3,
-                 note="aux input without aux weights: the backward cell reads it instead of the input")
-    yield bilstm("bidirectional_sequence_lstm_f32_time_major_aux_backward_input", 2, 3, 3, 4, time_major=True, aux=3)
-    yield bilstm("bidirectional_sequence_lstm_hybrid_time_major", 2, 3, 3, 4, time_major=True, zero_step=1,
-                 hybrid=True, note="int8 weights, input and output state quantized per row (symmetric)")
-    yield bilstm("bidirectional_sequence_lstm_hybrid_asymmetric_merged_peephole_projection", 2, 3, 3, 2, n_output=4, time_major=True,
-                 merge=True, peephole=True, projection=True, proj_bias=True, hybrid=True, asymmetric=True,
-                 note="asymmetric input quantization with weight row sums, int8 peepholes and projection")
-    yield bilstm("bidirectional_sequence_lstm_hybrid_batch_major", 3, 2, 3, 4, hybrid=True,
-                 note="batch-major hybrid: each batch row stepped alone")
-    yield bilstm("bidirectional_sequence_lstm_hybrid_asymmetric_projection_batch_major", 2, 3, 2, 3, n_output=2,
-                 projection=True, hybrid=True, asymmetric=True, note="n_output not a multiple of n_cell")
-    yield bilstm("bidirectional_sequence_lstm_hybrid_batch_major_asymmetric_square", 2, 2, 2, 3, peephole=True, hybrid=True,
-                 asymmetric=True)
-    yield bilstm("bidirectional_sequence_lstm_hybrid_cross_links_asymmetric", 2, 3, 3, 4, time_major=True, aux=2, aux_weights=True,
-                 hybrid=True, asymmetric=True, zero_step=0)
-    yield bilstm("bidirectional_sequence_lstm_hybrid_cifg_cross_links", 2, 3, 3, 3, time_major=True, cifg=True, aux=3, aux_weights=True,
-                 hybrid=True, cell_clip=0.5, act="NONE")
-    yield bilstm("bidirectional_sequence_lstm_hybrid_aux_backward_input_merged", 2, 3, 3, 4, time_major=True, merge=True, aux=3,
-                 hybrid=True, asymmetric=True)
+    yield case("f32", 2, 3, 3, 4, note="batch-major, separate outputs")
+    yield case("f32_time_major_merged", 2, 3, 3, 4, time_major=True, merge=True,
+               note="time-major, one output with the forward then the backward values")
+    yield case("f32_batch_major_merged", 1, 4, 2, 3, merge=True,
+               note="batch-major merged output: one batch row (TFLite offsets states by the merged row)")
+    yield case("f32_peephole_projection", 2, 3, 3, 4, n_output=3, peephole=True, projection=True,
+               proj_bias=True, cell_clip=0.8, proj_clip=0.5, note="peepholes, projection with bias, clipping")
+    yield case("f32_cifg_peephole_time_major", 2, 4, 2, 3, time_major=True, cifg=True, peephole=True,
+               act="RELU6", note="CIFG: the input gate is 1 - forget")
+    yield case("f32_projection_no_bias_merged", 2, 2, 3, 2, n_output=4, time_major=True, merge=True,
+               projection=True, act="NONE",
+               note="no activation: TFLite's output is the output gate times the cell gate")
+    yield case("f32_cross_links", 2, 3, 3, 4, aux=2, aux_weights=True,
+               note="aux input with aux weights: both cells add W_aux * aux")
+    yield case("f32_time_major_cross_links_cifg_merged", 2, 3, 3, 3, time_major=True, merge=True, cifg=True,
+               aux=4, aux_weights=True)
+    yield case("f32_aux_backward_input", 2, 3, 3, 4, aux=3,
+               note="aux input without aux weights: the backward cell reads it instead of the input")
+    yield case("f32_time_major_aux_backward_input", 2, 3, 3, 4, time_major=True, aux=3)
+    yield case("hybrid_time_major", 2, 3, 3, 4, time_major=True, zero_step=1,
+               hybrid=True, note="int8 weights, input and output state quantized per row (symmetric)")
+    yield case("hybrid_asymmetric_merged_peephole_projection", 2, 3, 3, 2, n_output=4, time_major=True,
+               merge=True, peephole=True, projection=True, proj_bias=True, hybrid=True, asymmetric=True,
+               note="asymmetric input quantization with weight row sums, int8 peepholes and projection")
+    yield case("hybrid_batch_major", 3, 2, 3, 4, hybrid=True,
+               note="batch-major hybrid: each batch row stepped alone")
+    yield case("hybrid_asymmetric_projection_batch_major", 2, 3, 2, 3, n_output=2,
+               projection=True, hybrid=True, asymmetric=True, note="n_output not a multiple of n_cell")
+    yield case("hybrid_batch_major_asymmetric_square", 2, 2, 2, 3, peephole=True, hybrid=True,
+               asymmetric=True)
+    yield case("hybrid_cross_links_asymmetric", 2, 3, 3, 4, time_major=True, aux=2, aux_weights=True,
+               hybrid=True, asymmetric=True, zero_step=0)
+    yield case("hybrid_cifg_cross_links", 2, 3, 3, 3, time_major=True, cifg=True, aux=3, aux_weights=True,
+               hybrid=True, cell_clip=0.5, act="NONE")
+    yield case("hybrid_aux_backward_input_merged", 2, 3, 3, 4, time_major=True, merge=True, aux=3,
+               hybrid=True, asymmetric=True)
