@@ -1,6 +1,9 @@
 """BIDIRECTIONAL_SEQUENCE_LSTM (float32, and hybrid int8 weights): a forward and a backward LSTM cell over one
 sequence, batch- or time-major, separate or merged outputs, CIFG, peepholes, projection and clipping, and the aux
-input in both of its roles (cross-linked with aux weights, or the backward cell's input without them)."""
+input in both of its roles (cross-linked with aux weights, or the backward cell's input without them).
+
+It also builds UNIDIRECTIONAL_SEQUENCE_LSTM cases (`uni=True`) for what the two ops' shared LSTM step does that the
+other cases do not reach (TFLite's output with no activation)."""
 import numpy as np
 from ai_edge_litert import schema_py_generated as s
 from graph import Graph, quant, rng_for
@@ -9,7 +12,7 @@ from make_op_cases import Case
 
 def bilstm(name, batch, time, n_input, n_cell, n_output=None, time_major=False, merge=False, cifg=False,
            peephole=False, projection=False, proj_bias=False, cell_clip=0.0, proj_clip=0.0, act="TANH",
-           aux=None, aux_weights=False, hybrid=False, asymmetric=False, zero_step=None, note=""):
+           aux=None, aux_weights=False, hybrid=False, asymmetric=False, zero_step=None, uni=False, note=""):
     """`aux`: the aux input's last dimension, or None for no aux input. `zero_step`: a time step whose input
     values are all zero (the hybrid kernel skips its product)."""
     n_output = n_cell if n_output is None else n_output
@@ -42,6 +45,9 @@ def bilstm(name, batch, time, n_input, n_cell, n_output=None, time_major=False, 
                    if proj_bias else -1)
         return ins
 
+    if uni:
+        return unidirectional(g, name, rng, x, lead, cell("cell"), n_input, n_cell, n_output, time_major, act,
+                              cell_clip, proj_clip, note)
     inputs = [x] + cell("fw") + cell("bw")
     # The states hold as many rows as the option's layout gives the batch.
     state_rows = lead[1] if time_major else lead[0]
@@ -76,6 +82,22 @@ def bilstm(name, batch, time, n_input, n_cell, n_output=None, time_major=False, 
     g.op("BIDIRECTIONAL_SEQUENCE_LSTM", inputs, outs, options=opts, version=version)
     g.outputs(outs)
     return Case(name, g.finish(), feeds, note=note, ops=[f"BIDIRECTIONAL_SEQUENCE_LSTM:{version}"])
+
+
+def unidirectional(g, name, rng, x, lead, cell_inputs, n_input, n_cell, n_output, time_major, act, cell_clip,
+                   proj_clip, note):
+    """A float UNIDIRECTIONAL_SEQUENCE_LSTM over `cell_inputs` (LSTM's inputs 1-17), no layer normalization."""
+    rows = lead[1] if time_major else lead[0]
+    states = [g.tensor("output_state", "FLOAT32", [rows, n_output], variable=True),
+              g.tensor("cell_state", "FLOAT32", [rows, n_cell], variable=True)]
+    out = g.tensor("output", "FLOAT32", lead + [n_output])
+    opts = Graph.options("UnidirectionalSequenceLSTMOptions", timeMajor=time_major,
+                         fusedActivationFunction=getattr(s.ActivationFunctionType, act), cellClip=cell_clip,
+                         projClip=proj_clip)
+    g.op("UNIDIRECTIONAL_SEQUENCE_LSTM", [x] + cell_inputs + states + [-1] * 4, [out], options=opts, version=1)
+    g.outputs([out])
+    feeds = [rng.uniform(-1.5, 1.5, lead + [n_input]).astype(np.float32)]
+    return Case(name, g.finish(), feeds, note=note, ops=["UNIDIRECTIONAL_SEQUENCE_LSTM:1"])
 
 
 def case(suffix, *args, **kwargs):
@@ -119,3 +141,8 @@ def cases():
                hybrid=True, cell_clip=0.5, act="NONE")
     yield case("hybrid_aux_backward_input_merged", 2, 3, 3, 4, time_major=True, merge=True, aux=3,
                hybrid=True, asymmetric=True)
+    for time_major in (False, True):
+        layout = "time_major" if time_major else "batch_major"
+        yield bilstm(f"unidirectional_sequence_lstm_f32_no_activation_{layout}", 2, 3, 3, 4, time_major=time_major,
+                     peephole=True, act="NONE", uni=True,
+                     note="no activation: TFLite's output is the output gate times the cell gate")
