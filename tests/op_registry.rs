@@ -1,8 +1,7 @@
 //! The op table against TensorFlow Lite 2.19's: every builtin op and custom op its
 //! `BuiltinOpResolver` registers (tests/conformance/tflite_2_19_ops.txt, in register.cc's
 //! order), at the same version ranges, plus the MediaPipe custom ops its public models use.
-//! Ops not implemented yet are pinned in `NOT_YET`, so the gap can only shrink: an op that
-//! lands must leave that list, and nothing outside it may be missing or differ.
+//! Nothing may be missing or differ.
 
 use std::collections::BTreeMap;
 use tensorflowlite_c::abi::builtin_ops::TfLiteBuiltinOperator;
@@ -22,9 +21,6 @@ const MEDIAPIPE_CUSTOM: &[(&str, (i32, i32))] = &[
     ("Resampler", (1, 1)),
     ("FusedBatchNormV3", (1, 1)),
 ];
-
-/// Ops of the lists above that this runtime does not register yet.
-const NOT_YET: &[&str] = &["BIDIRECTIONAL_SEQUENCE_LSTM"];
 
 /// Op name → accepted version range.
 type Table = BTreeMap<String, (i32, i32)>;
@@ -81,18 +77,8 @@ fn registered_ops_are_tflite_2_19s() {
             problems.push(format!("{name} is registered but TFLite 2.19 does not register it"));
         }
     }
-    let mut not_yet: Vec<String> = NOT_YET.iter().map(|s| s.to_string()).collect();
-    not_yet.sort();
     missing.sort();
-    println!(
-        "registered {} of {} ops; {} not yet",
-        ours.len(),
-        want_builtins.len() + want_customs.len(),
-        missing.len()
-    );
+    println!("registered {} of {} ops", ours.len(), want_builtins.len() + want_customs.len());
     assert!(problems.is_empty(), "op table differs from TFLite 2.19's: {problems:#?}");
-    let landed: Vec<_> = not_yet.iter().filter(|n| !missing.contains(n)).collect();
-    let unlisted: Vec<_> = missing.iter().filter(|n| !not_yet.contains(n)).collect();
-    assert!(landed.is_empty(), "registered now, remove from NOT_YET: {landed:?}");
-    assert!(unlisted.is_empty(), "missing but not pinned in NOT_YET: {unlisted:?}");
+    assert!(missing.is_empty(), "not registered: {missing:?}");
 }

@@ -234,6 +234,7 @@ builtin_params!(
     TfLiteFakeQuantParams,
 );
 builtin_params!(TfLiteBidirectionalSequenceRNNParams);
+builtin_params!(TfLiteBidirectionalSequenceLSTMParams);
 
 /// BUCKETIZE's options: its boundaries, copied out of the model (the parser's
 /// `TfLiteBucketizeParams` points at them in place, only 4-byte aligned relative to the

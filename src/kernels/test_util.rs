@@ -123,6 +123,13 @@ impl Graph {
         self.push(dtype, shape, bytes, quant, constant)
     }
 
+    /// Adds a variable (state) tensor holding `data`, as LSTM and RNN states are.
+    pub fn variable(&mut self, dtype: TfLiteType, shape: &[i32], data: &[f32]) -> i32 {
+        let i = self.tensor(dtype, shape, data, None, false);
+        self.tensors[i as usize].is_variable = true;
+        i
+    }
+
     /// Adds an output tensor with no shape yet.
     pub fn output(&mut self, dtype: TfLiteType, quant: Option<QuantParams>) -> i32 {
         self.push(dtype, &[0], &[], quant, false)

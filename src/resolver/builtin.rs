@@ -187,6 +187,7 @@ pub fn builtin_op_resolver() -> OpResolver {
     add(Op::kTfLiteBuiltinSparseToDense, ops::sparse_to_dense::registration(), 1, 3);
     add(Op::kTfLiteBuiltinHashtableLookup, ops::hashtable_lookup::registration(), 1, 1);
     add(Op::kTfLiteBuiltinSkipGram, ops::skip_gram::registration(), 1, 1);
+    add(Op::kTfLiteBuiltinBidirectionalSequenceLstm, ops::bidirectional_sequence_lstm::registration(), 1, 3);
     // TFLite's own custom ops, which its BuiltinOpResolver includes.
     r.add_custom("AudioSpectrogram", ops::audio::spectrogram::registration(), 1, 1);
     r.add_custom("Mfcc", ops::audio::mfcc::registration(), 1, 1);

@@ -14,9 +14,12 @@
 //! normalized, scaled by the coefficients, then the bias added), input/forget/output
 //! gates with sigmoid and the cell gate with the op's activation; `c = f ⊙ c + i ⊙ g`
 //! (clipped to `cell_clip`), `h = o ⊙ act(c)`, projected (`proj_clip`) when there are
-//! projection weights. The sequence op's input is `[batch, time, n_input]` (or
-//! `[time, batch, n_input]` when `time_major`) and its output has `n_output` in the last
-//! dimension; LSTM's input is one step `[batch, n_input]`.
+//! projection weights (with no activation, TFLite's `h` is `o ⊙ g`: it leaves the cell
+//! gate's values where `act(c)` would go). The sequence op's input is
+//! `[batch, time, n_input]` (or `[time, batch, n_input]` when `time_major`) and its
+//! output has `n_output` in the last dimension; LSTM's input is one step `[batch, n_input]`. [`run_pass`] also walks the
+//! sequence in reverse, adds aux-input weights and writes strided output rows, for
+//! BIDIRECTIONAL_SEQUENCE_LSTM.
 //!
 //! Types: float32; hybrid (float32 activations with int8 weights: each step's input
 //! and output state are quantized per batch row, symmetrically or with a zero point,
@@ -209,6 +212,8 @@ pub enum Rec<'a> {
 /// One gate's weights.
 pub struct Gate<'a> {
     pub input: Mat<'a>,
+    /// Aux-input-to-gate weights (BIDIRECTIONAL_SEQUENCE_LSTM's stacked layers).
+    pub aux: Option<Mat<'a>>,
     pub recurrent: Rec<'a>,
     /// Peephole weights as floats (hybrid int8 ones already multiplied by their scale).
     pub peephole: Option<Vec<f32>>,
@@ -446,14 +451,14 @@ fn prepare(ctx: &OpCtx<'_>, kind: Kind, p: Params) -> Result<Plan> {
             .ok_or_else(|| op_error(kind.name(), "gate buffer size overflow"))?;
         ctx.request_temporaries(&[bytes])?;
         if mode == Mode::Hybrid && p.asymmetric_quantize_inputs && constant {
-            hybrid_sums = Some(HybridSums::new(&gather(ctx, kind)?, d));
+            hybrid_sums = Some(HybridSums::new(&gather(ctx, kind)?, d, 0));
         }
     }
     ctx.resize_output(0, &shape).map_err(in_op(kind))?;
     Ok(Plan { p, d, mode, integer, hybrid_sums })
 }
 
-fn mat<'a>(t: &TensorView<'a>) -> Result<Mat<'a>> {
+pub(crate) fn mat<'a>(t: &TensorView<'a>) -> Result<Mat<'a>> {
     Ok(match t.dtype {
         TfLiteType::kTfLiteInt8 => Mat::I8(t.data::<i8>()?, t.quant().scale),
         _ => Mat::F32(t.data::<f32>()?),
@@ -481,7 +486,7 @@ fn gather<'a>(ctx: &OpCtx<'a>, kind: Kind) -> Result<Weights<'a>> {
         let layer_norm =
             if ctx.num_inputs() == 24 { get(LAYER_NORM[g])?.map(|t| t.data::<f32>()).transpose()? } else { None };
         let bias = ctx.input(GATE_BIAS[g]).map_err(in_op(kind))?.data::<f32>()?;
-        *slot = Some(Gate { input: mat(&w)?, recurrent, peephole, layer_norm, bias });
+        *slot = Some(Gate { input: mat(&w)?, aux: None, recurrent, peephole, layer_norm, bias });
     }
     let projection = get(PROJECTION_WEIGHTS)?.map(|t| mat(&t)).transpose()?;
     let projection_bias = get(PROJECTION_BIAS)?.map(|t| t.data::<f32>()).transpose()?;
@@ -507,7 +512,7 @@ fn eval(ctx: &OpCtx<'_>, kind: Kind, plan: &Plan) -> Result<()> {
     let sums = match &plan.hybrid_sums {
         Some(s) => Some(s),
         None if hybrid && p.asymmetric_quantize_inputs => {
-            computed = HybridSums::new(&w, d);
+            computed = HybridSums::new(&w, d, 0);
             Some(&computed)
         }
         None => None,
@@ -623,12 +628,16 @@ struct StepInputs<'s> {
     x: &'s [f32],
     x_zero: bool,
     xq: &'s Quantized,
+    /// The aux input's rows and their size (none: no aux input).
+    aux: Option<(&'s [f32], usize)>,
+    a_zero: bool,
+    aq: &'s Quantized,
     h_zero: bool,
     hq: &'s Quantized,
 }
 
-/// Row sums per gate matrix (asymmetric hybrid only): [gate][input, recurrent].
-type GateSums = [[Option<Vec<i32>>; 2]; 4];
+/// Row sums per gate matrix (asymmetric hybrid only): [gate][input, recurrent, aux].
+type GateSums = [[Option<Vec<i32>>; 3]; 4];
 
 /// Row sums of a hybrid LSTM's int8 weights, for asymmetric input quantization: per
 /// gate, of its input and its recurrent weights, and of the projection weights.
@@ -638,7 +647,8 @@ pub struct HybridSums {
 }
 
 impl HybridSums {
-    fn new(w: &Weights<'_>, d: Dims) -> HybridSums {
+    /// `n_aux`: the aux input's row size (0 without one).
+    pub(crate) fn new(w: &Weights<'_>, d: Dims, n_aux: usize) -> HybridSums {
         let (nc, ni, no) = (d.n_cell, d.n_input, d.n_output);
         let mut gates: GateSums = Default::default();
         for (g, gate) in w.gates.iter().enumerate() {
@@ -648,6 +658,9 @@ impl HybridSums {
             }
             if let Rec::Full(Mat::I8(m, _)) = gate.recurrent {
                 gates[g][1] = Some(row_sums(m, nc, no));
+            }
+            if let Some(Mat::I8(m, _)) = gate.aux {
+                gates[g][2] = Some(row_sums(m, nc, n_aux));
             }
         }
         let projection = match w.projection {
@@ -659,12 +672,12 @@ impl HybridSums {
 }
 
 /// No row sums: symmetric input quantization, or float weights.
-const NO_SUMS: [Option<Vec<i32>>; 2] = [None, None];
+const NO_SUMS: [Option<Vec<i32>>; 3] = [None, None, None];
 
 #[allow(clippy::too_many_arguments, reason = "one gate of one step, as lstm_eval's CalculateLstmGate*")]
 fn gate(
     g: &Gate<'_>,
-    sums: &[Option<Vec<i32>>; 2],
+    sums: &[Option<Vec<i32>>; 3],
     act: TfLiteFusedActivation,
     d: Dims,
     nb: usize,
@@ -687,6 +700,14 @@ fn gate(
         match g.input {
             Mat::F32(m) => matmul_acc_f32(m, nc, d.n_input, s.x, nb, out),
             Mat::I8(m, sc) => matmul_acc_i8(m, sc, nc, d.n_input, s.xq, sums[0].as_deref(), nb, out),
+        }
+    }
+    if let (Some(m), Some((a, na))) = (g.aux, s.aux)
+        && !s.a_zero
+    {
+        match m {
+            Mat::F32(m) => matmul_acc_f32(m, nc, na, a, nb, out),
+            Mat::I8(m, sc) => matmul_acc_i8(m, sc, nc, na, s.aq, sums[2].as_deref(), nb, out),
         }
     }
     // Float LSTMs always add the recurrent term; hybrid ones skip an all-zero state.
@@ -748,6 +769,7 @@ fn mean_stddev_normalize(v: &mut [f32]) {
 struct Scratch<'a> {
     gates: [&'a mut [f32]; 4],
     xq: Quantized,
+    aq: Quantized,
     hq: Quantized,
     pq: Quantized,
     /// The weights' row sums (hybrid with asymmetric input quantization only).
@@ -755,11 +777,13 @@ struct Scratch<'a> {
 }
 
 /// Gate `g`'s row sums, or none.
-fn gate_sums(sums: Option<&HybridSums>, g: usize) -> &[Option<Vec<i32>>; 2] {
+fn gate_sums(sums: Option<&HybridSums>, g: usize) -> &[Option<Vec<i32>>; 3] {
     sums.map_or(&NO_SUMS, |s| &s.gates[g])
 }
 
-/// One LSTM step over `nb` batch rows (TFLite's `LstmStepFloat` / `LstmStepHybrid`).
+/// One LSTM step over `nb` batch rows (TFLite's `LstmStepFloat` / `LstmStepHybrid`):
+/// `aux` holds the step's aux input rows and their size; row `b` of the result goes to
+/// `out[b * out_stride..][..n_output]`.
 #[allow(clippy::too_many_arguments, reason = "one step, as lstm_eval's LstmStep*")]
 fn step(
     w: &Weights<'_>,
@@ -768,17 +792,25 @@ fn step(
     hybrid: bool,
     nb: usize,
     x: &[f32],
+    aux: Option<(&[f32], usize)>,
     h: &mut [f32],
     c: &mut [f32],
     out: &mut [f32],
+    out_stride: usize,
     sc: &mut Scratch<'_>,
 ) {
     let (nc, no) = (d.n_cell, d.n_output);
     let x_zero = is_zero(x);
     let h_zero = is_zero(h);
+    let a_zero = aux.is_none_or(|(a, na)| is_zero(&a[..nb * na]));
     if hybrid {
         if !x_zero {
             sc.xq.quantize(x, nb, d.n_input, p.asymmetric_quantize_inputs);
+        }
+        if let Some((a, na)) = aux
+            && !a_zero
+        {
+            sc.aq.quantize(a, nb, na, p.asymmetric_quantize_inputs);
         }
         if !h_zero {
             sc.hq.quantize(h, nb, no, p.asymmetric_quantize_inputs);
@@ -787,7 +819,7 @@ fn step(
     let sums = sc.sums;
     let [gi, gf, gc, go] = &mut sc.gates;
     {
-        let s = StepInputs { x, x_zero, xq: &sc.xq, h_zero, hq: &sc.hq };
+        let s = StepInputs { x, x_zero, xq: &sc.xq, aux, a_zero, aq: &sc.aq, h_zero, hq: &sc.hq };
         if let Some(g) = &w.gates[G_INPUT] {
             gate(
                 g,
@@ -832,7 +864,7 @@ fn step(
         c[k] = v;
     }
     {
-        let s = StepInputs { x, x_zero, xq: &sc.xq, h_zero, hq: &sc.hq };
+        let s = StepInputs { x, x_zero, xq: &sc.xq, aux, a_zero, aq: &sc.aq, h_zero, hq: &sc.hq };
         if let Some(g) = &w.gates[G_OUTPUT] {
             gate(
                 g,
@@ -848,10 +880,13 @@ fn step(
             );
         }
     }
-    // h = o ⊙ act(c), projected.
+    // h = o ⊙ act(c), projected. TFLite writes act(c) over the cell gate's values, except
+    // that with no activation it writes nothing: h is then o ⊙ (cell gate), kept here.
     let tmp = gc; // the cell gate's values are no longer needed
     for k in 0..nb * nc {
-        tmp[k] = go[k] * apply_f32(c[k], p.activation);
+        let a =
+            if p.activation == TfLiteFusedActivation::kTfLiteActNone { tmp[k] } else { apply_f32(c[k], p.activation) };
+        tmp[k] = go[k] * a;
     }
     match w.projection {
         Some(m) => {
@@ -879,14 +914,24 @@ fn step(
         }
         None => h[..nb * no].copy_from_slice(&tmp[..nb * no]),
     }
-    out[..nb * no].copy_from_slice(&h[..nb * no]);
+    for b in 0..nb {
+        out[b * out_stride..b * out_stride + no].copy_from_slice(&h[b * no..(b + 1) * no]);
+    }
 }
 
-/// Runs the whole sequence (TFLite's `EvalFloat` / `EvalHybrid` with forward order):
-/// time-major inputs step all batch rows at once, batch-major ones one row at a time.
-/// `input`, `output` and the states must have the sizes `d` gives (checked by the caller).
-/// `gate_buf` holds the four gates' values ([`gate_buffer_len`] floats: the node's
-/// temporary, TFLite's `scratch_buffer`); `None` allocates it.
+/// How one pass over the sequence reads and writes beyond the input: the direction, the
+/// aux input, and where each output row goes (`out_offset` into rows of `out_stride`
+/// floats: the forward and backward halves of a merged bidirectional output).
+pub struct Pass<'s> {
+    pub reverse: bool,
+    /// The aux input (in the input's layout) and its row size.
+    pub aux: Option<(&'s [f32], usize)>,
+    pub out_offset: usize,
+    pub out_stride: usize,
+}
+
+/// Runs the whole sequence forward, as UNIDIRECTIONAL_SEQUENCE_LSTM and LSTM do (see
+/// [`run_pass`]).
 #[allow(clippy::too_many_arguments, reason = "the whole op on slices")]
 pub fn run(
     w: &Weights<'_>,
@@ -900,7 +945,34 @@ pub fn run(
     output: &mut [f32],
     gate_buf: Option<&mut [f32]>,
 ) {
+    let pass = Pass { reverse: false, aux: None, out_offset: 0, out_stride: d.n_output };
+    run_pass(w, p, d, hybrid, sums, input, &pass, h, c, output, gate_buf);
+}
+
+/// Runs the whole sequence (TFLite's `EvalFloat` / `EvalHybrid`), in time order or
+/// reversed: time-major inputs step all batch rows at once, batch-major ones one row at a
+/// time. `input`, the aux input, `output` (`n_batch * max_time` rows of
+/// `pass.out_stride`, `pass.out_offset + n_output <= out_stride`) and the states must
+/// have the sizes `d` gives (checked by the caller). `gate_buf` holds the four gates'
+/// values ([`gate_buffer_len`] floats: the node's temporary, TFLite's `scratch_buffer`);
+/// `None` allocates it.
+#[allow(clippy::too_many_arguments, reason = "the whole op on slices")]
+pub fn run_pass(
+    w: &Weights<'_>,
+    p: &Params,
+    d: Dims,
+    hybrid: bool,
+    sums: Option<&HybridSums>,
+    input: &[f32],
+    pass: &Pass<'_>,
+    h: &mut [f32],
+    c: &mut [f32],
+    output: &mut [f32],
+    gate_buf: Option<&mut [f32]>,
+) {
     let (nb, nc, ni, no, t_max) = (d.n_batch, d.n_cell, d.n_input, d.n_output, d.max_time);
+    let (off, stride) = (pass.out_offset, pass.out_stride);
+    let na = pass.aux.map_or(0, |(_, na)| na);
     let rows = if p.time_major { nb } else { 1 };
     let n = rows * nc;
     let mut owned = Vec::new();
@@ -920,23 +992,28 @@ pub fn run(
     let mut sc = Scratch {
         gates: [g0, g1, g2, g3],
         xq: Quantized::new(rows, ni),
+        aq: Quantized::new(rows, na),
         hq: Quantized::new(rows, no),
         pq: Quantized::new(rows, nc),
         sums,
     };
+    let order = |t: usize| if pass.reverse { t_max - 1 - t } else { t };
     if p.time_major {
-        for t in 0..t_max {
+        for t in (0..t_max).map(order) {
             let x = &input[t * nb * ni..(t + 1) * nb * ni];
-            let o = &mut output[t * nb * no..(t + 1) * nb * no];
-            step(w, p, d, hybrid, nb, x, h, c, o, &mut sc);
+            let a = pass.aux.map(|(a, na)| (&a[t * nb * na..(t + 1) * nb * na], na));
+            let o = &mut output[t * nb * stride + off..];
+            step(w, p, d, hybrid, nb, x, a, h, c, o, stride, &mut sc);
         }
     } else {
         for b in 0..nb {
-            for t in 0..t_max {
+            for t in (0..t_max).map(order) {
                 let k = b * t_max + t;
                 let x = &input[k * ni..(k + 1) * ni];
-                let o = &mut output[k * no..(k + 1) * no];
-                step(w, p, d, hybrid, 1, x, &mut h[b * no..(b + 1) * no], &mut c[b * nc..(b + 1) * nc], o, &mut sc);
+                let a = pass.aux.map(|(a, na)| (&a[k * na..(k + 1) * na], na));
+                let o = &mut output[k * stride + off..];
+                let (hb, cb) = (&mut h[b * no..(b + 1) * no], &mut c[b * nc..(b + 1) * nc]);
+                step(w, p, d, hybrid, 1, x, a, hb, cb, o, stride, &mut sc);
             }
         }
     }

@@ -14,6 +14,7 @@ pub mod arith;
 pub mod atan2;
 pub mod audio;
 pub mod batch_matmul;
+pub mod bidirectional_sequence_lstm;
 pub mod bidirectional_sequence_rnn;
 pub mod bitcast;
 pub mod bitwise;
