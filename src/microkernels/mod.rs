@@ -22,6 +22,7 @@ pub mod f32_vsigmoid;
 pub mod f32_vunary;
 pub mod packed;
 pub mod qs8_dwconv;
+pub mod qs8_float_requant;
 pub mod qs8_gemm;
 pub mod qs8_requant;
 pub mod qs8_vbinary;

@@ -8,7 +8,7 @@
 //! word feeds two multiply-adds), narrow 12 x 16 for channel counts that 32 would pad more
 //! (16, 48, 80, ...).
 
-use super::{Qs8GemmKernel, Qs8GemmKernels, Qs8IgemmArgs, Qs8IgemmFn, Qs8Out};
+use super::{FloatTables, Qs8GemmKernel, Qs8GemmKernels, Qs8IgemmArgs, Qs8IgemmFn, Qs8Out};
 use crate::microkernels::qs8_requant::avx512 as rq512;
 use core::arch::x86_64::*;
 
@@ -93,9 +93,65 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
         }
         // Only the first `M` rows and `16 * V` columns are read below: all written above.
         match p.out {
-            Qs8Out::Int8 { c, bias, mult, left, right, output_offset, min, max, shifts_left, saturates } => {
+            Qs8Out::Int8 { c, bias, mult, left, right, output_offset, min, max, shifts_left, saturates, float } => {
                 let clamp = min > -128 || max < 127;
-                if V == 2 {
+                if let Some(ft) = float {
+                    // The float shortcut: its result already holds the output zero point.
+                    // A lane it declines is recomputed exactly (the zero point added in 32
+                    // bits: the accumulators are small enough here not to wrap).
+                    let offset32 = _mm512_set1_epi32(output_offset);
+                    // The exact path's tables are loaded only for a declined lane, so they
+                    // hold no registers in the loop.
+                    let exact = |col: usize, acc: __m512i| {
+                        let ch = Channels::load([bias, mult, left, right], col);
+                        _mm512_add_epi32(ch.requant(acc, shifts_left, saturates), offset32)
+                    };
+                    if V == 2 {
+                        let (vmin, vmax) = (_mm512_set1_epi16(min as i16), _mm512_set1_epi16(max as i16));
+                        let order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+                        let mask: __mmask32 = ((1u64 << p.nc) - 1) as __mmask32;
+                        let (f0, f1) = (FloatLanes::load(ft, 0), FloatLanes::load(ft, 16));
+                        // `p.mr` (equal to `M`) keeps this loop rolled: unrolled, its ten
+                        // table vectors and the rows' temporaries spill to the stack.
+                        for i in 0..p.mr {
+                            let a0 = _mm512_loadu_si512(sums[i].as_ptr().cast());
+                            let a1 = _mm512_loadu_si512(sums[i].as_ptr().add(16).cast());
+                            let (mut r0, k0) = f0.apply(a0);
+                            let (mut r1, k1) = f1.apply(a1);
+                            if (k0 | k1) != 0 {
+                                r0 = _mm512_mask_mov_epi32(r0, k0, exact(0, a0));
+                                r1 = _mm512_mask_mov_epi32(r1, k1, exact(16, a1));
+                            }
+                            let r = _mm512_packs_epi32(r0, r1);
+                            let r = if clamp { _mm512_min_epi16(_mm512_max_epi16(r, vmin), vmax) } else { r };
+                            let bytes =
+                                _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, _mm512_packs_epi16(r, r)));
+                            _mm256_mask_storeu_epi8(c.wrapping_add(i * p.c_stride), mask, bytes);
+                        }
+                    } else {
+                        let (vmin, vmax) = (_mm256_set1_epi16(min as i16), _mm256_set1_epi16(max as i16));
+                        for v in 0..V {
+                            let col = 16 * v;
+                            let n = p.nc.saturating_sub(col).min(16);
+                            let mask: __mmask16 = ((1u32 << n) - 1) as __mmask16;
+                            let f = FloatLanes::load(ft, col);
+                            for i in 0..M {
+                                let acc = _mm512_loadu_si512(sums[i].as_ptr().add(col).cast());
+                                let (mut r, k) = f.apply(acc);
+                                if k != 0 {
+                                    r = _mm512_mask_mov_epi32(r, k, exact(col, acc));
+                                }
+                                let r = _mm512_cvtsepi32_epi16(r);
+                                let r = if clamp { _mm256_min_epi16(_mm256_max_epi16(r, vmin), vmax) } else { r };
+                                _mm_mask_storeu_epi8(
+                                    c.wrapping_add(i * p.c_stride + col),
+                                    mask,
+                                    _mm256_cvtsepi16_epi8(r),
+                                );
+                            }
+                        }
+                    }
+                } else if V == 2 {
                     // Both vectors of a row narrow together: `packs` saturates 32 to 16 bits
                     // and 16 to 8 as the one-vector conversions below do, a dword permute
                     // undoes its per-128-bit-lane interleave, and one masked store writes
@@ -179,6 +235,49 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
                 }
             }
         }
+    }
+}
+
+/// One vector's float shortcut tables: 16 channels, loaded once per tile.
+struct FloatLanes {
+    scale: __m512,
+    offset_positive: __m512,
+    offset_negative: __m512,
+    negated_bias: __m512i,
+    tolerance: __m512,
+}
+
+impl FloatLanes {
+    /// # Safety
+    /// The five tables hold `col + 16` values each; AVX-512 F available.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load(t: FloatTables, col: usize) -> FloatLanes {
+        // SAFETY: the tables hold `col + 16` values (the contract); unaligned loads.
+        unsafe {
+            FloatLanes {
+                scale: _mm512_loadu_ps(t.scale.add(col)),
+                offset_positive: _mm512_loadu_ps(t.offset_positive.add(col)),
+                offset_negative: _mm512_loadu_ps(t.offset_negative.add(col)),
+                negated_bias: _mm512_loadu_si512(t.negated_bias.add(col).cast()),
+                tolerance: _mm512_loadu_ps(t.tolerance.add(col)),
+            }
+        }
+    }
+
+    /// `floor(acc * scale + offset)` per lane (the output plus its zero point, before the
+    /// clamp), and the lanes within `tolerance` of an integer, which must be recomputed
+    /// exactly: `qs8_float_requant::FloatRequant::scalar` lane by lane.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn apply(&self, acc: __m512i) -> (__m512i, __mmask16) {
+        let positive = _mm512_cmpgt_epi32_mask(acc, self.negated_bias);
+        let offset = _mm512_mask_blend_ps(positive, self.offset_negative, self.offset_positive);
+        let y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), self.scale, offset);
+        let nearest = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(y);
+        let distance = _mm512_abs_ps(_mm512_sub_ps(y, nearest));
+        let declined = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(distance, self.tolerance);
+        (_mm512_cvt_roundps_epi32::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(y), declined)
     }
 }
 

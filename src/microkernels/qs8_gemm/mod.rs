@@ -28,6 +28,7 @@ mod tests;
 
 use super::f32_gemm::{PAD, RowTaps, push_tap_pointers};
 use super::packed::Packed;
+use super::qs8_float_requant::FloatRequant;
 use super::qs8_requant::ChannelRequant;
 use crate::error::{Error, Result};
 use core::ops::Range;
@@ -70,6 +71,9 @@ pub enum Qs8Out {
         shifts_left: bool,
         /// False when no multiplier is `i32::MIN` (the high multiply cannot saturate).
         saturates: bool,
+        /// The float shortcut's tables (see `qs8_float_requant`), `NR` values each, where
+        /// the layer allows it; lanes it declines take the exact path.
+        float: Option<FloatTables>,
     },
     /// The 32-bit sums plus a per-channel bias (a layer requantized outside the kernel).
     Int32 { c: *mut i32, bias: *const i32 },
@@ -87,6 +91,16 @@ pub enum Qs8Out {
         min: f32,
         max: f32,
     },
+}
+
+/// One block's tables of a [`FloatRequant`].
+#[derive(Clone, Copy)]
+pub struct FloatTables {
+    pub scale: *const f32,
+    pub offset_positive: *const f32,
+    pub offset_negative: *const f32,
+    pub negated_bias: *const i32,
+    pub tolerance: *const f32,
 }
 
 /// A microkernel: see [`Qs8IgemmArgs`] for its contract.
@@ -129,8 +143,9 @@ pub struct Qs8Output<'a> {
 /// The per-channel tables of a packed layer, padded to whole blocks.
 #[derive(Debug)]
 enum Tables {
-    /// int8 outputs: the input zero point folded into the bias.
-    Requant(ChannelRequant),
+    /// int8 outputs: the input zero point folded into the bias, and the float shortcut
+    /// where the layer allows it.
+    Requant(ChannelRequant, Option<FloatRequant>),
     /// 32-bit outputs: the input zero point folded into the bias.
     Int32 { bias: Vec<i32> },
     /// Hybrid float outputs: each channel's weight sum (the zero point is per row, so it
@@ -170,11 +185,16 @@ impl PackedQs8Gemm {
     /// Bytes of packed weights and tables.
     pub fn bytes(&self) -> usize {
         let tables = match &self.tables {
-            Tables::Requant(rq) => 4 * rq.padded_channels(),
+            Tables::Requant(rq, float) => (4 + if float.is_some() { 5 } else { 0 }) * rq.padded_channels(),
             Tables::Hybrid { sumw, .. } => 3 * sumw.len(),
             Tables::Int32 { bias } => bias.len(),
         };
         self.data.bytes() + 4 * tables
+    }
+
+    /// Whether the int8 requantization has its float shortcut (see `qs8_float_requant`).
+    pub fn has_float_requant(&self) -> bool {
+        matches!(self.tables, Tables::Requant(_, Some(_)))
     }
 
     fn block_len(&self) -> usize {
@@ -190,6 +210,8 @@ impl PackedQs8Gemm {
 struct PackedWeights {
     data: Vec<i8>,
     sums: Vec<i32>,
+    /// Each channel's sum of `|w|`.
+    abs_sums: Vec<u64>,
     ks: usize,
     kc: usize,
     nr: usize,
@@ -215,6 +237,7 @@ fn pack_weights(
     let total = block_len.checked_mul(n.div_ceil(nr)).ok_or_else(overflow)?;
     let mut data = vec![0i8; total];
     let mut sums = vec![0i32; n];
+    let mut abs_sums = vec![0u64; n];
     for (blk, chunk) in data.chunks_exact_mut(block_len).enumerate() {
         let o0 = blk * nr;
         for j in 0..nr.min(n - o0) {
@@ -223,6 +246,7 @@ fn pack_weights(
                 for k in 0..kc {
                     let v = weight(o, t, k);
                     sums[o] = sums[o].wrapping_add(i32::from(v));
+                    abs_sums[o] += u64::from(v.unsigned_abs());
                     // Position in the kernels' view: tap `ct`, value `ck`.
                     let (ct, ck) = if gathered { (0, t * kc + k) } else { (t, k) };
                     chunk[(ct * call_kc + ck / 4 * 4) * nr + j * 4 + ck % 4] = v;
@@ -230,13 +254,13 @@ fn pack_weights(
             }
         }
     }
-    Ok(PackedWeights { data, sums, ks: call_ks, kc: call_kc, nr, gathered })
+    Ok(PackedWeights { data, sums, abs_sums, ks: call_ks, kc: call_kc, nr, gathered })
 }
 
 impl PackedWeights {
     fn finish(self, n: usize, layer: (usize, usize), tables: Tables, input_zero_point: i8) -> PackedQs8Gemm {
         let (shifts_left, saturates) = match &tables {
-            Tables::Requant(rq) => (rq.left.iter().any(|&l| l != 0), rq.mult.contains(&i32::MIN)),
+            Tables::Requant(rq, _) => (rq.left.iter().any(|&l| l != 0), rq.mult.contains(&i32::MIN)),
             Tables::Hybrid { .. } | Tables::Int32 { .. } => (false, false),
         };
         PackedQs8Gemm {
@@ -302,7 +326,9 @@ pub fn pack(
         output.offset,
         output.range,
     );
-    Ok(w.finish(n, (ks, kc), Tables::Requant(rq), zp))
+    // The kernels' sums are `sum u * w` with `u = x + 128` in 0..=255.
+    let float = FloatRequant::new(&rq, |o| w.abs_sums.get(o).map_or(0, |s| 255 * s));
+    Ok(w.finish(n, (ks, kc), Tables::Requant(rq, float), zp))
 }
 
 /// Packs a layer whose 32-bit sums (bias added) are requantized by the caller: `weight`
@@ -442,7 +468,7 @@ pub fn igemm(
     out: &mut [i8],
     out_stride: usize,
 ) -> Result<()> {
-    let Tables::Requant(rq) = &packed.tables else {
+    let Tables::Requant(rq, float) = &packed.tables else {
         return Err(Error::new("8-bit GEMM: a hybrid layer's weights used for int8 outputs"));
     };
     let k = check_call(kernels, packed, taps, &rows, &cols, out.len(), out_stride)?;
@@ -466,6 +492,13 @@ pub fn igemm(
             max: rq.max,
             shifts_left: packed.shifts_left,
             saturates: packed.saturates,
+            float: float.as_ref().map(|f| FloatTables {
+                scale: f.scale[j0..j0 + k.nr].as_ptr(),
+                offset_positive: f.offset_positive[j0..j0 + k.nr].as_ptr(),
+                offset_negative: f.offset_negative[j0..j0 + k.nr].as_ptr(),
+                negated_bias: f.negated_bias[j0..j0 + k.nr].as_ptr(),
+                tolerance: f.tolerance[j0..j0 + k.nr].as_ptr(),
+            }),
         }
     })
 }

@@ -1,0 +1,160 @@
+//! A float shortcut to the exact requantization of [`qs8_requant`](super::qs8_requant), for
+//! layers whose accumulators are small enough, that never changes an answer.
+//!
+//! TFLite's `MultiplyByQuantizedMultiplier(x, m, -e)` rounds twice:
+//! `t = SaturatingRoundingDoublingHighMul(x, m)` is `x * m / 2^31` rounded half up, then
+//! `RoundingDivideByPOT(t, e)` is `t / 2^e` rounded half away from zero. With
+//! `z = x * m / 2^(31 + e)` and `e >= 1`, that is one rounding:
+//!
+//! `result = floor(z + 1/2 + sign(x) * 2^-(e + 1))`
+//!
+//! (`t / 2^e` is `z` rounded to the nearest multiple of `2^-e`, ties up; every
+//! half-integer is such a multiple, so the first rounding never carries `z` across one,
+//! and lands on one exactly when `z` lies within `2^-(e + 1)` below or above it, where the
+//! second rounding then goes away from zero: the nudge by `sign(x) * 2^-(e + 1)` does
+//! both.) For `e = 0` it is `floor(z + 1/2)`.
+//!
+//! The shortcut computes `y = acc * scale + offset` in `f32` (one fused multiply-add, with
+//! `scale = m / 2^(31 + e)` and `offset = bias * scale + 1/2 + output zero point` plus the
+//! nudge for the sign of `acc + bias`), so that `floor(y)` is the output before clamping.
+//! Every `f32` rounding on the way (of `scale`, of `offset` and of the sum) is bounded by
+//! [`FloatRequant::new`] from the largest accumulator the layer's weights allow: where
+//! `y` lies farther than that `tolerance` from every integer, no integer lies between it
+//! and the exact value, so `floor(y)` is exact; the few lanes closer to one are
+//! recomputed exactly.
+//!
+//! The shortcut is only built where it is valid: no left shift, positive multipliers, and
+//! accumulators below `2^24` (exact in `f32`) whose sum with the bias cannot wrap.
+
+use super::qs8_requant::ChannelRequant;
+
+/// Per-channel `f32` tables of the shortcut, padded as the [`ChannelRequant`] they mirror.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FloatRequant {
+    pub scale: Vec<f32>,
+    /// The offsets for `acc + bias > 0` and for `acc + bias <= 0`.
+    pub offset_positive: Vec<f32>,
+    pub offset_negative: Vec<f32>,
+    /// `-bias`: `acc > -bias` selects the positive offset.
+    pub negated_bias: Vec<i32>,
+    /// A lane whose `y` lies within this distance of an integer is recomputed exactly.
+    pub tolerance: Vec<f32>,
+}
+
+/// The largest tolerance worth a shortcut: past it, too many lanes would fall back.
+const MAX_TOLERANCE: f64 = 1.0 / 64.0;
+
+impl FloatRequant {
+    /// The shortcut for `rq`, given each real channel's bound on `|acc|` (the raw sums the
+    /// kernels add the bias to); `None` when some channel does not allow it.
+    pub fn new(rq: &ChannelRequant, acc_bound: impl Fn(usize) -> u64) -> Option<FloatRequant> {
+        let padded = rq.padded_channels();
+        let mut f = FloatRequant {
+            scale: vec![0.0; padded],
+            offset_positive: vec![0.5; padded],
+            offset_negative: vec![0.5; padded],
+            negated_bias: vec![0; padded],
+            tolerance: vec![0.0; padded],
+        };
+        // Padding channels (past `channels()`) are computed but never stored.
+        for c in 0..rq.channels() {
+            let (mult, bias) = (rq.mult[c], rq.bias[c]);
+            let bound = acc_bound(c);
+            if rq.left[c] != 0 || mult <= 0 || bound >= 1 << 24 || bound + u64::from(bias.unsigned_abs()) >= 1 << 31 {
+                return None;
+            }
+            let e = rq.right[c];
+            let scale = f64::from(mult) / f64::powi(2.0, 31 + e);
+            let offset = f64::from(bias) * scale + 0.5 + f64::from(rq.output_offset);
+            // |y - exact| <= (|acc| * scale + |offset|) * 2^-24 for each of the three f32
+            // roundings; 2^-22 covers them with room for the f64 error of the offsets.
+            let nudge = if e == 0 { 0.0 } else { f64::powi(2.0, -(e + 1)) };
+            let reach = bound as f64 * scale + offset.abs() + nudge;
+            let tolerance = reach * f64::powi(2.0, -22);
+            if tolerance > MAX_TOLERANCE || reach > f64::from(1u32 << 22) {
+                return None;
+            }
+            f.scale[c] = scale as f32;
+            f.offset_positive[c] = (offset + nudge) as f32;
+            f.offset_negative[c] = (offset - nudge) as f32;
+            f.negated_bias[c] = -bias;
+            // Rounded up, so the f32 tolerance is never below the proven one.
+            f.tolerance[c] = (tolerance * (1.0 + 1.0 / 1024.0)) as f32;
+        }
+        Some(f)
+    }
+
+    /// Channel `c`'s output (zero point added, before the clamp) for `acc`, or `None` when
+    /// the lane must be recomputed exactly: the scalar model of the SIMD shortcut.
+    pub fn scalar(&self, c: usize, acc: i32) -> Option<i32> {
+        let offset = if acc > self.negated_bias[c] { self.offset_positive[c] } else { self.offset_negative[c] };
+        let y = (acc as f32).mul_add(self.scale[c], offset);
+        if (y - y.round_ties_even()).abs() < self.tolerance[c] {
+            return None;
+        }
+        Some(y.floor() as i32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::microkernels::qs8_requant::multiply_scalar;
+    use crate::microkernels::test_rng::Lcg;
+
+    /// The exact path before its clamp: the requantized value plus the zero point.
+    fn exact(rq: &ChannelRequant, c: usize, acc: i32) -> i32 {
+        multiply_scalar(acc.wrapping_add(rq.bias[c]), rq.mult[c], rq.left[c], rq.right[c])
+            .wrapping_add(rq.output_offset)
+    }
+
+    #[test]
+    fn agrees_with_the_exact_path_or_declines() {
+        let mut rng = Lcg(0x000f_10a7);
+        let mut declined = 0usize;
+        let mut total = 0usize;
+        for case in 0..400 {
+            let bound = 1 + u64::from(rng.next() % (1 << (10 + case % 14)));
+            let e = case % 16;
+            let m = (1 << 30) + (rng.next() >> 2) as i32;
+            let bias = (rng.next() as i32) >> (8 + case % 20);
+            let zp = rng.below(256) as i32 - 128;
+            let rq = ChannelRequant::new(1, |_| (m, -e), |_| bias, zp, (-128, 127));
+            let Some(f) = FloatRequant::new(&rq, |_| bound) else { continue };
+            let b = bound as i64;
+            // Random accumulators, and ones on the boundaries of both roundings.
+            let mut accs: Vec<i64> = (0..2000).map(|_| i64::from(rng.next() % (2 * bound as u32 + 1)) - b).collect();
+            for k in -40i64..40 {
+                // x * m near (2k + 1) * 2^(30 + e) (a tie of the second rounding) and near
+                // (2k + 1) * 2^30 (of the first), nudged by -2..2.
+                for target in [(2 * k + 1) << (30 + e), (2 * k + 1) << 30] {
+                    let x = target / i64::from(m) - i64::from(bias);
+                    for d in -2..=2 {
+                        accs.push(x + d);
+                    }
+                }
+            }
+            for acc in accs.into_iter().filter(|a| a.abs() <= b) {
+                let acc = acc as i32;
+                total += 1;
+                match f.scalar(0, acc) {
+                    Some(v) => assert_eq!(v, exact(&rq, 0, acc), "acc {acc} bias {bias} m {m} e {e} zp {zp}"),
+                    None => declined += 1,
+                }
+            }
+        }
+        assert!(total > 100_000, "{total} accumulators tried");
+        assert!(declined * 20 < total, "{declined} of {total} declined");
+    }
+
+    #[test]
+    fn declined_where_it_cannot_be_exact() {
+        let rq = ChannelRequant::new(2, |c| [(1 << 30, 1), (1 << 30, -8)][c], |_| 0, 0, (-128, 127));
+        assert!(FloatRequant::new(&rq, |_| 1000).is_none(), "a left shift");
+        let rq = ChannelRequant::new(1, |_| (1 << 30, -8), |_| 0, 0, (-128, 127));
+        assert!(FloatRequant::new(&rq, |_| 1 << 24).is_none(), "accumulators too large for f32");
+        assert!(FloatRequant::new(&rq, |_| 1 << 20).is_some());
+        let rq = ChannelRequant::new(1, |_| (1 << 30, -1), |_| 0, 0, (-128, 127));
+        assert!(FloatRequant::new(&rq, |_| (1 << 23) - 1).is_none(), "an error bound too wide to pay");
+    }
+}
