@@ -149,3 +149,13 @@ class Graph:
         b = flatbuffers.Builder(1024)
         b.Finish(m.Pack(b), file_identifier=b"TFL3")
         return bytes(b.Output())
+
+
+def random_weights(g, rng, name, shape, lim, hybrid):
+    """A constant of uniform values in [-lim, lim]: float32, or for a hybrid (dynamic-range)
+    model int8 with one symmetric scale, as TFLite's converter quantizes weights."""
+    v = rng.uniform(-lim, lim, shape).astype(np.float32)
+    if not hybrid:
+        return g.const(name, "FLOAT32", shape, v)
+    scale = float(np.max(np.abs(v))) / 127.0
+    return g.const(name, "INT8", shape, np.round(v / scale).astype(np.int8), q=quant(scale, 0))

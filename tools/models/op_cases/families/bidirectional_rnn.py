@@ -3,7 +3,7 @@ sequence, batch- or time-major, separate or merged outputs, and the aux input in
 its roles (cross-linked with aux weights, or the backward cell's input without them)."""
 import numpy as np
 from ai_edge_litert import schema_py_generated as s
-from graph import Graph, quant, rng_for
+from graph import Graph, random_weights, rng_for
 from make_op_cases import Case
 
 
@@ -16,11 +16,7 @@ def birnn(name, batch, time, n, fw_units, bw_units, time_major=False, merge=Fals
     x = g.input("input", "FLOAT32", lead + [n])
     inputs = [x]
     def weights(wname, shape, lim):
-        v = rng.uniform(-lim, lim, shape).astype(np.float32)
-        if not hybrid:
-            return g.const(wname, "FLOAT32", shape, v)
-        scale = float(np.max(np.abs(v))) / 127.0
-        return g.const(wname, "INT8", shape, np.round(v / scale).astype(np.int8), q=quant(scale, 0))
+        return random_weights(g, rng, wname, shape, lim, hybrid)
 
     for tag, u in (("fw", fw_units), ("bw", bw_units)):
         inputs.append(weights(f"{tag}_weights", [u, n], 0.6))

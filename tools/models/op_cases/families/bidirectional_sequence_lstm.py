@@ -6,7 +6,7 @@ It also builds UNIDIRECTIONAL_SEQUENCE_LSTM cases (`uni=True`) for what the two 
 other cases do not reach (TFLite's output with no activation)."""
 import numpy as np
 from ai_edge_litert import schema_py_generated as s
-from graph import Graph, quant, rng_for
+from graph import Graph, random_weights, rng_for
 from make_op_cases import Case
 
 
@@ -22,11 +22,7 @@ def bilstm(name, batch, time, n_input, n_cell, n_output=None, time_major=False, 
     x = g.input("input", "FLOAT32", lead + [n_input])
 
     def weights(wname, shape, lim):
-        v = rng.uniform(-lim, lim, shape).astype(np.float32)
-        if not hybrid:
-            return g.const(wname, "FLOAT32", shape, v)
-        scale = float(np.max(np.abs(v))) / 127.0
-        return g.const(wname, "INT8", shape, np.round(v / scale).astype(np.int8), q=quant(scale, 0))
+        return random_weights(g, rng, wname, shape, lim, hybrid)
 
     def cell(tag):
         ins = []
