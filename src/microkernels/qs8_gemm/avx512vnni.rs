@@ -212,7 +212,7 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
                     }
                 }
             }
-            Qs8Out::Float { c, sumw, scale, bias, row_fold, row_scale, min, max } => {
+            Qs8Out::Float { c, sumw, scale, bias, row_fold, row_scale, min, max, .. } => {
                 let (vmin, vmax) = (_mm512_set1_ps(min), _mm512_set1_ps(max));
                 for v in 0..V {
                     let col = 16 * v;

@@ -56,6 +56,7 @@ pub struct Qs8IgemmArgs {
 
 /// What a microkernel makes of its 32-bit sums `acc = sum u * w` (`u` the input bytes
 /// plus 128).
+#[derive(Clone, Copy)]
 pub enum Qs8Out {
     /// int8 outputs: `requant_scalar(acc, bias, mult, left, right, ...)` per channel.
     Int8 {
@@ -88,6 +89,9 @@ pub enum Qs8Out {
         bias: *const f32,
         row_fold: *const i32,
         row_scale: *const f32,
+        /// 1 when the row tables hold every row of the driver's run (a tile further down
+        /// reads them further on), 0 when all rows share the first tile's entries.
+        row_step: usize,
         min: f32,
         max: f32,
     },
@@ -101,6 +105,25 @@ pub struct FloatTables {
     pub offset_negative: *const f32,
     pub negated_bias: *const i32,
     pub tolerance: *const f32,
+}
+
+impl Qs8Out {
+    /// The output `rows` rows further down: `c` by `rows * c_stride` values, a hybrid
+    /// layer's row tables by `rows * row_step` entries. The pointers are only offset
+    /// (wrapping), never read here; the driver keeps them inside what `emit` gave.
+    fn rows_down(mut self, rows: usize, c_stride: usize) -> Qs8Out {
+        let at = rows * c_stride;
+        match &mut self {
+            Qs8Out::Int8 { c, .. } => *c = c.wrapping_add(at),
+            Qs8Out::Int32 { c, .. } => *c = c.wrapping_add(at),
+            Qs8Out::Float { c, row_fold, row_scale, row_step, .. } => {
+                *c = c.wrapping_add(at);
+                *row_fold = row_fold.wrapping_add(rows * *row_step);
+                *row_scale = row_scale.wrapping_add(rows * *row_step);
+            }
+        }
+        self
+    }
 }
 
 /// A microkernel: see [`Qs8IgemmArgs`] for its contract.
@@ -577,7 +600,7 @@ pub fn igemm_hybrid(
         let t = j0..j0 + k.nr;
         let r = tile.start - first_row;
         let c = r * out_stride + (j0 - first_col);
-        let q = if uniform { 0..tile.len() } else { r..r + tile.len() };
+        let q = if uniform { 0..folds.len() } else { r..r + tile.len() };
         Qs8Out::Float {
             // In bounds: see `igemm`; the row tables hold every row of the call.
             c: base.wrapping_add(c),
@@ -586,6 +609,7 @@ pub fn igemm_hybrid(
             bias: bias[t].as_ptr(),
             row_fold: folds[q.clone()].as_ptr(),
             row_scale: row_scales[q].as_ptr(),
+            row_step: usize::from(!uniform),
             min,
             max,
         }
@@ -593,8 +617,9 @@ pub fn igemm_hybrid(
 }
 
 /// The tiles of `rows` x `cols`: builds each chunk's row pointers (padding taps read a
-/// row of `pad`), then calls the kernel on every tile with the output `emit` gives for its
-/// rows and first channel. `emit` must return pointers valid for the kernel's contract.
+/// row of `pad`), then calls the kernel on every tile. `emit` gives the output and tables
+/// of a run of rows (the chunk's) and a block's first channel, valid for the kernel's
+/// contract on every row of the run; each tile's is that output moved down to its rows.
 #[allow(clippy::too_many_arguments)]
 fn drive(
     k: &Qs8GemmKernel,
@@ -651,6 +676,8 @@ fn drive(
             let w = &packed.data[blk * block_len..(blk + 1) * block_len];
             let j0 = blk * k.nr;
             let nc = k.nr.min(cols.end - j0);
+            // The output of the chunk's first row; each tile's lies `t0 - r0` rows further.
+            let out = emit(r0..r1, j0);
             let mut t0 = r0;
             let mut p = 0;
             while t0 < r1 {
@@ -663,7 +690,7 @@ fn drive(
                     a: ptrs[p..p + call_ks * mr].as_ptr(),
                     w: w.as_ptr(),
                     c_stride: out_stride,
-                    out: emit(t0..t0 + mr, j0),
+                    out: out.rows_down(t0 - r0, out_stride),
                 };
                 // SAFETY: the contract of `Qs8IgemmArgs` holds: `ptrs[p..p + call_ks*mr]`
                 // are `mr * call_ks` pointers (row-major), each to `call_kc` readable
@@ -671,10 +698,11 @@ fn drive(
                 // gathered; a run's pointer `j` is `j * step` past the span's start, and the
                 // span reaches the run's last read of `kc`), `pad_row` (`call_kc` long) or
                 // a gathered row of `call_kc`, all alive and unmodified during this call;
-                // `w` is one whole packed block (checked by the slice); `emit` gives the
-                // output and tables for rows `t0..t0 + mr` and channels from `j0` (its
-                // contract, kept by `igemm` and `igemm_hybrid`, which checked the output's
-                // size for every row and column of the call); `mr <= MR`, `nc <= NR` by
+                // `w` is one whole packed block (checked by the slice); `emit` gave the
+                // output and tables for the rows `r0..r1` and channels from `j0` (its
+                // contract, kept by `igemm`, `igemm_int32` and `igemm_hybrid`, which checked
+                // the output's size for every row and column of the call), moved down to
+                // rows `t0..t0 + mr` inside that run; `mr <= MR`, `nc <= NR` by
                 // construction, `call_kc` a positive multiple of 4 by the packing.
                 unsafe { (k.by_rows[mr - 1])(&args) };
                 p += call_ks * mr;

@@ -75,7 +75,7 @@ unsafe fn igemm<const M: usize, const NR: usize>(p: &Qs8IgemmArgs) {
                 }
             }
         }
-        Qs8Out::Float { c, sumw, scale, bias, row_fold, row_scale, min, max } => {
+        Qs8Out::Float { c, sumw, scale, bias, row_fold, row_scale, min, max, .. } => {
             // SAFETY: the channel tables hold `NR` values, the row tables `mr` (the contract).
             let (sumw, scale, bias, row_fold, row_scale) = unsafe {
                 (
