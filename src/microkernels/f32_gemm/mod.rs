@@ -302,8 +302,13 @@ pub(crate) fn push_tap_pointers<T>(
             let span = end.and_then(|e| input.get(o..e)).ok_or_else(|| past_input(r + count - 1, t, input.len()))?;
             bases[t] = (span.as_ptr(), step);
         }
-        for j in 0..count {
-            ptrs.extend(bases.iter().map(|&(base, step)| base.wrapping_add(j * step)));
+        // Sized once, then filled row by row (no capacity check per pointer).
+        let start = ptrs.len();
+        ptrs.resize(start + count * bases.len(), core::ptr::null());
+        for (j, row) in ptrs[start..].chunks_exact_mut(bases.len()).enumerate() {
+            for (p, &(base, step)) in row.iter_mut().zip(bases.iter()) {
+                *p = base.wrapping_add(j * step);
+            }
         }
         r += count;
     }
