@@ -58,30 +58,13 @@ unsafe fn igemm<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
 #[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
 unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
     debug_assert!(M <= MAX_ROWS && V <= 2 && p.mr == M && p.nc <= 16 * V && p.kc.is_multiple_of(4) && p.kc >= 4);
-    let flip = _mm512_set1_epi32(0x8080_8080u32 as i32);
-    let mut acc = [[_mm512_setzero_si512(); V]; M];
     // SAFETY: the packed block is `ks * kc * 16V` bytes, read 64 bytes per vector as
     // `[ks][kc/4][16V][4]`; `a[i*ks + t]` are `kc` readable bytes each, read 4 at a time
     // below `kc` (a multiple of 4); the tables are `16V` values each; `c` rows `i < M`
     // get `nc` bytes each (masked stores write nothing past `nc`): the contract.
     unsafe {
-        let mut w = p.w;
-        for t in 0..p.ks {
-            let rows: [*const i8; M] = core::array::from_fn(|i| *p.a.add(i * p.ks + t));
-            let mut k = 0;
-            while k < p.kc {
-                let wv: [__m512i; V] = core::array::from_fn(|v| _mm512_loadu_si512(w.add(64 * v).cast()));
-                for i in 0..M {
-                    let x = _mm512_set1_epi32(rows[i].add(k).cast::<i32>().read_unaligned());
-                    let u = _mm512_xor_si512(x, flip);
-                    for v in 0..V {
-                        acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], u, wv[v]);
-                    }
-                }
-                w = w.add(64 * V);
-                k += 4;
-            }
-        }
+        // Rows already flipped are broadcast straight from memory; others are flipped here.
+        let acc = if p.flipped { sums::<M, V, false>(p) } else { sums::<M, V, true>(p) };
         // The sums leave the registers once, for the requantization loop below: a loop
         // that indexes the accumulators themselves (it is too long to unroll) would keep
         // them in memory through the whole K loop.
@@ -236,6 +219,41 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
             }
         }
     }
+}
+
+/// The tile's 32-bit sums `sum u * w`, flipping each input word (`u = x ^ 0x80`) when
+/// `FLIP`.
+///
+/// # Safety
+/// The contract of [`Qs8IgemmArgs`] (only `a`, `w`, `ks` and `kc` are read); AVX-512 F, BW
+/// and VNNI available.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
+unsafe fn sums<const M: usize, const V: usize, const FLIP: bool>(p: &Qs8IgemmArgs) -> [[__m512i; V]; M] {
+    let flip = _mm512_set1_epi32(0x8080_8080u32 as i32);
+    let mut acc = [[_mm512_setzero_si512(); V]; M];
+    // SAFETY: see `igemm_impl`: the packed block and the rows are as the contract says.
+    unsafe {
+        let mut w = p.w;
+        for t in 0..p.ks {
+            let rows: [*const i8; M] = core::array::from_fn(|i| *p.a.add(i * p.ks + t));
+            let mut k = 0;
+            while k < p.kc {
+                let wv: [__m512i; V] = core::array::from_fn(|v| _mm512_loadu_si512(w.add(64 * v).cast()));
+                for i in 0..M {
+                    let x = _mm512_set1_epi32(rows[i].add(k).cast::<i32>().read_unaligned());
+                    let u = if FLIP { _mm512_xor_si512(x, flip) } else { x };
+                    for v in 0..V {
+                        acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], u, wv[v]);
+                    }
+                }
+                w = w.add(64 * V);
+                k += 4;
+            }
+        }
+    }
+    acc
 }
 
 /// One vector's float shortcut tables: 16 channels, loaded once per tile.

@@ -49,6 +49,9 @@ pub struct Qs8IgemmArgs {
     pub kc: usize,
     pub ks: usize,
     pub a: *const *const i8,
+    /// True when the rows hold the input with its sign bits flipped (`x ^ 0x80`, the
+    /// unsigned bytes the kernels multiply), false when they hold the input itself.
+    pub flipped: bool,
     pub w: *const i8,
     pub c_stride: usize,
     pub out: Qs8Out,
@@ -639,7 +642,15 @@ fn drive(
     let (call_ks, call_kc) = (packed.ks, packed.kc);
     let pad_row = vec![pad; call_kc];
     let chunk = rows_per_chunk(k.mr, call_ks, call_kc);
-    let mut gathered = if packed.gathered { vec![pad; chunk * call_kc] } else { Vec::new() };
+    // Gathered rows, and the rows of a 1x1 layer with enough column blocks to reuse them,
+    // are copied per chunk with their sign bits flipped, as the kernels read them
+    // (`x ^ 0x80`): each block then broadcasts them straight from memory instead of
+    // flipping every word again. Other rows point into the input itself, and the kernels
+    // flip as they read (a wide block shares each flip between two multiply-adds, so it
+    // needs twice the blocks to pay for the copy).
+    let blocks = cols.end.div_ceil(k.nr).min(packed.blocks()).saturating_sub(cols.start / k.nr);
+    let copied = packed.gathered || (call_ks == 1 && blocks * 16 >= 4 * k.nr);
+    let mut rows_buf = if copied { vec![pad ^ i8::MIN; chunk * call_kc] } else { Vec::new() };
     let mut offsets = vec![0usize; ks];
     let mut ptrs: Vec<*const i8> = Vec::with_capacity(chunk * call_ks);
     // Per tap of a run: its first pointer and its step (0 for padding).
@@ -651,26 +662,25 @@ fn drive(
     while r0 < rows.end {
         let r1 = (r0 + chunk).min(rows.end);
         ptrs.clear();
-        if packed.gathered {
+        if copied {
             for (q, r) in (r0..r1).enumerate() {
                 taps.fill(r..r + 1, &mut offsets);
-                let row = &mut gathered[q * call_kc..(q + 1) * call_kc];
+                let row = &mut rows_buf[q * call_kc..(q + 1) * call_kc];
                 for (t, &o) in offsets.iter().enumerate() {
                     let dst = &mut row[t * kc..(t + 1) * kc];
                     if o == PAD {
-                        dst.fill(pad);
+                        dst.fill(pad ^ i8::MIN);
                     } else {
-                        dst.copy_from_slice(
-                            input.get(o..o.saturating_add(kc)).ok_or_else(|| past_input(r, t, input.len()))?,
-                        );
+                        let src = input.get(o..o.saturating_add(kc)).ok_or_else(|| past_input(r, t, input.len()))?;
+                        for (d, &x) in dst.iter_mut().zip(src) {
+                            *d = x ^ i8::MIN;
+                        }
                     }
                 }
             }
+            ptrs.extend(rows_buf.chunks_exact(call_kc).take(r1 - r0).map(|row| row.as_ptr()));
         } else {
             push_tap_pointers(taps, r0..r1, input, kc, &pad_row, &mut offsets, &mut bases, &mut ptrs, past_input)?;
-        }
-        if packed.gathered {
-            ptrs.extend(gathered.chunks_exact(call_kc).take(r1 - r0).map(|row| row.as_ptr()));
         }
         for blk in first_block..last_block {
             let w = &packed.data[blk * block_len..(blk + 1) * block_len];
@@ -688,6 +698,7 @@ fn drive(
                     kc: call_kc,
                     ks: call_ks,
                     a: ptrs[p..p + call_ks * mr].as_ptr(),
+                    flipped: copied,
                     w: w.as_ptr(),
                     c_stride: out_stride,
                     out: out.rows_down(t0 - r0, out_stride),

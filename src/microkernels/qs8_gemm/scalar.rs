@@ -37,7 +37,7 @@ unsafe fn igemm<const M: usize, const NR: usize>(p: &Qs8IgemmArgs) {
                 for j in 0..NR {
                     for q in 0..4 {
                         // The input as unsigned bytes `x + 128`, as the SIMD kernels read it.
-                        let u = i32::from(x[q] as u8 ^ 0x80);
+                        let u = i32::from(if p.flipped { x[q] as u8 } else { x[q] as u8 ^ 0x80 });
                         acc[i][j] = acc[i][j].wrapping_add(u * i32::from(wrow[j * 4 + q]));
                     }
                 }
