@@ -7,9 +7,12 @@
 //! `output_shape` (5 int32 values), filter `[f_d, f_h, f_w, out_c, in_c]`, input
 //! `[batch, d, h, w, in_c]`, optional bias `[out_c]`; the output shape's windowed size must
 //! give back the input's. A non-constant `output_shape` makes the output dynamic. Both
-//! accumulate in float in the reference kernels' order. CONV_3D_TRANSPOSE's int8/int16
-//! path is not supported here; its output channel count must equal the filter's (TFLite
-//! only checks that it is a multiple, then indexes past the filter otherwise).
+//! accumulate in float in the reference kernels' order. CONV_3D_TRANSPOSE's output channel
+//! count must equal the filter's (TFLite only checks that it is a multiple, then indexes past
+//! the filter otherwise). TFLite 2.19's CONV_3D_TRANSPOSE Prepare accepts float32 input only
+//! (tensorflow-cpu 2.19.0 and LiteRT 2.3.0 both refuse int8 with `input->type !=
+//! kTfLiteFloat32`); the int8/int16 path of later kernel sources is not in 2.19, so
+//! quantized inputs are refused here too.
 
 use crate::abi::builtin_op_data::{TfLiteConv3DParams, TfLitePadding};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
@@ -482,5 +485,22 @@ mod tests {
         let o = g.output(kTfLiteFloat32, None);
         assert_eq!(g.run(&transpose_registration(), &[dyn_shape, w, x], &[o], Some(p)), TfLiteStatus::kTfLiteOk);
         assert_eq!(g.shape(o), vec![1, 1, 1, 4, 1]);
+    }
+
+    #[test]
+    fn transpose_refuses_quantized() {
+        use crate::kernels::test_util::qp;
+        // TFLite 2.19 refuses every input type but float32.
+        let mut g = Graph::new();
+        let shape = g.tensor(kTfLiteInt32, &[5], &[1i32, 1, 1, 4, 1], None, true);
+        let w = g.tensor(kTfLiteInt8, &[1, 1, 2, 1, 1], &[2i8, 40], Some(qp(0.25, 0)), true);
+        let mut p = params(TfLitePadding::kTfLitePaddingValid, 1);
+        p.stride_width = 2;
+        let x = g.tensor(kTfLiteInt8, &[1, 1, 1, 2, 1], &[5i8, -3], Some(qp(0.5, 1)), false);
+        let o = g.output(kTfLiteInt8, Some(qp(0.5, -2)));
+        assert_eq!(g.run(&transpose_registration(), &[shape, w, x], &[o], Some(p)), TfLiteStatus::kTfLiteError);
+        let x16 = g.tensor(kTfLiteInt16, &[1, 1, 1, 2, 1], &[4i16, -4], Some(qp(0.5, 0)), false);
+        let o = g.output(kTfLiteInt16, Some(qp(0.5, 0)));
+        assert_eq!(g.run(&transpose_registration(), &[shape, w, x16], &[o], Some(p)), TfLiteStatus::kTfLiteError);
     }
 }
