@@ -1,7 +1,9 @@
-//! CPU execution choices that must never change an answer: activation fusion (the fused
-//! graph gives the same bits as the model's graph, with less memory, and a delegate
-//! applied afterwards sees the model's graph) and the thread count (every corpus model
-//! gives the same bits on 1, 2 and 3 threads, so switching between them is safe).
+//! CPU execution choices that must never change an answer: graph fusion (activations
+//! into their producers, convolutions into the depthwise convolutions that read them:
+//! the fused graph gives the same bits as the model's graph, with less memory, and a
+//! delegate applied afterwards sees the model's graph) and the thread count (every
+//! corpus model gives the same bits on 1, 2 and 3 threads, so switching between them is
+//! safe).
 
 mod common;
 
@@ -13,9 +15,18 @@ use tensorflowlite_c::model::Model;
 use tensorflowlite_c::resolver::builtin::builtin_op_resolver;
 
 fn interpreter(model: &str, fuse: bool) -> Interpreter {
+    interpreter_with(model, fuse, 1)
+}
+
+fn interpreter_with(model: &str, fuse: bool, num_threads: i32) -> Interpreter {
     let path = common::corpus().join("models").join(model);
     let model = Model::from_file(&path).unwrap_or_else(|e| panic!("{}: {}", path.display(), e.message));
-    let config = InterpreterConfig { fuse_activations: fuse, num_threads: 1, ..InterpreterConfig::default() };
+    let config = InterpreterConfig {
+        fuse_activations: fuse,
+        num_threads,
+        adaptive_threads: false,
+        ..InterpreterConfig::default()
+    };
     let mut interp = Interpreter::new(Arc::new(model), &builtin_op_resolver(), config).expect("interpreter");
     interp.allocate_tensors().expect("allocate");
     interp
@@ -83,6 +94,27 @@ fn models_without_standalone_activations_are_unchanged() {
     assert_eq!(interp.primary().fused_activations(), 0);
 }
 
+#[test]
+fn convolutions_fused_into_depthwise_give_the_same_bits_in_less_memory() {
+    // mobilenet_v2 has 17 inverted bottlenecks: a convolution whose only reader is a 3x3
+    // depthwise convolution (stride 1 and 2, the first a 3x3 stride-2 convolution).
+    let model = "mobilenet_v2_f32.tflite";
+    for threads in [1, 2, 3] {
+        let mut fused = interpreter_with(model, true, threads);
+        let mut plain = interpreter_with(model, false, threads);
+        assert_eq!(fused.primary().fused_conv_depthwise(), 17);
+        assert_eq!(plain.primary().fused_conv_depthwise(), 0);
+        assert_eq!(fused.primary().execution_plan().len() + 17, plain.primary().execution_plan().len());
+        for interp in [&mut fused, &mut plain] {
+            fill_inputs(interp);
+            interp.invoke().expect("invoke");
+        }
+        assert_eq!(outputs(&fused), outputs(&plain), "{threads} threads: fusion changed the answer");
+        let (f, p) = (fused.primary().memory_stats().arena_bytes, plain.primary().memory_stats().arena_bytes);
+        assert!(3 * f < 2 * p, "fused arena {f} bytes, unfused {p}: the expanded tensors still take memory");
+    }
+}
+
 /// A delegate that claims nothing and records the length of the execution plan its
 /// Prepare sees in `data_`.
 unsafe extern "C" fn record_plan(context: *mut TfLiteContext, delegate: *mut TfLiteDelegate) -> TfLiteStatus {
@@ -102,7 +134,10 @@ unsafe extern "C" fn record_plan(context: *mut TfLiteContext, delegate: *mut TfL
 #[test]
 fn a_delegate_sees_the_models_graph() {
     // Activation fusions (selfie_segmentation) and ADD+PRELU fusions (face_landmark).
-    for (model, fusions) in [("selfie_segmentation.tflite", 22), ("face_landmark.tflite", 20)] {
+    // Convolutions fused into depthwise convolutions (mobilenet_v2).
+    for (model, fusions) in
+        [("selfie_segmentation.tflite", 22), ("face_landmark.tflite", 20), ("mobilenet_v2_f32.tflite", 17)]
+    {
         let mut interp = interpreter(model, true);
         let fused_len = interp.primary().execution_plan().len();
         let mut seen = 0usize;
@@ -114,9 +149,13 @@ fn a_delegate_sees_the_models_graph() {
         // dropped at the end of this iteration, after the last use).
         unsafe { interp.modify_graph_with_delegate(&mut delegate) }.expect("apply delegate");
         assert_eq!(seen, fused_len + fusions, "{model}: the delegate saw a fused graph");
-        assert_eq!(interp.primary().fused_activations(), 0);
+        assert_eq!(interp.primary().fused_activations() + interp.primary().fused_conv_depthwise(), 0);
         interp.allocate_tensors().expect("allocate");
-        assert_eq!(interp.primary().fused_activations(), 0, "{model}: fused again under a delegate");
+        assert_eq!(
+            interp.primary().fused_activations() + interp.primary().fused_conv_depthwise(),
+            0,
+            "{model}: fused again under a delegate"
+        );
         fill_inputs(&mut interp);
         interp.invoke().expect("invoke");
         let mut plain = interpreter(model, false);

@@ -1,13 +1,20 @@
-//! Graph-level fusion: a float32 RELU, RELU6 or RELU_N1_TO_1 whose only input is the
-//! sole output of a CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, SUB or MUL without
-//! a fused activation becomes that producer's fused activation. The producer then writes
-//! the activation's output directly, the activation node leaves the execution plan, and
-//! the intermediate tensor between them is neither written nor given memory: one pass
-//! over the data and one buffer fewer (converters leave such pairs behind where an op
-//! could not carry the activation, e.g. after a quantization-aware rewrite).
+//! Graph-level fusion, in two passes:
+//! - a float32 RELU, RELU6 or RELU_N1_TO_1 whose only input is the sole output of a
+//!   CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, SUB or MUL without a fused
+//!   activation becomes that producer's fused activation (converters leave such pairs
+//!   behind where an op could not carry the activation, e.g. after a quantization-aware
+//!   rewrite), and a float32 PRELU after an ADD runs inside the ADD;
+//! - a float32 CONV_2D whose only reader is a DEPTHWISE_CONV_2D runs inside that node,
+//!   band by band through a scratch buffer in cache (the inverted bottleneck of
+//!   MobileNet-style networks; see `kernels::ops::conv_then_depthwise`).
+//!
+//! The first node of a pair leaves the execution plan, and the intermediate tensor
+//! between them is neither written nor given memory: one pass over the data and one
+//! buffer fewer.
 //!
 //! The answer is unchanged: the producers apply a fused activation as the same clamp
-//! the standalone op computes. Fusion runs only on our own builtin kernels (an
+//! the standalone op computes, and a fused convolution computes the same values with the
+//! same microkernels. Fusion runs only on our own builtin kernels (an
 //! application's override of either op keeps the graph as it is), never where an
 //! intermediate is observable (a subgraph input, output or variable, a tensor with a
 //! second reader, `preserve_all_tensors`), and never under a delegate: it happens at
@@ -24,17 +31,51 @@ use crate::abi::builtin_op_data::{
     TfLiteMulParams, TfLiteSubParams,
 };
 use crate::abi::builtin_ops::TfLiteBuiltinOperator as Op;
-use crate::abi::types::{TfLiteContext, TfLiteRegistration, TfLiteType};
+use crate::abi::types::{TfLiteAllocationType, TfLiteContext, TfLiteRegistration, TfLiteType};
+use crate::kernels::ops::conv_then_depthwise::{self, ConvThenDepthwiseParams};
 use crate::resolver::OpFinder;
 use core::ffi::c_char;
 
 /// One fused pair, with what undoing it restores.
-pub(crate) struct Fusion {
-    producer: usize,
-    /// The producer's own output (the activation's input).
-    intermediate: i32,
-    /// For a fused PRELU: the producer's registration and inputs before fusing.
-    replaced: Option<(TfLiteRegistration, Vec<i32>)>,
+pub(crate) enum Fusion {
+    /// An activation (or PRELU) fused into its producer.
+    Activation {
+        producer: usize,
+        /// The producer's own output (the activation's input).
+        intermediate: i32,
+        /// For a fused PRELU: the producer's registration and inputs before fusing.
+        replaced: Option<(TfLiteRegistration, Vec<i32>)>,
+    },
+    /// A CONV_2D fused into the DEPTHWISE_CONV_2D that reads it: the depthwise node runs
+    /// both (see `kernels::ops::conv_then_depthwise`).
+    ConvDepthwise {
+        node: usize,
+        /// The depthwise node's registration, inputs, intermediates (`None`: no array),
+        /// options and name before fusing.
+        registration: TfLiteRegistration,
+        inputs: Vec<i32>,
+        intermediates: Option<Vec<i32>>,
+        builtin_data: SetAsideOptions,
+        op_name: String,
+    },
+}
+
+/// A node's malloc'ed options struct, set aside while the node runs with other options;
+/// freed if the node is released before they are put back.
+pub(crate) struct SetAsideOptions(*mut core::ffi::c_void);
+
+impl SetAsideOptions {
+    fn take(mut self) -> *mut core::ffi::c_void {
+        core::mem::replace(&mut self.0, core::ptr::null_mut())
+    }
+}
+
+impl Drop for SetAsideOptions {
+    fn drop(&mut self) {
+        // SAFETY: the pointer is the node's malloc'ed options (or NULL once taken), owned
+        // here alone.
+        unsafe { libc::free(self.0) };
+    }
 }
 
 /// What a fused node does after its producer.
@@ -135,9 +176,34 @@ fn swap_kernel(ctx: *mut TfLiteContext, e: &mut NodeEntry, reg: TfLiteRegistrati
     }
 }
 
+/// Readers and the producing node of every tensor, over `plan`; `None` if the plan
+/// names a node that does not exist.
+fn readers_and_producers(s: &Subgraph, plan: &[i32]) -> Option<(Vec<usize>, Vec<usize>)> {
+    let n_tensors = s.tensors.len();
+    let mut readers = vec![0usize; n_tensors];
+    let mut producer = vec![usize::MAX; n_tensors];
+    for &ni in plan {
+        let e = usize::try_from(ni).ok().and_then(|i| s.nodes.get(i))?;
+        // SAFETY: the node's arrays are owned by it and live.
+        let (ins, outs) = unsafe { (int_array_slice(e.node.inputs), int_array_slice(e.node.outputs)) };
+        for &t in ins {
+            if let Some(r) = usize::try_from(t).ok().and_then(|t| readers.get_mut(t)) {
+                *r += 1;
+            }
+        }
+        for &t in outs {
+            if let Some(p) = usize::try_from(t).ok().and_then(|t| producer.get_mut(t)) {
+                *p = ni as usize;
+            }
+        }
+    }
+    Some((readers, producer))
+}
+
 impl Subgraph {
-    /// Fuses every eligible (producer, activation) pair (see the module comment). Returns
-    /// how many were fused.
+    /// Fuses every eligible pair (see the module comment): activations into their
+    /// producers, then convolutions into the depthwise convolutions that read them.
+    /// Returns how many pairs were fused.
     pub(crate) fn fuse_activations(&mut self) -> usize {
         if !self.fusions.is_empty()
             || self.preserve_intermediates
@@ -150,25 +216,17 @@ impl Subgraph {
         // Built per pass (once per AllocateTensors that fuses): a few microseconds, and no
         // process-wide table for leak checkers to report.
         let builtins = crate::resolver::builtin::builtin_op_resolver();
-        let n_tensors = self.tensors.len();
-        // Readers and the producing node of every tensor, over the execution plan.
-        let mut readers = vec![0usize; n_tensors];
-        let mut producer = vec![usize::MAX; n_tensors];
-        for &ni in &self.execution_plan {
-            let Some(e) = usize::try_from(ni).ok().and_then(|i| self.nodes.get(i)) else { return 0 };
-            // SAFETY: the node's arrays are owned by it and live.
-            let (ins, outs) = unsafe { (int_array_slice(e.node.inputs), int_array_slice(e.node.outputs)) };
-            for &t in ins {
-                if let Some(r) = usize::try_from(t).ok().and_then(|t| readers.get_mut(t)) {
-                    *r += 1;
-                }
-            }
-            for &t in outs {
-                if let Some(p) = usize::try_from(t).ok().and_then(|t| producer.get_mut(t)) {
-                    *p = ni as usize;
-                }
-            }
+        let original_plan = self.execution_plan.clone();
+        let fused = self.fuse_activation_pairs(&builtins) + self.fuse_conv_depthwise(&builtins);
+        if fused > 0 {
+            self.plan_before_fusion = original_plan;
         }
+        fused
+    }
+
+    /// Fuses every (producer, activation) pair.
+    fn fuse_activation_pairs(&mut self, builtins: &crate::resolver::OpResolver) -> usize {
+        let Some((readers, producer)) = readers_and_producers(self, &self.execution_plan) else { return 0 };
         let observable = |t: i32| self.inputs.contains(&t) || self.outputs.contains(&t) || self.variables.contains(&t);
         let is_f32 = |t: i32| {
             usize::try_from(t).ok().and_then(|t| self.tensors.get(t)).is_some_and(|t| {
@@ -207,7 +265,7 @@ impl Subgraph {
                 }
                 _ => continue,
             };
-            if t == u || !is_own_kernel(&builtins, &e.registration) || observable(t) || !is_f32(t) || !is_f32(u) {
+            if t == u || !is_own_kernel(builtins, &e.registration) || observable(t) || !is_f32(t) || !is_f32(u) {
                 continue;
             }
             let Some(&p) = usize::try_from(t).ok().and_then(|t| producer.get(t)) else { continue };
@@ -217,7 +275,7 @@ impl Subgraph {
             let pe = &self.nodes[p];
             // SAFETY: as above.
             let (p_ins, p_outs) = unsafe { (int_array_slice(pe.node.inputs), int_array_slice(pe.node.outputs)) };
-            if p_outs != [t] || !pe.node.delegate.is_null() || !is_own_kernel(&builtins, &pe.registration) {
+            if p_outs != [t] || !pe.node.delegate.is_null() || !is_own_kernel(builtins, &pe.registration) {
                 continue;
             }
             match fused {
@@ -246,7 +304,7 @@ impl Subgraph {
         if found.is_empty() {
             return 0;
         }
-        self.plan_before_fusion = self.execution_plan.clone();
+        let plan_before = self.execution_plan.clone();
         // The new plan: a fused clamp's node leaves it; a fused PRELU's slot runs the
         // producer (now ADD-then-PRELU) and the producer's own slot goes.
         let mut slot_of = std::collections::HashMap::new();
@@ -259,8 +317,7 @@ impl Subgraph {
                 }
             };
         }
-        self.execution_plan = self
-            .plan_before_fusion
+        self.execution_plan = plan_before
             .iter()
             .filter_map(|&ni| match slot_of.get(&(ni as usize)) {
                 None => Some(ni),
@@ -296,7 +353,147 @@ impl Subgraph {
             }
             // SAFETY: the producer owns its outputs array (one element, checked above).
             unsafe { int_array_slice_mut(pe.node.outputs)[0] = u };
-            self.fusions.push(Fusion { producer: p, intermediate: t, replaced });
+            self.fusions.push(Fusion::Activation { producer: p, intermediate: t, replaced });
+        }
+        found.len()
+    }
+
+    /// Fuses every float32 CONV_2D whose output only a DEPTHWISE_CONV_2D (depth
+    /// multiplier 1) reads into that depthwise node, which then runs both (see
+    /// `kernels::ops::conv_then_depthwise`); the convolution's node leaves the plan and
+    /// the tensor between them gets no memory. Both filters and biases must be model
+    /// constants, and the convolution's input no variable (the fused node reads it where
+    /// the depthwise node ran).
+    fn fuse_conv_depthwise(&mut self, builtins: &crate::resolver::OpResolver) -> usize {
+        let Some((readers, producer)) = readers_and_producers(self, &self.execution_plan) else { return 0 };
+        let observable = |t: i32| self.inputs.contains(&t) || self.outputs.contains(&t) || self.variables.contains(&t);
+        let tensor = |t: i32| usize::try_from(t).ok().and_then(|t| self.tensors.get(t));
+        let is_f32 = |t: i32| {
+            tensor(t).is_some_and(|t| {
+                t.data_type() == Some(TfLiteType::kTfLiteFloat32)
+                    && t.params.scale == 0.0
+                    && t.quantization.params.is_null()
+            })
+        };
+        let constant_f32 = |t: i32| {
+            is_f32(t) && tensor(t).is_some_and(|t| t.allocation() == Some(TfLiteAllocationType::kTfLiteMmapRo))
+        };
+        let absent_or_constant_f32 = |t: Option<&i32>| t.is_none_or(|&t| t == -1 || constant_f32(t));
+        let dims = |t: i32| -> &[i32] {
+            // SAFETY: a tensor's dims are NULL or its own live array.
+            tensor(t).map_or(&[], |t| unsafe { int_array_slice(t.dims) })
+        };
+        let (conv_code, dw_code) = (Op::kTfLiteBuiltinConv2d as i32, Op::kTfLiteBuiltinDepthwiseConv2d as i32);
+        let mut found = Vec::new();
+        for &ni in &self.execution_plan {
+            let d = ni as usize;
+            let de = &self.nodes[d];
+            if de.registration.builtin_code != dw_code
+                || !de.node.delegate.is_null()
+                || !de.owns_builtin_data
+                || de.node.builtin_data.is_null()
+                || !is_own_kernel(builtins, &de.registration)
+            {
+                continue;
+            }
+            // SAFETY: the node's arrays are owned by it and live.
+            let (d_ins, d_outs) = unsafe { (int_array_slice(de.node.inputs), int_array_slice(de.node.outputs)) };
+            let (&[t, wf, ..], &[u]) = (d_ins, d_outs) else { continue };
+
+            if d_ins.len() > 3
+                || !is_f32(t)
+                || observable(t)
+                || !constant_f32(wf)
+                || !absent_or_constant_f32(d_ins.get(2))
+            {
+                continue;
+            }
+            let Some(&p) = usize::try_from(t).ok().and_then(|t| producer.get(t)) else { continue };
+            if p == usize::MAX || readers[t as usize] != 1 {
+                continue;
+            }
+            let pe = &self.nodes[p];
+            if pe.registration.builtin_code != conv_code
+                || !pe.node.delegate.is_null()
+                || pe.node.builtin_data.is_null()
+                || !is_own_kernel(builtins, &pe.registration)
+            {
+                continue;
+            }
+            // SAFETY: as above.
+            let (p_ins, p_outs) = unsafe { (int_array_slice(pe.node.inputs), int_array_slice(pe.node.outputs)) };
+            let &[x, cf, ..] = p_ins else { continue };
+            if p_outs != [t]
+                || p_ins.len() > 3
+                || x == u
+                || !is_f32(x)
+                || self.variables.contains(&x)
+                || !constant_f32(cf)
+                || !absent_or_constant_f32(p_ins.get(2))
+            {
+                continue;
+            }
+            // Ungrouped, and depth multiplier 1: the depthwise filter has one channel per
+            // convolution filter.
+            let (xd, cfd, wfd) = (dims(x), dims(cf), dims(wf));
+            if xd.len() != 4 || cfd.len() != 4 || wfd.len() != 4 || xd[3] != cfd[3] || wfd[0] != 1 || wfd[3] != cfd[0] {
+                continue;
+            }
+            let conv_ins = [x, cf, p_ins.get(2).copied().unwrap_or(-1)];
+            let inputs = [conv_ins[0], conv_ins[1], conv_ins[2], wf, d_ins.get(2).copied().unwrap_or(-1)];
+            found.push((p, d, t, inputs));
+        }
+        for &(p, d, t, inputs) in &found {
+            // SAFETY: both nodes' builtin data are the parser's options structs for their
+            // codes (checked non-NULL above), not referenced elsewhere while not running.
+            let params = unsafe {
+                ConvThenDepthwiseParams {
+                    conv: *self.nodes[p].node.builtin_data.cast::<TfLiteConvParams>(),
+                    depthwise: *self.nodes[d].node.builtin_data.cast::<TfLiteDepthwiseConvParams>(),
+                }
+            };
+            let ctx = self.context_ptr();
+            let de = &mut self.nodes[d];
+            let registration = de.registration;
+            // SAFETY: the node's arrays are owned by it and live.
+            let original_inputs = unsafe { int_array_slice(de.node.inputs) }.to_vec();
+            // The fused node's options, malloc'ed as the parser's are: the node owns them
+            // (and frees them should it be released while fused).
+            // SAFETY: a plain allocation of the struct's size, checked for NULL.
+            let options =
+                unsafe { libc::malloc(size_of::<ConvThenDepthwiseParams>()) }.cast::<ConvThenDepthwiseParams>();
+            if options.is_null() {
+                continue;
+            }
+            // SAFETY: `options` is a fresh allocation of the right size (malloc aligns for
+            // any fundamental type).
+            unsafe { options.write(params) };
+            let fused_intermediates = int_array_from_slice(&[t]);
+            if fused_intermediates.is_null() {
+                // SAFETY: allocated above, used by nothing.
+                unsafe { libc::free(options.cast()) };
+                continue;
+            }
+            let old_intermediates = core::mem::replace(&mut de.node.intermediates, fused_intermediates);
+            // SAFETY: the node owns its intermediates array (NULL or malloc'ed), replaced
+            // here and freed once.
+            let intermediates = (!old_intermediates.is_null()).then(|| unsafe {
+                let v = int_array_slice(old_intermediates).to_vec();
+                int_array_free(old_intermediates);
+                v
+            });
+            let builtin_data = SetAsideOptions(core::mem::replace(&mut de.node.builtin_data, options.cast()));
+            swap_kernel(ctx, de, conv_then_depthwise::registration(), &inputs);
+            let op_name = core::mem::replace(&mut de.op_name, "CONV_2D+DEPTHWISE_CONV_2D".to_string());
+            self.execution_plan.retain(|&ni| ni as usize != p);
+            self.fusions.push(Fusion::ConvDepthwise {
+                node: d,
+                registration,
+                inputs: original_inputs,
+                intermediates,
+                builtin_data,
+                op_name,
+            });
         }
         found.len()
     }
@@ -310,25 +507,46 @@ impl Subgraph {
         }
         while let Some(f) = self.fusions.pop() {
             let ctx = self.context_ptr();
-            let pe = &mut self.nodes[f.producer];
-            match f.replaced {
-                Some((original, inputs)) => swap_kernel(ctx, pe, original, &inputs),
-                None => {
-                    // SAFETY: as in `fuse_activations`.
-                    if let Some(field) = unsafe { activation_field(pe.registration.builtin_code, pe.node.builtin_data) }
-                    {
-                        *field = TfLiteFusedActivation::kTfLiteActNone;
+            match f {
+                Fusion::Activation { producer, intermediate, replaced } => {
+                    let pe = &mut self.nodes[producer];
+                    match replaced {
+                        Some((original, inputs)) => swap_kernel(ctx, pe, original, &inputs),
+                        None => {
+                            let code = pe.registration.builtin_code;
+                            // SAFETY: as in `fuse_activation_pairs`.
+                            if let Some(field) = unsafe { activation_field(code, pe.node.builtin_data) } {
+                                *field = TfLiteFusedActivation::kTfLiteActNone;
+                            }
+                        }
                     }
+                    // SAFETY: the producer owns its one-element outputs array.
+                    unsafe { int_array_slice_mut(pe.node.outputs)[0] = intermediate };
+                }
+                Fusion::ConvDepthwise { node, registration, inputs, intermediates, builtin_data, op_name } => {
+                    let de = &mut self.nodes[node];
+                    // SAFETY: the fused options were malloc'ed by the fusion and are freed
+                    // once, here, as the node's own options come back.
+                    unsafe { libc::free(core::mem::replace(&mut de.node.builtin_data, builtin_data.take())) };
+                    swap_kernel(ctx, de, registration, &inputs);
+                    // SAFETY: the fusion's intermediates array was made by
+                    // `int_array_from_slice` for this node and is freed once, here.
+                    unsafe { int_array_free(de.node.intermediates) };
+                    de.node.intermediates = intermediates.map_or(core::ptr::null_mut(), |v| int_array_from_slice(&v));
+                    de.op_name = op_name;
                 }
             }
-            // SAFETY: the producer owns its one-element outputs array.
-            unsafe { int_array_slice_mut(pe.node.outputs)[0] = f.intermediate };
         }
         self.execution_plan = core::mem::take(&mut self.plan_before_fusion);
     }
 
     /// How many activation nodes are fused into their producers now.
     pub fn fused_activations(&self) -> usize {
-        self.fusions.len()
+        self.fusions.iter().filter(|f| matches!(f, Fusion::Activation { .. })).count()
+    }
+
+    /// How many convolutions are fused into the depthwise convolutions that read them.
+    pub fn fused_conv_depthwise(&self) -> usize {
+        self.fusions.iter().filter(|f| matches!(f, Fusion::ConvDepthwise { .. })).count()
     }
 }

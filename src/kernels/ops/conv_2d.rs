@@ -1086,7 +1086,7 @@ struct State {
 }
 
 /// How the node computes, decided from the types and quantization as conv.cc does.
-enum Kind {
+pub(super) enum Kind {
     F32 {
         act: (f32, f32),
     },
@@ -1114,7 +1114,7 @@ fn operands<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, TensorView<'a>, Opti
     Ok((input, filter, bias))
 }
 
-fn plan(
+pub(super) fn plan(
     p: &TfLiteConvParams,
     input: &TensorView<'_>,
     filter: &TensorView<'_>,

@@ -10,6 +10,7 @@ use crate::kernels::api::TensorView;
 use crate::kernels::threadpool::parallel_chunks_mut;
 use crate::microkernels::f32_gemm::{self, DenseRows, PackedGemm};
 use crate::microkernels::{Table, table};
+use core::ops::Range;
 
 /// Packs `filter` (OHWI) and `bias` for `table`'s GEMM kernels.
 pub fn pack(table: &Table, g: &ConvGeom, filter: &[f32], bias: Option<&[f32]>) -> Result<PackedGemm> {
@@ -56,15 +57,28 @@ pub fn compute(
         });
     }
     let threads = threads_for(max_threads, work, rows);
-    let conv_rows = g.gemm_rows(g.in_c);
     parallel_rows(threads, out, n, &|first, chunk: &mut [f32]| {
-        let r = first..first + chunk.len() / n;
-        if dense {
-            f32_gemm::igemm(t, packed, input, &DenseRows { stride: g.in_c }, r, 0..n, chunk, n, act)
-        } else {
-            f32_gemm::igemm(t, packed, input, &conv_rows, r, 0..n, chunk, n, act)
-        }
+        compute_rows(t, g, input, packed, first..first + chunk.len() / n, chunk, act)
     })
+}
+
+/// Output rows `rows` (pixels over all batches) of the convolution, on the calling
+/// thread, into `out` (exactly those rows, `g.out_c` values each).
+pub fn compute_rows(
+    t: &Table,
+    g: &ConvGeom,
+    input: &[f32],
+    packed: &PackedGemm,
+    rows: Range<usize>,
+    out: &mut [f32],
+    act: (f32, f32),
+) -> Result<()> {
+    let n = g.out_c;
+    if g.is_dense() {
+        f32_gemm::igemm(t, packed, input, &DenseRows { stride: g.in_c }, rows, 0..n, out, n, act)
+    } else {
+        f32_gemm::igemm(t, packed, input, &g.gemm_rows(g.in_c), rows, 0..n, out, n, act)
+    }
 }
 
 #[cfg(test)]

@@ -393,7 +393,7 @@ pub fn dw_f32_optimized(
 }
 
 /// The microkernels' geometry of a depthwise convolution with depth multiplier 1.
-fn dw_geom(g: &ConvGeom) -> Result<DwGeom> {
+pub(super) fn dw_geom(g: &ConvGeom) -> Result<DwGeom> {
     if g.in_c != g.out_c {
         return Err(Error::new(format!(
             "the depthwise microkernels need depth multiplier 1, not {} to {} channels",
@@ -681,7 +681,7 @@ struct State {
     q8s: PackSlot<PackedDw>,
 }
 
-enum Kind {
+pub(super) enum Kind {
     F32 { act: (f32, f32) },
     Hybrid { channel_scales: Vec<f32>, act: (f32, f32) },
     Quant8(Quant8Params),
@@ -696,28 +696,29 @@ fn operands<'a>(ctx: &OpCtx<'a>) -> Result<(TensorView<'a>, TensorView<'a>, Opti
     Ok((input, filter, bias))
 }
 
-fn plan(
+/// The node's geometry and type path. `in_shape` is the input's shape (the input
+/// tensor's own, or what a fused producer will write); types and quantization come from
+/// `input`.
+pub(super) fn plan(
     p: &TfLiteDepthwiseConvParams,
+    in_shape: &[i32],
     input: &TensorView<'_>,
     filter: &TensorView<'_>,
     bias: Option<&TensorView<'_>>,
     output: &TensorView<'_>,
 ) -> Result<(ConvGeom, Kind)> {
-    if input.shape.len() != 4 || filter.shape.len() != 4 {
-        return Err(Error::new(format!(
-            "{OP}: input {:?} and filter {:?} must have rank 4",
-            input.shape, filter.shape
-        )));
+    if in_shape.len() != 4 || filter.shape.len() != 4 {
+        return Err(Error::new(format!("{OP}: input {in_shape:?} and filter {:?} must have rank 4", filter.shape)));
     }
     let d = |t: &TensorView<'_>, what, i| dim(OP, what, t.shape, i);
-    let (batches, in_h, in_w, in_c) =
-        (d(input, "input", 0)?, d(input, "input", 1)?, d(input, "input", 2)?, d(input, "input", 3)?);
+    let di = |i| dim(OP, "input", in_shape, i);
+    let (batches, in_h, in_w, in_c) = (di(0)?, di(1)?, di(2)?, di(3)?);
     let (f_n, f_h, f_w, out_c) =
         (d(filter, "filter", 0)?, d(filter, "filter", 1)?, d(filter, "filter", 2)?, d(filter, "filter", 3)?);
     if in_h == 0 || in_w == 0 || in_c == 0 || f_h == 0 || f_w == 0 || out_c == 0 {
         return Err(Error::new(format!(
-            "{OP}: input {:?} and filter {:?} need positive spatial and channel dimensions",
-            input.shape, filter.shape
+            "{OP}: input {in_shape:?} and filter {:?} need positive spatial and channel dimensions",
+            filter.shape
         )));
     }
     if f_n != 1 {
@@ -929,7 +930,7 @@ impl BuiltinKernel for DepthwiseConv2d {
         }
         let (input, filter, bias) = operands(ctx)?;
         let output = ctx.output(0)?;
-        let (geom, kind) = plan(p, &input, &filter, bias.as_ref(), &output)?;
+        let (geom, kind) = plan(p, input.shape, &input, &filter, bias.as_ref(), &output)?;
         // Hybrid: the quantized input and its per-batch parameters are node temporaries.
         let temps = match kind {
             Kind::Hybrid { .. } => hybrid_temporary_bytes(geom.input_len().unwrap_or(0), geom.batches)?.to_vec(),

@@ -1,0 +1,404 @@
+//! A CONV_2D whose only reader is a DEPTHWISE_CONV_2D, run as one node (the CPU's graph
+//! fusion makes it, see `interpreter::fusion`; it is never resolved from a model).
+//!
+//! In the inverted bottlenecks of MobileNet-style networks a convolution expands a few
+//! channels into many, and a depthwise convolution reads the result once. Written out
+//! whole, that intermediate is the largest tensor of the network (112x112x96 floats,
+//! 4.8 MB, in MobileNet v2): it leaves the cache on the way out and comes back from
+//! memory for the depthwise pass. Here each thread instead walks its share of the
+//! depthwise output rows in bands and computes just the intermediate rows a band reads
+//! into a scratch buffer that stays in the core's L2; rows that the next band reads
+//! again move to the front of the buffer rather than being computed twice. The
+//! intermediate tensor gets no memory at all.
+//!
+//! The answer is bit for bit the unfused one: every intermediate value comes from the
+//! same GEMM microkernel with the same packed weights and summation order, and the
+//! depthwise rows from the same row driver, on a band's rows instead of the whole image.
+//! Float32, an ungrouped convolution and depth multiplier 1 (where both ops take their
+//! microkernel paths).
+
+use super::conv_2d;
+use super::conv_common::{ConvGeom, PackSlot, threads_for};
+use super::conv_f32_gemm;
+use super::depthwise_conv_2d;
+use crate::abi::builtin_op_data::{TfLiteConvParams, TfLiteDepthwiseConvParams};
+use crate::abi::builtin_ops::TfLiteBuiltinOperator;
+use crate::abi::types::TfLiteRegistration;
+use crate::error::{Error, Result};
+use crate::kernels::api::{OpCtx, TensorView};
+use crate::kernels::kernel::{self, BuiltinKernel, BuiltinParams};
+use crate::kernels::threadpool::{parallel_for, recommended_threads};
+use crate::microkernels::f32_dwconv::{self, DwGeom};
+use crate::microkernels::f32_gemm::PackedGemm;
+use crate::microkernels::packed::Packed;
+use crate::microkernels::table;
+use parking_lot::Mutex;
+
+const OP: &str = "CONV_2D+DEPTHWISE_CONV_2D";
+
+/// The fused node's options: both ops' own. The fusion allocates it for the node (it
+/// keeps it for as long as the node is fused) in place of the depthwise node's options.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ConvThenDepthwiseParams {
+    pub conv: TfLiteConvParams,
+    pub depthwise: TfLiteDepthwiseConvParams,
+}
+
+// SAFETY: the only nodes whose kernel is `ConvThenDepthwise` are the ones the fusion
+// builds, and it points their `builtin_data` at this struct.
+unsafe impl BuiltinParams for ConvThenDepthwiseParams {}
+
+/// The registration the fusion gives the pair's depthwise node. Inputs: the
+/// convolution's input, filter and bias (`-1`: none), then the depthwise filter and bias
+/// (`-1`: none); output: the depthwise output; intermediate 0: the tensor between them
+/// (for its type; it gets no memory).
+pub fn registration() -> TfLiteRegistration {
+    kernel::registration::<ConvThenDepthwise>(TfLiteBuiltinOperator::kTfLiteBuiltinDepthwiseConv2d)
+}
+
+/// Scratch a thread's band of intermediate rows may take: half a Zen 4 or recent Intel
+/// L2, leaving the rest for the weights and the rows the depthwise pass writes.
+const SCRATCH_BYTES: usize = 256 * 1024;
+
+struct ConvThenDepthwise;
+
+struct State {
+    conv: ConvGeom,
+    conv_act: (f32, f32),
+    conv_packed: PackSlot<PackedGemm>,
+    dw: DwGeom,
+    /// The depthwise op's geometry as a convolution (for packing).
+    dw_conv: ConvGeom,
+    dw_act: (f32, f32),
+    dw_packed: PackSlot<Packed<f32>>,
+    /// Depthwise output rows per band.
+    band: usize,
+    /// Floats of one thread's scratch.
+    scratch_len: usize,
+    out_shape: [i32; 4],
+}
+
+/// The node's operands: convolution input, filter and bias, depthwise filter and bias.
+type Operands<'a> = (TensorView<'a>, TensorView<'a>, Option<TensorView<'a>>, TensorView<'a>, Option<TensorView<'a>>);
+
+fn operands<'a>(ctx: &OpCtx<'a>) -> Result<Operands<'a>> {
+    if ctx.num_inputs() != 5 || ctx.num_outputs() != 1 {
+        return Err(Error::new(format!(
+            "{OP}: expected 5 inputs and 1 output, got {} and {}",
+            ctx.num_inputs(),
+            ctx.num_outputs()
+        )));
+    }
+    Ok((ctx.input(0)?, ctx.input(1)?, ctx.optional_input(2)?, ctx.input(3)?, ctx.optional_input(4)?))
+}
+
+/// Intermediate rows a band of `band` depthwise output rows reads at most.
+fn band_input_rows(dw: &DwGeom, band: usize) -> usize {
+    ((band - 1) * dw.stride_h + (dw.k_h - 1) * dw.dil_h + 1).min(dw.in_h)
+}
+
+/// The most depthwise output rows per band whose input rows fit [`SCRATCH_BYTES`] (at
+/// least one).
+fn band_rows(dw: &DwGeom) -> usize {
+    let row_bytes = dw.in_w * dw.channels * size_of::<f32>();
+    let mut band = 1;
+    while band < dw.out_h && band_input_rows(dw, band + 1) * row_bytes <= SCRATCH_BYTES {
+        band += 1;
+    }
+    band
+}
+
+fn pack_conv(g: &ConvGeom, filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> Result<PackedGemm> {
+    conv_f32_gemm::pack_weights(g, filter, bias)
+}
+
+fn pack_dw(g: &ConvGeom, filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> Result<Packed<f32>> {
+    let b = bias.map(|b| b.data::<f32>()).transpose()?;
+    depthwise_conv_2d::pack_f32(g, filter.data::<f32>()?, b)
+}
+
+impl BuiltinKernel for ConvThenDepthwise {
+    const NAME: &'static str = OP;
+    type Params = ConvThenDepthwiseParams;
+    type State = State;
+
+    fn prepare(ctx: &OpCtx<'_>, p: &ConvThenDepthwiseParams) -> Result<State> {
+        let (input, conv_filter, conv_bias, dw_filter, dw_bias) = operands(ctx)?;
+        let mid = ctx.intermediate(0)?;
+        let output = ctx.output(0)?;
+        let (conv, conv_kind) = conv_2d::plan(&p.conv, &input, &conv_filter, conv_bias.as_ref(), &mid)?;
+        let conv_act = match conv_kind {
+            conv_2d::Kind::F32 { act } if conv.f_c == conv.in_c => act,
+            _ => return Err(Error::new(format!("{OP}: only an ungrouped float32 convolution fuses"))),
+        };
+        let mid_shape = conv.output_shape(OP)?;
+        let (dw_conv, dw_kind) =
+            depthwise_conv_2d::plan(&p.depthwise, &mid_shape, &mid, &dw_filter, dw_bias.as_ref(), &output)?;
+        let dw_act = match dw_kind {
+            depthwise_conv_2d::Kind::F32 { act } => act,
+            _ => return Err(Error::new(format!("{OP}: only a float32 depthwise convolution fuses"))),
+        };
+        let dw = depthwise_conv_2d::dw_geom(&dw_conv)?;
+        let conv_packed =
+            PackSlot::prepare(&conv_filter, conv_bias.as_ref(), || pack_conv(&conv, &conv_filter, conv_bias.as_ref()))?;
+        let dw_packed =
+            PackSlot::prepare(&dw_filter, dw_bias.as_ref(), || pack_dw(&dw_conv, &dw_filter, dw_bias.as_ref()))?;
+        let band = band_rows(&dw);
+        let scratch_len = band_input_rows(&dw, band) * dw.in_w * dw.channels;
+        let tasks = recommended_threads(ctx).min(dw.rows()).max(1);
+        let bytes = tasks
+            .checked_mul(scratch_len)
+            .and_then(|v| v.checked_mul(size_of::<f32>()))
+            .ok_or_else(|| Error::new(format!("{OP}: scratch size overflows")))?;
+        ctx.request_temporaries(&[bytes])?;
+        let out_shape = dw_conv.output_shape(OP)?;
+        ctx.resize_output(0, &out_shape)?;
+        Ok(State { conv, conv_act, conv_packed, dw, dw_conv, dw_act, dw_packed, band, scratch_len, out_shape })
+    }
+
+    fn invoke(ctx: &OpCtx<'_>, _: &ConvThenDepthwiseParams, st: &mut State) -> Result<()> {
+        let (input, conv_filter, conv_bias, dw_filter, dw_bias) = operands(ctx)?;
+        let mut out = ctx.output(0)?;
+        if out.shape != st.out_shape {
+            return Err(Error::new(format!(
+                "{OP}: output shape {:?} does not match the expected {:?}",
+                out.shape, st.out_shape
+            )));
+        }
+        let scratch = ctx.temporary_mut::<f32>(0)?;
+        let threads = recommended_threads(ctx);
+        let (mut fresh_conv, mut fresh_dw) = (None, None);
+        let State { conv, conv_act, conv_packed, dw, dw_conv, dw_act, dw_packed, band, scratch_len, .. } = st;
+        let conv_packed = conv_packed.get(&conv_filter, conv_bias.as_ref(), &mut fresh_conv, || {
+            pack_conv(conv, &conv_filter, conv_bias.as_ref())
+        })?;
+        let dw_packed = dw_packed
+            .get(&dw_filter, dw_bias.as_ref(), &mut fresh_dw, || pack_dw(dw_conv, &dw_filter, dw_bias.as_ref()))?;
+        let fused = Fused {
+            conv,
+            conv_act: *conv_act,
+            conv_packed,
+            dw,
+            dw_act: *dw_act,
+            dw_packed,
+            band: *band,
+            scratch_len: *scratch_len,
+        };
+        fused.run(input.data::<f32>()?, out.data_mut::<f32>()?, scratch, threads)
+    }
+}
+
+/// What one Invoke of the fused pair needs.
+struct Fused<'a> {
+    conv: &'a ConvGeom,
+    conv_act: (f32, f32),
+    conv_packed: &'a PackedGemm,
+    dw: &'a DwGeom,
+    dw_act: (f32, f32),
+    dw_packed: &'a [f32],
+    band: usize,
+    scratch_len: usize,
+}
+
+impl Fused<'_> {
+    /// Computes the depthwise output `out` from the convolution's `input`, the depthwise
+    /// output rows split into one contiguous share per thread, each with its own slice of
+    /// `scratch`.
+    fn run(&self, input: &[f32], out: &mut [f32], scratch: &mut [f32], max_threads: usize) -> Result<()> {
+        let (conv, dw) = (self.conv, self.dw);
+        let conv_rows =
+            conv.check_gemm_buffers(Some(input.len()), conv.output_len().unwrap_or(0), self.conv_packed.n)?;
+        if Some(out.len()) != dw.output_len() {
+            return Err(Error::new(format!("{OP}: output has {} values, expected {:?}", out.len(), dw.output_len())));
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        let conv_work = conv_rows.saturating_mul(conv.out_c).saturating_mul(conv.f_h * conv.f_w * conv.in_c);
+        let work = conv_work.saturating_add(out.len().saturating_mul(dw.taps()));
+        let slots = scratch.len() / self.scratch_len.max(1);
+        self.run_tasks(input, out, scratch, threads_for(max_threads, work, dw.rows()).min(slots))
+    }
+
+    /// [`Fused::run`] on `tasks` threads.
+    fn run_tasks(&self, input: &[f32], out: &mut [f32], scratch: &mut [f32], tasks: usize) -> Result<()> {
+        let rows = self.dw.rows();
+        if tasks == 0 || scratch.len() < tasks * self.scratch_len {
+            return Err(Error::new(format!("{OP}: scratch of {} values cannot serve {tasks} threads", scratch.len())));
+        }
+        let row_len = self.dw.row_len();
+        if tasks == 1 {
+            return self.run_rows(input, 0, out, &mut scratch[..self.scratch_len]);
+        }
+        // Task `i` takes output rows `rows * i / tasks..rows * (i + 1) / tasks`.
+        let mut shares = Vec::with_capacity(tasks);
+        let (mut out_rest, mut scratch_rest) = (out, scratch);
+        for i in 0..tasks {
+            let (first, end) = (rows * i / tasks, rows * (i + 1) / tasks);
+            let (o, rest) = core::mem::take(&mut out_rest).split_at_mut((end - first) * row_len);
+            out_rest = rest;
+            let (s, rest) = core::mem::take(&mut scratch_rest).split_at_mut(self.scratch_len);
+            scratch_rest = rest;
+            shares.push(Mutex::new(Some((first, o, s))));
+        }
+        let first_error: Mutex<Option<Error>> = Mutex::new(None);
+        parallel_for(tasks, tasks, &|i| {
+            if let Some((first, o, s)) = shares[i].lock().take()
+                && let Err(e) = self.run_rows(input, first, o, s)
+            {
+                first_error.lock().get_or_insert(e);
+            }
+        })?;
+        match first_error.into_inner() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Computes depthwise output rows `first..` (over all batches) into `out`, band by
+    /// band, the intermediate rows each band reads in `scratch`.
+    fn run_rows(&self, input: &[f32], first: usize, out: &mut [f32], scratch: &mut [f32]) -> Result<()> {
+        let (conv, dw) = (self.conv, self.dw);
+        let row_len = dw.row_len();
+        let in_row_len = dw.in_w * dw.channels;
+        let kernels = &table().f32_dwconv;
+        let end = first + out.len() / row_len;
+        // The intermediate rows in `scratch`: (image, first row, end row).
+        let mut held: Option<(usize, usize, usize)> = None;
+        let mut r = first;
+        while r < end {
+            let (b, oy0) = (r / dw.out_h, r % dw.out_h);
+            let oy1 = (oy0 + self.band).min(dw.out_h).min(oy0 + (end - r));
+            // The intermediate rows the band reads: `lo..hi` (padding rows excluded).
+            let lo = (oy0 * dw.stride_h).saturating_sub(dw.pad_top);
+            let reach = (oy1 - 1) * dw.stride_h + (dw.k_h - 1) * dw.dil_h + 1;
+            let hi = reach.saturating_sub(dw.pad_top).min(dw.in_h);
+            if lo >= hi || (hi - lo) * in_row_len > scratch.len() {
+                return Err(Error::new(format!("{OP}: band of rows {oy0}..{oy1} reads intermediate rows {lo}..{hi}")));
+            }
+            // Rows the previous band computed that this one reads again move to the front.
+            let computed_from = match held {
+                Some((hb, hlo, hhi)) if hb == b && hlo <= lo && lo < hhi => {
+                    let keep_to = hhi.min(hi);
+                    scratch.copy_within((lo - hlo) * in_row_len..(keep_to - hlo) * in_row_len, 0);
+                    keep_to
+                }
+                _ => lo,
+            };
+            if computed_from < hi {
+                let gemm_row = |y: usize| (b * conv.out_h + y) * conv.out_w;
+                conv_f32_gemm::compute_rows(
+                    table(),
+                    conv,
+                    input,
+                    self.conv_packed,
+                    gemm_row(computed_from)..gemm_row(hi),
+                    &mut scratch[(computed_from - lo) * in_row_len..(hi - lo) * in_row_len],
+                    self.conv_act,
+                )?;
+            }
+            held = Some((b, lo, hi));
+            // The band as a depthwise convolution of its own over rows `lo..hi`: output
+            // row `j` reads row `(oy0 + j) * stride - pad_top + ky * dil`, i.e. band row
+            // `j * stride + ky * dil - band_pad`.
+            let band = DwGeom {
+                batches: 1,
+                in_h: hi - lo,
+                out_h: oy1 - oy0,
+                pad_top: dw.pad_top + lo - oy0 * dw.stride_h,
+                ..*dw
+            };
+            let o = (r - first) * row_len..(r - first + oy1 - oy0) * row_len;
+            f32_dwconv::run_rows(
+                kernels,
+                &band,
+                &scratch[..(hi - lo) * in_row_len],
+                self.dw_packed,
+                0,
+                &mut out[o],
+                self.dw_act,
+            )?;
+            r += oy1 - oy0;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::builtin_op_data::TfLitePadding::{self, kTfLitePaddingSame, kTfLitePaddingValid};
+    use crate::kernels::ops::conv_common::test_conv_geom;
+
+    fn values(n: usize, seed: &mut u64) -> Vec<f32> {
+        (0..n)
+            .map(|_| {
+                *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((*seed >> 33) % 2001) as f32 / 1000.0 - 1.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_band_height_and_thread_count_gives_the_unfused_bits() {
+        // (convolution, depthwise kernel size, stride, dilation, padding)
+        let cases: [(ConvGeom, usize, usize, usize, TfLitePadding); 7] = [
+            (test_conv_geom(1, 9, 7, 3, 8, 1, 1, 3, 1, 1, kTfLitePaddingValid), 3, 1, 1, kTfLitePaddingSame),
+            (test_conv_geom(2, 11, 6, 4, 5, 3, 3, 4, 2, 1, kTfLitePaddingSame), 3, 2, 1, kTfLitePaddingSame),
+            (test_conv_geom(1, 10, 10, 5, 16, 1, 1, 5, 1, 1, kTfLitePaddingValid), 5, 1, 1, kTfLitePaddingSame),
+            (test_conv_geom(1, 13, 8, 2, 7, 3, 3, 2, 1, 1, kTfLitePaddingSame), 3, 1, 2, kTfLitePaddingSame),
+            (test_conv_geom(1, 12, 9, 6, 9, 1, 1, 6, 1, 1, kTfLitePaddingValid), 3, 2, 1, kTfLitePaddingValid),
+            (test_conv_geom(2, 7, 7, 8, 24, 1, 1, 8, 1, 1, kTfLitePaddingValid), 3, 2, 1, kTfLitePaddingSame),
+            (test_conv_geom(1, 8, 5, 3, 17, 2, 2, 3, 2, 1, kTfLitePaddingValid), 5, 2, 1, kTfLitePaddingValid),
+        ];
+        let mut seed = 11u64;
+        let (conv_act, dw_act) = ((0.0, 6.0), (-1.0, 1.5));
+        for (cg, k, s, d, pad) in cases {
+            let c = cg.out_c;
+            let dw_conv = test_conv_geom(cg.batches, cg.out_h, cg.out_w, c, c, k, k, c, s, d, pad);
+            let dw = depthwise_conv_2d::dw_geom(&dw_conv).unwrap();
+            let x = values(cg.input_len().unwrap(), &mut seed);
+            let cf = values(c * cg.f_h * cg.f_w * cg.in_c, &mut seed);
+            let cb = values(c, &mut seed);
+            let wf = values(k * k * c, &mut seed);
+            let wb = values(c, &mut seed);
+            let conv_packed = conv_f32_gemm::pack(table(), &cg, &cf, Some(&cb)).unwrap();
+            let dw_packed = depthwise_conv_2d::pack_f32(&dw_conv, &wf, Some(&wb)).unwrap();
+            let mut mid = vec![0f32; cg.output_len().unwrap()];
+            conv_f32_gemm::compute(table(), &cg, &x, &conv_packed, &mut mid, conv_act, 1).unwrap();
+            let mut want = vec![0f32; dw.output_len().unwrap()];
+            depthwise_conv_2d::dw_f32_microkernel(&dw_conv, &mid, &dw_packed, &mut want, dw_act, 1).unwrap();
+            for band in 1..=dw.out_h.min(4) {
+                let scratch_len = band_input_rows(&dw, band) * dw.in_w * dw.channels;
+                let fused = Fused {
+                    conv: &cg,
+                    conv_act,
+                    conv_packed: &conv_packed,
+                    dw: &dw,
+                    dw_act,
+                    dw_packed: &dw_packed,
+                    band,
+                    scratch_len,
+                };
+                for tasks in 1..=3 {
+                    let mut scratch = vec![f32::NAN; scratch_len * tasks];
+                    let mut got = vec![f32::NAN; want.len()];
+                    fused.run_tasks(&x, &mut got, &mut scratch, tasks).unwrap();
+                    let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same, "{cg:?} then {k}x{k}/{s} dilation {d}: band {band}, {tasks} threads");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bands_fit_the_scratch_budget() {
+        let g = test_conv_geom(1, 112, 112, 96, 96, 3, 3, 96, 2, 1, kTfLitePaddingSame);
+        let dw = depthwise_conv_2d::dw_geom(&g).unwrap();
+        let band = band_rows(&dw);
+        assert!(band >= 1);
+        assert!(band_input_rows(&dw, band) * dw.in_w * dw.channels * 4 <= SCRATCH_BYTES);
+        assert!(band_input_rows(&dw, band + 1) * dw.in_w * dw.channels * 4 > SCRATCH_BYTES);
+    }
+}
