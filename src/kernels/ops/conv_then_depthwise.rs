@@ -61,6 +61,9 @@ pub fn registration() -> TfLiteRegistration {
 /// L2, leaving the rest for the weights and the rows the depthwise pass writes.
 const SCRATCH_BYTES: usize = 256 * 1024;
 
+/// Bands each thread should get at least, where the rows allow.
+const BANDS_PER_THREAD: usize = 3;
+
 struct ConvThenDepthwise;
 
 struct State {
@@ -144,9 +147,13 @@ impl BuiltinKernel for ConvThenDepthwise {
             PackSlot::prepare(&conv_filter, conv_bias.as_ref(), || pack_conv(&conv, &conv_filter, conv_bias.as_ref()))?;
         let dw_packed =
             PackSlot::prepare(&dw_filter, dw_bias.as_ref(), || pack_dw(&dw_conv, &dw_filter, dw_bias.as_ref()))?;
-        let band = band_rows(&dw);
-        let scratch_len = band_input_rows(&dw, band) * dw.in_w * dw.channels;
         let tasks = recommended_threads(ctx).min(dw.rows()).max(1);
+        // With threads, at least a few bands per thread, so that the threads can even out.
+        let band = match tasks {
+            1 => band_rows(&dw),
+            _ => band_rows(&dw).min(dw.rows().div_ceil(BANDS_PER_THREAD * tasks).max(1)),
+        };
+        let scratch_len = band_input_rows(&dw, band) * dw.in_w * dw.channels;
         let bytes = tasks
             .checked_mul(scratch_len)
             .and_then(|v| v.checked_mul(size_of::<f32>()))
@@ -221,32 +228,83 @@ impl Fused<'_> {
         self.run_tasks(input, out, scratch, threads_for(max_threads, work, dw.rows()).min(slots))
     }
 
-    /// [`Fused::run`] on `tasks` threads.
-    fn run_tasks(&self, input: &[f32], out: &mut [f32], scratch: &mut [f32], tasks: usize) -> Result<()> {
-        let rows = self.dw.rows();
-        if tasks == 0 || scratch.len() < tasks * self.scratch_len {
-            return Err(Error::new(format!("{OP}: scratch of {} values cannot serve {tasks} threads", scratch.len())));
+    /// [`Fused::run`] on up to `threads` threads.
+    ///
+    /// The bands (over all images) are cut into one segment per two threads, and each
+    /// segment is worked from both ends at once, one task going down from its top and one
+    /// going up from its bottom, each claiming its next band until they meet. A task's
+    /// bands are consecutive, so the rows one band shares with the next are computed once
+    /// (only where two tasks meet are they computed twice), and a thread that runs slow
+    /// (a worker that starts late, or a vCPU the host shares) simply ends up with fewer
+    /// bands instead of holding back the whole op.
+    fn run_tasks(&self, input: &[f32], out: &mut [f32], scratch: &mut [f32], threads: usize) -> Result<()> {
+        let dw = self.dw;
+        let per_image = dw.out_h.div_ceil(self.band);
+        let bands = dw.batches * per_image;
+        let threads = threads.min(bands);
+        if threads == 0 || scratch.len() < threads * self.scratch_len {
+            return Err(Error::new(format!(
+                "{OP}: scratch of {} values cannot serve {threads} threads",
+                scratch.len()
+            )));
         }
-        let row_len = self.dw.row_len();
-        if tasks == 1 {
-            return self.run_rows(input, 0, out, &mut scratch[..self.scratch_len]);
+        // Band `g` holds output rows `band_rows(g)` of image `g / per_image`; consecutive
+        // bands are consecutive rows of the output.
+        let band_rows = |g: usize| {
+            let oy0 = (g % per_image) * self.band;
+            (g / per_image, oy0, (oy0 + self.band).min(dw.out_h))
+        };
+        let row_len = dw.row_len();
+        let mut chunks = Vec::with_capacity(bands);
+        let mut rest = out;
+        for g in 0..bands {
+            let (_, oy0, oy1) = band_rows(g);
+            let (chunk, tail) = core::mem::take(&mut rest).split_at_mut((oy1 - oy0) * row_len);
+            rest = tail;
+            chunks.push(Mutex::new(Some(chunk)));
         }
-        // Task `i` takes output rows `rows * i / tasks..rows * (i + 1) / tasks`.
-        let mut shares = Vec::with_capacity(tasks);
-        let (mut out_rest, mut scratch_rest) = (out, scratch);
-        for i in 0..tasks {
-            let (first, end) = (rows * i / tasks, rows * (i + 1) / tasks);
-            let (o, rest) = core::mem::take(&mut out_rest).split_at_mut((end - first) * row_len);
-            out_rest = rest;
-            let (s, rest) = core::mem::take(&mut scratch_rest).split_at_mut(self.scratch_len);
-            scratch_rest = rest;
-            shares.push(Mutex::new(Some((first, o, s))));
-        }
+        let slots: Vec<Mutex<&mut [f32]>> =
+            scratch.chunks_exact_mut(self.scratch_len).take(threads).map(Mutex::new).collect();
+        let segments = threads.div_ceil(2);
+        // Per segment: the next band from the top, and one past the next from the bottom.
+        let ends: Vec<Mutex<(usize, usize)>> =
+            (0..segments).map(|s| Mutex::new((bands * s / segments, bands * (s + 1) / segments))).collect();
+        let tasks = if threads == 1 { 1 } else { 2 * segments };
         let first_error: Mutex<Option<Error>> = Mutex::new(None);
-        parallel_for(tasks, tasks, &|i| {
-            if let Some((first, o, s)) = shares[i].lock().take()
-                && let Err(e) = self.run_rows(input, first, o, s)
-            {
+        let task = |i: usize| -> Result<()> {
+            let (segment, upward) = (i / 2, i % 2 == 1);
+            // At most `threads` tasks run at once, so a slot is free.
+            let mut slot = slots
+                .iter()
+                .find_map(|s| s.try_lock())
+                .ok_or_else(|| Error::new(format!("{OP}: internal error: no free scratch")))?;
+            let mut held = None;
+            loop {
+                let g = {
+                    let mut e = ends[segment].lock();
+                    if e.0 >= e.1 {
+                        return Ok(());
+                    }
+                    if upward {
+                        e.1 -= 1;
+                        e.1
+                    } else {
+                        e.0 += 1;
+                        e.0 - 1
+                    }
+                };
+                let chunk = chunks[g]
+                    .lock()
+                    .take()
+                    .ok_or_else(|| Error::new(format!("{OP}: internal error: band {g} claimed twice")))?;
+                self.run_band(input, band_rows(g), chunk, &mut slot, &mut held)?;
+            }
+        };
+        if tasks == 1 {
+            return task(0);
+        }
+        parallel_for(threads, tasks, &|i| {
+            if let Err(e) = task(i) {
                 first_error.lock().get_or_insert(e);
             }
         })?;
@@ -256,72 +314,76 @@ impl Fused<'_> {
         }
     }
 
-    /// Computes depthwise output rows `first..` (over all batches) into `out`, band by
-    /// band, the intermediate rows each band reads in `scratch`.
-    fn run_rows(&self, input: &[f32], first: usize, out: &mut [f32], scratch: &mut [f32]) -> Result<()> {
+    /// Computes depthwise output rows `oy0..oy1` of image `b` into `out`, with the
+    /// intermediate rows they read in `scratch`. `held` names the intermediate rows
+    /// `scratch` holds from this task's previous band (image, first row, end row): those
+    /// this band reads again are moved, not computed.
+    fn run_band(
+        &self,
+        input: &[f32],
+        (b, oy0, oy1): (usize, usize, usize),
+        out: &mut [f32],
+        scratch: &mut [f32],
+        held: &mut Option<(usize, usize, usize)>,
+    ) -> Result<()> {
         let (conv, dw) = (self.conv, self.dw);
-        let row_len = dw.row_len();
         let in_row_len = dw.in_w * dw.channels;
-        let kernels = &table().f32_dwconv;
-        let end = first + out.len() / row_len;
-        // The intermediate rows in `scratch`: (image, first row, end row).
-        let mut held: Option<(usize, usize, usize)> = None;
-        let mut r = first;
-        while r < end {
-            let (b, oy0) = (r / dw.out_h, r % dw.out_h);
-            let oy1 = (oy0 + self.band).min(dw.out_h).min(oy0 + (end - r));
-            // The intermediate rows the band reads: `lo..hi` (padding rows excluded).
-            let lo = (oy0 * dw.stride_h).saturating_sub(dw.pad_top);
-            let reach = (oy1 - 1) * dw.stride_h + (dw.k_h - 1) * dw.dil_h + 1;
-            let hi = reach.saturating_sub(dw.pad_top).min(dw.in_h);
-            if lo >= hi || (hi - lo) * in_row_len > scratch.len() {
-                return Err(Error::new(format!("{OP}: band of rows {oy0}..{oy1} reads intermediate rows {lo}..{hi}")));
-            }
-            // Rows the previous band computed that this one reads again move to the front.
-            let computed_from = match held {
-                Some((hb, hlo, hhi)) if hb == b && hlo <= lo && lo < hhi => {
-                    let keep_to = hhi.min(hi);
-                    scratch.copy_within((lo - hlo) * in_row_len..(keep_to - hlo) * in_row_len, 0);
-                    keep_to
-                }
-                _ => lo,
-            };
-            if computed_from < hi {
-                let gemm_row = |y: usize| (b * conv.out_h + y) * conv.out_w;
-                conv_f32_gemm::compute_rows(
-                    table(),
-                    conv,
-                    input,
-                    self.conv_packed,
-                    gemm_row(computed_from)..gemm_row(hi),
-                    &mut scratch[(computed_from - lo) * in_row_len..(hi - lo) * in_row_len],
-                    self.conv_act,
-                )?;
-            }
-            held = Some((b, lo, hi));
-            // The band as a depthwise convolution of its own over rows `lo..hi`: output
-            // row `j` reads row `(oy0 + j) * stride - pad_top + ky * dil`, i.e. band row
-            // `j * stride + ky * dil - band_pad`.
-            let band = DwGeom {
-                batches: 1,
-                in_h: hi - lo,
-                out_h: oy1 - oy0,
-                pad_top: dw.pad_top + lo - oy0 * dw.stride_h,
-                ..*dw
-            };
-            let o = (r - first) * row_len..(r - first + oy1 - oy0) * row_len;
-            f32_dwconv::run_rows(
-                kernels,
-                &band,
-                &scratch[..(hi - lo) * in_row_len],
-                self.dw_packed,
-                0,
-                &mut out[o],
-                self.dw_act,
-            )?;
-            r += oy1 - oy0;
+        // The intermediate rows the band reads: `lo..hi` (padding rows excluded).
+        let lo = (oy0 * dw.stride_h).saturating_sub(dw.pad_top);
+        let reach = (oy1 - 1) * dw.stride_h + (dw.k_h - 1) * dw.dil_h + 1;
+        let hi = reach.saturating_sub(dw.pad_top).min(dw.in_h);
+        if lo >= hi || (hi - lo) * in_row_len > scratch.len() {
+            return Err(Error::new(format!("{OP}: band of rows {oy0}..{oy1} reads intermediate rows {lo}..{hi}")));
         }
-        Ok(())
+        // Row `y` of `lo..hi` lives at `(y - lo) * in_row_len`; the rows shared with the
+        // previous band move there.
+        let mut kept = lo..lo;
+        if let Some((hb, hlo, hhi)) = *held
+            && hb == b
+        {
+            let (from, to) = (lo.max(hlo), hi.min(hhi));
+            if from < to {
+                scratch.copy_within((from - hlo) * in_row_len..(to - hlo) * in_row_len, (from - lo) * in_row_len);
+                kept = from..to;
+            }
+        }
+        *held = None;
+        let gemm_row = |y: usize| (b * conv.out_h + y) * conv.out_w;
+        let mut compute = |rows: core::ops::Range<usize>| -> Result<()> {
+            if rows.is_empty() {
+                return Ok(());
+            }
+            conv_f32_gemm::compute_rows(
+                table(),
+                conv,
+                input,
+                self.conv_packed,
+                gemm_row(rows.start)..gemm_row(rows.end),
+                &mut scratch[(rows.start - lo) * in_row_len..(rows.end - lo) * in_row_len],
+                self.conv_act,
+            )
+        };
+        if kept.is_empty() {
+            compute(lo..hi)?;
+        } else {
+            compute(lo..kept.start)?;
+            compute(kept.end..hi)?;
+        }
+        *held = Some((b, lo, hi));
+        // The band as a depthwise convolution of its own over rows `lo..hi`: output row
+        // `j` reads row `(oy0 + j) * stride - pad_top + ky * dil`, i.e. band row
+        // `j * stride + ky * dil - band_pad`.
+        let band =
+            DwGeom { batches: 1, in_h: hi - lo, out_h: oy1 - oy0, pad_top: dw.pad_top + lo - oy0 * dw.stride_h, ..*dw };
+        f32_dwconv::run_rows(
+            &table().f32_dwconv,
+            &band,
+            &scratch[..(hi - lo) * in_row_len],
+            self.dw_packed,
+            0,
+            out,
+            self.dw_act,
+        )
     }
 }
 
@@ -381,12 +443,12 @@ mod tests {
                     band,
                     scratch_len,
                 };
-                for tasks in 1..=3 {
-                    let mut scratch = vec![f32::NAN; scratch_len * tasks];
+                for threads in 1..=4 {
+                    let mut scratch = vec![f32::NAN; scratch_len * threads];
                     let mut got = vec![f32::NAN; want.len()];
-                    fused.run_tasks(&x, &mut got, &mut scratch, tasks).unwrap();
+                    fused.run_tasks(&x, &mut got, &mut scratch, threads).unwrap();
                     let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
-                    assert!(same, "{cg:?} then {k}x{k}/{s} dilation {d}: band {band}, {tasks} threads");
+                    assert!(same, "{cg:?} then {k}x{k}/{s} dilation {d}: band {band}, {threads} threads");
                 }
             }
         }
