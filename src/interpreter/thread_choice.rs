@@ -5,12 +5,16 @@
 //! virtual machine the host may place the vCPUs on distant cores, where reading what the
 //! other core wrote costs several times a local read, and then a graph whose ops each
 //! split can run slower on two threads than on one; the placement also changes while the
-//! process runs. So every `ROUND` Invokes the subgraph samples both settings (`SAMPLES`
-//! Invokes each, alternating) and keeps the one with the lower median until the next
-//! round. The median, not the fastest: on distant cores two threads run fast now and then
-//! but slow most of the time, and the typical Invoke is what a user waits for. Ties go to one thread, which leaves the
-//! other core free. The answer does not depend on it: every kernel computes each output
-//! value the same way whatever the thread count (a test checks the bits).
+//! process runs. So every `ROUND` Invokes the subgraph samples both settings, first the
+//! configured threads and then one thread, each for a block of Invokes whose first one
+//! only warms up (after a switch the workers may have gone to sleep, and the caches hold
+//! what the other setting left where), and keeps the one with the lower median of the
+//! rest until the next round (switching to one thread only when it wins two rounds in a
+//! row). The median, not the fastest: on distant cores two threads
+//! run fast now and then but slow most of the time, and the typical Invoke is what a user
+//! waits for. Ties go to one thread, which leaves the other core free. The answer does
+//! not depend on it: every kernel computes each output value the same way whatever the
+//! thread count (a test checks the bits).
 //!
 //! Only a subgraph with more than one thread configured and no delegate applied is
 //! timed; `TFLITE_RS_FIXED_THREADS=1` (or `InterpreterConfig::adaptive_threads = false`)
@@ -18,9 +22,13 @@
 
 use std::time::Duration;
 
-/// Invokes per setting in a sampling round (odd: the median is one of them).
+/// Invokes timed per setting in a sampling round (odd: the median is one of them).
 const SAMPLES: u64 = 5;
-/// Invokes from one sampling round to the next (the first `2 * SAMPLES` of them sample).
+/// Invokes that start a setting's block untimed.
+const WARM_UP: u64 = 1;
+/// A setting's block of Invokes in a sampling round.
+const BLOCK: u64 = WARM_UP + SAMPLES;
+/// Invokes from one sampling round to the next (the first `2 * BLOCK` of them sample).
 const ROUND: u64 = 128;
 
 /// The timing state of one subgraph.
@@ -30,29 +38,38 @@ pub(crate) struct ThreadChoice {
     invokes: u64,
     /// This round's Invoke times on the configured threads, and on one thread.
     samples: [Vec<Duration>; 2],
-    /// The setting the last round chose.
+    /// The setting chosen now.
     single: bool,
+    /// Whether one thread won the last round.
+    single_won_last: bool,
 }
 
 impl ThreadChoice {
     /// True if the next Invoke should run on one thread.
     pub(crate) fn next_is_single(&self) -> bool {
         let at = self.invokes % ROUND;
-        if at < 2 * SAMPLES { at % 2 == 1 } else { self.single }
+        if at < 2 * BLOCK { at >= BLOCK } else { self.single }
     }
 
     /// Records how long an Invoke took on the setting [`Self::next_is_single`] gave.
     pub(crate) fn record(&mut self, single: bool, took: Duration) {
         let at = self.invokes % ROUND;
-        if at < 2 * SAMPLES {
+        if at < 2 * BLOCK {
             if at == 0 {
                 self.samples.iter_mut().for_each(Vec::clear);
             }
-            self.samples[usize::from(single)].push(took);
-            if at == 2 * SAMPLES - 1
+            if at % BLOCK >= WARM_UP {
+                self.samples[usize::from(single)].push(took);
+            }
+            if at == 2 * BLOCK - 1
                 && let (Some(configured), Some(one)) = (median(&mut self.samples[0]), median(&mut self.samples[1]))
             {
-                self.single = one <= configured;
+                // A switch to one thread takes two rounds in a row: one noisy round (a
+                // host taking a vCPU away during the configured threads' samples) would
+                // otherwise cost a whole round of single-threaded Invokes.
+                let single_won = one <= configured;
+                self.single = single_won && (self.single || self.single_won_last);
+                self.single_won_last = single_won;
             }
         }
         self.invokes += 1;
@@ -84,44 +101,66 @@ mod tests {
     #[test]
     fn the_faster_setting_wins_each_round() {
         let mut c = ThreadChoice::default();
-        // Sampling alternates, starting on the configured threads.
-        assert!(!c.next_is_single());
-        run(&mut c, 1, 5, 9);
-        assert!(c.next_is_single());
-        run(&mut c, 2 * SAMPLES - 1, 5, 9);
+        // A round samples a block on the configured threads, then a block on one.
+        for k in 0..2 * BLOCK {
+            assert_eq!(c.next_is_single(), k >= BLOCK, "invoke {k}");
+            run(&mut c, 1, 5, 9);
+        }
         assert!(!c.chose_single());
         assert!(!c.next_is_single());
-        // The machine changes: one thread becomes faster; the next round notices.
-        run(&mut c, ROUND - 2 * SAMPLES, 5, 3);
+        // The machine changes: one thread becomes faster; two rounds in a row show it.
+        run(&mut c, ROUND - 2 * BLOCK, 5, 3);
         assert!(!c.chose_single(), "decided only in sampling rounds");
-        run(&mut c, 2 * SAMPLES, 5, 3);
+        run(&mut c, 2 * BLOCK, 5, 3);
+        assert!(!c.chose_single(), "one round is not enough");
+        run(&mut c, ROUND, 5, 3);
         assert!(c.chose_single());
         assert!(c.next_is_single());
+        // Back to the configured threads as soon as they win a round.
+        run(&mut c, ROUND - 2 * BLOCK, 5, 3);
+        run(&mut c, 2 * BLOCK, 2, 3);
+        assert!(!c.chose_single());
+    }
+
+    /// Records one sampling round whose Invoke `k` (of `2 * BLOCK`) took `ms(k)`.
+    fn round(c: &mut ThreadChoice, ms: impl Fn(u64) -> u64) {
+        for k in 0..2 * BLOCK {
+            let single = c.next_is_single();
+            c.record(single, Duration::from_millis(ms(k)));
+        }
     }
 
     #[test]
     fn the_typical_invoke_counts_and_ties_go_to_one_thread() {
-        let mut c = ThreadChoice::default();
         // One slow outlier on the configured threads does not decide the round.
-        c.record(false, Duration::from_millis(50));
-        for _ in 1..2 * SAMPLES {
-            let single = c.next_is_single();
-            c.record(single, Duration::from_millis(4));
-        }
+        let mut c = ThreadChoice::default();
+        round(&mut c, |k| if k == WARM_UP { 50 } else { 4 });
+        run(&mut c, ROUND - 2 * BLOCK, 4, 4);
+        round(&mut c, |_| 4);
         assert!(c.chose_single(), "equal medians: one thread");
         // Two threads fast once but slow as a rule: one thread wins.
         let mut c = ThreadChoice::default();
-        for k in 0..2 * SAMPLES {
-            let single = c.next_is_single();
-            let ms = if single {
-                10
-            } else if k == 0 {
-                6
-            } else {
-                13
-            };
-            c.record(single, Duration::from_millis(ms));
+        for _ in 0..2 {
+            round(&mut c, |k| match k {
+                k if k >= BLOCK => 10,
+                k if k == WARM_UP => 6,
+                _ => 13,
+            });
+            run(&mut c, ROUND - 2 * BLOCK, 13, 10);
         }
         assert!(c.chose_single());
+    }
+
+    #[test]
+    fn the_first_invoke_of_a_block_only_warms_up() {
+        // Slow first Invokes after each switch (workers asleep) decide nothing.
+        let mut c = ThreadChoice::default();
+        round(&mut c, |k| match k {
+            0 => 40,
+            k if k == BLOCK => 1,
+            k if k >= BLOCK => 9,
+            _ => 5,
+        });
+        assert!(!c.chose_single());
     }
 }

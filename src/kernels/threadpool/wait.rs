@@ -6,17 +6,24 @@
 //! holds a CPU: on a machine with more runnable threads than CPUs, it may hold the very
 //! CPU that the thread it waits for needs, and then polling makes the wait longer, not
 //! shorter. So polling stops early, and the thread sleeps, as soon as the machine shows
-//! that it is busy: when the poller finds it was descheduled (its clock jumped between
-//! two polls), or when a yield hands its CPU to another thread.
+//! that it is busy: when a yield hands its CPU to another thread, or when the poller finds
+//! it was descheduled for long (its clock jumped between two polls by more than a
+//! virtual machine's host takes a vCPU away for now and then: those short pauses say
+//! nothing about this machine's threads, and sleeping through them would make every
+//! following op wake the thread again).
 
 use std::time::{Duration, Instant};
 
 /// Polls between two clock readings (one `pause` each: on Zen 4 about 1.5 µs together).
 const POLLS_PER_CHECK: u32 = 64;
 
-/// A gap this long between two clock readings means the poller did not run in between:
-/// the machine had something else to run on this CPU.
-const DESCHEDULED: Duration = Duration::from_micros(50);
+/// A gap this long between two clock readings means the poller did not run in between
+/// for longer than a host's short steals of a vCPU: the machine had something else to run
+/// on this CPU.
+const DESCHEDULED: Duration = Duration::from_millis(5);
+
+/// A yield that returns this late ran another thread: the CPU is shared.
+const YIELDED: Duration = Duration::from_micros(500);
 
 /// How often a poller offers its CPU to other runnable threads. On an idle CPU the yield
 /// returns at once (a system call, well under a microsecond); on a shared one it lets the
@@ -53,7 +60,7 @@ pub(super) fn poll<T>(limit: Duration, ready: impl Fn() -> Option<T>) -> Polled<
         if now.duration_since(last_yield) >= YIELD_EVERY {
             std::thread::yield_now();
             last_yield = Instant::now();
-            if last_yield.duration_since(now) >= DESCHEDULED {
+            if last_yield.duration_since(now) >= YIELDED {
                 return ready().map_or(Polled::GiveUp, Polled::Ready);
             }
             last_check = last_yield;
