@@ -61,6 +61,12 @@ pub fn registration() -> TfLiteRegistration {
 /// L2, leaving the rest for the weights and the rows the depthwise pass writes.
 const SCRATCH_BYTES: usize = 256 * 1024;
 
+/// An intermediate up to this size is computed whole when several threads share the op:
+/// it stays in cache anyway, and each op then splits its rows over the threads as it
+/// would alone. Banded, so few rows split into bands that both ends of a segment compute
+/// the rows where they meet twice, and the bands' short GEMMs end in partial tiles.
+const WHOLE_BELOW_BYTES: usize = 512 * 1024;
+
 /// Bands each thread should get at least, where the rows allow.
 const BANDS_PER_THREAD: usize = 3;
 
@@ -79,6 +85,9 @@ struct State {
     band: usize,
     /// Floats of one thread's scratch.
     scratch_len: usize,
+    /// Whether several threads compute the whole intermediate into the scratch, then the
+    /// depthwise output from it (see [`WHOLE_BELOW_BYTES`]).
+    whole: bool,
     out_shape: [i32; 4],
 }
 
@@ -154,14 +163,20 @@ impl BuiltinKernel for ConvThenDepthwise {
             _ => band_rows(&dw).min(dw.rows().div_ceil(BANDS_PER_THREAD * tasks).max(1)),
         };
         let scratch_len = band_input_rows(&dw, band) * dw.in_w * dw.channels;
-        let bytes = tasks
-            .checked_mul(scratch_len)
-            .and_then(|v| v.checked_mul(size_of::<f32>()))
-            .ok_or_else(|| Error::new(format!("{OP}: scratch size overflows")))?;
+        let mid_len = conv.output_len().ok_or_else(|| Error::new(format!("{OP}: intermediate size overflows")))?;
+        let whole = tasks > 1 && mid_len.saturating_mul(size_of::<f32>()) <= WHOLE_BELOW_BYTES;
+        let floats = match whole {
+            true => mid_len.max(scratch_len),
+            false => {
+                tasks.checked_mul(scratch_len).ok_or_else(|| Error::new(format!("{OP}: scratch size overflows")))?
+            }
+        };
+        let bytes =
+            floats.checked_mul(size_of::<f32>()).ok_or_else(|| Error::new(format!("{OP}: scratch size overflows")))?;
         ctx.request_temporaries(&[bytes])?;
         let out_shape = dw_conv.output_shape(OP)?;
         ctx.resize_output(0, &out_shape)?;
-        Ok(State { conv, conv_act, conv_packed, dw, dw_conv, dw_act, dw_packed, band, scratch_len, out_shape })
+        Ok(State { conv, conv_act, conv_packed, dw, dw_conv, dw_act, dw_packed, band, scratch_len, whole, out_shape })
     }
 
     fn invoke(ctx: &OpCtx<'_>, _: &ConvThenDepthwiseParams, st: &mut State) -> Result<()> {
@@ -176,7 +191,7 @@ impl BuiltinKernel for ConvThenDepthwise {
         let scratch = ctx.temporary_mut::<f32>(0)?;
         let threads = recommended_threads(ctx);
         let (mut fresh_conv, mut fresh_dw) = (None, None);
-        let State { conv, conv_act, conv_packed, dw, dw_conv, dw_act, dw_packed, band, scratch_len, .. } = st;
+        let State { conv, conv_act, conv_packed, dw, dw_conv, dw_act, dw_packed, band, scratch_len, whole, .. } = st;
         let conv_packed = conv_packed.get(&conv_filter, conv_bias.as_ref(), &mut fresh_conv, || {
             pack_conv(conv, &conv_filter, conv_bias.as_ref())
         })?;
@@ -187,10 +202,12 @@ impl BuiltinKernel for ConvThenDepthwise {
             conv_act: *conv_act,
             conv_packed,
             dw,
+            dw_conv,
             dw_act: *dw_act,
             dw_packed,
             band: *band,
             scratch_len: *scratch_len,
+            whole: *whole,
         };
         fused.run(input.data::<f32>()?, out.data_mut::<f32>()?, scratch, threads)
     }
@@ -202,10 +219,12 @@ struct Fused<'a> {
     conv_act: (f32, f32),
     conv_packed: &'a PackedGemm,
     dw: &'a DwGeom,
+    dw_conv: &'a ConvGeom,
     dw_act: (f32, f32),
     dw_packed: &'a [f32],
     band: usize,
     scratch_len: usize,
+    whole: bool,
 }
 
 impl Fused<'_> {
@@ -224,8 +243,24 @@ impl Fused<'_> {
         }
         let conv_work = conv_rows.saturating_mul(conv.out_c).saturating_mul(conv.f_h * conv.f_w * conv.in_c);
         let work = conv_work.saturating_add(out.len().saturating_mul(dw.taps()));
+        let threads = threads_for(max_threads, work, dw.rows());
+        if self.whole && threads > 1 {
+            return self.run_whole(input, out, scratch, threads);
+        }
         let slots = scratch.len() / self.scratch_len.max(1);
-        self.run_tasks(input, out, scratch, threads_for(max_threads, work, dw.rows()).min(slots))
+        self.run_tasks(input, out, scratch, threads.min(slots))
+    }
+
+    /// The convolution into the whole intermediate in `scratch`, then the depthwise
+    /// convolution from it, each split over `threads` as the unfused ops split.
+    fn run_whole(&self, input: &[f32], out: &mut [f32], scratch: &mut [f32], threads: usize) -> Result<()> {
+        let mid_len = self.conv.output_len().unwrap_or(usize::MAX);
+        let have = scratch.len();
+        let mid = scratch
+            .get_mut(..mid_len)
+            .ok_or_else(|| Error::new(format!("{OP}: scratch of {have} values cannot hold {mid_len}")))?;
+        conv_f32_gemm::compute(table(), self.conv, input, self.conv_packed, mid, self.conv_act, threads)?;
+        depthwise_conv_2d::dw_f32_microkernel(self.dw_conv, mid, self.dw_packed, out, self.dw_act, threads)
     }
 
     /// [`Fused::run`] on up to `threads` threads.
@@ -438,10 +473,12 @@ mod tests {
                     conv_act,
                     conv_packed: &conv_packed,
                     dw: &dw,
+                    dw_conv: &dw_conv,
                     dw_act,
                     dw_packed: &dw_packed,
                     band,
                     scratch_len,
+                    whole: false,
                 };
                 for threads in 1..=4 {
                     let mut scratch = vec![f32::NAN; scratch_len * threads];
@@ -450,6 +487,25 @@ mod tests {
                     let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
                     assert!(same, "{cg:?} then {k}x{k}/{s} dilation {d}: band {band}, {threads} threads");
                 }
+            }
+            for threads in 2..=3 {
+                let fused = Fused {
+                    conv: &cg,
+                    conv_act,
+                    conv_packed: &conv_packed,
+                    dw: &dw,
+                    dw_conv: &dw_conv,
+                    dw_act,
+                    dw_packed: &dw_packed,
+                    band: 1,
+                    scratch_len: band_input_rows(&dw, 1) * dw.in_w * dw.channels,
+                    whole: true,
+                };
+                let mut scratch = vec![f32::NAN; mid.len()];
+                let mut got = vec![f32::NAN; want.len()];
+                fused.run_whole(&x, &mut got, &mut scratch, threads).unwrap();
+                let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{cg:?} then {k}x{k}/{s} dilation {d}: whole, {threads} threads");
             }
         }
     }
