@@ -92,13 +92,24 @@ pub fn log_softmax_f32(input: &[f32], depth: usize, out: &mut [f32]) -> Result<(
 // uint8 / int8
 // ---------------------------------------------------------------------------------------
 
-/// The 8-bit softmax parameters (`PreprocessSoftmaxScaling` with 5 integer bits).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The 8-bit softmax parameters (`PreprocessSoftmaxScaling` with 5 integer bits), with
+/// what the reference kernel computes per element tabulated by the element's distance
+/// below its row's maximum (`0..=255` for 8-bit input): each is a function of that
+/// distance alone, so the tables give the reference's bits.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Softmax8Params {
     pub input_multiplier: i32,
     pub input_left_shift: i32,
     pub diff_min: i32,
+    /// `exp_on_negative_values` of the scaled difference, or `-1` where the difference is
+    /// below `diff_min` (the element counts as zero).
+    exp: Box<[i32; 256]>,
+    /// The element's term of the sum of exponentials (0 below `diff_min`).
+    sum_term: Box<[i32; 256]>,
 }
+
+const SOFTMAX_SCALED_DIFF_BITS: i32 = 5;
+const SOFTMAX_ACCUM_BITS: i32 = 12;
 
 impl Softmax8Params {
     /// As SoftmaxPrepare (reference kernel) computes them.
@@ -107,7 +118,17 @@ impl Softmax8Params {
         let real = (f64::from(beta) * f64::from(input_scale) * f64::from(1i32 << 26)).min(max_real);
         let (input_multiplier, input_left_shift) = quantize_multiplier_greater_than_one(real)?;
         let diff_min = (-f64::from(calculate_input_radius(5, input_left_shift, 31))) as i32;
-        Ok(Softmax8Params { input_multiplier, input_left_shift, diff_min })
+        let mut exp = Box::new([-1i32; 256]);
+        let mut sum_term = Box::new([0i32; 256]);
+        for d in 0..256 {
+            let diff = -(d as i32);
+            if diff >= diff_min {
+                let scaled = multiply_by_quantized_multiplier(diff, input_multiplier, input_left_shift);
+                exp[d] = exp_on_negative_values(scaled, SOFTMAX_SCALED_DIFF_BITS);
+                sum_term[d] = rescale(exp[d], 0, SOFTMAX_ACCUM_BITS);
+            }
+        }
+        Ok(Softmax8Params { input_multiplier, input_left_shift, diff_min, exp, sum_term })
     }
 }
 
@@ -142,34 +163,26 @@ pub fn softmax_quantized<I: SoftmaxInt, O: SoftmaxInt>(
     if input.len() != out.len() {
         crate::bail!("input holds {} elements, output {}", input.len(), out.len());
     }
-    const SCALED_DIFF_BITS: i32 = 5;
-    const ACCUM_BITS: i32 = 12;
+    if I::BITS != 8 {
+        crate::bail!("the 8-bit softmax got {}-bit input", I::BITS);
+    }
+    // An 8-bit element lies at most 255 below its row's maximum.
+    let below = |v: I, max: i32| (max - v.to_i32()) as u8 as usize;
     for (x, o) in rows(input, depth)?.zip(out.chunks_exact_mut(depth.max(1))) {
         let max_in_row = x.iter().fold(I::MIN, |m, &v| m.max(v.to_i32()));
-        let scaled = |v: I| -> Option<i32> {
-            let diff = v.to_i32() - max_in_row;
-            (diff >= p.diff_min).then(|| multiply_by_quantized_multiplier(diff, p.input_multiplier, p.input_left_shift))
-        };
-        let mut sum_of_exps: i32 = 0;
-        for &v in x {
-            if let Some(d) = scaled(v) {
-                sum_of_exps =
-                    sum_of_exps.wrapping_add(rescale(exp_on_negative_values(d, SCALED_DIFF_BITS), 0, ACCUM_BITS));
-            }
-        }
-        let (shifted_scale, num_bits_over_unit) = get_reciprocal(sum_of_exps, ACCUM_BITS);
+        let sum_of_exps = x.iter().fold(0i32, |s, &v| s.wrapping_add(p.sum_term[below(v, max_in_row)]));
+        let (shifted_scale, num_bits_over_unit) = get_reciprocal(sum_of_exps, SOFTMAX_ACCUM_BITS);
         let exponent = num_bits_over_unit + 31 - O::BITS;
         if !(0..=31).contains(&exponent) {
             crate::bail!("softmax exponent {exponent} is out of range");
         }
         for (oc, &v) in o.iter_mut().zip(x) {
-            *oc = match scaled(v) {
-                Some(d) => {
-                    let exp_in_0 = exp_on_negative_values(d, SCALED_DIFF_BITS);
-                    let unsat = rounding_divide_by_pot(srdhm(shifted_scale, exp_in_0), exponent);
-                    O::from_i32(unsat.wrapping_add(O::MIN).clamp(O::MIN, O::MAX))
-                }
-                None => O::from_i32(O::MIN),
+            let exp_in_0 = p.exp[below(v, max_in_row)];
+            *oc = if exp_in_0 < 0 {
+                O::from_i32(O::MIN)
+            } else {
+                let unsat = rounding_divide_by_pot(srdhm(shifted_scale, exp_in_0), exponent);
+                O::from_i32(unsat.wrapping_add(O::MIN).clamp(O::MIN, O::MAX))
             };
         }
     }
@@ -467,6 +480,48 @@ mod tests {
         assert_eq!(out[0], out[2]);
         log_softmax_f32(&[0.0, 0.0], 2, &mut out[..2]).unwrap();
         assert!((out[0] - 0.5f32.ln()).abs() < 1e-6);
+    }
+
+    #[test]
+    fn tables_give_the_reference_per_element_bits() {
+        // The reference kernel's per-element computation, for comparison.
+        fn reference(x: &[i8], p: &Softmax8Params) -> Vec<i8> {
+            let max = x.iter().map(|&v| i32::from(v)).max().unwrap();
+            let scaled = |v: i8| {
+                let diff = i32::from(v) - max;
+                (diff >= p.diff_min)
+                    .then(|| multiply_by_quantized_multiplier(diff, p.input_multiplier, p.input_left_shift))
+            };
+            let sum = x.iter().filter_map(|&v| scaled(v)).fold(0i32, |s, d| {
+                s.wrapping_add(rescale(exp_on_negative_values(d, SOFTMAX_SCALED_DIFF_BITS), 0, SOFTMAX_ACCUM_BITS))
+            });
+            let (shifted_scale, bits) = get_reciprocal(sum, SOFTMAX_ACCUM_BITS);
+            let exponent = bits + 31 - 8;
+            x.iter()
+                .map(|&v| match scaled(v) {
+                    Some(d) => {
+                        let e = exp_on_negative_values(d, SOFTMAX_SCALED_DIFF_BITS);
+                        (rounding_divide_by_pot(srdhm(shifted_scale, e), exponent) - 128).clamp(-128, 127) as i8
+                    }
+                    None => -128,
+                })
+                .collect()
+        }
+        let mut seed = 5u32;
+        for (beta, scale) in [(1.0f32, 0.1f32), (1.0, 0.02), (0.5, 0.25), (2.0, 0.06), (1.0, 1.0)] {
+            let p = Softmax8Params::new(beta, scale).unwrap();
+            for depth in [1usize, 7, 300, 1001] {
+                let x: Vec<i8> = (0..depth)
+                    .map(|_| {
+                        seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
+                        (seed >> 24) as u8 as i8
+                    })
+                    .collect();
+                let mut got = vec![0i8; depth];
+                softmax_quantized::<i8, i8>(&x, depth, &p, &mut got).unwrap();
+                assert_eq!(got, reference(&x, &p), "beta {beta} scale {scale} depth {depth}");
+            }
+        }
     }
 
     #[test]
