@@ -90,9 +90,7 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
                         _mm512_add_epi32(ch.requant(acc, shifts_left, saturates), offset32)
                     };
                     if V == 2 {
-                        let (vmin, vmax) = (_mm512_set1_epi16(min as i16), _mm512_set1_epi16(max as i16));
-                        let order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
-                        let mask: __mmask32 = ((1u64 << p.nc) - 1) as __mmask32;
+                        let row = RowStore::new(min, max, clamp, p.nc);
                         let (f0, f1) = (FloatLanes::load(ft, 0), FloatLanes::load(ft, 16));
                         // `p.mr` (equal to `M`) keeps this loop rolled: unrolled, its ten
                         // table vectors and the rows' temporaries spill to the stack.
@@ -105,11 +103,7 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
                                 r0 = _mm512_mask_mov_epi32(r0, k0, exact(0, a0));
                                 r1 = _mm512_mask_mov_epi32(r1, k1, exact(16, a1));
                             }
-                            let r = _mm512_packs_epi32(r0, r1);
-                            let r = if clamp { _mm512_min_epi16(_mm512_max_epi16(r, vmin), vmax) } else { r };
-                            let bytes =
-                                _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, _mm512_packs_epi16(r, r)));
-                            _mm256_mask_storeu_epi8(c.wrapping_add(i * p.c_stride), mask, bytes);
+                            row.store(c.wrapping_add(i * p.c_stride), _mm512_packs_epi32(r0, r1));
                         }
                     } else {
                         let (vmin, vmax) = (_mm256_set1_epi16(min as i16), _mm256_set1_epi16(max as i16));
@@ -125,34 +119,24 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
                                     r = _mm512_mask_mov_epi32(r, k, exact(col, acc));
                                 }
                                 let r = _mm512_cvtsepi32_epi16(r);
-                                let r = if clamp { _mm256_min_epi16(_mm256_max_epi16(r, vmin), vmax) } else { r };
-                                _mm_mask_storeu_epi8(
-                                    c.wrapping_add(i * p.c_stride + col),
-                                    mask,
-                                    _mm256_cvtsepi16_epi8(r),
-                                );
+                                store_16(c.wrapping_add(i * p.c_stride + col), mask, r, clamp.then_some((vmin, vmax)));
                             }
                         }
                     }
                 } else if V == 2 {
-                    // Both vectors of a row narrow together: `packs` saturates 32 to 16 bits
-                    // and 16 to 8 as the one-vector conversions below do, a dword permute
-                    // undoes its per-128-bit-lane interleave, and one masked store writes
-                    // the row's `nc` bytes.
+                    // Both vectors of a row narrow together (see `RowStore`).
                     let offset = _mm512_set1_epi16(output_offset.clamp(-32768, 32767) as i16);
-                    let (vmin, vmax) = (_mm512_set1_epi16(min as i16), _mm512_set1_epi16(max as i16));
-                    let order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
-                    let mask: __mmask32 = ((1u64 << p.nc) - 1) as __mmask32;
+                    let row = RowStore::new(min, max, clamp, p.nc);
                     let ch0 = Channels::load([bias, mult, left, right], 0);
                     let ch1 = Channels::load([bias, mult, left, right], 16);
                     for i in 0..M {
                         let r0 = ch0.requant(_mm512_loadu_si512(sums[i].as_ptr().cast()), shifts_left, saturates);
                         let r1 =
                             ch1.requant(_mm512_loadu_si512(sums[i].as_ptr().add(16).cast()), shifts_left, saturates);
-                        let r = _mm512_adds_epi16(_mm512_packs_epi32(r0, r1), offset);
-                        let r = if clamp { _mm512_min_epi16(_mm512_max_epi16(r, vmin), vmax) } else { r };
-                        let bytes = _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, _mm512_packs_epi16(r, r)));
-                        _mm256_mask_storeu_epi8(c.wrapping_add(i * p.c_stride), mask, bytes);
+                        row.store(
+                            c.wrapping_add(i * p.c_stride),
+                            _mm512_adds_epi16(_mm512_packs_epi32(r0, r1), offset),
+                        );
                     }
                 } else {
                     let offset = _mm256_set1_epi16(output_offset.clamp(-32768, 32767) as i16);
@@ -172,9 +156,7 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
                             // the clamp to the int8 range below then gives what clamping the
                             // 32-bit values would.
                             let r = _mm256_adds_epi16(_mm512_cvtsepi32_epi16(r), offset);
-                            let r = if clamp { _mm256_min_epi16(_mm256_max_epi16(r, vmin), vmax) } else { r };
-                            let bytes = _mm256_cvtsepi16_epi8(r);
-                            _mm_mask_storeu_epi8(c.wrapping_add(i * p.c_stride + col), mask, bytes);
+                            store_16(c.wrapping_add(i * p.c_stride + col), mask, r, clamp.then_some((vmin, vmax)));
                         }
                     }
                 }
@@ -254,6 +236,59 @@ unsafe fn sums<const M: usize, const V: usize, const FLIP: bool>(p: &Qs8IgemmArg
         }
     }
     acc
+}
+
+/// Narrows and stores a row of a two-vector tile: `packs` saturates 32 to 16 bits (the
+/// caller's) and 16 to 8 as the one-vector conversions do, a dword permute undoes its
+/// per-128-bit-lane interleave, and one masked store writes the row's `nc` bytes.
+struct RowStore {
+    clamp: Option<(__m512i, __m512i)>,
+    order: __m512i,
+    mask: __mmask32,
+}
+
+impl RowStore {
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    fn new(min: i32, max: i32, clamp: bool, nc: usize) -> RowStore {
+        RowStore {
+            clamp: clamp.then(|| (_mm512_set1_epi16(min as i16), _mm512_set1_epi16(max as i16))),
+            order: _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0),
+            mask: ((1u64 << nc) - 1) as __mmask32,
+        }
+    }
+
+    /// Clamps the row's 32 16-bit values (`packs` order) and stores them as bytes at `c`.
+    ///
+    /// # Safety
+    /// `c` writable for `nc` bytes; AVX-512 F and BW available.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn store(&self, c: *mut i8, r: __m512i) {
+        let r = match self.clamp {
+            Some((vmin, vmax)) => _mm512_min_epi16(_mm512_max_epi16(r, vmin), vmax),
+            None => r,
+        };
+        let bytes = _mm512_castsi512_si256(_mm512_permutexvar_epi32(self.order, _mm512_packs_epi16(r, r)));
+        // SAFETY: the masked store writes only the row's `nc` bytes (the contract).
+        unsafe { _mm256_mask_storeu_epi8(c, self.mask, bytes) }
+    }
+}
+
+/// Clamps 16 16-bit values (when `clamp` gives the bounds) and stores the lanes in `mask`
+/// as bytes (saturated) at `c`.
+///
+/// # Safety
+/// `c` writable for the lanes in `mask`; AVX-512 F, BW and VL available.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+unsafe fn store_16(c: *mut i8, mask: __mmask16, r: __m256i, clamp: Option<(__m256i, __m256i)>) {
+    let r = match clamp {
+        Some((vmin, vmax)) => _mm256_min_epi16(_mm256_max_epi16(r, vmin), vmax),
+        None => r,
+    };
+    // SAFETY: the masked store writes only the lanes in `mask` (the contract).
+    unsafe { _mm_mask_storeu_epi8(c, mask, _mm256_cvtsepi16_epi8(r)) }
 }
 
 /// One vector's float shortcut tables: 16 channels, loaded once per tile.
