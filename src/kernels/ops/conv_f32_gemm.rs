@@ -44,16 +44,21 @@ pub fn compute(
     let n = g.out_c;
     let work = rows.saturating_mul(n).saturating_mul(packed.ks * packed.kc);
     let dense = g.is_dense();
-    if rows == 1 && dense {
-        // One output row (a fully connected layer on one batch row): split the output
-        // channels instead, in whole packed blocks.
+    if rows == 1 {
+        // One output row (a fully connected layer on one batch row, or a convolution down
+        // to one pixel, both mostly reading weights): split the output channels instead, in
+        // whole packed blocks.
         let nr = packed.nr;
         let threads = threads_for(max_threads, work, n.div_ceil(nr));
         let per = n.div_ceil(nr).div_ceil(threads) * nr;
-        let in_c = g.in_c;
+        let conv_rows = g.gemm_rows(g.in_c);
         return parallel_chunks_mut(threads, out, per, &|i, chunk: &mut [f32]| {
-            let c0 = i * per;
-            f32_gemm::igemm(t, packed, input, &DenseRows { stride: in_c }, 0..1, c0..c0 + chunk.len(), chunk, n, act)
+            let cols = i * per..i * per + chunk.len();
+            if dense {
+                f32_gemm::igemm(t, packed, input, &DenseRows { stride: g.in_c }, 0..1, cols, chunk, n, act)
+            } else {
+                f32_gemm::igemm(t, packed, input, &conv_rows, 0..1, cols, chunk, n, act)
+            }
         });
     }
     let threads = threads_for(max_threads, work, rows);
@@ -118,6 +123,8 @@ mod tests {
             geom(1, 12, 12, 8, 1, 3, 3, 1, 1, kTfLitePaddingSame),
             geom(2, 6, 6, 32, 40, 1, 1, 2, 1, kTfLitePaddingValid),
             geom(1, 4, 4, 20, 3, 3, 3, 1, 1, kTfLitePaddingValid),
+            // One output pixel from a 3x3 window, enough work to split its channels.
+            geom(1, 3, 3, 32, 600, 3, 3, 1, 1, kTfLitePaddingValid),
         ];
         let mut seed = 7u64;
         let mut val = move || {
