@@ -466,20 +466,21 @@ mod tests {
             conv_f32_gemm::compute(table(), &cg, &x, &conv_packed, &mut mid, conv_act, 1).unwrap();
             let mut want = vec![0f32; dw.output_len().unwrap()];
             depthwise_conv_2d::dw_f32_microkernel(&dw_conv, &mid, &dw_packed, &mut want, dw_act, 1).unwrap();
+            let fused = |band: usize, whole: bool| Fused {
+                conv: &cg,
+                conv_act,
+                conv_packed: &conv_packed,
+                dw: &dw,
+                dw_conv: &dw_conv,
+                dw_act,
+                dw_packed: &dw_packed,
+                band,
+                scratch_len: band_input_rows(&dw, band) * dw.in_w * dw.channels,
+                whole,
+            };
             for band in 1..=dw.out_h.min(4) {
-                let scratch_len = band_input_rows(&dw, band) * dw.in_w * dw.channels;
-                let fused = Fused {
-                    conv: &cg,
-                    conv_act,
-                    conv_packed: &conv_packed,
-                    dw: &dw,
-                    dw_conv: &dw_conv,
-                    dw_act,
-                    dw_packed: &dw_packed,
-                    band,
-                    scratch_len,
-                    whole: false,
-                };
+                let fused = fused(band, false);
+                let scratch_len = fused.scratch_len;
                 for threads in 1..=4 {
                     let mut scratch = vec![f32::NAN; scratch_len * threads];
                     let mut got = vec![f32::NAN; want.len()];
@@ -489,18 +490,7 @@ mod tests {
                 }
             }
             for threads in 2..=3 {
-                let fused = Fused {
-                    conv: &cg,
-                    conv_act,
-                    conv_packed: &conv_packed,
-                    dw: &dw,
-                    dw_conv: &dw_conv,
-                    dw_act,
-                    dw_packed: &dw_packed,
-                    band: 1,
-                    scratch_len: band_input_rows(&dw, 1) * dw.in_w * dw.channels,
-                    whole: true,
-                };
+                let fused = fused(1, true);
                 let mut scratch = vec![f32::NAN; mid.len()];
                 let mut got = vec![f32::NAN; want.len()];
                 fused.run_whole(&x, &mut got, &mut scratch, threads).unwrap();
