@@ -399,7 +399,6 @@ impl Subgraph {
             // SAFETY: the node's arrays are owned by it and live.
             let (d_ins, d_outs) = unsafe { (int_array_slice(de.node.inputs), int_array_slice(de.node.outputs)) };
             let (&[t, wf, ..], &[u]) = (d_ins, d_outs) else { continue };
-
             if d_ins.len() > 3
                 || !is_f32(t)
                 || observable(t)

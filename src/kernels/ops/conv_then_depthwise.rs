@@ -9,7 +9,9 @@
 //! depthwise output rows in bands and computes just the intermediate rows a band reads
 //! into a scratch buffer that stays in the core's L2; rows that the next band reads
 //! again move to the front of the buffer rather than being computed twice. The
-//! intermediate tensor gets no memory at all.
+//! intermediate tensor gets no memory of its own (one small enough to stay in cache is
+//! computed whole into the node's scratch when several threads share the op; see
+//! [`WHOLE_BELOW_BYTES`]).
 //!
 //! The answer is bit for bit the unfused one: every intermediate value comes from the
 //! same GEMM microkernel with the same packed weights and summation order, and the
