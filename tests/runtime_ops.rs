@@ -1372,3 +1372,25 @@ fn hybrid_lstm_tracks_the_float_reference() {
         }
     }
 }
+
+/// A MAX_POOL_2D whose window (196608 x 3, SAME padding) is far larger than its 9992 x 8
+/// image: legal, and each of its 4996 output rows reads the whole image (seconds in all;
+/// found by the fuzzer). Cancellation stops it inside the op, not after it: without the
+/// kernel's own check the one-node Invoke would finish and succeed.
+#[test]
+fn cancellation_stops_a_long_op_inside_it() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/models/huge_pool_window.tflite");
+    let model = Model::from_file(&path).unwrap_or_else(|e| panic!("{}: {}", path.display(), e.message));
+    let config = InterpreterConfig { enable_cancellation: true, num_threads: 1, ..InterpreterConfig::default() };
+    let mut interp = Interpreter::new(Arc::new(model), &builtin_op_resolver(), config).expect("interpreter");
+    interp.allocate_tensors().expect("allocate");
+    let flag = interp.cancellation_flag();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let r = interp.invoke();
+    canceller.join().expect("canceller");
+    let e = r.expect_err("the Invoke was cancelled");
+    assert_eq!(e.status, tensorflowlite_c::abi::types::TfLiteStatus::kTfLiteCancelled, "{}", e.message);
+}

@@ -29,10 +29,10 @@ const INT32: c_int = 2;
 /// Invoke is skipped when the allocated tensors total more than this.
 const MAX_TENSOR_BYTES: usize = 16 << 20;
 const CANCEL_AFTER: Duration = Duration::from_millis(500);
-/// Cancellation takes effect between operators, and one legal operator may run long
-/// (a pooling window as wide as a mutated filter size allows takes 0.1 s in a release
-/// build and 70 times that with sanitizer and coverage instrumentation); an Invoke still
-/// running this long after it started is stuck.
+/// Cancellation takes effect between operators and inside pooling, between output rows
+/// (a pooling window as wide as a mutated filter size allows can keep one operator busy
+/// for seconds in a release build, and 70 times that with sanitizer and coverage
+/// instrumentation); an Invoke still running this long after it started is stuck.
 const STUCK_AFTER: Duration = Duration::from_secs(100);
 
 #[repr(C)]

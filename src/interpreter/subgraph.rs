@@ -755,7 +755,9 @@ impl Subgraph {
             self.context.recommended_num_threads = 1;
         }
         let start = Instant::now();
-        let r = self.invoke_impl();
+        // Long kernels poll the cancellation flag themselves (see `kernels::cancel`).
+        let flag = self.cancellation_enabled.then(|| self.cancelled.clone());
+        let r = crate::kernels::cancel::with_flag(flag, || self.invoke_impl());
         let took = start.elapsed();
         self.context.recommended_num_threads = configured;
         if timed && r.is_ok() {
@@ -809,6 +811,10 @@ impl Subgraph {
             if let Some(p) = &mut self.profile {
                 p.push(start.elapsed());
                 self.profile_starts.push(start);
+            }
+            if status == TfLiteStatus::kTfLiteCancelled {
+                self.cancelled.store(false, Ordering::SeqCst);
+                return Err(Error::with_status(status, "Client requested cancel during Invoke()"));
             }
             if status != TfLiteStatus::kTfLiteOk {
                 let name = &self.nodes[ni as usize].op_name;

@@ -8,6 +8,7 @@ pub mod activation;
 pub mod api;
 pub mod binary;
 pub mod broadcast;
+pub mod cancel;
 pub mod fixed_point;
 pub mod flexbuffer;
 pub mod float_conv;

@@ -21,6 +21,7 @@ use crate::abi::types::{TfLiteRegistration, TfLiteType};
 use crate::error::{Error, Result};
 use crate::kernels::activation::{activation_range_f32, activation_range_quantized, clamp_min_max, cpp_max};
 use crate::kernels::api::OpCtx;
+use crate::kernels::cancel::Cancel;
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::QuantInt;
 
@@ -243,9 +244,12 @@ fn pool_optimized<T: Copy + Sync, A: Copy + Send + Sync, O: Send>(
     let row_len = g.out_w * c_n;
     let rows = g.batches * g.out_h;
     let threads = threads_for(threads, out.len().saturating_mul(g.f_h * g.f_w), rows);
+    let cancel = Cancel::current();
     parallel_rows(threads, out, row_len, &|first, chunk: &mut [O]| {
         let mut acc = vec![init; c_n];
         for (i, row) in chunk.chunks_mut(row_len).enumerate() {
+            // A window may be far larger than the image: one row can take long.
+            cancel.check()?;
             let r = first + i;
             let (b, oy) = (r / g.out_h, r % g.out_h);
             for ox in 0..g.out_w {
@@ -286,8 +290,11 @@ fn pool_f32_rows<const MAX: bool>(
     let row_len = g.out_w * c_n;
     let rows = g.batches * g.out_h;
     let threads = threads_for(threads, out.len().saturating_mul(g.f_h * g.f_w), rows);
+    let cancel = Cancel::current();
     parallel_rows(threads, out, row_len, &|first, chunk: &mut [f32]| {
         for (i, row) in chunk.chunks_mut(row_len).enumerate() {
+            // A window may be far larger than the image: one row can take long.
+            cancel.check()?;
             let r = first + i;
             let (b, oy) = (r / g.out_h, r % g.out_h);
             for (ox, o) in row.chunks_exact_mut(c_n).enumerate() {
