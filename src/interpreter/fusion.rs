@@ -201,6 +201,31 @@ fn readers_and_producers(s: &Subgraph, plan: &[i32]) -> Option<(Vec<usize>, Vec<
 }
 
 impl Subgraph {
+    /// Tensor `t`, if the index names one.
+    fn tensor_at(&self, t: i32) -> Option<&crate::abi::types::TfLiteTensor> {
+        usize::try_from(t).ok().and_then(|t| self.tensors.get(t))
+    }
+
+    /// True if `t` is seen outside the plan: a subgraph input, output or variable.
+    fn observable(&self, t: i32) -> bool {
+        self.inputs.contains(&t) || self.outputs.contains(&t) || self.variables.contains(&t)
+    }
+
+    /// True if `t` is a float32 tensor without quantization.
+    fn is_plain_f32(&self, t: i32) -> bool {
+        self.tensor_at(t).is_some_and(|t| {
+            t.data_type() == Some(TfLiteType::kTfLiteFloat32)
+                && t.params.scale == 0.0
+                && t.quantization.params.is_null()
+        })
+    }
+
+    /// `t`'s dims (empty for a bad index or NULL dims).
+    fn dims_of(&self, t: i32) -> &[i32] {
+        // SAFETY: a tensor's dims are NULL or its own live array.
+        self.tensor_at(t).map_or(&[], |t| unsafe { int_array_slice(t.dims) })
+    }
+
     /// Fuses every eligible pair (see the module comment): activations into their
     /// producers, then convolutions into the depthwise convolutions that read them.
     /// Returns how many pairs were fused.
@@ -227,21 +252,7 @@ impl Subgraph {
     /// Fuses every (producer, activation) pair.
     fn fuse_activation_pairs(&mut self, builtins: &crate::resolver::OpResolver) -> usize {
         let Some((readers, producer)) = readers_and_producers(self, &self.execution_plan) else { return 0 };
-        let observable = |t: i32| self.inputs.contains(&t) || self.outputs.contains(&t) || self.variables.contains(&t);
-        let is_f32 = |t: i32| {
-            usize::try_from(t).ok().and_then(|t| self.tensors.get(t)).is_some_and(|t| {
-                t.data_type() == Some(TfLiteType::kTfLiteFloat32)
-                    && t.params.scale == 0.0
-                    && t.quantization.params.is_null()
-            })
-        };
-        let dims = |t: i32| -> &[i32] {
-            // SAFETY: a tensor's dims are NULL or its own live array.
-            usize::try_from(t)
-                .ok()
-                .and_then(|t| self.tensors.get(t))
-                .map_or(&[], |t| unsafe { int_array_slice(t.dims) })
-        };
+        let (observable, is_f32, dims) = (|t| self.observable(t), |t| self.is_plain_f32(t), |t| self.dims_of(t));
         // Float32 alphas with one value per channel of `t` (all other dims 1).
         let per_channel_alphas = |a: i32, t: i32| {
             let (ad, td) = (dims(a), dims(t));
@@ -366,23 +377,11 @@ impl Subgraph {
     /// the depthwise node ran).
     fn fuse_conv_depthwise(&mut self, builtins: &crate::resolver::OpResolver) -> usize {
         let Some((readers, producer)) = readers_and_producers(self, &self.execution_plan) else { return 0 };
-        let observable = |t: i32| self.inputs.contains(&t) || self.outputs.contains(&t) || self.variables.contains(&t);
-        let tensor = |t: i32| usize::try_from(t).ok().and_then(|t| self.tensors.get(t));
-        let is_f32 = |t: i32| {
-            tensor(t).is_some_and(|t| {
-                t.data_type() == Some(TfLiteType::kTfLiteFloat32)
-                    && t.params.scale == 0.0
-                    && t.quantization.params.is_null()
-            })
-        };
+        let (observable, is_f32, dims) = (|t| self.observable(t), |t| self.is_plain_f32(t), |t| self.dims_of(t));
         let constant_f32 = |t: i32| {
-            is_f32(t) && tensor(t).is_some_and(|t| t.allocation() == Some(TfLiteAllocationType::kTfLiteMmapRo))
+            is_f32(t) && self.tensor_at(t).is_some_and(|t| t.allocation() == Some(TfLiteAllocationType::kTfLiteMmapRo))
         };
         let absent_or_constant_f32 = |t: Option<&i32>| t.is_none_or(|&t| t == -1 || constant_f32(t));
-        let dims = |t: i32| -> &[i32] {
-            // SAFETY: a tensor's dims are NULL or its own live array.
-            tensor(t).map_or(&[], |t| unsafe { int_array_slice(t.dims) })
-        };
         let (conv_code, dw_code) = (Op::kTfLiteBuiltinConv2d as i32, Op::kTfLiteBuiltinDepthwiseConv2d as i32);
         let mut found = Vec::new();
         for &ni in &self.execution_plan {
@@ -438,8 +437,8 @@ impl Subgraph {
             if xd.len() != 4 || cfd.len() != 4 || wfd.len() != 4 || xd[3] != cfd[3] || wfd[0] != 1 || wfd[3] != cfd[0] {
                 continue;
             }
-            let conv_ins = [x, cf, p_ins.get(2).copied().unwrap_or(-1)];
-            let inputs = [conv_ins[0], conv_ins[1], conv_ins[2], wf, d_ins.get(2).copied().unwrap_or(-1)];
+            let bias = |ins: &[i32]| ins.get(2).copied().unwrap_or(-1);
+            let inputs = [x, cf, bias(p_ins), wf, bias(d_ins)];
             found.push((p, d, t, inputs));
         }
         for &(p, d, t, inputs) in &found {
