@@ -340,37 +340,40 @@ pub fn quantize_hybrid_input(
         OwnedHybridInput { data: vec![0i8; input.len()], scales: vec![1.0f32; batches], offsets: vec![0i32; batches] };
     let bufs = HybridBuffers { data: &mut o.data, scales: &mut o.scales, offsets: &mut o.offsets };
     // The buffers have exactly the sizes the function checks.
-    let _ = quantize_hybrid_input_into(input, batch_len, per_channel, filter_scale, bufs);
+    let _ = quantize_hybrid_input_into(input, batch_len, per_channel, filter_scale, bufs, 1);
     o
 }
 
 /// Quantizes each batch of `input` (`batch_len` values each) into `bufs` (every element
 /// written: values past the last whole batch become 0, scales 1 and offsets 0):
 /// asymmetrically for the per-channel path, symmetrically (scale times `filter_scale`)
-/// for the per-tensor one.
+/// for the per-tensor one. Each batch's range scan and quantization split over up to
+/// `max_threads` threads.
 pub fn quantize_hybrid_input_into<'a>(
     input: &[f32],
     batch_len: usize,
     per_channel: bool,
     filter_scale: f32,
     bufs: HybridBuffers<'a>,
+    max_threads: usize,
 ) -> Result<HybridInput<'a>> {
     let batches = input.len().checked_div(batch_len).unwrap_or(0);
     let HybridBuffers { data, scales, offsets } = bufs;
     check_len("quantized input", data.len(), Some(input.len()))?;
     check_len("batch scales", scales.len(), Some(batches))?;
     check_len("batch offsets", offsets.len(), Some(batches))?;
-    data.fill(0);
-    scales.fill(1.0);
-    offsets.fill(0);
+    // Only the values past the last whole batch are not quantized below.
+    data[batches * batch_len..].fill(0);
     for b in 0..batches {
         let r = b * batch_len..(b + 1) * batch_len;
         if per_channel {
-            let (s, z) = super::conv_common::asymmetric_quantize(&input[r.clone()], &mut data[r]);
+            let (s, z) = super::conv_common::asymmetric_quantize_on(max_threads, &input[r.clone()], &mut data[r]);
             scales[b] = s;
             offsets[b] = z;
         } else {
-            scales[b] = super::conv_common::symmetric_quantize(&input[r.clone()], &mut data[r]) * filter_scale;
+            scales[b] =
+                super::conv_common::symmetric_quantize_on(max_threads, &input[r.clone()], &mut data[r]) * filter_scale;
+            offsets[b] = 0;
         }
     }
     Ok(HybridInput { data, scales, offsets })
@@ -1478,7 +1481,7 @@ fn run(
             let batch_len = g.in_h * g.in_w * g.in_c;
             let owned;
             let q = match scratch {
-                Some(bufs) => quantize_hybrid_input_into(input, batch_len, *per_channel, *filter_scale, bufs)?,
+                Some(bufs) => quantize_hybrid_input_into(input, batch_len, *per_channel, *filter_scale, bufs, threads)?,
                 None => {
                     owned = quantize_hybrid_input(input, batch_len, *per_channel, *filter_scale);
                     owned.view()

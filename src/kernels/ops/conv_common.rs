@@ -10,6 +10,8 @@ use crate::abi::types::TfLiteType;
 use crate::error::{Error, Result};
 use crate::kernels::api::{Element, TensorView};
 use crate::kernels::quant::try_quantize_multiplier;
+use crate::kernels::threadpool::elementwise::elementwise_threads;
+use crate::kernels::threadpool::parallel_chunks_mut;
 use std::borrow::Cow;
 
 // The kernels' thread pool lives in `crate::kernels::threadpool`; the ops import it from here.
@@ -671,8 +673,12 @@ fn min_max(values: &[f32]) -> (f32, f32) {
 /// `max|v| / 127` (rounding half away from zero, in f32) and returns the scale (1 for an
 /// all-zero input, whose quantized values are all 0).
 pub fn symmetric_quantize(values: &[f32], out: &mut [i8]) -> f32 {
-    let k = &crate::microkernels::table().f32_quantize;
-    let (lo, hi) = (k.min_max)(values).unwrap_or_else(|| min_max(values));
+    symmetric_quantize_on(1, values, out)
+}
+
+/// [`symmetric_quantize`] on up to `max_threads` threads (the same values).
+pub fn symmetric_quantize_on(max_threads: usize, values: &[f32], out: &mut [i8]) -> f32 {
+    let (lo, hi) = value_range(max_threads, values);
     let range = crate::kernels::activation::cpp_max(lo.abs(), hi.abs());
     if range == 0.0 {
         out.iter_mut().for_each(|o| *o = 0);
@@ -680,7 +686,7 @@ pub fn symmetric_quantize(values: &[f32], out: &mut [i8]) -> f32 {
     }
     let inv = 127.0f32 / range;
     // `round(v * inv)`: adding a zero offset first changes no value.
-    (k.quantize)(values, inv, 0.0, (-127, 127), out);
+    quantize_values(max_threads, values, inv, 0.0, (-127, 127), out);
     range / 127.0
 }
 
@@ -688,10 +694,14 @@ pub fn symmetric_quantize(values: &[f32], out: &mut [i8]) -> f32 {
 /// and zero point chosen from `min(0, min v)` and `max(0, max v)` in double precision;
 /// returns `(scale, zero_point)` (`(1, 0)` and all zeros when that range is empty).
 pub fn asymmetric_quantize(values: &[f32], out: &mut [i8]) -> (f32, i32) {
+    asymmetric_quantize_on(1, values, out)
+}
+
+/// [`asymmetric_quantize`] on up to `max_threads` threads (the same values).
+pub fn asymmetric_quantize_on(max_threads: usize, values: &[f32], out: &mut [i8]) -> (f32, i32) {
     const QMIN: f64 = -128.0;
     const QMAX: f64 = 127.0;
-    let k = &crate::microkernels::table().f32_quantize;
-    let (lo, hi) = (k.min_max)(values).unwrap_or_else(|| min_max(values));
+    let (lo, hi) = value_range(max_threads, values);
     // std::fmin / std::fmax ignore a NaN operand.
     let rmin = if lo.is_nan() { 0.0 } else { lo.min(0.0) } as f64;
     let rmax = if hi.is_nan() { 0.0 } else { hi.max(0.0) } as f64;
@@ -715,8 +725,52 @@ pub fn asymmetric_quantize(values: &[f32], out: &mut [i8]) -> (f32, i32) {
     let scale_f = scale as f32;
     let inv = 1.0f32 / scale_f;
     // `offset + v * inv` is computed in float (int + float), then rounded.
-    (k.quantize)(values, inv, nudged as f32, (-128, 127), out);
+    quantize_values(max_threads, values, inv, nudged as f32, (-128, 127), out);
     (scale_f, nudged)
+}
+
+/// `std::minmax_element` of `values`, the scan split over up to `max_threads` threads
+/// when the slice is long enough. Without NaNs the smallest and largest value are the
+/// same whichever way the slice is cut (a zero's sign aside, which neither quantization
+/// sees); with one, the whole slice is scanned in order, as its ordering rules need.
+fn value_range(max_threads: usize, values: &[f32]) -> (f32, f32) {
+    let k = &crate::microkernels::table().f32_quantize;
+    let threads = elementwise_threads(max_threads, values.len());
+    if threads > 1 {
+        let chunk = values.len().div_ceil(threads);
+        let mut parts: Vec<Option<(f32, f32)>> = vec![None; values.len().div_ceil(chunk)];
+        let scanned = parallel_chunks_mut(threads, &mut parts, 1, &|i, slot| {
+            slot[0] = values.chunks(chunk).nth(i).and_then(k.min_max);
+            Ok(())
+        });
+        let joined = parts
+            .iter()
+            .try_fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), p| p.map(|(l, h)| (lo.min(l), hi.max(h))));
+        if let (Ok(()), Some(range)) = (scanned, joined) {
+            return range;
+        }
+    }
+    (k.min_max)(values).unwrap_or_else(|| min_max(values))
+}
+
+/// `out[i] = clamp(round(offset + values[i] * inv))`, split over up to `max_threads`
+/// threads when the slice is long enough.
+fn quantize_values(max_threads: usize, values: &[f32], inv: f32, offset: f32, range: (i32, i32), out: &mut [i8]) {
+    let quantize = crate::microkernels::table().f32_quantize.quantize;
+    let threads = elementwise_threads(max_threads, values.len());
+    if threads > 1 && out.len() == values.len() {
+        let chunk = values.len().div_ceil(threads);
+        let split = parallel_chunks_mut(threads, out, chunk, &|i, o| {
+            let at = i * chunk;
+            let v = values.get(at..at + o.len()).ok_or_else(|| Error::new("quantization chunk out of range"))?;
+            quantize(v, inv, offset, range, o);
+            Ok(())
+        });
+        if split.is_ok() {
+            return;
+        }
+    }
+    quantize(values, inv, offset, range, out);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -893,6 +947,41 @@ mod tests {
         assert_eq!(zp, -1);
         let (s, zp) = asymmetric_quantize(&[0.0, 0.0], &mut q[..2]);
         assert_eq!((s, zp), (1.0, 0));
+    }
+
+    #[test]
+    fn quantization_split_over_threads_gives_the_same_values() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 40) as f32 / (1u64 << 24) as f32 * 6.0 - 2.0
+        };
+        // Long enough to split; the NaN cases go back to one in-order scan.
+        for (len, nan_at) in [(40_001usize, None), (65_536, None), (50_003, Some(31_000)), (50_003, Some(3))] {
+            let mut values: Vec<f32> = (0..len).map(|_| next()).collect();
+            if let Some(i) = nan_at {
+                values[i] = f32::NAN;
+            }
+            let mut one = vec![0i8; len];
+            let want_sym = symmetric_quantize(&values, &mut one);
+            for threads in [2, 3, 4] {
+                let mut split = vec![1i8; len];
+                let got = symmetric_quantize_on(threads, &values, &mut split);
+                assert_eq!(
+                    (got.to_bits(), &split),
+                    (want_sym.to_bits(), &one),
+                    "symmetric, {len} values, {threads} threads"
+                );
+            }
+            let want_asym = asymmetric_quantize(&values, &mut one);
+            for threads in [2, 3, 4] {
+                let mut split = vec![1i8; len];
+                let got = asymmetric_quantize_on(threads, &values, &mut split);
+                assert_eq!((got, &split), (want_asym, &one), "asymmetric, {len} values, {threads} threads");
+            }
+        }
     }
 
     #[test]

@@ -1014,7 +1014,7 @@ fn run(
             let batch_len = g.in_h * g.in_w * g.in_c;
             let owned;
             let q = match scratch {
-                Some(bufs) => quantize_hybrid_input_into(input, batch_len, true, 1.0, bufs)?,
+                Some(bufs) => quantize_hybrid_input_into(input, batch_len, true, 1.0, bufs, threads)?,
                 None => {
                     owned = quantize_hybrid_input(input, batch_len, true, 1.0);
                     owned.view()
