@@ -951,16 +951,10 @@ mod tests {
 
     #[test]
     fn quantization_split_over_threads_gives_the_same_values() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 40) as f32 / (1u64 << 24) as f32 * 6.0 - 2.0
-        };
+        let mut rng = crate::microkernels::test_rng::Lcg(0x2545_f491);
         // Long enough to split; the NaN cases go back to one in-order scan.
         for (len, nan_at) in [(40_001usize, None), (65_536, None), (50_003, Some(31_000)), (50_003, Some(3))] {
-            let mut values: Vec<f32> = (0..len).map(|_| next()).collect();
+            let mut values: Vec<f32> = (0..len).map(|_| rng.f32() * 3.0 - 0.5).collect();
             if let Some(i) = nan_at {
                 values[i] = f32::NAN;
             }
