@@ -10,7 +10,10 @@
 //! only warms up (after a switch the workers may have gone to sleep, and the caches hold
 //! what the other setting left where), and keeps the one with the lower median of the
 //! rest until the next round (switching to one thread only when it wins two rounds in a
-//! row). The median, not the fastest: on distant cores two threads
+//! row). Each sampling round costs its one-thread block; while the configured threads
+//! win clearly (one thread's median at least a quarter slower), the rounds space out,
+//! doubling up to `MAX_ROUND` Invokes apart, and any closer result brings them back to
+//! every `ROUND`. The median, not the fastest: on distant cores two threads
 //! run fast now and then but slow most of the time, and the typical Invoke is what a user
 //! waits for. Ties go to one thread, which leaves the other core free. The answer does
 //! not depend on it: every kernel computes each output value the same way whatever the
@@ -28,14 +31,19 @@ const SAMPLES: u64 = 5;
 const WARM_UP: u64 = 1;
 /// A setting's block of Invokes in a sampling round.
 const BLOCK: u64 = WARM_UP + SAMPLES;
-/// Invokes from one sampling round to the next (the first `2 * BLOCK` of them sample).
+/// Invokes from one sampling round to the next (the first `2 * BLOCK` of them sample)
+/// while the rounds are close calls.
 const ROUND: u64 = 128;
+/// The widest spacing of sampling rounds, reached while the configured threads win clearly.
+const MAX_ROUND: u64 = 2048;
 
 /// The timing state of one subgraph.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct ThreadChoice {
-    /// Invokes timed so far.
-    invokes: u64,
+    /// Invokes since this round began.
+    at: u64,
+    /// Invokes from this round's start to the next one's.
+    round: u64,
     /// This round's Invoke times on the configured threads, and on one thread.
     samples: [Vec<Duration>; 2],
     /// The setting chosen now.
@@ -44,16 +52,22 @@ pub(crate) struct ThreadChoice {
     single_won_last: bool,
 }
 
+impl Default for ThreadChoice {
+    fn default() -> ThreadChoice {
+        ThreadChoice { at: 0, round: ROUND, samples: Default::default(), single: false, single_won_last: false }
+    }
+}
+
 impl ThreadChoice {
     /// True if the next Invoke should run on one thread.
     pub(crate) fn next_is_single(&self) -> bool {
-        let at = self.invokes % ROUND;
+        let at = self.at;
         if at < 2 * BLOCK { at >= BLOCK } else { self.single }
     }
 
     /// Records how long an Invoke took on the setting [`Self::next_is_single`] gave.
     pub(crate) fn record(&mut self, single: bool, took: Duration) {
-        let at = self.invokes % ROUND;
+        let at = self.at;
         if at < 2 * BLOCK {
             if at == 0 {
                 self.samples.iter_mut().for_each(Vec::clear);
@@ -70,9 +84,14 @@ impl ThreadChoice {
                 let single_won = one <= configured;
                 self.single = single_won && (self.single || self.single_won_last);
                 self.single_won_last = single_won;
+                let clear_win = one.as_nanos() * 4 >= configured.as_nanos() * 5;
+                self.round = if clear_win { (self.round * 2).min(MAX_ROUND) } else { ROUND };
             }
         }
-        self.invokes += 1;
+        self.at += 1;
+        if self.at >= self.round {
+            self.at = 0;
+        }
     }
 
     /// The setting the last sampling round chose (`true`: one thread).
@@ -98,6 +117,12 @@ mod tests {
         }
     }
 
+    /// Runs the Invokes left before the next sampling round.
+    fn to_next_round(c: &mut ThreadChoice, configured_ms: u64, single_ms: u64) {
+        let left = c.round - c.at;
+        run(c, left, configured_ms, single_ms);
+    }
+
     #[test]
     fn the_faster_setting_wins_each_round() {
         let mut c = ThreadChoice::default();
@@ -109,17 +134,42 @@ mod tests {
         assert!(!c.chose_single());
         assert!(!c.next_is_single());
         // The machine changes: one thread becomes faster; two rounds in a row show it.
-        run(&mut c, ROUND - 2 * BLOCK, 5, 3);
+        to_next_round(&mut c, 5, 3);
         assert!(!c.chose_single(), "decided only in sampling rounds");
         run(&mut c, 2 * BLOCK, 5, 3);
         assert!(!c.chose_single(), "one round is not enough");
-        run(&mut c, ROUND, 5, 3);
+        to_next_round(&mut c, 5, 3);
+        run(&mut c, 2 * BLOCK, 5, 3);
         assert!(c.chose_single());
         assert!(c.next_is_single());
         // Back to the configured threads as soon as they win a round.
-        run(&mut c, ROUND - 2 * BLOCK, 5, 3);
+        to_next_round(&mut c, 5, 3);
         run(&mut c, 2 * BLOCK, 2, 3);
         assert!(!c.chose_single());
+    }
+
+    #[test]
+    fn rounds_space_out_while_the_threads_win_clearly() {
+        let mut c = ThreadChoice::default();
+        let mut spacing = Vec::new();
+        for _ in 0..6 {
+            run(&mut c, 2 * BLOCK, 4, 9);
+            spacing.push(c.round);
+            to_next_round(&mut c, 4, 9);
+        }
+        assert_eq!(spacing, [256, 512, 1024, 2048, 2048, 2048]);
+        assert!(!c.chose_single());
+        // A close round (one thread 1.2x slower) brings the rounds back together.
+        run(&mut c, 2 * BLOCK, 5, 6);
+        assert_eq!(c.round, ROUND);
+        assert!(!c.chose_single());
+        to_next_round(&mut c, 4, 9);
+        run(&mut c, 2 * BLOCK, 4, 9);
+        assert_eq!(c.round, 2 * ROUND);
+        // So does a round one thread wins.
+        to_next_round(&mut c, 4, 9);
+        run(&mut c, 2 * BLOCK, 4, 3);
+        assert_eq!(c.round, ROUND);
     }
 
     /// Records one sampling round whose Invoke `k` (of `2 * BLOCK`) took `ms(k)`.
@@ -135,7 +185,7 @@ mod tests {
         // One slow outlier on the configured threads does not decide the round.
         let mut c = ThreadChoice::default();
         round(&mut c, |k| if k == WARM_UP { 50 } else { 4 });
-        run(&mut c, ROUND - 2 * BLOCK, 4, 4);
+        to_next_round(&mut c, 4, 4);
         round(&mut c, |_| 4);
         assert!(c.chose_single(), "equal medians: one thread");
         // Two threads fast once but slow as a rule: one thread wins.
@@ -146,7 +196,7 @@ mod tests {
                 k if k == WARM_UP => 6,
                 _ => 13,
             });
-            run(&mut c, ROUND - 2 * BLOCK, 13, 10);
+            to_next_round(&mut c, 13, 10);
         }
         assert!(c.chose_single());
     }
