@@ -69,6 +69,12 @@ const SCRATCH_BYTES: usize = 256 * 1024;
 /// the rows where they meet twice, and the bands' short GEMMs end in partial tiles.
 const WHOLE_BELOW_BYTES: usize = 512 * 1024;
 
+/// The scratches `run_tasks` needs for `threads` threads: one per task, two tasks per
+/// pair of threads.
+fn scratch_slots(threads: usize) -> usize {
+    if threads <= 1 { 1 } else { 2 * threads.div_ceil(2) }
+}
+
 /// Bands each thread should get at least, where the rows allow.
 const BANDS_PER_THREAD: usize = 3;
 
@@ -167,10 +173,11 @@ impl BuiltinKernel for ConvThenDepthwise {
         let scratch_len = band_input_rows(&dw, band) * dw.in_w * dw.channels;
         let mid_len = conv.output_len().ok_or_else(|| Error::new(format!("{OP}: intermediate size overflows")))?;
         let whole = tasks > 1 && mid_len.saturating_mul(size_of::<f32>()) <= WHOLE_BELOW_BYTES;
+        let slots = scratch_slots(tasks);
         let floats = match whole {
             true => mid_len.max(scratch_len),
             false => {
-                tasks.checked_mul(scratch_len).ok_or_else(|| Error::new(format!("{OP}: scratch size overflows")))?
+                slots.checked_mul(scratch_len).ok_or_else(|| Error::new(format!("{OP}: scratch size overflows")))?
             }
         };
         let bytes =
@@ -249,8 +256,10 @@ impl Fused<'_> {
         if self.whole && threads > 1 {
             return self.run_whole(input, out, scratch, threads);
         }
+        // Threads in pairs take two scratches per pair (see `run_tasks`).
         let slots = scratch.len() / self.scratch_len.max(1);
-        self.run_tasks(input, out, scratch, threads.min(slots))
+        let usable = if slots < 2 { slots } else { slots & !1 };
+        self.run_tasks(input, out, scratch, threads.min(usable))
     }
 
     /// The convolution into the whole intermediate in `scratch`, then the depthwise
@@ -279,7 +288,9 @@ impl Fused<'_> {
         let per_image = dw.out_h.div_ceil(self.band);
         let bands = dw.batches * per_image;
         let threads = threads.min(bands);
-        if threads == 0 || scratch.len() < threads * self.scratch_len {
+        let segments = threads.div_ceil(2);
+        let tasks = scratch_slots(threads);
+        if threads == 0 || scratch.len() < tasks * self.scratch_len {
             return Err(Error::new(format!(
                 "{OP}: scratch of {} values cannot serve {threads} threads",
                 scratch.len()
@@ -300,21 +311,22 @@ impl Fused<'_> {
             rest = tail;
             chunks.push(Mutex::new(Some(chunk)));
         }
+        // Task `i` always works in scratch `i`, and the pool runs task `i` on the same
+        // thread every Invoke: the scratch stays in that core's cache. (Taking whichever
+        // scratch is free let two threads trade them between Invokes, and each trade
+        // pulled 256 KB from the other core, dearly on vCPUs placed far apart.)
         let slots: Vec<Mutex<&mut [f32]>> =
-            scratch.chunks_exact_mut(self.scratch_len).take(threads).map(Mutex::new).collect();
-        let segments = threads.div_ceil(2);
+            scratch.chunks_exact_mut(self.scratch_len).take(tasks).map(Mutex::new).collect();
         // Per segment: the next band from the top, and one past the next from the bottom.
         let ends: Vec<Mutex<(usize, usize)>> =
             (0..segments).map(|s| Mutex::new((bands * s / segments, bands * (s + 1) / segments))).collect();
-        let tasks = if threads == 1 { 1 } else { 2 * segments };
         let first_error: Mutex<Option<Error>> = Mutex::new(None);
         let task = |i: usize| -> Result<()> {
             let (segment, upward) = (i / 2, i % 2 == 1);
-            // At most `threads` tasks run at once, so a slot is free.
             let mut slot = slots
-                .iter()
-                .find_map(|s| s.try_lock())
-                .ok_or_else(|| Error::new(format!("{OP}: internal error: no free scratch")))?;
+                .get(i)
+                .and_then(|s| s.try_lock())
+                .ok_or_else(|| Error::new(format!("{OP}: internal error: scratch {i} is missing or taken")))?;
             let mut held = None;
             loop {
                 let g = {
@@ -484,7 +496,7 @@ mod tests {
                 let fused = fused(band, false);
                 let scratch_len = fused.scratch_len;
                 for threads in 1..=4 {
-                    let mut scratch = vec![f32::NAN; scratch_len * threads];
+                    let mut scratch = vec![f32::NAN; scratch_len * scratch_slots(threads)];
                     let mut got = vec![f32::NAN; want.len()];
                     fused.run_tasks(&x, &mut got, &mut scratch, threads).unwrap();
                     let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
