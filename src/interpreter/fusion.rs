@@ -4,9 +4,10 @@
 //!   activation becomes that producer's fused activation (converters leave such pairs
 //!   behind where an op could not carry the activation, e.g. after a quantization-aware
 //!   rewrite), and a float32 PRELU after an ADD runs inside the ADD;
-//! - a float32 CONV_2D whose only reader is a DEPTHWISE_CONV_2D runs inside that node,
-//!   band by band through a scratch buffer in cache (the inverted bottleneck of
-//!   MobileNet-style networks; see `kernels::ops::conv_then_depthwise`).
+//! - a CONV_2D (float32, or dynamic-range with int8 weights) whose only reader is a
+//!   float32 DEPTHWISE_CONV_2D runs inside that node, band by band through a scratch
+//!   buffer in cache, where the tensor between them outgrows a core's L2 (the inverted
+//!   bottleneck of MobileNet-style networks; see `kernels::ops::conv_then_depthwise`).
 //!
 //! The first node of a pair leaves the execution plan, and the intermediate tensor
 //! between them is neither written nor given memory: one pass over the data and one
@@ -374,7 +375,8 @@ impl Subgraph {
     /// `kernels::ops::conv_then_depthwise`); the convolution's node leaves the plan and
     /// the tensor between them gets no memory. Both filters and biases must be model
     /// constants, and the convolution's input no variable (the fused node reads it where
-    /// the depthwise node ran).
+    /// the depthwise node ran). The convolution's filter may be int8 (a dynamic-range
+    /// layer) where the CPU has the 8-bit kernels that run it.
     fn fuse_conv_depthwise(&mut self, builtins: &crate::resolver::OpResolver) -> usize {
         let Some((readers, producer)) = readers_and_producers(self, &self.execution_plan) else { return 0 };
         let (observable, is_f32, dims) = (|t| self.observable(t), |t| self.is_plain_f32(t), |t| self.dims_of(t));
@@ -382,6 +384,14 @@ impl Subgraph {
             is_f32(t) && self.tensor_at(t).is_some_and(|t| t.allocation() == Some(TfLiteAllocationType::kTfLiteMmapRo))
         };
         let absent_or_constant_f32 = |t: Option<&i32>| t.is_none_or(|&t| t == -1 || constant_f32(t));
+        let hybrid_kernels = crate::microkernels::table().qs8_gemm.is_some();
+        let constant_int8 = |t: i32| {
+            self.tensor_at(t).is_some_and(|t| {
+                t.data_type() == Some(TfLiteType::kTfLiteInt8)
+                    && t.allocation() == Some(TfLiteAllocationType::kTfLiteMmapRo)
+            })
+        };
+        let conv_filter_fuses = |t: i32| constant_f32(t) || (hybrid_kernels && constant_int8(t));
         let (conv_code, dw_code) = (Op::kTfLiteBuiltinConv2d as i32, Op::kTfLiteBuiltinDepthwiseConv2d as i32);
         let mut found = Vec::new();
         for &ni in &self.execution_plan {
@@ -426,7 +436,7 @@ impl Subgraph {
                 || x == u
                 || !is_f32(x)
                 || self.variables.contains(&x)
-                || !constant_f32(cf)
+                || !conv_filter_fuses(cf)
                 || !absent_or_constant_f32(p_ins.get(2))
             {
                 continue;
@@ -435,6 +445,12 @@ impl Subgraph {
             // convolution filter.
             let (xd, cfd, wfd) = (dims(x), dims(cf), dims(wf));
             if xd.len() != 4 || cfd.len() != 4 || wfd.len() != 4 || xd[3] != cfd[3] || wfd[0] != 1 || wfd[3] != cfd[0] {
+                continue;
+            }
+            // Only where keeping the intermediate out of memory pays (see the kernel).
+            let elements =
+                dims(t).iter().try_fold(1usize, |n, &d| usize::try_from(d).ok().and_then(|d| n.checked_mul(d)));
+            if !elements.is_some_and(conv_then_depthwise::pays_off) {
                 continue;
             }
             let bias = |ins: &[i32]| ins.get(2).copied().unwrap_or(-1);

@@ -1551,7 +1551,7 @@ fn run(
 }
 
 /// A hybrid node's int8 filter, channel scales and float bias packed for `k`.
-fn pack_qs8_hybrid(
+pub(super) fn pack_qs8_hybrid(
     k: &Qs8GemmKernels,
     g: &ConvGeom,
     channel_scales: &[f32],

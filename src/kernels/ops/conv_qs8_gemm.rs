@@ -91,20 +91,26 @@ fn pad_channels<'a>(g: &ConvGeom, input: &'a [i8], in_c: usize, pad: i8, scratch
     let pixels = input.len() / g.in_c.max(1);
     // Every byte is written below: no clearing first.
     scratch.resize(pixels * in_c, pad);
-    if g.in_c == 3 && in_c == 4 {
+    pad_pixels(input, g.in_c, pad, scratch, in_c);
+    scratch
+}
+
+/// Copies the pixels of `input` (`from_c` values each) to `out` (`to_c >= from_c` each),
+/// filling each pixel's extra values with `pad`.
+fn pad_pixels(input: &[i8], from_c: usize, pad: i8, out: &mut [i8], to_c: usize) {
+    if from_c == 3 && to_c == 4 {
         // RGB: one 4-byte store per pixel.
-        for (dst, src) in scratch.chunks_exact_mut(4).zip(input.chunks_exact(3)) {
+        for (dst, src) in out.chunks_exact_mut(4).zip(input.chunks_exact(3)) {
             dst.copy_from_slice(&[src[0], src[1], src[2], pad]);
         }
-    } else {
+    } else if from_c > 0 && to_c > 0 {
         // Pixels are a few bytes: copied byte by byte (a `memcpy` call each costs more).
-        for (dst, src) in scratch.chunks_exact_mut(in_c).zip(input.chunks_exact(g.in_c)) {
+        for (dst, src) in out.chunks_exact_mut(to_c).zip(input.chunks_exact(from_c)) {
             for (j, d) in dst.iter_mut().enumerate() {
                 *d = src.get(j).copied().unwrap_or(pad);
             }
         }
     }
-    scratch
 }
 
 /// A hybrid convolution on weights packed by [`pack_hybrid`]: `input` is the int8 input,
@@ -143,6 +149,41 @@ pub fn compute_hybrid(
             qs8_gemm::igemm_hybrid(kernels, packed, input_b, &rows, r, 0..n, &quant, pad, chunk, n, act)
         })?;
     }
+    Ok(())
+}
+
+/// Output pixels `rows` of one image of a hybrid convolution on weights packed by
+/// [`pack_hybrid`], into `out` (`rows.len() * out_c` values): `image` is the image's int8
+/// input with its pixels padded to [`kernel_channels`] (see [`pad_image_channels`]),
+/// quantized with `scale` and `zero_point`.
+#[allow(clippy::too_many_arguments)]
+pub fn compute_hybrid_rows(
+    kernels: &Qs8GemmKernels,
+    g: &ConvGeom,
+    image: &[i8],
+    scale: f32,
+    zero_point: i32,
+    packed: &PackedQs8Gemm,
+    rows: core::ops::Range<usize>,
+    out: &mut [f32],
+    act: (f32, f32),
+) -> Result<()> {
+    let pad = i8::try_from(zero_point)
+        .map_err(|_| Error::new(format!("hybrid input zero point {zero_point} is not int8")))?;
+    let quant = qs8_gemm::HybridRows { scales: &[scale], zero_points: &[zero_point] };
+    let taps = g.gemm_rows(kernel_channels(g));
+    qs8_gemm::igemm_hybrid(kernels, packed, image, &taps, rows, 0..g.out_c, &quant, pad, out, g.out_c, act)
+}
+
+/// Copies one image's int8 `input` into `out` with each pixel padded to [`kernel_channels`]
+/// values of `pad` (`out` holds exactly that many).
+pub fn pad_image_channels(g: &ConvGeom, input: &[i8], pad: i8, out: &mut [i8]) -> Result<()> {
+    let in_c = kernel_channels(g);
+    let pixels = g.in_h * g.in_w;
+    if input.len() != pixels * g.in_c || out.len() != pixels * in_c {
+        return Err(Error::new("hybrid image and its channel-padded copy do not match the geometry"));
+    }
+    pad_pixels(input, g.in_c, pad, out, in_c);
     Ok(())
 }
 

@@ -9,19 +9,21 @@
 //! depthwise output rows in bands and computes just the intermediate rows a band reads
 //! into a scratch buffer that stays in the core's L2; rows that the next band reads
 //! again move to the front of the buffer rather than being computed twice. The
-//! intermediate tensor gets no memory of its own (one small enough to stay in cache is
-//! computed whole into the node's scratch when several threads share the op; see
-//! [`WHOLE_BELOW_BYTES`]).
+//! intermediate tensor gets no memory of its own. Only intermediates larger than a core's
+//! L2 are fused (see [`pays_off`]): a smaller one stays in cache between the two ops.
 //!
 //! The answer is bit for bit the unfused one: every intermediate value comes from the
 //! same GEMM microkernel with the same packed weights and summation order, and the
 //! depthwise rows from the same row driver, on a band's rows instead of the whole image.
-//! Float32, an ungrouped convolution and depth multiplier 1 (where both ops take their
-//! microkernel paths).
+//! Float32 activations, an ungrouped convolution with float32 or (dynamic-range) int8
+//! weights, and depth multiplier 1 (where both ops take their microkernel paths). A
+//! dynamic-range convolution quantizes its whole input once, as the unfused op does,
+//! and computes each band's rows from it.
 
 use super::conv_2d;
 use super::conv_common::{ConvGeom, PackSlot, threads_for};
 use super::conv_f32_gemm;
+use super::conv_qs8_gemm;
 use super::depthwise_conv_2d;
 use crate::abi::builtin_op_data::{TfLiteConvParams, TfLiteDepthwiseConvParams};
 use crate::abi::builtin_ops::TfLiteBuiltinOperator;
@@ -33,6 +35,7 @@ use crate::kernels::threadpool::{parallel_for, recommended_threads};
 use crate::microkernels::f32_dwconv::{self, DwGeom};
 use crate::microkernels::f32_gemm::PackedGemm;
 use crate::microkernels::packed::Packed;
+use crate::microkernels::qs8_gemm::{PackedQs8Gemm, Qs8GemmKernels};
 use crate::microkernels::table;
 use parking_lot::Mutex;
 
@@ -63,16 +66,20 @@ pub fn registration() -> TfLiteRegistration {
 /// L2, leaving the rest for the weights and the rows the depthwise pass writes.
 const SCRATCH_BYTES: usize = 256 * 1024;
 
-/// An intermediate up to this size is computed whole when several threads share the op:
-/// it stays in cache anyway, and each op then splits its rows over the threads as it
-/// would alone. Banded, so few rows split into bands that both ends of a segment compute
-/// the rows where they meet twice, and the bands' short GEMMs end in partial tiles.
-const WHOLE_BELOW_BYTES: usize = 512 * 1024;
-
 /// The scratches `run_tasks` needs for `threads` threads: one per task, two tasks per
 /// pair of threads.
 fn scratch_slots(threads: usize) -> usize {
     if threads <= 1 { 1 } else { 2 * threads.div_ceil(2) }
+}
+
+/// The smallest intermediate (float32 bytes) worth fusing over: about a core's L2. A
+/// smaller one stays in cache between the two ops anyway, and banding it only costs
+/// (shorter GEMMs, partial tiles, the rows bands share).
+const FUSE_FROM_BYTES: usize = 1 << 20;
+
+/// Whether fusing pays for an intermediate of `elements` float32 values.
+pub fn pays_off(elements: usize) -> bool {
+    elements.saturating_mul(size_of::<f32>()) >= FUSE_FROM_BYTES
 }
 
 /// Bands each thread should get at least, where the rows allow.
@@ -83,7 +90,7 @@ struct ConvThenDepthwise;
 struct State {
     conv: ConvGeom,
     conv_act: (f32, f32),
-    conv_packed: PackSlot<PackedGemm>,
+    conv_weights: FirstWeights,
     dw: DwGeom,
     /// The depthwise op's geometry as a convolution (for packing).
     dw_conv: ConvGeom,
@@ -93,10 +100,25 @@ struct State {
     band: usize,
     /// Floats of one thread's scratch.
     scratch_len: usize,
-    /// Whether several threads compute the whole intermediate into the scratch, then the
-    /// depthwise output from it (see [`WHOLE_BELOW_BYTES`]).
-    whole: bool,
     out_shape: [i32; 4],
+}
+
+/// The first convolution's packed weights, by its kind.
+enum FirstWeights {
+    F32(PackSlot<PackedGemm>),
+    Hybrid(Box<HybridWeights>),
+}
+
+/// Int8 weights on float32 activations (dynamic range): the convolution's input is
+/// quantized once per Invoke, per image (asymmetrically when `per_channel`, else
+/// symmetrically with the filter's one scale folded in), as the unfused op does; `padded`
+/// holds it with its pixels padded to the kernels' channel count where they need that.
+struct HybridWeights {
+    per_channel: bool,
+    filter_scale: f32,
+    channel_scales: Vec<f32>,
+    packed: PackSlot<PackedQs8Gemm>,
+    padded: Vec<i8>,
 }
 
 /// The node's operands: convolution input, filter and bias, depthwise filter and bias.
@@ -133,6 +155,10 @@ fn pack_conv(g: &ConvGeom, filter: &TensorView<'_>, bias: Option<&TensorView<'_>
     conv_f32_gemm::pack_weights(g, filter, bias)
 }
 
+fn qs8_kernels() -> Result<&'static Qs8GemmKernels> {
+    table().qs8_gemm.ok_or_else(|| Error::new(format!("{OP}: no 8-bit GEMM kernels for int8 weights")))
+}
+
 fn pack_dw(g: &ConvGeom, filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> Result<Packed<f32>> {
     let b = bias.map(|b| b.data::<f32>()).transpose()?;
     depthwise_conv_2d::pack_f32(g, filter.data::<f32>()?, b)
@@ -148,9 +174,31 @@ impl BuiltinKernel for ConvThenDepthwise {
         let mid = ctx.intermediate(0)?;
         let output = ctx.output(0)?;
         let (conv, conv_kind) = conv_2d::plan(&p.conv, &input, &conv_filter, conv_bias.as_ref(), &mid)?;
-        let conv_act = match conv_kind {
-            conv_2d::Kind::F32 { act } if conv.f_c == conv.in_c => act,
-            _ => return Err(Error::new(format!("{OP}: only an ungrouped float32 convolution fuses"))),
+        let (conv_act, conv_weights) = match conv_kind {
+            conv_2d::Kind::F32 { act } if conv.f_c == conv.in_c => {
+                let packed = PackSlot::prepare(&conv_filter, conv_bias.as_ref(), || {
+                    pack_conv(&conv, &conv_filter, conv_bias.as_ref())
+                })?;
+                (act, FirstWeights::F32(packed))
+            }
+            conv_2d::Kind::Hybrid { per_channel, channel_scales, filter_scale, act } if conv.f_c == conv.in_c => {
+                let k = qs8_kernels()?;
+                let packed = PackSlot::prepare(&conv_filter, conv_bias.as_ref(), || {
+                    conv_2d::pack_qs8_hybrid(k, &conv, &channel_scales, &conv_filter, conv_bias.as_ref())
+                })?;
+                let padded = Vec::new();
+                (
+                    act,
+                    FirstWeights::Hybrid(Box::new(HybridWeights {
+                        per_channel,
+                        filter_scale,
+                        channel_scales,
+                        packed,
+                        padded,
+                    })),
+                )
+            }
+            _ => return Err(Error::new(format!("{OP}: only an ungrouped float32 or hybrid convolution fuses"))),
         };
         let mid_shape = conv.output_shape(OP)?;
         let (dw_conv, dw_kind) =
@@ -160,8 +208,6 @@ impl BuiltinKernel for ConvThenDepthwise {
             _ => return Err(Error::new(format!("{OP}: only a float32 depthwise convolution fuses"))),
         };
         let dw = depthwise_conv_2d::dw_geom(&dw_conv)?;
-        let conv_packed =
-            PackSlot::prepare(&conv_filter, conv_bias.as_ref(), || pack_conv(&conv, &conv_filter, conv_bias.as_ref()))?;
         let dw_packed =
             PackSlot::prepare(&dw_filter, dw_bias.as_ref(), || pack_dw(&dw_conv, &dw_filter, dw_bias.as_ref()))?;
         let tasks = recommended_threads(ctx).min(dw.rows()).max(1);
@@ -171,21 +217,21 @@ impl BuiltinKernel for ConvThenDepthwise {
             _ => band_rows(&dw).min(dw.rows().div_ceil(BANDS_PER_THREAD * tasks).max(1)),
         };
         let scratch_len = band_input_rows(&dw, band) * dw.in_w * dw.channels;
-        let mid_len = conv.output_len().ok_or_else(|| Error::new(format!("{OP}: intermediate size overflows")))?;
-        let whole = tasks > 1 && mid_len.saturating_mul(size_of::<f32>()) <= WHOLE_BELOW_BYTES;
-        let slots = scratch_slots(tasks);
-        let floats = match whole {
-            true => mid_len.max(scratch_len),
-            false => {
-                slots.checked_mul(scratch_len).ok_or_else(|| Error::new(format!("{OP}: scratch size overflows")))?
-            }
-        };
+        let floats = scratch_slots(tasks)
+            .checked_mul(scratch_len)
+            .ok_or_else(|| Error::new(format!("{OP}: scratch size overflows")))?;
         let bytes =
             floats.checked_mul(size_of::<f32>()).ok_or_else(|| Error::new(format!("{OP}: scratch size overflows")))?;
-        ctx.request_temporaries(&[bytes])?;
+        // A hybrid convolution's quantized input and its per-image parameters follow.
+        let mut temporaries = vec![bytes];
+        if let FirstWeights::Hybrid(_) = conv_weights {
+            let in_len = conv.input_len().ok_or_else(|| Error::new(format!("{OP}: input size overflows")))?;
+            temporaries.extend(conv_2d::hybrid_temporary_bytes(in_len, conv.batches)?);
+        }
+        ctx.request_temporaries(&temporaries)?;
         let out_shape = dw_conv.output_shape(OP)?;
         ctx.resize_output(0, &out_shape)?;
-        Ok(State { conv, conv_act, conv_packed, dw, dw_conv, dw_act, dw_packed, band, scratch_len, whole, out_shape })
+        Ok(State { conv, conv_act, conv_weights, dw, dw_conv, dw_act, dw_packed, band, scratch_len, out_shape })
     }
 
     fn invoke(ctx: &OpCtx<'_>, _: &ConvThenDepthwiseParams, st: &mut State) -> Result<()> {
@@ -199,79 +245,158 @@ impl BuiltinKernel for ConvThenDepthwise {
         }
         let scratch = ctx.temporary_mut::<f32>(0)?;
         let threads = recommended_threads(ctx);
-        let (mut fresh_conv, mut fresh_dw) = (None, None);
-        let State { conv, conv_act, conv_packed, dw, dw_conv, dw_act, dw_packed, band, scratch_len, whole, .. } = st;
-        let conv_packed = conv_packed.get(&conv_filter, conv_bias.as_ref(), &mut fresh_conv, || {
-            pack_conv(conv, &conv_filter, conv_bias.as_ref())
-        })?;
+        let (mut fresh_conv, mut fresh_hybrid, mut fresh_dw) = (None, None, None);
+        let State { conv, conv_act, conv_weights, dw, dw_conv, dw_act, dw_packed, band, scratch_len, .. } = st;
+        let input = input.data::<f32>()?;
+        let first = match conv_weights {
+            FirstWeights::F32(packed) => {
+                let packed = packed.get(&conv_filter, conv_bias.as_ref(), &mut fresh_conv, || {
+                    pack_conv(conv, &conv_filter, conv_bias.as_ref())
+                })?;
+                FirstConv::F32 { input, packed }
+            }
+            FirstWeights::Hybrid(h) => {
+                let HybridWeights { per_channel, filter_scale, channel_scales, packed, padded } = &mut **h;
+                let kernels = qs8_kernels()?;
+                let packed = packed.get(&conv_filter, conv_bias.as_ref(), &mut fresh_hybrid, || {
+                    conv_2d::pack_qs8_hybrid(kernels, conv, channel_scales, &conv_filter, conv_bias.as_ref())
+                })?;
+                let image_len = conv.in_h * conv.in_w * conv.in_c;
+                let bufs = conv_2d::hybrid_temporaries(ctx, 1, input.len(), conv.batches)?;
+                let q =
+                    conv_2d::quantize_hybrid_input_into(input, image_len, *per_channel, *filter_scale, bufs, threads)?;
+                let images = pad_images(conv, q.data, q.offsets, padded)?;
+                FirstConv::Hybrid { kernels, packed, images, scales: q.scales, zero_points: q.offsets }
+            }
+        };
         let dw_packed = dw_packed
             .get(&dw_filter, dw_bias.as_ref(), &mut fresh_dw, || pack_dw(dw_conv, &dw_filter, dw_bias.as_ref()))?;
         let fused = Fused {
             conv,
+            first,
             conv_act: *conv_act,
-            conv_packed,
             dw,
-            dw_conv,
             dw_act: *dw_act,
             dw_packed,
             band: *band,
             scratch_len: *scratch_len,
-            whole: *whole,
         };
-        fused.run(input.data::<f32>()?, out.data_mut::<f32>()?, scratch, threads)
+        fused.run(out.data_mut::<f32>()?, scratch, threads)
     }
+}
+
+/// The quantized images as the 8-bit kernels read them: `data` itself where the pixels
+/// need no padding, else a copy in `padded` with each image's pixels padded with its
+/// zero point.
+fn pad_images<'a>(g: &ConvGeom, data: &'a [i8], zero_points: &[i32], padded: &'a mut Vec<i8>) -> Result<&'a [i8]> {
+    let in_c = conv_qs8_gemm::kernel_channels(g);
+    if in_c == g.in_c {
+        return Ok(data);
+    }
+    let (image, padded_image) = (g.in_h * g.in_w * g.in_c, g.in_h * g.in_w * in_c);
+    padded.resize(g.batches * padded_image, 0);
+    for (b, (dst, src)) in padded.chunks_exact_mut(padded_image).zip(data.chunks_exact(image)).enumerate() {
+        let zp = zero_points.get(b).copied().unwrap_or(0);
+        let pad = i8::try_from(zp).map_err(|_| Error::new(format!("{OP}: input zero point {zp} is not int8")))?;
+        conv_qs8_gemm::pad_image_channels(g, src, pad, dst)?;
+    }
+    Ok(padded)
+}
+
+/// The first convolution of one Invoke: its input and packed weights.
+enum FirstConv<'a> {
+    F32 {
+        input: &'a [f32],
+        packed: &'a PackedGemm,
+    },
+    /// The input quantized per image (`images`: each image's pixels padded as the
+    /// kernels read them), with each image's scale and zero point.
+    Hybrid {
+        kernels: &'static Qs8GemmKernels,
+        packed: &'a PackedQs8Gemm,
+        images: &'a [i8],
+        scales: &'a [f32],
+        zero_points: &'a [i32],
+    },
 }
 
 /// What one Invoke of the fused pair needs.
 struct Fused<'a> {
     conv: &'a ConvGeom,
+    first: FirstConv<'a>,
     conv_act: (f32, f32),
-    conv_packed: &'a PackedGemm,
     dw: &'a DwGeom,
-    dw_conv: &'a ConvGeom,
     dw_act: (f32, f32),
     dw_packed: &'a [f32],
     band: usize,
     scratch_len: usize,
-    whole: bool,
 }
 
 impl Fused<'_> {
-    /// Computes the depthwise output `out` from the convolution's `input`, the depthwise
-    /// output rows split into one contiguous share per thread, each with its own slice of
-    /// `scratch`.
-    fn run(&self, input: &[f32], out: &mut [f32], scratch: &mut [f32], max_threads: usize) -> Result<()> {
+    /// Computes the depthwise output `out`, the depthwise output rows split into one
+    /// contiguous share per thread, each with its own slice of `scratch`.
+    fn run(&self, out: &mut [f32], scratch: &mut [f32], max_threads: usize) -> Result<()> {
         let (conv, dw) = (self.conv, self.dw);
-        let conv_rows =
-            conv.check_gemm_buffers(Some(input.len()), conv.output_len().unwrap_or(0), self.conv_packed.n)?;
+        self.check_first()?;
         if Some(out.len()) != dw.output_len() {
             return Err(Error::new(format!("{OP}: output has {} values, expected {:?}", out.len(), dw.output_len())));
         }
         if out.is_empty() {
             return Ok(());
         }
+        let conv_rows = conv.output_len().unwrap_or(0) / conv.out_c.max(1);
         let conv_work = conv_rows.saturating_mul(conv.out_c).saturating_mul(conv.f_h * conv.f_w * conv.in_c);
         let work = conv_work.saturating_add(out.len().saturating_mul(dw.taps()));
         let threads = threads_for(max_threads, work, dw.rows());
-        if self.whole && threads > 1 {
-            return self.run_whole(input, out, scratch, threads);
-        }
         // Threads in pairs take two scratches per pair (see `run_tasks`).
         let slots = scratch.len() / self.scratch_len.max(1);
         let usable = if slots < 2 { slots } else { slots & !1 };
-        self.run_tasks(input, out, scratch, threads.min(usable))
+        self.run_tasks(out, scratch, threads.min(usable))
     }
 
-    /// The convolution into the whole intermediate in `scratch`, then the depthwise
-    /// convolution from it, each split over `threads` as the unfused ops split.
-    fn run_whole(&self, input: &[f32], out: &mut [f32], scratch: &mut [f32], threads: usize) -> Result<()> {
-        let mid_len = self.conv.output_len().unwrap_or(usize::MAX);
-        let have = scratch.len();
-        let mid = scratch
-            .get_mut(..mid_len)
-            .ok_or_else(|| Error::new(format!("{OP}: scratch of {have} values cannot hold {mid_len}")))?;
-        conv_f32_gemm::compute(table(), self.conv, input, self.conv_packed, mid, self.conv_act, threads)?;
-        depthwise_conv_2d::dw_f32_microkernel(self.dw_conv, mid, self.dw_packed, out, self.dw_act, threads)
+    /// Checks the first convolution's input and weights against its geometry.
+    fn check_first(&self) -> Result<()> {
+        let conv = self.conv;
+        match self.first {
+            FirstConv::F32 { input, packed } => {
+                conv.check_gemm_buffers(Some(input.len()), conv.output_len().unwrap_or(0), packed.n)?;
+            }
+            FirstConv::Hybrid { packed, images, scales, zero_points, .. } => {
+                conv.check_gemm_buffers(None, conv.output_len().unwrap_or(0), packed.n)?;
+                let image = conv.in_h * conv.in_w * conv_qs8_gemm::kernel_channels(conv);
+                if Some(images.len()) != image.checked_mul(conv.batches)
+                    || scales.len() != conv.batches
+                    || zero_points.len() != conv.batches
+                {
+                    return Err(Error::new(format!("{OP}: quantized input does not match the geometry")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Intermediate rows `ys` of image `b` into `out` (`ys.len()` rows).
+    fn conv_rows(&self, b: usize, ys: core::ops::Range<usize>, out: &mut [f32]) -> Result<()> {
+        let conv = self.conv;
+        match self.first {
+            FirstConv::F32 { input, packed } => {
+                let gemm_row = |y: usize| (b * conv.out_h + y) * conv.out_w;
+                let rows = gemm_row(ys.start)..gemm_row(ys.end);
+                conv_f32_gemm::compute_rows(table(), conv, input, packed, rows, out, self.conv_act)
+            }
+            FirstConv::Hybrid { kernels, packed, images, scales, zero_points } => {
+                let image_len = images.len() / conv.batches.max(1);
+                let image = images
+                    .get(b * image_len..(b + 1) * image_len)
+                    .ok_or_else(|| Error::new(format!("{OP}: image {b} out of range")))?;
+                let rows = ys.start * conv.out_w..ys.end * conv.out_w;
+                let (&scale, &zp) = scales
+                    .get(b)
+                    .zip(zero_points.get(b))
+                    .ok_or_else(|| Error::new(format!("{OP}: image {b} has no quantization")))?;
+                conv_qs8_gemm::compute_hybrid_rows(kernels, conv, image, scale, zp, packed, rows, out, self.conv_act)
+            }
+        }
     }
 
     /// [`Fused::run`] on up to `threads` threads.
@@ -283,7 +408,7 @@ impl Fused<'_> {
     /// (only where two tasks meet are they computed twice), and a thread that runs slow
     /// (a worker that starts late, or a vCPU the host shares) simply ends up with fewer
     /// bands instead of holding back the whole op.
-    fn run_tasks(&self, input: &[f32], out: &mut [f32], scratch: &mut [f32], threads: usize) -> Result<()> {
+    fn run_tasks(&self, out: &mut [f32], scratch: &mut [f32], threads: usize) -> Result<()> {
         let dw = self.dw;
         let per_image = dw.out_h.div_ceil(self.band);
         let bands = dw.batches * per_image;
@@ -346,7 +471,7 @@ impl Fused<'_> {
                     .lock()
                     .take()
                     .ok_or_else(|| Error::new(format!("{OP}: internal error: band {g} claimed twice")))?;
-                self.run_band(input, band_rows(g), chunk, &mut slot, &mut held)?;
+                self.run_band(band_rows(g), chunk, &mut slot, &mut held)?;
             }
         };
         if tasks == 1 {
@@ -369,13 +494,12 @@ impl Fused<'_> {
     /// this band reads again are moved, not computed.
     fn run_band(
         &self,
-        input: &[f32],
         (b, oy0, oy1): (usize, usize, usize),
         out: &mut [f32],
         scratch: &mut [f32],
         held: &mut Option<(usize, usize, usize)>,
     ) -> Result<()> {
-        let (conv, dw) = (self.conv, self.dw);
+        let dw = self.dw;
         let in_row_len = dw.in_w * dw.channels;
         // The intermediate rows the band reads: `lo..hi` (padding rows excluded).
         let lo = (oy0 * dw.stride_h).saturating_sub(dw.pad_top);
@@ -397,20 +521,12 @@ impl Fused<'_> {
             }
         }
         *held = None;
-        let gemm_row = |y: usize| (b * conv.out_h + y) * conv.out_w;
         let mut compute = |rows: core::ops::Range<usize>| -> Result<()> {
             if rows.is_empty() {
                 return Ok(());
             }
-            conv_f32_gemm::compute_rows(
-                table(),
-                conv,
-                input,
-                self.conv_packed,
-                gemm_row(rows.start)..gemm_row(rows.end),
-                &mut scratch[(rows.start - lo) * in_row_len..(rows.end - lo) * in_row_len],
-                self.conv_act,
-            )
+            let at = (rows.start - lo) * in_row_len..(rows.end - lo) * in_row_len;
+            self.conv_rows(b, rows, &mut scratch[at])
         };
         if kept.is_empty() {
             compute(lo..hi)?;
@@ -451,10 +567,9 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn every_band_height_and_thread_count_gives_the_unfused_bits() {
-        // (convolution, depthwise kernel size, stride, dilation, padding)
-        let cases: [(ConvGeom, usize, usize, usize, TfLitePadding); 7] = [
+    /// (convolution, depthwise kernel size, stride, dilation, padding)
+    fn cases() -> [(ConvGeom, usize, usize, usize, TfLitePadding); 7] {
+        [
             (test_conv_geom(1, 9, 7, 3, 8, 1, 1, 3, 1, 1, kTfLitePaddingValid), 3, 1, 1, kTfLitePaddingSame),
             (test_conv_geom(2, 11, 6, 4, 5, 3, 3, 4, 2, 1, kTfLitePaddingSame), 3, 2, 1, kTfLitePaddingSame),
             (test_conv_geom(1, 10, 10, 5, 16, 1, 1, 5, 1, 1, kTfLitePaddingValid), 5, 1, 1, kTfLitePaddingSame),
@@ -462,55 +577,107 @@ mod tests {
             (test_conv_geom(1, 12, 9, 6, 9, 1, 1, 6, 1, 1, kTfLitePaddingValid), 3, 2, 1, kTfLitePaddingValid),
             (test_conv_geom(2, 7, 7, 8, 24, 1, 1, 8, 1, 1, kTfLitePaddingValid), 3, 2, 1, kTfLitePaddingSame),
             (test_conv_geom(1, 8, 5, 3, 17, 2, 2, 3, 2, 1, kTfLitePaddingValid), 5, 2, 1, kTfLitePaddingValid),
-        ];
-        let mut seed = 11u64;
+        ]
+    }
+
+    /// Runs the fused pair (first convolution `first`, whose unfused output is `mid`) with
+    /// every band height up to 4 on 1 to 4 threads, and checks each
+    /// against the unfused depthwise output, bit for bit.
+    fn check_against_unfused(case: (ConvGeom, usize, usize, usize, TfLitePadding), first: FirstConv<'_>, mid: &[f32]) {
+        let (cg, k, s, d, pad) = case;
+        let c = cg.out_c;
+        let mut seed = 5u64 + c as u64;
+        let dw_conv = test_conv_geom(cg.batches, cg.out_h, cg.out_w, c, c, k, k, c, s, d, pad);
+        let dw = depthwise_conv_2d::dw_geom(&dw_conv).unwrap();
         let (conv_act, dw_act) = ((0.0, 6.0), (-1.0, 1.5));
-        for (cg, k, s, d, pad) in cases {
-            let c = cg.out_c;
-            let dw_conv = test_conv_geom(cg.batches, cg.out_h, cg.out_w, c, c, k, k, c, s, d, pad);
-            let dw = depthwise_conv_2d::dw_geom(&dw_conv).unwrap();
-            let x = values(cg.input_len().unwrap(), &mut seed);
-            let cf = values(c * cg.f_h * cg.f_w * cg.in_c, &mut seed);
-            let cb = values(c, &mut seed);
-            let wf = values(k * k * c, &mut seed);
-            let wb = values(c, &mut seed);
-            let conv_packed = conv_f32_gemm::pack(table(), &cg, &cf, Some(&cb)).unwrap();
-            let dw_packed = depthwise_conv_2d::pack_f32(&dw_conv, &wf, Some(&wb)).unwrap();
-            let mut mid = vec![0f32; cg.output_len().unwrap()];
-            conv_f32_gemm::compute(table(), &cg, &x, &conv_packed, &mut mid, conv_act, 1).unwrap();
-            let mut want = vec![0f32; dw.output_len().unwrap()];
-            depthwise_conv_2d::dw_f32_microkernel(&dw_conv, &mid, &dw_packed, &mut want, dw_act, 1).unwrap();
-            let fused = |band: usize, whole: bool| Fused {
-                conv: &cg,
-                conv_act,
-                conv_packed: &conv_packed,
-                dw: &dw,
-                dw_conv: &dw_conv,
-                dw_act,
-                dw_packed: &dw_packed,
-                band,
-                scratch_len: band_input_rows(&dw, band) * dw.in_w * dw.channels,
-                whole,
-            };
-            for band in 1..=dw.out_h.min(4) {
-                let fused = fused(band, false);
-                let scratch_len = fused.scratch_len;
-                for threads in 1..=4 {
-                    let mut scratch = vec![f32::NAN; scratch_len * scratch_slots(threads)];
-                    let mut got = vec![f32::NAN; want.len()];
-                    fused.run_tasks(&x, &mut got, &mut scratch, threads).unwrap();
-                    let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
-                    assert!(same, "{cg:?} then {k}x{k}/{s} dilation {d}: band {band}, {threads} threads");
+        let wf = values(k * k * c, &mut seed);
+        let wb = values(c, &mut seed);
+        let dw_packed = depthwise_conv_2d::pack_f32(&dw_conv, &wf, Some(&wb)).unwrap();
+        let mut want = vec![0f32; dw.output_len().unwrap()];
+        depthwise_conv_2d::dw_f32_microkernel(&dw_conv, mid, &dw_packed, &mut want, dw_act, 1).unwrap();
+        let fused = |band: usize| Fused {
+            conv: &cg,
+            first: match first {
+                FirstConv::F32 { input, packed } => FirstConv::F32 { input, packed },
+                FirstConv::Hybrid { kernels, packed, images, scales, zero_points } => {
+                    FirstConv::Hybrid { kernels, packed, images, scales, zero_points }
                 }
-            }
-            for threads in 2..=3 {
-                let fused = fused(1, true);
-                let mut scratch = vec![f32::NAN; mid.len()];
+            },
+            conv_act,
+            dw: &dw,
+            dw_act,
+            dw_packed: &dw_packed,
+            band,
+            scratch_len: band_input_rows(&dw, band) * dw.in_w * dw.channels,
+        };
+        for band in 1..=dw.out_h.min(4) {
+            let fused = fused(band);
+            fused.check_first().unwrap();
+            let scratch_len = fused.scratch_len;
+            for threads in 1..=4 {
+                let mut scratch = vec![f32::NAN; scratch_len * scratch_slots(threads)];
                 let mut got = vec![f32::NAN; want.len()];
-                fused.run_whole(&x, &mut got, &mut scratch, threads).unwrap();
+                fused.run_tasks(&mut got, &mut scratch, threads).unwrap();
                 let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
-                assert!(same, "{cg:?} then {k}x{k}/{s} dilation {d}: whole, {threads} threads");
+                assert!(same, "{cg:?} then {k}x{k}/{s} dilation {d}: band {band}, {threads} threads");
             }
+        }
+    }
+
+    #[test]
+    fn every_band_height_and_thread_count_gives_the_unfused_bits() {
+        let mut seed = 11u64;
+        for case in cases() {
+            let cg = case.0;
+            let x = values(cg.input_len().unwrap(), &mut seed);
+            let cf = values(cg.out_c * cg.f_h * cg.f_w * cg.in_c, &mut seed);
+            let cb = values(cg.out_c, &mut seed);
+            let packed = conv_f32_gemm::pack(table(), &cg, &cf, Some(&cb)).unwrap();
+            let mut mid = vec![0f32; cg.output_len().unwrap()];
+            conv_f32_gemm::compute(table(), &cg, &x, &packed, &mut mid, (0.0, 6.0), 1).unwrap();
+            check_against_unfused(case, FirstConv::F32 { input: &x, packed: &packed }, &mid);
+        }
+    }
+
+    #[test]
+    fn a_hybrid_first_convolution_gives_the_unfused_bits() {
+        let Some(kernels) = table().qs8_gemm else {
+            eprintln!("SKIPPED: this CPU's table has no 8-bit GEMM kernels, so hybrid convolutions do not fuse");
+            return;
+        };
+        let mut seed = 23u64;
+        for (i, case) in cases().into_iter().enumerate() {
+            let cg = case.0;
+            let x = values(cg.input_len().unwrap(), &mut seed);
+            let cf: Vec<i8> =
+                values(cg.out_c * cg.f_h * cg.f_w * cg.in_c, &mut seed).iter().map(|v| (v * 127.0) as i8).collect();
+            let scales: Vec<f32> = (0..cg.out_c).map(|o| 0.004 + 0.001 * o as f32).collect();
+            let cb = values(cg.out_c, &mut seed);
+            let packed = conv_qs8_gemm::pack_hybrid(kernels, &cg, &cf, &scales, Some(&cb)).unwrap();
+            // Per-channel (asymmetric input) and per-tensor (symmetric) alike.
+            let per_channel = i % 2 == 0;
+            let image_len = cg.in_h * cg.in_w * cg.in_c;
+            let q = conv_2d::quantize_hybrid_input(&x, image_len, per_channel, 1.0);
+            let mut mid = vec![0f32; cg.output_len().unwrap()];
+            let mut pad_scratch = Vec::new();
+            conv_qs8_gemm::compute_hybrid(
+                kernels,
+                &cg,
+                &q.data,
+                &q.scales,
+                &q.offsets,
+                &packed,
+                &mut mid,
+                (0.0, 6.0),
+                1,
+                &mut pad_scratch,
+            )
+            .unwrap();
+            let mut padded = Vec::new();
+            let images = pad_images(&cg, &q.data, &q.offsets, &mut padded).unwrap();
+            let first =
+                FirstConv::Hybrid { kernels, packed: &packed, images, scales: &q.scales, zero_points: &q.offsets };
+            check_against_unfused(case, first, &mid);
         }
     }
 
