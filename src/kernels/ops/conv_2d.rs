@@ -345,7 +345,7 @@ pub fn quantize_hybrid_input(
 }
 
 /// Quantizes each batch of `input` (`batch_len` values each) into `bufs` (every element
-/// written: values past the last whole batch become 0, scales 1 and offsets 0):
+/// written: values past the last whole batch become 0):
 /// asymmetrically for the per-channel path, symmetrically (scale times `filter_scale`)
 /// for the per-tensor one. Each batch's range scan and quantization split over up to
 /// `max_threads` threads.
