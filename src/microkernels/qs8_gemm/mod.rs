@@ -268,16 +268,32 @@ fn pack_weights(
         let o0 = blk * nr;
         for j in 0..nr.min(n - o0) {
             let o = o0 + j;
+            let (mut sum, mut abs_sum) = (0i32, 0u64);
             for t in 0..ks {
-                for k in 0..kc {
-                    let v = weight(o, t, k);
-                    sums[o] = sums[o].wrapping_add(i32::from(v));
-                    abs_sums[o] += u64::from(v.unsigned_abs());
-                    // Position in the kernels' view: tap `ct`, value `ck`.
-                    let (ct, ck) = if gathered { (0, t * kc + k) } else { (t, k) };
-                    chunk[(ct * call_kc + ck / 4 * 4) * nr + j * 4 + ck % 4] = v;
+                if gathered {
+                    for k in 0..kc {
+                        let v = weight(o, t, k);
+                        sum = sum.wrapping_add(i32::from(v));
+                        abs_sum += u64::from(v.unsigned_abs());
+                        // Position in the kernels' view: the one tap, value `t * kc + k`.
+                        let ck = t * kc + k;
+                        chunk[ck / 4 * 4 * nr + j * 4 + ck % 4] = v;
+                    }
+                } else {
+                    // Four consecutive values of a tap sit together, `4 * nr` apart.
+                    let tap = &mut chunk[t * kc * nr..(t + 1) * kc * nr];
+                    for (g, dst) in tap.chunks_exact_mut(4 * nr).enumerate() {
+                        let quad: [i8; 4] = core::array::from_fn(|i| weight(o, t, 4 * g + i));
+                        for &v in &quad {
+                            sum = sum.wrapping_add(i32::from(v));
+                            abs_sum += u64::from(v.unsigned_abs());
+                        }
+                        dst[j * 4..j * 4 + 4].copy_from_slice(&quad);
+                    }
                 }
             }
+            sums[o] = sum;
+            abs_sums[o] = abs_sum;
         }
     }
     Ok(PackedWeights { data, sums, abs_sums, ks: call_ks, kc: call_kc, nr, gathered })
