@@ -214,28 +214,55 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
 #[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
 unsafe fn sums<const M: usize, const V: usize, const FLIP: bool>(p: &Qs8IgemmArgs) -> [[__m512i; V]; M] {
     let flip = _mm512_set1_epi32(0x8080_8080u32 as i32);
-    let mut acc = [[_mm512_setzero_si512(); V]; M];
+    // A tile of one or two vectors would be one or two chains of dependent multiply-adds
+    // (a single row: a batch-1 FULLY_CONNECTED), each waiting out the instruction's
+    // latency; such tiles keep `SETS` sets of sums over consecutive steps of `k`, added
+    // together at the end (integer sums: the same values in any order).
+    const SETS: usize = 4;
+    let split = M * V <= 2;
+    let mut acc = [[[_mm512_setzero_si512(); V]; M]; SETS];
     // SAFETY: see `igemm_impl`: the packed block and the rows are as the contract says.
     unsafe {
         let mut w = p.w;
         for t in 0..p.ks {
             let rows: [*const i8; M] = core::array::from_fn(|i| *p.a.add(i * p.ks + t));
-            let mut k = 0;
-            while k < p.kc {
+            // One step: four values of `k` into set `s`.
+            let mut step = |k: usize, w: *const i8, s: usize| {
                 let wv: [__m512i; V] = core::array::from_fn(|v| _mm512_loadu_si512(w.add(64 * v).cast()));
                 for i in 0..M {
                     let x = _mm512_set1_epi32(rows[i].add(k).cast::<i32>().read_unaligned());
                     let u = if FLIP { _mm512_xor_si512(x, flip) } else { x };
                     for v in 0..V {
-                        acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], u, wv[v]);
+                        acc[s][i][v] = _mm512_dpbusd_epi32(acc[s][i][v], u, wv[v]);
                     }
                 }
+            };
+            let mut k = 0;
+            while split && k + 4 * SETS <= p.kc {
+                for s in 0..SETS {
+                    step(k + 4 * s, w.add(64 * V * s), s);
+                }
+                w = w.add(64 * V * SETS);
+                k += 4 * SETS;
+            }
+            while k < p.kc {
+                step(k, w, 0);
                 w = w.add(64 * V);
                 k += 4;
             }
         }
     }
-    acc
+    let [mut total, rest @ ..] = acc;
+    if split {
+        for set in &rest {
+            for i in 0..M {
+                for v in 0..V {
+                    total[i][v] = _mm512_add_epi32(total[i][v], set[i][v]);
+                }
+            }
+        }
+    }
+    total
 }
 
 /// Narrows and stores a row of a two-vector tile: `packs` saturates 32 to 16 bits (the
