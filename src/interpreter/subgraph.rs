@@ -792,10 +792,7 @@ impl Subgraph {
                 }
             }
             if self.cancellation_enabled && self.cancelled.swap(false, Ordering::SeqCst) {
-                return Err(Error::with_status(
-                    TfLiteStatus::kTfLiteCancelled,
-                    "Client requested cancel during Invoke()",
-                ));
+                return Err(crate::kernels::cancel::cancelled());
             }
             self.refresh_stale_inputs(ni as usize)?;
             self.check_inputs_have_data(ni as usize)?;
@@ -814,7 +811,7 @@ impl Subgraph {
             }
             if status == TfLiteStatus::kTfLiteCancelled {
                 self.cancelled.store(false, Ordering::SeqCst);
-                return Err(Error::with_status(status, "Client requested cancel during Invoke()"));
+                return Err(crate::kernels::cancel::cancelled());
             }
             if status != TfLiteStatus::kTfLiteOk {
                 let name = &self.nodes[ni as usize].op_name;

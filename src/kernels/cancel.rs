@@ -42,12 +42,15 @@ impl Cancel {
     /// set, so the interpreter reports the cancellation too).
     pub fn check(&self) -> crate::error::Result<()> {
         match &self.0 {
-            Some(f) if f.load(Ordering::Relaxed) => {
-                Err(Error::with_status(TfLiteStatus::kTfLiteCancelled, "Client requested cancel during Invoke()"))
-            }
+            Some(f) if f.load(Ordering::Relaxed) => Err(cancelled()),
             _ => Ok(()),
         }
     }
+}
+
+/// The error of a cancelled Invoke (`kTfLiteCancelled`, TFLite's message).
+pub fn cancelled() -> Error {
+    Error::with_status(TfLiteStatus::kTfLiteCancelled, "Client requested cancel during Invoke()")
 }
 
 #[cfg(test)]

@@ -43,7 +43,6 @@ pub fn compute(
     let rows = g.check_gemm_buffers(Some(input.len()), out.len(), packed.n)?;
     let n = g.out_c;
     let work = rows.saturating_mul(n).saturating_mul(packed.ks * packed.kc);
-    let dense = g.is_dense();
     if rows == 1 {
         // One output row (a fully connected layer on one batch row, or a convolution down
         // to one pixel, both mostly reading weights): split the output channels instead, in
@@ -51,14 +50,8 @@ pub fn compute(
         let nr = packed.nr;
         let threads = threads_for(max_threads, work, n.div_ceil(nr));
         let per = n.div_ceil(nr).div_ceil(threads) * nr;
-        let conv_rows = g.gemm_rows(g.in_c);
         return parallel_chunks_mut(threads, out, per, &|i, chunk: &mut [f32]| {
-            let cols = i * per..i * per + chunk.len();
-            if dense {
-                f32_gemm::igemm(t, packed, input, &DenseRows { stride: g.in_c }, 0..1, cols, chunk, n, act)
-            } else {
-                f32_gemm::igemm(t, packed, input, &conv_rows, 0..1, cols, chunk, n, act)
-            }
+            gemm(t, g, input, packed, 0..1, i * per..i * per + chunk.len(), chunk, act)
         });
     }
     let threads = threads_for(max_threads, work, rows);
@@ -78,11 +71,28 @@ pub fn compute_rows(
     out: &mut [f32],
     act: (f32, f32),
 ) -> Result<()> {
+    gemm(t, g, input, packed, rows, 0..g.out_c, out, act)
+}
+
+/// Output rows `rows`, channels `cols` of the convolution into `out` (rows `g.out_c`
+/// apart): dense rows where the convolution is a plain matrix product, else each row's
+/// window taps.
+#[allow(clippy::too_many_arguments)]
+fn gemm(
+    t: &Table,
+    g: &ConvGeom,
+    input: &[f32],
+    packed: &PackedGemm,
+    rows: Range<usize>,
+    cols: Range<usize>,
+    out: &mut [f32],
+    act: (f32, f32),
+) -> Result<()> {
     let n = g.out_c;
     if g.is_dense() {
-        f32_gemm::igemm(t, packed, input, &DenseRows { stride: g.in_c }, rows, 0..n, out, n, act)
+        f32_gemm::igemm(t, packed, input, &DenseRows { stride: g.in_c }, rows, cols, out, n, act)
     } else {
-        f32_gemm::igemm(t, packed, input, &g.gemm_rows(g.in_c), rows, 0..n, out, n, act)
+        f32_gemm::igemm(t, packed, input, &g.gemm_rows(g.in_c), rows, cols, out, n, act)
     }
 }
 

@@ -136,17 +136,15 @@ pub fn compute_hybrid(
     }
     let batch_in = g.in_h * g.in_w * g.in_c;
     let in_c = kernel_channels(g);
-    let rows = g.gemm_rows(in_c);
     let work = pixels.saturating_mul(n).saturating_mul(packed.layer_ks * packed.layer_kc);
     let threads = threads_for(max_threads, work, pixels);
     for (b, out_b) in out.chunks_exact_mut(pixels * n).enumerate() {
-        let zp = zero_points[b];
+        let (scale, zp) = (scales[b], zero_points[b]);
         let pad = i8::try_from(zp).map_err(|_| Error::new(format!("hybrid input zero point {zp} is not int8")))?;
         let input_b = pad_channels(g, &input[b * batch_in..(b + 1) * batch_in], in_c, pad, scratch);
-        let quant = qs8_gemm::HybridRows { scales: &scales[b..b + 1], zero_points: &zero_points[b..b + 1] };
         parallel_rows(threads, out_b, n, &|first, chunk: &mut [f32]| {
             let r = first..first + chunk.len() / n;
-            qs8_gemm::igemm_hybrid(kernels, packed, input_b, &rows, r, 0..n, &quant, pad, chunk, n, act)
+            compute_hybrid_rows(kernels, g, input_b, scale, zp, packed, r, chunk, act)
         })?;
     }
     Ok(())

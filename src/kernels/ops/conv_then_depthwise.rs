@@ -304,6 +304,7 @@ fn pad_images<'a>(g: &ConvGeom, data: &'a [i8], zero_points: &[i32], padded: &'a
 }
 
 /// The first convolution of one Invoke: its input and packed weights.
+#[derive(Clone, Copy)]
 enum FirstConv<'a> {
     F32 {
         input: &'a [f32],
@@ -597,12 +598,7 @@ mod tests {
         depthwise_conv_2d::dw_f32_microkernel(&dw_conv, mid, &dw_packed, &mut want, dw_act, 1).unwrap();
         let fused = |band: usize| Fused {
             conv: &cg,
-            first: match first {
-                FirstConv::F32 { input, packed } => FirstConv::F32 { input, packed },
-                FirstConv::Hybrid { kernels, packed, images, scales, zero_points } => {
-                    FirstConv::Hybrid { kernels, packed, images, scales, zero_points }
-                }
-            },
+            first,
             conv_act,
             dw: &dw,
             dw_act,
