@@ -1,6 +1,7 @@
 //! Runs one corpus golden case through the C API and compares it with TFLite's
 //! reference output under the corpus README's rule (float: max|ours - ref| <=
-//! max(2 * max spread, 1e-5 * max(1, abs_max)); integers: exact).
+//! max(2 * max spread, 1e-5 * max(1, abs_max)); integers: exact). A case whose meta.json
+//! sets `float_bits_exact` must match its float outputs bit for bit too.
 
 use super::*;
 use std::ffi::CString;
@@ -94,8 +95,13 @@ pub fn run_case(base: &Path, name: &str) -> Result<(), String> {
                     errors.push(format!("output {pos}: {} bytes, golden {}", got.len(), want.len()));
                     continue;
                 }
+                let bits_exact = meta["float_bits_exact"].as_bool() == Some(true);
                 // Complex outputs compare as their float parts.
-                if matches!(out["dtype"].as_str(), Some("FLOAT32" | "COMPLEX64")) {
+                if bits_exact && got != want {
+                    let diff =
+                        f32s(&got).iter().zip(f32s(&want)).map(|(a, b)| (a - b).abs() as f64).fold(0.0, f64::max);
+                    errors.push(format!("output {pos}: not TFLite's bits (max abs diff {diff:e})"));
+                } else if matches!(out["dtype"].as_str(), Some("FLOAT32" | "COMPLEX64")) {
                     let spread = out["tflite_family_spread"]
                         .as_object()
                         .map(|m| m.values().filter_map(|v| v.as_f64()).fold(0.0, f64::max))

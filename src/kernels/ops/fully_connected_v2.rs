@@ -32,7 +32,10 @@
 //! sparse 8-bit kernel takes; their sums are exact integers, requantized in fixed point
 //! (`MultiplyByQuantizedMultiplier`, per channel where the weights are) as that kernel
 //! does, unlike the dense 8-bit path's double-precision requantization.
-//! Not supported (an error): shuffled, sparse hybrid or 16-bit, int4 and int16 weights.
+//! Sparse hybrid layers (float input, int8 or uint8 weights in the same 1x16 blocks, per
+//! tensor or per channel) follow TFLite's sparse hybrid kernel, whose float steps differ
+//! from the dense hybrid path's (see [`fc_sparse_hybrid`]).
+//! Not supported (an error): shuffled, 16-bit, int4 and int16 weights.
 
 use super::conv_common::{
     PackSlot, checked_product, opt_data_cow, per_channel_multipliers, recommended_threads, threads_for,
@@ -891,7 +894,15 @@ fn as_conv(d: FcDims) -> super::conv_common::ConvGeom {
 /// per unit).
 enum SparseWeights {
     F32(Vec<f32>),
-    I8 { dense: Vec<i8>, muls: Vec<super::conv_common::QuantMul> },
+    I8 {
+        dense: Vec<i8>,
+        muls: Vec<super::conv_common::QuantMul>,
+    },
+    /// Hybrid layers (float input): the weights and each unit's weight sum.
+    Hybrid {
+        dense: Vec<i8>,
+        row_sums: Vec<i32>,
+    },
 }
 
 impl SparseWeights {
@@ -903,6 +914,15 @@ impl SparseWeights {
     }
 }
 
+/// Whether sparse weights are in TFLite's 1x16 block layout (rows dense, blocks of 16
+/// columns compressed), the only one its sparse 8-bit and hybrid kernels read.
+fn blocks_1x16(sp: &crate::model::sparsity::Sparsity) -> bool {
+    use crate::model::sparsity::DimMetadata;
+    sp.traversal_order == [0, 1, 2]
+        && sp.block_map == [1]
+        && matches!(sp.dim_metadata[..], [DimMetadata::Dense(_), DimMetadata::Csr { .. }, DimMetadata::Dense(16)])
+}
+
 /// The node's sparse weights expanded; `None` for dense ones.
 fn sparse_weights(
     weights: &TensorView<'_>,
@@ -911,7 +931,6 @@ fn sparse_weights(
     bias: Option<&TensorView<'_>>,
     kind: &Kind,
 ) -> Result<Option<SparseWeights>> {
-    use crate::model::sparsity::DimMetadata;
     use TfLiteType::*;
     let Some(sp) = weights.sparsity().map_err(|e| Error::new(format!("{OP}: {e}")))? else {
         return Ok(None);
@@ -924,19 +943,26 @@ fn sparse_weights(
             let values: Vec<f32> = raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
             Ok(Some(SparseWeights::F32(plan.to_dense(&values, 0.0).map_err(in_op)?)))
         }
+        (kTfLiteInt8 | kTfLiteUInt8, Kind::Hybrid { .. }) => {
+            if !blocks_1x16(&sp) {
+                return Err(Error::new(format!(
+                    "{OP}: sparse hybrid weights must be in 1x16 blocks (rows dense, blocks compressed)"
+                )));
+            }
+            // uint8 hybrid weights are read as int8, as for dense ones.
+            let values: Vec<i8> = raw.iter().map(|&b| b as i8).collect();
+            let dense = plan.to_dense(&values, 0).map_err(in_op)?;
+            let depth = weights.shape[1] as usize;
+            let row_sums = dense.chunks(depth.max(1)).map(|r| r.iter().map(|&w| i32::from(w)).sum()).collect();
+            Ok(Some(SparseWeights::Hybrid { dense, row_sums }))
+        }
         (kTfLiteInt8, Kind::Quant(_)) if input.dtype == kTfLiteInt8 && output.dtype == kTfLiteInt8 => {
             if weights.quant().zero_point != 0 {
                 return Err(Error::new(format!(
                     "{OP}: Quantized and sparse fully-connected format supports symmetric weight quantization only."
                 )));
             }
-            let blocks_1x16 = sp.traversal_order == [0, 1, 2]
-                && sp.block_map == [1]
-                && matches!(
-                    sp.dim_metadata[..],
-                    [DimMetadata::Dense(_), DimMetadata::Csr { .. }, DimMetadata::Dense(16)]
-                );
-            if !blocks_1x16 {
+            if !blocks_1x16(&sp) {
                 return Err(Error::new(format!(
                     "{OP}: sparse int8 weights must be in 1x16 blocks (rows dense, blocks compressed)"
                 )));
@@ -994,6 +1020,62 @@ fn fc_sparse_i8(
             let v = crate::kernels::quant::multiply_by_quantized_multiplier(acc, m.multiplier, m.shift)
                 .wrapping_add(qp.output_offset);
             out[b * d.units + u] = v.clamp(qp.act_min, qp.act_max) as i8;
+        }
+    }
+    Ok(())
+}
+
+/// TFLite's sparse hybrid kernel (`EvalSparseHybridImpl`) on expanded weights. Its
+/// float steps differ from the dense hybrid path's, so they are kept in its order: the
+/// output starts at the bias; with input zero points, `scale * zero_point * row_sum` is
+/// subtracted in float; then `float(dot) * scale` is added, `scale` being the row's scale
+/// (already times a per-tensor weight scale) times the unit's channel scale, if any. An
+/// all-zero input leaves the bias. The sums are exact integers, so blocks of zeros add
+/// nothing and the expanded weights give the kernel's bits.
+#[allow(clippy::too_many_arguments)]
+fn fc_sparse_hybrid(
+    q: &HybridRows<'_>,
+    input: &[f32],
+    weights: &[i8],
+    row_sums: &[i32],
+    channel_scales: Option<&[f32]>,
+    bias: Option<&[f32]>,
+    d: FcDims,
+    asymmetric: bool,
+    act: TfLiteFusedActivation,
+    out: &mut [f32],
+) -> Result<()> {
+    check(d, q.data.len(), weights.len(), bias.map(|b| b.len()), out.len())?;
+    if row_sums.len() != d.units || channel_scales.is_some_and(|c| c.len() != d.units) {
+        return Err(Error::new(format!("{OP}: sparse hybrid weights do not match {} units", d.units)));
+    }
+    let out = &mut out[..d.batches * d.units];
+    for row in out.chunks_exact_mut(d.units) {
+        match bias {
+            Some(b) => row.copy_from_slice(b),
+            None => row.fill(0.0),
+        }
+    }
+    if input[..d.batches * d.depth].iter().all(|&v| v == 0.0) {
+        out.iter_mut().for_each(|o| *o = apply_f32(*o, act));
+        return Ok(());
+    }
+    for (b, o_row) in out.chunks_exact_mut(d.units).enumerate() {
+        let x = &q.data[b * d.depth..(b + 1) * d.depth];
+        let batch_scale = q.scales[b];
+        if asymmetric {
+            let scaled_zp = batch_scale * q.offsets[b] as f32;
+            for (u, o) in o_row.iter_mut().enumerate() {
+                let zp_scale = channel_scales.map_or(scaled_zp, |c| scaled_zp * c[u]);
+                *o -= zp_scale * row_sums[u] as f32;
+            }
+        }
+        for (u, o) in o_row.iter_mut().enumerate() {
+            let w = &weights[u * d.depth..(u + 1) * d.depth];
+            let dot = x.iter().zip(w).fold(0i32, |acc, (&xi, &wi)| acc.wrapping_add(i32::from(xi) * i32::from(wi)));
+            let scale = channel_scales.map_or(batch_scale, |c| c[u] * batch_scale);
+            *o += dot as f32 * scale;
+            *o = apply_f32(*o, act);
         }
     }
     Ok(())
@@ -1088,7 +1170,7 @@ impl BuiltinKernel for FullyConnected {
             _ => false,
         };
         match &kind {
-            _ if matches!(sparse, Some(SparseWeights::I8 { .. })) => {}
+            _ if matches!(sparse, Some(SparseWeights::I8 { .. } | SparseWeights::Hybrid { .. })) => {}
             Kind::F32 { .. } if nonempty => {
                 gemm = PackSlot::prepare(&weights, bias.as_ref(), || {
                     pack_f32(&as_conv(d), &weights, SparseWeights::f32(&sparse), bias.as_ref())
@@ -1238,6 +1320,10 @@ fn run(
             };
             let q = quantize_rows_into(input, d, p.asymmetric_quantize_inputs, *weight_scale, data, scales, offsets)?;
             let cs = channel_scales.as_deref();
+            if let Some(SparseWeights::Hybrid { dense, row_sums }) = &*sparse {
+                let asym = p.asymmetric_quantize_inputs;
+                return fc_sparse_hybrid(&q, input, dense, row_sums, cs, bias_s, d, asym, p.activation, out);
+            }
             let mut fresh = None;
             let w = wide.get(weights, None, &mut fresh, || widen_weights(d, kind, weights))?;
             fc_hybrid_optimized(&q, &w.packed, &w.row_sums, cs, bias_s, d, p.activation, out, threads, wide_rows)

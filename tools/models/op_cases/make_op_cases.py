@@ -45,6 +45,9 @@ class Case:
     oracle_name: str = ""  # what the oracle is, for meta.json
     float_tolerance: float = 0.0  # the oracle's own float error bound, as the "spread"
     invokes: int = 1  # Invoke calls on the same inputs; the golden is the last one's outputs
+    # Float outputs that must equal TFLite's bit for bit (a kernel whose float steps we
+    # reproduce in TFLite's order), not just within the tolerance.
+    float_bits_exact: bool = False
 
 
 def run_litert(path, inputs, kernels, resize, invokes=1):
@@ -148,6 +151,8 @@ def write_case(c):
             "families_failed": errors or None}
     if c.invokes != 1:
         meta["invokes"] = c.invokes
+    if c.float_bits_exact:
+        meta["float_bits_exact"] = True
     with open(os.path.join(gdir, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
         f.write("\n")

@@ -141,6 +141,38 @@ def fc_int8_case(name, units, depth, batches, per_channel=False, activation="NON
     return Case(name, g.finish(), [xs], note=note, ops=["FULLY_CONNECTED:8"])
 
 
+def fc_hybrid_case(name, units, depth, batches, asymmetric, per_channel=False, weight_type="INT8",
+                   activation="NONE", bias=True, zero_input=False, note=""):
+    """FULLY_CONNECTED with float input and sparse 8-bit weights in 1x16 blocks: TFLite's
+    sparse hybrid kernel (inputs quantized per batch row, symmetric or asymmetric)."""
+    rng = rng_for(name)
+    w = sparse_matrix(rng, (units, depth), 0.5, block=16, dtype=np.int8)
+    values, sp = to_sparse(w, [0, 1, 2], [DENSE, CSR, DENSE], (1,), (16,))
+    if per_channel:
+        wq = quant(rng.uniform(0.002, 0.01, units).astype(np.float32), np.zeros(units, np.int64), dim=0)
+    else:
+        wq = quant(0.006, 0)
+    if weight_type == "UINT8":
+        values = values.view(np.uint8)
+    g = Graph()
+    x = g.input("x", "FLOAT32", [batches, depth])
+    wt = g.const("weights", weight_type, [units, depth], values, q=wq, sparsity=sp)
+    b = g.const("bias", "FLOAT32", [units], rng.uniform(-1, 1, units).astype(np.float32)) if bias else -1
+    y = g.tensor("y", "FLOAT32", [batches, units])
+    opts = Graph.options("FullyConnectedOptions",
+                         fusedActivationFunction=getattr(s.ActivationFunctionType, activation),
+                         asymmetricQuantizeInputs=asymmetric)
+    g.op("FULLY_CONNECTED", [x, wt, b], [y], version=8, options=opts)
+    g.outputs([y])
+    xs = rng.uniform(-2, 2, (batches, depth)).astype(np.float32)
+    if zero_input:
+        xs[:] = 0
+    else:
+        xs[-1, :] = 0  # an all-zero row among nonzero ones
+    # Eigen's tanh (TFLite's vector TANH) is not reproduced bit for bit.
+    return Case(name, g.finish(), [xs], note=note, ops=["FULLY_CONNECTED:8"], float_bits_exact=activation != "TANH")
+
+
 def cases():
     rng = rng_for("sparse")
     m = sparse_matrix(rng, (5, 7), 0.4)
@@ -184,3 +216,16 @@ def cases():
                        note="TFLite's sparse 8-bit kernel: fixed-point requantization")
     yield fc_int8_case("fully_connected_sparse_int8_block1x16_per_channel", 5, 32, 2, per_channel=True,
                        activation="RELU")
+    yield fc_hybrid_case("fully_connected_sparse_hybrid", 6, 48, 3, False,
+                         note="float input, int8 1x16-block weights: TFLite's sparse hybrid kernel")
+    yield fc_hybrid_case("fully_connected_sparse_hybrid_asymmetric", 7, 64, 5, True, activation="RELU",
+                         note="input zero points: scale * zero_point * row_sum subtracted in float")
+    yield fc_hybrid_case("fully_connected_sparse_hybrid_per_channel", 5, 32, 2, False, per_channel=True)
+    yield fc_hybrid_case("fully_connected_sparse_hybrid_per_channel_asymmetric", 9, 48, 4, True,
+                         per_channel=True, bias=False)
+    yield fc_hybrid_case("fully_connected_sparse_hybrid_tanh", 6, 32, 3, True, activation="TANH",
+                         note="TANH after the sums (TFLite applies Eigen's tanh: last-bit differences)")
+    yield fc_hybrid_case("fully_connected_sparse_hybrid_uint8", 4, 32, 2, False, weight_type="UINT8",
+                         note="uint8 weights, read as int8 as TFLite does")
+    yield fc_hybrid_case("fully_connected_sparse_hybrid_zero_input", 4, 32, 2, True, zero_input=True,
+                         activation="RELU6", note="an all-zero input leaves bias and activation")
