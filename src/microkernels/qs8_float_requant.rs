@@ -66,14 +66,23 @@ impl FloatRequant {
             let e = rq.right[c];
             let scale = f64::from(mult) / f64::powi(2.0, 31 + e);
             let offset = f64::from(bias) * scale + 0.5 + f64::from(rq.output_offset);
-            // |y - exact| <= (|acc| * scale + |offset|) * 2^-24 for each of the three f32
-            // roundings; 2^-22 covers them with room for the f64 error of the offsets.
+            // Over every accumulator, |y - exact| <= (|acc| * scale + |offset|) * 2^-24 for
+            // each of the three f32 roundings; 2^-22 covers them with room for the f64
+            // error of the offsets. It must stay far below 1.
             let nudge = if e == 0 { 0.0 } else { f64::powi(2.0, -(e + 1)) };
-            let reach = bound as f64 * scale + offset.abs() + nudge;
-            let tolerance = reach * f64::powi(2.0, -22);
-            if tolerance > MAX_TOLERANCE || reach > f64::from(1u32 << 22) {
+            // (Plus 1 for the f32 rounding of the offset itself.)
+            let far = offset.abs() + nudge + 1.0;
+            let reach = bound as f64 * scale + far;
+            if reach * f64::powi(2.0, -22) > MAX_TOLERANCE || reach > f64::from(1u32 << 22) {
                 return None;
             }
+            // Only lanes whose y lies within the clamp range (widened by 2) need the exact
+            // floor: outside it, an error below 1 leaves both values clamped to the same
+            // bound. There |exact| <= window, so |acc| * scale <= window + |offset| and the
+            // three roundings (of the scale, the offset and the sum) stay below
+            // (2 * window + 4 * |offset| + 3) * 2^-24: the tolerance, with a margin.
+            let window = f64::from(rq.min.unsigned_abs().max(rq.max.unsigned_abs())) + 2.0;
+            let tolerance = (2.0 * window + 4.0 * far + 8.0) * f64::powi(2.0, -24);
             f.scale[c] = scale as f32;
             f.offset_positive[c] = (offset + nudge) as f32;
             f.offset_negative[c] = (offset - nudge) as f32;
@@ -85,7 +94,9 @@ impl FloatRequant {
     }
 
     /// Channel `c`'s output (zero point added, before the clamp) for `acc`, or `None` when
-    /// the lane must be recomputed exactly: the scalar model of the SIMD shortcut.
+    /// the lane must be recomputed exactly: the scalar model of the SIMD shortcut. Once
+    /// clamped to the layer's range it equals the exact path's output (unclamped, it may
+    /// differ by one far outside that range).
     pub fn scalar(&self, c: usize, acc: i32) -> Option<i32> {
         let offset = if acc > self.negated_bias[c] { self.offset_positive[c] } else { self.offset_negative[c] };
         let y = (acc as f32).mul_add(self.scale[c], offset);
@@ -119,7 +130,10 @@ mod tests {
             let m = (1 << 30) + (rng.next() >> 2) as i32;
             let bias = (rng.next() as i32) >> (8 + case % 20);
             let zp = rng.below(256) as i32 - 128;
-            let rq = ChannelRequant::new(1, |_| (m, -e), |_| bias, zp, (-128, 127));
+            // Full int8 outputs, and narrow clamp ranges (a fused RELU6 or RELU_N1_TO_1).
+            let range = [(-128, 127), (zp.max(-128), (zp + 20).min(127)), ((zp - 3).max(-128), (zp + 3).min(127))]
+                [(case % 3) as usize];
+            let rq = ChannelRequant::new(1, |_| (m, -e), |_| bias, zp, range);
             let Some(f) = FloatRequant::new(&rq, |_| bound) else { continue };
             let b = bound as i64;
             // Random accumulators, and ones on the boundaries of both roundings.
@@ -138,7 +152,11 @@ mod tests {
                 let acc = acc as i32;
                 total += 1;
                 match f.scalar(0, acc) {
-                    Some(v) => assert_eq!(v, exact(&rq, 0, acc), "acc {acc} bias {bias} m {m} e {e} zp {zp}"),
+                    Some(v) => assert_eq!(
+                        v.clamp(rq.min, rq.max),
+                        exact(&rq, 0, acc).clamp(rq.min, rq.max),
+                        "acc {acc} bias {bias} m {m} e {e} zp {zp} range {range:?}"
+                    ),
                     None => declined += 1,
                 }
             }

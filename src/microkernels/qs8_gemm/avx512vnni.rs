@@ -65,6 +65,12 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
     unsafe {
         // Rows already flipped are broadcast straight from memory; others are flipped here.
         let acc = if p.flipped { sums::<M, V, false>(p) } else { sums::<M, V, true>(p) };
+        // With the float shortcut the sums are requantized straight from the registers:
+        // through memory, each tile's first loads waited on the stores just made.
+        if let Qs8Out::Int8 { float: Some(ft), .. } = p.out {
+            float_epilogue::<M, V>(p, &acc, ft);
+            return;
+        }
         // The sums leave the registers once, for the requantization loop below: a loop
         // that indexes the accumulators themselves (it is too long to unroll) would keep
         // them in memory through the whole K loop.
@@ -76,54 +82,9 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
         }
         // Only the first `M` rows and `16 * V` columns are read below: all written above.
         match p.out {
-            Qs8Out::Int8 { c, bias, mult, left, right, output_offset, min, max, shifts_left, saturates, float } => {
+            Qs8Out::Int8 { c, bias, mult, left, right, output_offset, min, max, shifts_left, saturates, .. } => {
                 let clamp = min > -128 || max < 127;
-                if let Some(ft) = float {
-                    // The float shortcut: its result already holds the output zero point.
-                    // A lane it declines is recomputed exactly (the zero point added in 32
-                    // bits: the accumulators are small enough here not to wrap).
-                    let offset32 = _mm512_set1_epi32(output_offset);
-                    // The exact path's tables are loaded only for a declined lane, so they
-                    // hold no registers in the loop.
-                    let exact = |col: usize, acc: __m512i| {
-                        let ch = Channels::load([bias, mult, left, right], col);
-                        _mm512_add_epi32(ch.requant(acc, shifts_left, saturates), offset32)
-                    };
-                    if V == 2 {
-                        let row = RowStore::new(min, max, clamp, p.nc);
-                        let (f0, f1) = (FloatLanes::load(ft, 0), FloatLanes::load(ft, 16));
-                        // `p.mr` (equal to `M`) keeps this loop rolled: unrolled, its ten
-                        // table vectors and the rows' temporaries spill to the stack.
-                        for i in 0..p.mr {
-                            let a0 = _mm512_loadu_si512(sums[i].as_ptr().cast());
-                            let a1 = _mm512_loadu_si512(sums[i].as_ptr().add(16).cast());
-                            let (mut r0, k0) = f0.apply(a0);
-                            let (mut r1, k1) = f1.apply(a1);
-                            if (k0 | k1) != 0 {
-                                r0 = _mm512_mask_mov_epi32(r0, k0, exact(0, a0));
-                                r1 = _mm512_mask_mov_epi32(r1, k1, exact(16, a1));
-                            }
-                            row.store(c.wrapping_add(i * p.c_stride), _mm512_packs_epi32(r0, r1));
-                        }
-                    } else {
-                        let (vmin, vmax) = (_mm256_set1_epi16(min as i16), _mm256_set1_epi16(max as i16));
-                        for v in 0..V {
-                            let col = 16 * v;
-                            let n = p.nc.saturating_sub(col).min(16);
-                            let mask: __mmask16 = ((1u32 << n) - 1) as __mmask16;
-                            let f = FloatLanes::load(ft, col);
-                            for i in 0..M {
-                                let acc = _mm512_loadu_si512(sums[i].as_ptr().add(col).cast());
-                                let (mut r, k) = f.apply(acc);
-                                if k != 0 {
-                                    r = _mm512_mask_mov_epi32(r, k, exact(col, acc));
-                                }
-                                let r = _mm512_cvtsepi32_epi16(r);
-                                store_16(c.wrapping_add(i * p.c_stride + col), mask, r, clamp.then_some((vmin, vmax)));
-                            }
-                        }
-                    }
-                } else if V == 2 {
+                if V == 2 {
                     // Both vectors of a row narrow together (see `RowStore`).
                     let offset = _mm512_set1_epi16(output_offset.clamp(-32768, 32767) as i16);
                     let row = RowStore::new(min, max, clamp, p.nc);
@@ -201,6 +162,91 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
             }
         }
     }
+}
+
+/// Requantizes a tile's sums with the float shortcut and stores them: rows unrolled, from
+/// the registers. The lanes the shortcut declines are gathered over the whole tile in a
+/// mask register (a branch per row on them cost more than the shortcut itself); in the
+/// rare tile with any, the rows that have some are stored again with those lanes
+/// recomputed exactly (the zero point added in 32 bits: the accumulators are small enough
+/// here not to wrap).
+///
+/// # Safety
+/// `p.out` is `Qs8Out::Int8` with `float` tables `ft`, under the contract of
+/// [`Qs8IgemmArgs`] for `M` rows and `16 * V` columns; AVX-512 F, BW and VL available.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+#[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
+unsafe fn float_epilogue<const M: usize, const V: usize>(p: &Qs8IgemmArgs, acc: &[[__m512i; V]; M], ft: FloatTables) {
+    let Qs8Out::Int8 { c, bias, mult, left, right, output_offset, min, max, shifts_left, saturates, .. } = p.out else {
+        return;
+    };
+    let clamp = min > -128 || max < 127;
+    // SAFETY: the tables hold `16 * V` values each and row `i < M` of `c` takes `nc`
+    // bytes (the contract); every store below is masked to `nc`.
+    unsafe {
+        let lanes: [FloatLanes; V] = core::array::from_fn(|v| FloatLanes::load(ft, 16 * v));
+        let exact = |col: usize, a: __m512i| {
+            let ch = Channels::load([bias, mult, left, right], col);
+            _mm512_add_epi32(ch.requant(a, shifts_left, saturates), _mm512_set1_epi32(output_offset))
+        };
+        let mut declined: __mmask16 = 0;
+        if V == 2 {
+            // Both vectors of a row narrow together (see `RowStore`).
+            let row = RowStore::new(min, max, clamp, p.nc);
+            for i in 0..M {
+                let (r0, k0) = lanes[0].apply(acc[i][0]);
+                let (r1, k1) = lanes[V - 1].apply(acc[i][V - 1]);
+                declined = _kor_mask16(declined, _kor_mask16(k0, k1));
+                row.store(c.wrapping_add(i * p.c_stride), _mm512_packs_epi32(r0, r1));
+            }
+            if declined != 0 {
+                for i in 0..M {
+                    let (r0, k0) = lanes[0].apply(acc[i][0]);
+                    let (r1, k1) = lanes[V - 1].apply(acc[i][V - 1]);
+                    if (k0 | k1) != 0 {
+                        let r0 = _mm512_mask_mov_epi32(r0, k0, exact(0, acc[i][0]));
+                        let r1 = _mm512_mask_mov_epi32(r1, k1, exact(16, acc[i][V - 1]));
+                        row.store(c.wrapping_add(i * p.c_stride), _mm512_packs_epi32(r0, r1));
+                    }
+                }
+            }
+        } else {
+            let mask: __mmask16 = ((1u32 << p.nc.min(16)) - 1) as __mmask16;
+            let bounds = clamp.then(|| (_mm_set1_epi8(min as i8), _mm_set1_epi8(max as i8)));
+            let store = |i: usize, r: __m512i| store_bytes(c.wrapping_add(i * p.c_stride), mask, r, bounds);
+            for i in 0..M {
+                let (r, k) = lanes[0].apply(acc[i][0]);
+                declined = _kor_mask16(declined, k);
+                store(i, r);
+            }
+            if declined != 0 {
+                for i in 0..M {
+                    let (r, k) = lanes[0].apply(acc[i][0]);
+                    if k != 0 {
+                        store(i, _mm512_mask_mov_epi32(r, k, exact(0, acc[i][0])));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Saturates 16 32-bit values to bytes, clamps them (when `clamp` gives the bounds) and
+/// stores the lanes in `mask` at `c`.
+///
+/// # Safety
+/// `c` writable for the lanes in `mask`; AVX-512 F, BW and VL available.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+unsafe fn store_bytes(c: *mut i8, mask: __mmask16, r: __m512i, clamp: Option<(__m128i, __m128i)>) {
+    let b = _mm512_cvtsepi32_epi8(r);
+    let b = match clamp {
+        Some((vmin, vmax)) => _mm_min_epi8(_mm_max_epi8(b, vmin), vmax),
+        None => b,
+    };
+    // SAFETY: the masked store writes only the lanes in `mask` (the contract).
+    unsafe { _mm_mask_storeu_epi8(c, mask, b) }
 }
 
 /// The tile's 32-bit sums `sum u * w`, flipping each input word (`u = x ^ 0x80`) when

@@ -99,6 +99,45 @@ fn dense_rows_match_direct_on_every_table() {
     assert!(with_float >= 8, "only {with_float} layers took the float shortcut");
 }
 
+/// The float shortcut's declined lanes: with every channel's offsets raised by 0.3 (so
+/// the shortcut's floor is wrong wherever the fraction of its `y` is below 0.3) and its
+/// tolerance widened to 0.45 (so exactly the lanes whose fraction lies within 0.45 of an
+/// integer are declined, those included), the kernels' fix-up pass must still give the
+/// exact outputs, for one- and two-vector tiles, column tails and every row count.
+#[test]
+fn declined_lanes_are_recomputed_exactly() {
+    let mut rng = Lcg(0xdec1_14ed);
+    let mut checked = 0;
+    for case in 0..40 {
+        let m = 1 + rng.below(30);
+        let n = [16, 32, 40, 64, 7, 23][case % 6];
+        let kc = 1 + rng.below(40);
+        let zp = [-128, 0, 5][case % 3];
+        let input: Vec<i8> = (0..m * kc).map(|_| rng.next() as i8).collect();
+        let (w, bias, mults) = random_case(&mut rng, n, 1, kc);
+        let out = Qs8Output {
+            mults: &mults,
+            offset: rng.below(256) as i32 - 128,
+            range: if case % 2 == 0 { (-128, 127) } else { (-100, 90) },
+        };
+        let taps = DenseRows { stride: kc };
+        let want = direct(&input, &taps, m, n, 1, kc, &w, &bias, zp, &out);
+        for (t, k) in tables() {
+            let mut packed = pack(k, n, 1, kc, |o, _, j| w[o * kc + j], Some(&bias), zp, &out).unwrap();
+            let Tables::Requant(_, Some(f)) = &mut packed.tables else { continue };
+            f.tolerance.iter_mut().for_each(|t| *t = 0.45);
+            f.offset_positive.iter_mut().chain(f.offset_negative.iter_mut()).for_each(|o| *o += 0.3);
+            checked += usize::from(t.isa != Isa::Scalar);
+            let mut got = vec![0x55i8; m * n];
+            igemm(k, &packed, &input, &taps, 0..m, 0..n, &mut got, n).unwrap();
+            assert_eq!(got, want, "{} case {case}: m {m} n {n} kc {kc} zp {zp}", t.isa.name());
+        }
+    }
+    if tables().iter().any(|(t, _)| t.isa != Isa::Scalar) {
+        assert!(checked >= 10, "only {checked} layers took the float shortcut on a SIMD table");
+    }
+}
+
 #[test]
 fn convolution_rows_match_direct_on_every_table() {
     let mut rng = Lcg(0xabcd_0042);
