@@ -71,16 +71,31 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
             float_epilogue::<M, V>(p, &acc, ft);
             return;
         }
-        // The sums leave the registers once, for the requantization loop below: a loop
-        // that indexes the accumulators themselves (it is too long to unroll) would keep
-        // them in memory through the whole K loop.
-        let mut sums = [[core::mem::MaybeUninit::<i32>::uninit(); 32]; MAX_ROWS];
-        for i in 0..M {
+        if let Qs8Out::Float { c, sumw, scale, bias, row_fold, row_scale, min, max, .. } = p.out {
+            // A hybrid layer's float outputs, also from the registers.
+            let (vmin, vmax) = (_mm512_set1_ps(min), _mm512_set1_ps(max));
             for v in 0..V {
-                _mm512_storeu_si512(sums[i].as_mut_ptr().add(16 * v).cast(), acc[i][v]);
+                let col = 16 * v;
+                let n = p.nc.saturating_sub(col).min(16);
+                let mask: __mmask16 = ((1u32 << n) - 1) as __mmask16;
+                let sw = _mm512_loadu_si512(sumw.add(col).cast());
+                let sc = _mm512_loadu_ps(scale.add(col));
+                let b = _mm512_loadu_ps(bias.add(col));
+                for i in 0..M {
+                    let acc = _mm512_sub_epi32(acc[i][v], _mm512_mullo_epi32(_mm512_set1_epi32(*row_fold.add(i)), sw));
+                    // The reference's order: (acc * scale) * row scale + bias.
+                    let f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), sc);
+                    let f = _mm512_add_ps(_mm512_mul_ps(f, _mm512_set1_ps(*row_scale.add(i))), b);
+                    // max(min, f) then min(max, f): NaN passes through as C++'s
+                    // `std::min(std::max(f, min), max)` lets it.
+                    let f = _mm512_min_ps(vmax, _mm512_max_ps(vmin, f));
+                    _mm512_mask_storeu_ps(c.wrapping_add(i * p.c_stride + col), mask, f);
+                }
             }
+            return;
         }
-        // Only the first `M` rows and `16 * V` columns are read below: all written above.
+        // Every path reads the sums from the registers (rows unrolled): through memory,
+        // each tile's first loads waited on the stores just made.
         match p.out {
             Qs8Out::Int8 { c, bias, mult, left, right, output_offset, min, max, shifts_left, saturates, .. } => {
                 let clamp = min > -128 || max < 127;
@@ -91,9 +106,8 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
                     let ch0 = Channels::load([bias, mult, left, right], 0);
                     let ch1 = Channels::load([bias, mult, left, right], 16);
                     for i in 0..M {
-                        let r0 = ch0.requant(_mm512_loadu_si512(sums[i].as_ptr().cast()), shifts_left, saturates);
-                        let r1 =
-                            ch1.requant(_mm512_loadu_si512(sums[i].as_ptr().add(16).cast()), shifts_left, saturates);
+                        let r0 = ch0.requant(acc[i][0], shifts_left, saturates);
+                        let r1 = ch1.requant(acc[i][V - 1], shifts_left, saturates);
                         row.store(
                             c.wrapping_add(i * p.c_stride),
                             _mm512_adds_epi16(_mm512_packs_epi32(r0, r1), offset),
@@ -111,8 +125,7 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
                         let mask: __mmask16 = ((1u32 << n) - 1) as __mmask16;
                         let ch = Channels::load([bias, mult, left, right], col);
                         for i in 0..M {
-                            let acc = _mm512_loadu_si512(sums[i].as_ptr().add(col).cast());
-                            let r = ch.requant(acc, shifts_left, saturates);
+                            let r = ch.requant(acc[i][v], shifts_left, saturates);
                             // Saturated to 16 bits, the output offset added with saturation:
                             // the clamp to the int8 range below then gives what clamping the
                             // 32-bit values would.
@@ -129,37 +142,16 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
                     let mask: __mmask16 = ((1u32 << n) - 1) as __mmask16;
                     let b = _mm512_loadu_si512(bias.add(col).cast());
                     for i in 0..M {
-                        let acc = _mm512_loadu_si512(sums[i].as_ptr().add(col).cast());
                         _mm512_mask_storeu_epi32(
                             c.wrapping_add(i * p.c_stride + col).cast(),
                             mask,
-                            _mm512_add_epi32(acc, b),
+                            _mm512_add_epi32(acc[i][v], b),
                         );
                     }
                 }
             }
-            Qs8Out::Float { c, sumw, scale, bias, row_fold, row_scale, min, max, .. } => {
-                let (vmin, vmax) = (_mm512_set1_ps(min), _mm512_set1_ps(max));
-                for v in 0..V {
-                    let col = 16 * v;
-                    let n = p.nc.saturating_sub(col).min(16);
-                    let mask: __mmask16 = ((1u32 << n) - 1) as __mmask16;
-                    let sw = _mm512_loadu_si512(sumw.add(col).cast());
-                    let sc = _mm512_loadu_ps(scale.add(col));
-                    let b = _mm512_loadu_ps(bias.add(col));
-                    for i in 0..M {
-                        let acc = _mm512_loadu_si512(sums[i].as_ptr().add(col).cast());
-                        let acc = _mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(*row_fold.add(i)), sw));
-                        // The reference's order: (acc * scale) * row scale + bias.
-                        let f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), sc);
-                        let f = _mm512_add_ps(_mm512_mul_ps(f, _mm512_set1_ps(*row_scale.add(i))), b);
-                        // max(min, f) then min(max, f): NaN passes through as C++'s
-                        // `std::min(std::max(f, min), max)` lets it.
-                        let f = _mm512_min_ps(vmax, _mm512_max_ps(vmin, f));
-                        _mm512_mask_storeu_ps(c.wrapping_add(i * p.c_stride + col), mask, f);
-                    }
-                }
-            }
+            // Requantized from the registers above.
+            Qs8Out::Float { .. } => {}
         }
     }
 }
