@@ -305,9 +305,16 @@ pub(crate) fn push_tap_pointers<T>(
         // Sized once, then filled row by row (no capacity check per pointer).
         let start = ptrs.len();
         ptrs.resize(start + count * bases.len(), core::ptr::null());
-        for (j, row) in ptrs[start..].chunks_exact_mut(bases.len()).enumerate() {
-            for (p, &(base, step)) in row.iter_mut().zip(bases.iter()) {
+        if let [(base, step)] = *bases {
+            // One tap (dense rows, 1x1 layers): a plain arithmetic sequence.
+            for (j, p) in ptrs[start..].iter_mut().enumerate() {
                 *p = base.wrapping_add(j * step);
+            }
+        } else {
+            for (j, row) in ptrs[start..].chunks_exact_mut(bases.len()).enumerate() {
+                for (p, &(base, step)) in row.iter_mut().zip(bases.iter()) {
+                    *p = base.wrapping_add(j * step);
+                }
             }
         }
         r += count;
