@@ -18,10 +18,12 @@
 //! `scale = m / 2^(31 + e)` and `offset = bias * scale + 1/2 + output zero point` plus the
 //! nudge for the sign of `acc + bias`), so that `floor(y)` is the output before clamping.
 //! Every `f32` rounding on the way (of `scale`, of `offset` and of the sum) is bounded by
-//! [`FloatRequant::new`] from the largest accumulator the layer's weights allow: where
-//! `y` lies farther than that `tolerance` from every integer, no integer lies between it
-//! and the exact value, so `floor(y)` is exact; the few lanes closer to one are
-//! recomputed exactly.
+//! [`FloatRequant::new`]: below 1/64 for every accumulator the layer's weights allow, and
+//! below a much smaller `tolerance` wherever `y` lies within the clamp range (widened by
+//! 2), the only place the floor matters (outside it, an error below 1 leaves both values
+//! clamped to the same bound). Where `y` lies farther than that `tolerance` from every
+//! integer, no integer lies between it and the exact value, so `floor(y)` is exact once
+//! clamped; the few lanes closer to one are recomputed exactly.
 //!
 //! The shortcut is only built where it is valid: no left shift, positive multipliers, and
 //! accumulators below `2^24` (exact in `f32`) whose sum with the bias cannot wrap.
@@ -37,7 +39,8 @@ pub struct FloatRequant {
     pub offset_negative: Vec<f32>,
     /// `-bias`: `acc > -bias` selects the positive offset.
     pub negated_bias: Vec<i32>,
-    /// A lane whose `y` lies within this distance of an integer is recomputed exactly.
+    /// A lane whose `y` lies within this distance of an integer is recomputed exactly (the
+    /// error bound inside the clamp window).
     pub tolerance: Vec<f32>,
 }
 

@@ -96,12 +96,12 @@ pub fn run_case(base: &Path, name: &str) -> Result<(), String> {
                     continue;
                 }
                 let bits_exact = meta["float_bits_exact"].as_bool() == Some(true);
-                // Complex outputs compare as their float parts.
                 if bits_exact && got != want {
                     let diff =
                         f32s(&got).iter().zip(f32s(&want)).map(|(a, b)| (a - b).abs() as f64).fold(0.0, f64::max);
                     errors.push(format!("output {pos}: not TFLite's bits (max abs diff {diff:e})"));
                 } else if matches!(out["dtype"].as_str(), Some("FLOAT32" | "COMPLEX64")) {
+                    // Complex outputs compare as their float parts.
                     let spread = out["tflite_family_spread"]
                         .as_object()
                         .map(|m| m.values().filter_map(|v| v.as_f64()).fold(0.0, f64::max))

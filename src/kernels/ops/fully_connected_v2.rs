@@ -953,7 +953,8 @@ fn sparse_weights(
             let values: Vec<i8> = raw.iter().map(|&b| b as i8).collect();
             let dense = plan.to_dense(&values, 0).map_err(in_op)?;
             let depth = weights.shape[1] as usize;
-            let row_sums = dense.chunks(depth.max(1)).map(|r| r.iter().map(|&w| i32::from(w)).sum()).collect();
+            let row_sums =
+                dense.chunks(depth.max(1)).map(|r| r.iter().fold(0i32, |a, &w| a.wrapping_add(i32::from(w)))).collect();
             Ok(Some(SparseWeights::Hybrid { dense, row_sums }))
         }
         (kTfLiteInt8, Kind::Quant(_)) if input.dtype == kTfLiteInt8 && output.dtype == kTfLiteInt8 => {
@@ -1056,7 +1057,10 @@ fn fc_sparse_hybrid(
             None => row.fill(0.0),
         }
     }
-    if input[..d.batches * d.depth].iter().all(|&v| v == 0.0) {
+    let input = input.get(..d.batches * d.depth).ok_or_else(|| {
+        Error::new(format!("{OP}: input holds {} values, needs {}", input.len(), d.batches * d.depth))
+    })?;
+    if input.iter().all(|&v| v == 0.0) {
         out.iter_mut().for_each(|o| *o = apply_f32(*o, act));
         return Ok(());
     }

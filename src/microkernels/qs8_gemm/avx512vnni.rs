@@ -65,39 +65,23 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
     unsafe {
         // Rows already flipped are broadcast straight from memory; others are flipped here.
         let acc = if p.flipped { sums::<M, V, false>(p) } else { sums::<M, V, true>(p) };
-        // With the float shortcut the sums are requantized straight from the registers:
-        // through memory, each tile's first loads waited on the stores just made.
-        if let Qs8Out::Int8 { float: Some(ft), .. } = p.out {
-            float_epilogue::<M, V>(p, &acc, ft);
-            return;
-        }
-        if let Qs8Out::Float { c, sumw, scale, bias, row_fold, row_scale, min, max, .. } = p.out {
-            // A hybrid layer's float outputs, also from the registers.
-            let (vmin, vmax) = (_mm512_set1_ps(min), _mm512_set1_ps(max));
-            for v in 0..V {
-                let col = 16 * v;
-                let n = p.nc.saturating_sub(col).min(16);
-                let mask: __mmask16 = ((1u32 << n) - 1) as __mmask16;
-                let sw = _mm512_loadu_si512(sumw.add(col).cast());
-                let sc = _mm512_loadu_ps(scale.add(col));
-                let b = _mm512_loadu_ps(bias.add(col));
-                for i in 0..M {
-                    let acc = _mm512_sub_epi32(acc[i][v], _mm512_mullo_epi32(_mm512_set1_epi32(*row_fold.add(i)), sw));
-                    // The reference's order: (acc * scale) * row scale + bias.
-                    let f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), sc);
-                    let f = _mm512_add_ps(_mm512_mul_ps(f, _mm512_set1_ps(*row_scale.add(i))), b);
-                    // max(min, f) then min(max, f): NaN passes through as C++'s
-                    // `std::min(std::max(f, min), max)` lets it.
-                    let f = _mm512_min_ps(vmax, _mm512_max_ps(vmin, f));
-                    _mm512_mask_storeu_ps(c.wrapping_add(i * p.c_stride + col), mask, f);
-                }
-            }
-            return;
-        }
         // Every path reads the sums from the registers (rows unrolled): through memory,
         // each tile's first loads waited on the stores just made.
         match p.out {
-            Qs8Out::Int8 { c, bias, mult, left, right, output_offset, min, max, shifts_left, saturates, .. } => {
+            Qs8Out::Int8 { float: Some(ft), .. } => float_epilogue::<M, V>(p, &acc, ft),
+            Qs8Out::Int8 {
+                c,
+                bias,
+                mult,
+                left,
+                right,
+                output_offset,
+                min,
+                max,
+                shifts_left,
+                saturates,
+                float: None,
+            } => {
                 let clamp = min > -128 || max < 127;
                 if V == 2 {
                     // Both vectors of a row narrow together (see `RowStore`).
@@ -150,8 +134,7 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
                     }
                 }
             }
-            // Requantized from the registers above.
-            Qs8Out::Float { .. } => {}
+            Qs8Out::Float { .. } => hybrid_epilogue::<M, V>(p, &acc),
         }
     }
 }
@@ -219,6 +202,43 @@ unsafe fn float_epilogue<const M: usize, const V: usize>(p: &Qs8IgemmArgs, acc: 
                         store(i, _mm512_mask_mov_epi32(r, k, exact(0, acc[i][0])));
                     }
                 }
+            }
+        }
+    }
+}
+
+/// A hybrid layer's float outputs from a tile's sums: `((acc - row fold * weight sum) *
+/// scale) * row scale + bias` in the reference's order, clamped.
+///
+/// # Safety
+/// `p.out` is `Qs8Out::Float`, under the contract of [`Qs8IgemmArgs`] for `M` rows and
+/// `16 * V` columns (the row tables hold an entry per row); AVX-512 F available.
+#[inline]
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
+unsafe fn hybrid_epilogue<const M: usize, const V: usize>(p: &Qs8IgemmArgs, acc: &[[__m512i; V]; M]) {
+    let Qs8Out::Float { c, sumw, scale, bias, row_fold, row_scale, min, max, .. } = p.out else {
+        return;
+    };
+    let (vmin, vmax) = (_mm512_set1_ps(min), _mm512_set1_ps(max));
+    // SAFETY: the column tables hold `16 * V` values, the row tables `M`, and row `i < M`
+    // of `c` takes `nc` floats (the contract); every store is masked to `nc`.
+    unsafe {
+        for v in 0..V {
+            let col = 16 * v;
+            let n = p.nc.saturating_sub(col).min(16);
+            let mask: __mmask16 = ((1u32 << n) - 1) as __mmask16;
+            let sw = _mm512_loadu_si512(sumw.add(col).cast());
+            let sc = _mm512_loadu_ps(scale.add(col));
+            let b = _mm512_loadu_ps(bias.add(col));
+            for i in 0..M {
+                let a = _mm512_sub_epi32(acc[i][v], _mm512_mullo_epi32(_mm512_set1_epi32(*row_fold.add(i)), sw));
+                let f = _mm512_mul_ps(_mm512_cvtepi32_ps(a), sc);
+                let f = _mm512_add_ps(_mm512_mul_ps(f, _mm512_set1_ps(*row_scale.add(i))), b);
+                // max(min, f) then min(max, f): NaN passes through as C++'s
+                // `std::min(std::max(f, min), max)` lets it.
+                let f = _mm512_min_ps(vmax, _mm512_max_ps(vmin, f));
+                _mm512_mask_storeu_ps(c.wrapping_add(i * p.c_stride + col), mask, f);
             }
         }
     }
