@@ -312,6 +312,18 @@ pub fn quantize_rows_into<'a>(
     Ok(HybridRows { data, scales, offsets })
 }
 
+/// The exact (wrapping) 32-bit dot product of two int8 rows, as the hybrid kernels sum.
+#[inline]
+fn dot_i8(x: &[i8], w: &[i8]) -> i32 {
+    x.iter().zip(w).fold(0i32, |acc, (&xi, &wi)| acc.wrapping_add(i32::from(xi) * i32::from(wi)))
+}
+
+/// The (wrapping) 32-bit sum of an int8 weight row: the hybrid kernels' row sum.
+#[inline]
+fn sum_i8(w: &[i8]) -> i32 {
+    w.iter().fold(0i32, |acc, &wi| acc.wrapping_add(i32::from(wi)))
+}
+
 #[inline]
 fn hybrid_finish(
     dot: i32,
@@ -349,8 +361,7 @@ pub fn fc_hybrid_reference(
         let x = &q.data[b * d.depth..(b + 1) * d.depth];
         for u in 0..d.units {
             let w = &weights[u * d.depth..(u + 1) * d.depth];
-            let dot = x.iter().zip(w).fold(0i32, |acc, (&xi, &wi)| acc.wrapping_add(xi as i32 * wi as i32));
-            let row_sum = w.iter().fold(0i32, |acc, &wi| acc.wrapping_add(wi as i32));
+            let (dot, row_sum) = (dot_i8(x, w), sum_i8(w));
             out[b * d.units + u] = hybrid_finish(
                 dot,
                 row_sum,
@@ -953,8 +964,7 @@ fn sparse_weights(
             let values: Vec<i8> = raw.iter().map(|&b| b as i8).collect();
             let dense = plan.to_dense(&values, 0).map_err(in_op)?;
             let depth = weights.shape[1] as usize;
-            let row_sums =
-                dense.chunks(depth.max(1)).map(|r| r.iter().fold(0i32, |a, &w| a.wrapping_add(i32::from(w)))).collect();
+            let row_sums = dense.chunks(depth.max(1)).map(sum_i8).collect();
             Ok(Some(SparseWeights::Hybrid { dense, row_sums }))
         }
         (kTfLiteInt8, Kind::Quant(_)) if input.dtype == kTfLiteInt8 && output.dtype == kTfLiteInt8 => {
@@ -1076,7 +1086,7 @@ fn fc_sparse_hybrid(
         }
         for (u, o) in o_row.iter_mut().enumerate() {
             let w = &weights[u * d.depth..(u + 1) * d.depth];
-            let dot = x.iter().zip(w).fold(0i32, |acc, (&xi, &wi)| acc.wrapping_add(i32::from(xi) * i32::from(wi)));
+            let dot = dot_i8(x, w);
             let scale = channel_scales.map_or(batch_scale, |c| c[u] * batch_scale);
             *o += dot as f32 * scale;
             *o = apply_f32(*o, act);

@@ -68,7 +68,7 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
         // Every path reads the sums from the registers (rows unrolled): through memory,
         // each tile's first loads waited on the stores just made.
         match p.out {
-            Qs8Out::Int8 { float: Some(ft), .. } => float_epilogue::<M, V>(p, &acc, ft),
+            Qs8Out::Int8 { float: Some(_), .. } => float_epilogue::<M, V>(p, &acc),
             Qs8Out::Int8 {
                 c,
                 bias,
@@ -147,13 +147,16 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
 /// here not to wrap).
 ///
 /// # Safety
-/// `p.out` is `Qs8Out::Int8` with `float` tables `ft`, under the contract of
+/// `p.out` is `Qs8Out::Int8` with `float` tables, under the contract of
 /// [`Qs8IgemmArgs`] for `M` rows and `16 * V` columns; AVX-512 F, BW and VL available.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 #[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
-unsafe fn float_epilogue<const M: usize, const V: usize>(p: &Qs8IgemmArgs, acc: &[[__m512i; V]; M], ft: FloatTables) {
-    let Qs8Out::Int8 { c, bias, mult, left, right, output_offset, min, max, shifts_left, saturates, .. } = p.out else {
+unsafe fn float_epilogue<const M: usize, const V: usize>(p: &Qs8IgemmArgs, acc: &[[__m512i; V]; M]) {
+    // (The caller matched this shape; any other leaves the tile to it.)
+    let Qs8Out::Int8 { c, bias, mult, left, right, output_offset, min, max, shifts_left, saturates, float: Some(ft) } =
+        p.out
+    else {
         return;
     };
     let clamp = min > -128 || max < 127;
