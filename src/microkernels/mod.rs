@@ -86,6 +86,9 @@ impl Isa {
 /// The kernels of one instruction set.
 pub struct Table {
     pub isa: Isa,
+    /// The AVX-512 tables for cores that run a 512-bit operation as two 256-bit halves
+    /// (AMD Zen 4), which want other GEMM tile shapes than full-width cores.
+    pub split_512: bool,
     pub f32_gemm: f32_gemm::GemmKernels,
     pub f32_dwconv: f32_dwconv::DwKernels,
     pub f32_vsigmoid: f32_vsigmoid::SigmoidFn,
@@ -104,8 +107,19 @@ pub struct Table {
 impl Table {
     /// The table of `isa`, or `None` when this CPU (or this build's target) lacks it.
     pub fn for_isa(isa: Isa) -> Option<&'static Table> {
+        static SPLIT: OnceLock<bool> = OnceLock::new();
+        Self::for_isa_variant(isa, *SPLIT.get_or_init(cpu_splits_512_bit_ops))
+    }
+
+    /// The table of `isa` with the split-512 variant chosen by `split_512` (the one
+    /// [`for_isa`](Self::for_isa) gives is this CPU's), or `None` when this CPU (or this
+    /// build's target) lacks `isa`. Both variants run on any CPU that has the instruction
+    /// set: they differ in speed only.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+    pub fn for_isa_variant(isa: Isa, split_512: bool) -> Option<&'static Table> {
         static SCALAR: Table = Table {
             isa: Isa::Scalar,
+            split_512: false,
             f32_gemm: f32_gemm::scalar::KERNELS,
             f32_dwconv: f32_dwconv::scalar::KERNELS,
             f32_vsigmoid: f32_vsigmoid::scalar::sigmoid,
@@ -120,6 +134,7 @@ impl Table {
         #[cfg(target_arch = "x86_64")]
         static AVX2: Table = Table {
             isa: Isa::Avx2Fma,
+            split_512: false,
             f32_gemm: f32_gemm::avx2::KERNELS,
             f32_dwconv: f32_dwconv::avx2::KERNELS,
             f32_vsigmoid: f32_vsigmoid::avx2::sigmoid,
@@ -134,6 +149,7 @@ impl Table {
         #[cfg(target_arch = "x86_64")]
         const AVX512_TABLE: Table = Table {
             isa: Isa::Avx512,
+            split_512: false,
             f32_gemm: f32_gemm::avx512::KERNELS,
             f32_dwconv: f32_dwconv::avx512::KERNELS,
             f32_vsigmoid: f32_vsigmoid::avx512::sigmoid,
@@ -146,29 +162,71 @@ impl Table {
             qs8_vbinary: qs8_vbinary::avx512::KERNELS,
         };
         #[cfg(target_arch = "x86_64")]
-        static AVX512: Table = AVX512_TABLE;
-        #[cfg(target_arch = "x86_64")]
-        static AVX512_VNNI: Table = Table {
+        const AVX512_VNNI_TABLE: Table = Table {
             isa: Isa::Avx512Vnni,
             qs8_gemm: Some(&qs8_gemm::avx512vnni::KERNELS),
             qs8_dwconv: Some(qs8_dwconv::avx512vnni::KERNELS),
             ..AVX512_TABLE
         };
+        #[cfg(target_arch = "x86_64")]
+        static AVX512: [Table; 2] =
+            [AVX512_TABLE, Table { split_512: true, f32_gemm: f32_gemm::avx512::KERNELS_SPLIT_512, ..AVX512_TABLE }];
+        #[cfg(target_arch = "x86_64")]
+        static AVX512_VNNI: [Table; 2] = [
+            AVX512_VNNI_TABLE,
+            Table { split_512: true, f32_gemm: f32_gemm::avx512::KERNELS_SPLIT_512, ..AVX512_VNNI_TABLE },
+        ];
         if !isa.is_available() {
             return None;
         }
+        #[cfg(target_arch = "x86_64")]
+        let split = usize::from(split_512);
         match isa {
             Isa::Scalar => Some(&SCALAR),
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2Fma => Some(&AVX2),
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => Some(&AVX512),
+            Isa::Avx512 => Some(&AVX512[split]),
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512Vnni => Some(&AVX512_VNNI),
+            Isa::Avx512Vnni => Some(&AVX512_VNNI[split]),
             #[cfg(not(target_arch = "x86_64"))]
             _ => None,
         }
     }
+
+    /// The table's name in messages: its instruction set, and the split-512 variant.
+    pub fn name(&self) -> &'static str {
+        match (self.isa, self.split_512) {
+            (Isa::Avx512, true) => "avx512 (split 512-bit)",
+            (Isa::Avx512Vnni, true) => "avx512vnni (split 512-bit)",
+            (isa, _) => isa.name(),
+        }
+    }
+}
+
+/// Whether this CPU runs a 512-bit operation as two 256-bit halves, which makes other
+/// GEMM tile shapes pay: AMD's family 0x19 (Zen 4; its Zen 3 parts have no AVX-512).
+/// `TFLITE_RS_SPLIT_512=1` or `=0` overrides the guess (to compare the two on one
+/// machine).
+fn cpu_splits_512_bit_ops() -> bool {
+    match std::env::var("TFLITE_RS_SPLIT_512").as_deref() {
+        Ok("1") => return true,
+        Ok("0") => return false,
+        _ => {}
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::__cpuid;
+        // SAFETY: CPUID exists on every x86-64 CPU, and leaves 0 and 1 always.
+        #[allow(unused_unsafe)]
+        let (vendor, signature) = unsafe { (__cpuid(0), __cpuid(1).eax) };
+        let amd = (vendor.ebx, vendor.edx, vendor.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163);
+        let base_family = (signature >> 8) & 0xf;
+        let family = if base_family == 0xf { base_family + ((signature >> 20) & 0xff) } else { base_family };
+        amd && family == 0x19
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// True when `TFLITE_RS_NO_SIMD` is set to anything but empty or `0`.
@@ -202,7 +260,18 @@ pub fn table() -> &'static Table {
     })
 }
 
-/// The tables this CPU can run (scalar first): what the twin tests iterate over.
+/// The tables this CPU can run (scalar first), both split-512 variants of the AVX-512
+/// ones: what the twin tests iterate over.
 pub fn available_tables() -> Vec<&'static Table> {
-    Isa::ALL.iter().filter_map(|&isa| Table::for_isa(isa)).collect()
+    let mut tables: Vec<&'static Table> = Vec::new();
+    for &isa in &Isa::ALL {
+        for split in [false, true] {
+            if let Some(t) = Table::for_isa_variant(isa, split)
+                && !tables.iter().any(|&seen| core::ptr::eq(seen, t))
+            {
+                tables.push(t);
+            }
+        }
+    }
+    tables
 }

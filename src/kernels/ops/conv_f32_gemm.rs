@@ -153,7 +153,7 @@ mod tests {
                     let mut got = vec![f32::NAN; want.len()];
                     compute(t, &g, &input, &packed, &mut got, (-0.5, 1.5), threads).unwrap();
                     for (i, (a, b)) in got.iter().zip(&want).enumerate() {
-                        assert!((a - b).abs() <= 1e-5, "{} {g:?}: element {i}: {a} vs {b}", t.isa.name());
+                        assert!((a - b).abs() <= 1e-5, "{} {g:?}: element {i}: {a} vs {b}", t.name());
                     }
                 }
             }

@@ -267,7 +267,7 @@ mod tests {
                 for threads in [1, 2, 3] {
                     let mut got = vec![0x33i8; want.len()];
                     compute(k, g, &input, &packed, &mut got, threads, &mut Vec::new()).unwrap();
-                    assert_eq!(got, want, "{} shape {i} threads {threads}", t.isa.name());
+                    assert_eq!(got, want, "{} shape {i} threads {threads}", t.name());
                 }
             }
         }
@@ -315,7 +315,7 @@ mod hybrid_tests {
                     let mut scratch = Vec::new();
                     compute_hybrid(k, g, &q.data, &q.scales, &q.offsets, &packed, &mut got, act, threads, &mut scratch)
                         .unwrap();
-                    assert_eq!(got, want, "{} shape {i} threads {threads}", t.isa.name());
+                    assert_eq!(got, want, "{} shape {i} threads {threads}", t.name());
                 }
             }
         }

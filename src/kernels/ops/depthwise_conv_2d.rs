@@ -1246,7 +1246,7 @@ mod tests {
     fn int8_microkernel_matches_reference() {
         use TfLitePadding::*;
         if table().qs8_dwconv.is_none() {
-            eprintln!("skipping: the {} table keeps the widened int8 loop", table().isa.name());
+            eprintln!("skipping: the {} table keeps the widened int8 loop", table().name());
             return;
         }
         let mut r = Lcg(19);

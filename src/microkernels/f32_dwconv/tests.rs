@@ -136,7 +136,7 @@ fn tables_match_scalar_and_naive() {
                 close(&base, &want, &mag, &format!("scalar vs f64, {g:?}"));
                 for t in &tables {
                     let got = run(t, &g, &input, &filter, &bias, clamp);
-                    close(&got, &base, &mag, &format!("{} vs scalar, {g:?}", t.isa.name()));
+                    close(&got, &base, &mag, &format!("{} vs scalar, {g:?}", t.name()));
                 }
                 cases += 1;
             }
@@ -168,7 +168,7 @@ fn wide_rows_match_scalar() {
                 close(&base, &want, &mag, &format!("scalar vs f64, {g:?}"));
                 for t in available_tables() {
                     let got = run(t, &g, &input, &filter, &bias, clamp);
-                    close(&got, &base, &mag, &format!("{} vs scalar, {g:?}", t.isa.name()));
+                    close(&got, &base, &mag, &format!("{} vs scalar, {g:?}", t.name()));
                 }
                 cases += 1;
             }
@@ -200,7 +200,7 @@ fn direct_matches_pointer_kernels() {
                 let mut b = a.clone();
                 run_rows(with, &g, &input, &packed, 0, &mut a, (-1.0, 1.0)).unwrap();
                 run_rows(&without, &g, &input, &packed, 0, &mut b, (-1.0, 1.0)).unwrap();
-                assert_eq!(a, b, "{} {g:?}", t.isa.name());
+                assert_eq!(a, b, "{} {g:?}", t.name());
             }
         }
     }
@@ -229,7 +229,7 @@ fn specialised_kernels_match_general() {
                     special(c, taps, &ind, &packed, &mut a, (f32::MIN, f32::MAX));
                     (k.any)(c, taps, &ind, &packed, &mut b, (f32::MIN, f32::MAX));
                 }
-                assert_eq!(a, b, "{} taps {taps} channels {c}", t.isa.name());
+                assert_eq!(a, b, "{} taps {taps} channels {c}", t.name());
             }
         }
     }
@@ -263,7 +263,7 @@ fn nan_passes_the_clamp() {
     input[9] = f32::NAN;
     for t in available_tables() {
         let out = run(t, &g, &input, &[2.0; 10], &[0.0; 10], (0.0, 6.0));
-        assert!(out[3].is_nan() && out[9].is_nan(), "{}: {out:?}", t.isa.name());
+        assert!(out[3].is_nan() && out[9].is_nan(), "{}: {out:?}", t.name());
         assert_eq!(out[0], 2.0);
     }
 }

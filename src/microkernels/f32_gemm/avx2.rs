@@ -8,10 +8,9 @@ use core::arch::x86_64::*;
 
 /// The AVX2 GEMM table entry.
 pub const KERNELS: GemmKernels = GemmKernels {
-    wide: GemmKernel { mr: 6, nr: 16, by_rows: WIDE },
-    narrow: GemmKernel { mr: 8, nr: 8, by_rows: NARROW },
-    mid: None,
-    single: GemmKernel { mr: 4, nr: 1, by_rows: SINGLE },
+    tiles: &[GemmKernel { mr: 6, nr: 16, col_cost: 1, by_rows: WIDE }],
+    narrow: GemmKernel { mr: 8, nr: 8, col_cost: 1, by_rows: NARROW },
+    single: GemmKernel { mr: 4, nr: 1, col_cost: 1, by_rows: SINGLE },
 };
 
 const SINGLE: &[IgemmFn] = &[dot::<1>, dot::<2>, dot::<3>, dot::<4>];

@@ -1,28 +1,57 @@
-//! AVX-512 float32 GEMM kernels (F, DQ and VL, on top of AVX2 + FMA).
+//! AVX-512 float32 GEMM kernels (F, DQ and VL, on top of AVX2 + FMA), in two tile sets:
+//! one for cores with full-width 512-bit units and one for cores that run a 512-bit
+//! operation as two 256-bit halves (AMD Zen 4). Both were chosen by timing the 1x1 and
+//! KxK CONV_2D layers of the benchmark models one at a time.
 //!
-//! Tile shapes were chosen by timing every CONV_2D layer of the benchmark models on
-//! Zen 4, which runs a 512-bit operation as two 256-bit halves: the gain over AVX2 comes
-//! from the 32 registers, fewer instructions per flop and masked tails, not from wider
-//! arithmetic. Wide: `MR x NR` = 10 x 16, one 512-bit accumulator per row (it beat 7x32,
-//! 8x32, 12x32, 6x48 and 14x16, partly because 16 divides more layers' channel counts
-//! than 32). Mid: 8 x 24 in 256-bit vectors, for channel counts that 24 covers with less
-//! padding (24 channels: one block instead of two of 16, 20% faster). Narrow, for layers
-//! of at most 8 output channels: 12 x 8 in 256-bit vectors. Single, for one output
-//! channel: 8 rows of dot products along K, their sums transposed into one vector.
-//! Column tails are written with masked stores.
+//! Full width ([`KERNELS`]): a 512-bit multiply-add costs what a 256-bit one does, so a
+//! tile is bound by its loads (one broadcast per row and one per 16 weights per K step).
+//! Wide `MR x NR` = 7 x 32 (two accumulators per row: 9 loads per 14 multiply-adds,
+//! against 11 per 10 for 10 x 16; 1x1 layers 20-30% faster, 24-channel layers 30%
+//! although 32 pads them), 5 x 48 where 48 pads less than 32 (144 channels: 0.12 ->
+//! 0.09 ms at 56x56), and 10 x 16 where 32 would double the work (16 channels).
+//!
+//! Split ([`KERNELS_SPLIT_512`]): the multiply-adds bind, and the gain over AVX2 comes
+//! from the 32 registers, fewer instructions per flop and masked tails. Wide 10 x 16, one
+//! 512-bit accumulator per row (it beat 7x32, 8x32, 12x32, 6x48 and 14x16 there, partly
+//! because 16 divides more layers' channel counts than 32); 8 x 24 in 256-bit vectors for
+//! channel counts that 24 covers with less padding (24 channels: one block instead of two
+//! of 16, 20% faster).
+//!
+//! Both: narrow, for layers of at most 8 output channels, 12 x 8 in 256-bit vectors;
+//! single, for one output channel, 8 rows of dot products along K, their sums transposed
+//! into one vector. Column tails are written with masked stores.
 
 use super::{GemmKernel, GemmKernels, IgemmArgs, IgemmFn};
 use core::arch::x86_64::*;
 
-/// The AVX-512 GEMM table entry.
+/// The AVX-512 GEMM table entry for cores with full-width 512-bit units.
 pub const KERNELS: GemmKernels = GemmKernels {
-    wide: GemmKernel { mr: 10, nr: 16, by_rows: WIDE },
-    narrow: GemmKernel { mr: 12, nr: 8, by_rows: NARROW },
-    mid: Some(GemmKernel { mr: 8, nr: 24, by_rows: MID }),
-    single: GemmKernel { mr: 8, nr: 1, by_rows: SINGLE },
+    tiles: &[
+        GemmKernel { mr: 7, nr: 32, col_cost: 10, by_rows: W7X32 },
+        GemmKernel { mr: 5, nr: 48, col_cost: 10, by_rows: W5X48 },
+        GemmKernel { mr: 10, nr: 16, col_cost: 13, by_rows: W10X16 },
+    ],
+    narrow: NARROW_TILE,
+    single: SINGLE_TILE,
 };
 
-const WIDE: &[IgemmFn] = &[
+/// The AVX-512 GEMM table entry for cores that split 512-bit operations in two.
+pub const KERNELS_SPLIT_512: GemmKernels = GemmKernels {
+    tiles: &[
+        GemmKernel { mr: 10, nr: 16, col_cost: 1, by_rows: W10X16 },
+        GemmKernel { mr: 8, nr: 24, col_cost: 1, by_rows: Y8X24 },
+    ],
+    narrow: NARROW_TILE,
+    single: SINGLE_TILE,
+};
+
+const NARROW_TILE: GemmKernel = GemmKernel { mr: 12, nr: 8, col_cost: 1, by_rows: NARROW };
+const SINGLE_TILE: GemmKernel = GemmKernel { mr: 8, nr: 1, col_cost: 1, by_rows: SINGLE };
+
+const W7X32: &[IgemmFn] =
+    &[igemm::<1, 2>, igemm::<2, 2>, igemm::<3, 2>, igemm::<4, 2>, igemm::<5, 2>, igemm::<6, 2>, igemm::<7, 2>];
+const W5X48: &[IgemmFn] = &[igemm::<1, 3>, igemm::<2, 3>, igemm::<3, 3>, igemm::<4, 3>, igemm::<5, 3>];
+const W10X16: &[IgemmFn] = &[
     igemm::<1, 1>,
     igemm::<2, 1>,
     igemm::<3, 1>,
@@ -48,7 +77,7 @@ const NARROW: &[IgemmFn] = &[
     igemm_y::<11, 1>,
     igemm_y::<12, 1>,
 ];
-const MID: &[IgemmFn] = &[
+const Y8X24: &[IgemmFn] = &[
     igemm_y::<1, 3>,
     igemm_y::<2, 3>,
     igemm_y::<3, 3>,

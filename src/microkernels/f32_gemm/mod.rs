@@ -57,35 +57,38 @@ pub struct GemmKernel {
     pub mr: usize,
     /// Output channels per packed block (a multiple of the vector width).
     pub nr: usize,
+    /// Relative time per output column of a packed block (padding included), compared
+    /// only between the tiles of one table: how [`GemmKernels::for_outputs`] weighs a
+    /// faster tile that pads more against a slower one that pads less.
+    pub col_cost: usize,
     /// `by_rows[r - 1]` computes exactly `r` rows, for `r` in `1..=mr`.
     pub by_rows: &'static [IgemmFn],
 }
 
-/// The GEMM kernels of one instruction set: a wide tile for most layers, a narrow one for
-/// layers with at most `narrow.nr` output channels (which a wide tile would mostly compute
-/// for nothing), optionally a `mid` tile whose width covers some channel counts with less
-/// padding than the wide one (24 channels as one block of 24, not two of 16), and `single`
-/// (`nr == 1`) for one output channel, where the kernel may vectorise along K instead.
+/// The GEMM kernels of one instruction set: `tiles` for layers of more than `narrow.nr`
+/// output channels (a wide tile, and tiles whose widths cover some channel counts with
+/// less padding: 24 channels as one block of 24 rather than two of 16), a `narrow` tile
+/// for layers of at most `narrow.nr` output channels (which a wide tile would mostly
+/// compute for nothing), and `single` (`nr == 1`) for one output channel, where the
+/// kernel may vectorise along K instead.
 pub struct GemmKernels {
-    pub wide: GemmKernel,
+    /// Preferred first; never empty.
+    pub tiles: &'static [GemmKernel],
     pub narrow: GemmKernel,
-    pub mid: Option<GemmKernel>,
     pub single: GemmKernel,
 }
 
 impl GemmKernels {
-    /// The tile shape used for `n` output channels.
+    /// The tile shape used for `n` output channels: of `tiles`, the one with the least
+    /// padded columns times `col_cost` (the first on a tie).
     pub fn for_outputs(&self, n: usize) -> &GemmKernel {
-        let padded = |k: &GemmKernel| n.div_ceil(k.nr) * k.nr;
         if n == 1 {
             &self.single
         } else if n <= self.narrow.nr {
             &self.narrow
         } else {
-            match &self.mid {
-                Some(mid) if padded(mid) < padded(&self.wide) => mid,
-                _ => &self.wide,
-            }
+            let cost = |k: &GemmKernel| n.div_ceil(k.nr) * k.nr * k.col_cost;
+            self.tiles.iter().min_by_key(|k| cost(k)).unwrap_or(&self.narrow)
         }
     }
 }

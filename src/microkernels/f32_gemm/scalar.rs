@@ -5,10 +5,9 @@ use super::{GemmKernel, GemmKernels, IgemmArgs, IgemmFn};
 
 /// The scalar GEMM table entry.
 pub const KERNELS: GemmKernels = GemmKernels {
-    wide: GemmKernel { mr: 4, nr: 8, by_rows: WIDE },
-    narrow: GemmKernel { mr: 4, nr: 4, by_rows: NARROW },
-    mid: None,
-    single: GemmKernel { mr: 4, nr: 1, by_rows: SINGLE },
+    tiles: &[GemmKernel { mr: 4, nr: 8, col_cost: 1, by_rows: WIDE }],
+    narrow: GemmKernel { mr: 4, nr: 4, col_cost: 1, by_rows: NARROW },
+    single: GemmKernel { mr: 4, nr: 1, col_cost: 1, by_rows: SINGLE },
 };
 
 const SINGLE: &[IgemmFn] = &[igemm::<1, 1>, igemm::<2, 1>, igemm::<3, 1>, igemm::<4, 1>];

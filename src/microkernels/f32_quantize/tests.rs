@@ -18,20 +18,20 @@ fn every_table_matches_the_scalar_twin() {
         }
         for t in available_tables() {
             let k = &t.f32_quantize;
-            assert_eq!((k.min_max)(&values), (scalar.min_max)(&values), "{} len {len}", t.isa.name());
+            assert_eq!((k.min_max)(&values), (scalar.min_max)(&values), "{} len {len}", t.name());
             for (inv, off, range) in [(1.0, 0.0, (-127, 127)), (0.37, -3.0, (-128, 127)), (2.0, 127.0, (-128, 127))] {
                 let mut want = vec![0i8; len];
                 let mut got = vec![0x55i8; len];
                 (scalar.quantize)(&values, inv, off, range, &mut want);
                 (k.quantize)(&values, inv, off, range, &mut got);
-                assert_eq!(got, want, "{} len {len} inv {inv} offset {off}", t.isa.name());
+                assert_eq!(got, want, "{} len {len} inv {inv} offset {off}", t.name());
             }
         }
     }
     let mut with_nan = vec![1.0f32; 20];
     with_nan[13] = f32::NAN;
     for t in available_tables() {
-        assert_eq!((t.f32_quantize.min_max)(&with_nan), None, "{}", t.isa.name());
+        assert_eq!((t.f32_quantize.min_max)(&with_nan), None, "{}", t.name());
         let mut got = vec![9i8; 20];
         (t.f32_quantize.quantize)(&with_nan, 1.0, 0.0, (-127, 127), &mut got);
         assert_eq!(got[13], 0);

@@ -110,7 +110,7 @@ mod tests {
                 let mut got = vec![f32::NAN; n * depth];
                 bilinear_row(table, &r0, &r1, &xs, dy, depth, &mut got).unwrap();
                 let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
-                assert!(same, "{} depth {depth} n {n}: {got:?} vs {want:?}", table.isa.name());
+                assert!(same, "{} depth {depth} n {n}: {got:?} vs {want:?}", table.name());
                 let short = &r0[..r0.len() - 1];
                 assert!(
                     bilinear_row(table, short, &r1, &xs, dy, depth, &mut got).is_err()
@@ -129,7 +129,7 @@ mod tests {
         for table in available_tables() {
             let mut got = [0f32];
             bilinear_row(table, &[p00, p01], &[p10, p11], &[XTap { x0: 0, x1: 1, dx }], dy, 1, &mut got).unwrap();
-            assert_eq!(got[0].to_bits(), want.to_bits(), "{}", table.isa.name());
+            assert_eq!(got[0].to_bits(), want.to_bits(), "{}", table.name());
         }
     }
 }

@@ -90,7 +90,7 @@ fn check(table: &Table, scalar: &Table, op: BinaryOp, n: usize, cols: usize, cla
                 assert!(
                     same(got[i], want[i]) && same(in_place[i], want[i]),
                     "{} {op:?} n {n} cols {cols} {other:?} second {second} at {i}: {} / {} vs {}",
-                    table.isa.name(),
+                    table.name(),
                     got[i],
                     in_place[i],
                     want[i]

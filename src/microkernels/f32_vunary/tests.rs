@@ -60,7 +60,7 @@ fn simd_matches_scalar() {
                     assert!(
                         same(got[i], want[i]),
                         "{} {op:?} n {n} at {i} (x {}): {} vs {}",
-                        table.isa.name(),
+                        table.name(),
                         x[i],
                         got[i],
                         want[i]

@@ -146,7 +146,7 @@ fn check(r: &mut Lcg, g: DwGeom, extreme: bool) {
     let base = case.run(scalar);
     assert_eq!(base, case.reference(), "scalar vs reference, {g:?}, zp {}", case.zp);
     for t in available_tables().into_iter().filter(|t| t.qs8_dwconv.is_some()) {
-        assert_eq!(case.run(t), base, "{} vs scalar, {g:?}, zp {}", t.isa.name(), case.zp);
+        assert_eq!(case.run(t), base, "{} vs scalar, {g:?}, zp {}", t.name(), case.zp);
     }
 }
 
@@ -255,7 +255,7 @@ fn specialised_kernels_match_general() {
         let Some(k) = t.qs8_dwconv.as_ref() else { continue };
         for (kh, kw) in [(3usize, 3usize), (5, 5)] {
             let slots = k.layout.slots(kh, kw).unwrap();
-            assert!(k.fixed.iter().any(|&(n, _)| n == slots), "{}: no kernel for {slots} slots", t.isa.name());
+            assert!(k.fixed.iter().any(|&(n, _)| n == slots), "{}: no kernel for {slots} slots", t.name());
             for c in [5usize, 16, 27, 40, 64, 70] {
                 let pixels = 3;
                 let g = DwGeom { channels: c, k_h: kh, k_w: kw, ..Default::default() };
@@ -272,7 +272,7 @@ fn specialised_kernels_match_general() {
                     k.kernel(slots)(c, &ptrs, c, &packed.weights, &packed.requant, &mut a);
                     (k.any)(c, &ptrs, c, &packed.weights, &packed.requant, &mut b);
                 }
-                assert_eq!(a, b, "{} {kh}x{kw} channels {c}", t.isa.name());
+                assert_eq!(a, b, "{} {kh}x{kw} channels {c}", t.name());
             }
         }
     }
@@ -301,8 +301,8 @@ fn sliding_matches_pointer_kernels() {
                 let mut b = a.clone();
                 run_rows(&with, &g, &case.input, &packed, 0, &mut a).unwrap();
                 run_rows(&without, &g, &case.input, &packed, 0, &mut b).unwrap();
-                assert_eq!(a, b, "{} {g:?}", t.isa.name());
-                assert_eq!(a, case.reference(), "{} {g:?}", t.isa.name());
+                assert_eq!(a, b, "{} {g:?}", t.name());
+                assert_eq!(a, case.reference(), "{} {g:?}", t.name());
                 cases += 1;
             }
         }
@@ -325,7 +325,7 @@ fn row_ranges_match_whole() {
         for (i, chunk) in parts.chunks_mut(3 * g.row_len()).enumerate() {
             run_rows(k, &g, &case.input, &packed, 3 * i, chunk).unwrap();
         }
-        assert_eq!(whole, parts, "{}", t.isa.name());
+        assert_eq!(whole, parts, "{}", t.name());
     }
 }
 

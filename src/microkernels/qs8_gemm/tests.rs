@@ -93,7 +93,7 @@ fn dense_rows_match_direct_on_every_table() {
             }
             let mut got = vec![0x55i8; m * n];
             igemm(k, &packed, &input, &taps, 0..m, 0..n, &mut got, n).unwrap();
-            assert_eq!(got, want, "{} case {case}: m {m} n {n} kc {kc} zp {zp}", t.isa.name());
+            assert_eq!(got, want, "{} case {case}: m {m} n {n} kc {kc} zp {zp}", t.name());
         }
     }
     assert!(with_float >= 8, "only {with_float} layers took the float shortcut");
@@ -130,7 +130,7 @@ fn declined_lanes_are_recomputed_exactly() {
             checked += usize::from(t.isa != Isa::Scalar);
             let mut got = vec![0x55i8; m * n];
             igemm(k, &packed, &input, &taps, 0..m, 0..n, &mut got, n).unwrap();
-            assert_eq!(got, want, "{} case {case}: m {m} n {n} kc {kc} zp {zp}", t.isa.name());
+            assert_eq!(got, want, "{} case {case}: m {m} n {n} kc {kc} zp {zp}", t.name());
         }
     }
     if tables().iter().any(|(t, _)| t.isa != Isa::Scalar) {
@@ -187,7 +187,7 @@ fn convolution_rows_match_direct_on_every_table() {
             let (lo, hi) = got.split_at_mut(half * n);
             igemm(k, &packed, &input, &taps, 0..half, 0..n, lo, n).unwrap();
             igemm(k, &packed, &input, &taps, half..m, 0..n, hi, n).unwrap();
-            assert_eq!(got, want, "{} case {case}: {taps:?} n {n} zp {zp}", t.isa.name());
+            assert_eq!(got, want, "{} case {case}: {taps:?} n {n} zp {zp}", t.name());
         }
     }
 }
@@ -215,7 +215,7 @@ fn column_ranges_write_only_their_columns() {
             }
             c0 = c1;
         }
-        assert_eq!(got, want, "{}", t.isa.name());
+        assert_eq!(got, want, "{}", t.name());
     }
 }
 
@@ -303,7 +303,7 @@ fn hybrid_rows_match_direct_on_every_table() {
             let quant = HybridRows { scales: &row_scales, zero_points: &zps };
             let padv = zps[0] as i8;
             igemm_hybrid(k, &packed, &input, &taps, 0..m, 0..n, &quant, padv, &mut got, n, act).unwrap();
-            assert_eq!(got, want, "{} case {case}: {taps:?} n {n}", t.isa.name());
+            assert_eq!(got, want, "{} case {case}: {taps:?} n {n}", t.name());
             // The int8 entry point refuses hybrid weights.
             let mut bytes = vec![0i8; m * n];
             assert!(igemm(k, &packed, &input, &taps, 0..m, 0..n, &mut bytes, n).is_err());
@@ -331,7 +331,7 @@ fn int32_outputs_are_the_exact_sums() {
             let packed = pack_int32(k, n, 1, kc, |o, _, j| w[o * kc + j], Some(&bias), zp).unwrap();
             let mut got = vec![0x5555i32; m * n];
             igemm_int32(k, &packed, &input, &DenseRows { stride: kc }, 0..m, 0..n, &mut got, n).unwrap();
-            assert_eq!(got, want, "{} case {case}", t.isa.name());
+            assert_eq!(got, want, "{} case {case}", t.name());
         }
     }
 }

@@ -166,8 +166,8 @@ fn check<T: Elem>(table: &Table, p: &QBinaryParams, n: usize, rng: &mut Lcg) {
             apply(table, p, &x, second, other, &mut got).unwrap();
             let mut in_place = x.clone();
             apply_in_place(table, p, &mut in_place, second, other).unwrap();
-            same(&got, &want, &format!("{} {p:?} n {n} {other:?} second {second}", table.isa.name()));
-            same(&in_place, &want, &format!("{} in place {p:?} n {n} {other:?} second {second}", table.isa.name()));
+            same(&got, &want, &format!("{} {p:?} n {n} {other:?} second {second}", table.name()));
+            same(&in_place, &want, &format!("{} in place {p:?} n {n} {other:?} second {second}", table.name()));
         }
     }
 }
@@ -219,7 +219,7 @@ fn every_value_pair() {
                 for table in available_tables() {
                     let mut got = vec![0i8; x.len()];
                     apply(table, &p, &x, false, Other::Vector(&y), &mut got).unwrap();
-                    same(&got, &want, &format!("{} {p:?}", table.isa.name()));
+                    same(&got, &want, &format!("{} {p:?}", table.name()));
                 }
             }
         }
@@ -279,12 +279,12 @@ fn limits<T: Elem>(seed: u64) {
             for table in available_tables() {
                 let mut got = vec![T::default(); x.len()];
                 apply(table, &p, &x, false, Other::Vector(&y), &mut got).unwrap();
-                same(&got, &want, &format!("{} {p:?}", table.isa.name()));
+                same(&got, &want, &format!("{} {p:?}", table.name()));
                 for (k, &c) in cs.iter().enumerate() {
                     for second in [false, true] {
                         let mut got = vec![T::default(); 256];
                         apply(table, &p, &x[..256], second, Other::Scalar(c), &mut got).unwrap();
-                        let what = format!("{} {p:?} {c:?} {second}", table.isa.name());
+                        let what = format!("{} {p:?} {c:?} {second}", table.name());
                         same(&got, &want_c[2 * k + usize::from(second)], &what);
                     }
                 }
