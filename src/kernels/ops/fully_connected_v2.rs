@@ -655,6 +655,9 @@ struct State {
     widen: bool,
     gemm: PackSlot<PackedGemm>,
     wide: PackSlot<WideWeights>,
+    /// A hybrid layer's int8 weights packed for the 8-bit GEMM microkernels, where the
+    /// CPU's table has them (else `wide` holds them widened).
+    hybrid_qs8: PackSlot<HybridQs8>,
     /// int8 weights packed for the 8-bit GEMM microkernels (int8 layers with symmetric
     /// weights, where the CPU's table has them), and the 32-bit sums they produce before
     /// the float requantization.
@@ -662,6 +665,59 @@ struct State {
     sums: Vec<i32>,
     /// Sparse weights, expanded.
     sparse: Option<SparseWeights>,
+}
+
+/// A hybrid layer's weights for the 8-bit GEMM microkernels, which give each output's
+/// exact 32-bit dot product, and each unit's weight sum.
+struct HybridQs8 {
+    packed: PackedQs8Gemm,
+    row_sums: Vec<i32>,
+}
+
+/// Packs a hybrid layer's int8 weights `[units][depth]` for the 8-bit kernels `k` (no
+/// bias, zero point 0: the sums are the plain dot products).
+fn pack_hybrid_qs8(k: &Qs8GemmKernels, d: FcDims, weights: &TensorView<'_>) -> Result<HybridQs8> {
+    let w = hybrid_weights(weights)?;
+    if w.len() < d.units * d.depth {
+        return Err(Error::new(format!("{OP}: {} weights for {} units of depth {}", w.len(), d.units, d.depth)));
+    }
+    let packed = qs8_gemm::pack_int32(k, d.units, 1, d.depth, |o, _, j| w[o * d.depth + j], None, 0)?;
+    let row_sums = w.chunks_exact(d.depth.max(1)).take(d.units).map(sum_i8).collect();
+    Ok(HybridQs8 { packed, row_sums })
+}
+
+/// Hybrid layer on the 8-bit GEMM kernels: each output's exact dot product from the
+/// kernels (in `sums`), finished as [`fc_hybrid_reference`] does; identical to it.
+#[allow(clippy::too_many_arguments)]
+fn fc_hybrid_qs8(
+    k: &Qs8GemmKernels,
+    h: &HybridQs8,
+    q: &HybridRows<'_>,
+    channel_scales: Option<&[f32]>,
+    bias: Option<&[f32]>,
+    d: FcDims,
+    act: TfLiteFusedActivation,
+    out: &mut [f32],
+    sums: &mut Vec<i32>,
+    threads: usize,
+) -> Result<()> {
+    check(d, q.data.len(), d.units * d.depth, bias.map(|b| b.len()), out.len())?;
+    if channel_scales.is_some_and(|c| c.len() != d.units)
+        || h.row_sums.len() != d.units
+        || q.scales.len() < d.batches
+        || q.offsets.len() < d.batches
+    {
+        return Err(Error::new(format!("{OP}: hybrid scales or sums do not match {} units", d.units)));
+    }
+    sums.resize(d.batches * d.units, 0);
+    qs8_sums(k, d, &h.packed, q.data, sums, threads)?;
+    for (b, (out_b, dots)) in out.chunks_exact_mut(d.units).zip(sums.chunks_exact(d.units)).enumerate() {
+        for (u, (o, &dot)) in out_b.iter_mut().zip(dots).enumerate() {
+            let (cs, bias) = (channel_scales.map(|c| c[u]), bias.map_or(0.0, |bb| bb[u]));
+            *o = hybrid_finish(dot, h.row_sums[u], q.offsets[b], q.scales[b], cs, bias, act);
+        }
+    }
+    Ok(())
 }
 
 /// Integer weights widened and packed by [`pack_weights`], with each unit's weight sum
@@ -1177,6 +1233,7 @@ impl BuiltinKernel for FullyConnected {
         let sparse = sparse_weights(&weights, &input, &output, bias.as_ref(), &kind)?;
         let nonempty = d.batches * d.units * d.depth != 0;
         let (mut gemm, mut wide, mut qs8) = (PackSlot::default(), PackSlot::default(), PackSlot::default());
+        let mut hybrid_qs8 = PackSlot::default();
         // The optimized path widens to i16; int16 inputs (16x8) stay on the reference loop.
         let widen = match (input.dtype, output.dtype) {
             (TfLiteType::kTfLiteUInt8, TfLiteType::kTfLiteUInt8)
@@ -1190,9 +1247,10 @@ impl BuiltinKernel for FullyConnected {
                     pack_f32(&as_conv(d), &weights, SparseWeights::f32(&sparse), bias.as_ref())
                 })?;
             }
-            Kind::Hybrid { .. } if nonempty => {
-                wide = PackSlot::prepare(&weights, None, || widen_weights(d, &kind, &weights))?;
-            }
+            Kind::Hybrid { .. } if nonempty => match table().qs8_gemm {
+                Some(k) => hybrid_qs8 = PackSlot::prepare(&weights, None, || pack_hybrid_qs8(k, d, &weights))?,
+                None => wide = PackSlot::prepare(&weights, None, || widen_weights(d, &kind, &weights))?,
+            },
             Kind::Quant(qp) if nonempty && qs8_kernels(qp, input.dtype, output.dtype, bias64).is_some() => {
                 let k = qs8_kernels(qp, input.dtype, output.dtype, bias64)
                     .ok_or_else(|| Error::new("internal error: 8-bit kernels vanished"))?;
@@ -1220,6 +1278,7 @@ impl BuiltinKernel for FullyConnected {
             widen,
             gemm,
             wide,
+            hybrid_qs8,
             qs8,
             sums: Vec::new(),
             sparse,
@@ -1280,7 +1339,7 @@ fn run(
     threads: usize,
     scratch: Option<HybridScratch<'_>>,
 ) -> Result<()> {
-    let State { dims, kind, bias64, out_type, widen, gemm, wide, qs8, sums, in_type, sparse, .. } = state;
+    let State { dims, kind, bias64, out_type, widen, gemm, wide, hybrid_qs8, qs8, sums, in_type, sparse, .. } = state;
     let d = *dims;
     if d.batches * d.units == 0 {
         return Ok(());
@@ -1337,6 +1396,11 @@ fn run(
             if let Some(SparseWeights::Hybrid { dense, row_sums }) = &*sparse {
                 let asym = p.asymmetric_quantize_inputs;
                 return fc_sparse_hybrid(&q, input, dense, row_sums, cs, bias_s, d, asym, p.activation, out);
+            }
+            if let Some(k) = table().qs8_gemm {
+                let mut fresh = None;
+                let h = hybrid_qs8.get(weights, None, &mut fresh, || pack_hybrid_qs8(k, d, weights))?;
+                return fc_hybrid_qs8(k, h, &q, cs, bias_s, d, p.activation, out, sums, threads);
             }
             let mut fresh = None;
             let w = wide.get(weights, None, &mut fresh, || widen_weights(d, kind, weights))?;
@@ -1596,6 +1660,20 @@ mod tests {
                 )
                 .unwrap();
                 assert_eq!(a, b);
+                for t in crate::microkernels::available_tables() {
+                    let Some(k) = t.qs8_gemm else { continue };
+                    let h = HybridQs8 {
+                        packed: qs8_gemm::pack_int32(k, units, 1, depth, |o, _, j| qw[o * depth + j], None, 0).unwrap(),
+                        row_sums: rs.clone(),
+                    };
+                    for threads in [1, 2] {
+                        b.fill(f32::NAN);
+                        let cs = Some(&scales[..]);
+                        fc_hybrid_qs8(k, &h, &q, cs, Some(&bias), d, kTfLiteActTanh, &mut b, &mut Vec::new(), threads)
+                            .unwrap();
+                        assert_eq!(a, b, "{} {d:?} asymmetric {asym} threads {threads}", t.name());
+                    }
+                }
             }
         }
     }
