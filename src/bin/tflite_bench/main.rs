@@ -58,19 +58,54 @@ use tensorflowlite_c::microkernels::packed::live_packed_bytes;
 use tensorflowlite_c::model::Model;
 use tensorflowlite_c::resolver::builtin::builtin_op_resolver;
 
+/// Fills every input as the LiteRT reference script does, so that both sides of a
+/// comparison run on the same kind of data: floats uniform in `[-1, 1)`, 8- and 16-bit
+/// integers over their whole range, wider integers in `0..10`, anything else zeros.
+/// (Byte patterns would make float inputs tiny or subnormal, which no real input is and
+/// which some CPUs compute with slow microcode.)
 fn fill_inputs(interp: &mut Interpreter) {
+    use tensorflowlite_c::abi::types::TfLiteType as T;
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        // xorshift64*: a fixed sequence, good enough for benchmark inputs.
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    };
     let inputs = interp.primary().inputs().to_vec();
     for idx in inputs {
-        if let Some(t) = interp.primary_mut().tensor_ptr(idx) {
-            // SAFETY: `t` points into the primary subgraph's tensor table; after
-            // AllocateTensors its data holds `bytes` writable bytes (or is NULL).
-            unsafe {
-                let p = (*t).data_ptr() as *mut u8;
-                if !p.is_null() {
-                    for i in 0..(*t).bytes {
-                        *p.add(i) = (i % 7) as u8;
+        let Some(t) = interp.primary_mut().tensor_ptr(idx) else { continue };
+        // SAFETY: `t` points into the primary subgraph's tensor table; after
+        // AllocateTensors its data holds `bytes` writable bytes (or is NULL), aligned for
+        // its element type.
+        unsafe {
+            let (p, bytes, dtype) = ((*t).data_ptr() as *mut u8, (*t).bytes, (*t).data_type());
+            if p.is_null() {
+                continue;
+            }
+            let data = core::slice::from_raw_parts_mut(p, bytes);
+            match dtype {
+                Some(T::kTfLiteFloat32) => {
+                    for v in data.chunks_exact_mut(4) {
+                        let x = (next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0;
+                        v.copy_from_slice(&x.to_ne_bytes());
                     }
                 }
+                Some(T::kTfLiteInt8 | T::kTfLiteUInt8 | T::kTfLiteInt16 | T::kTfLiteUInt16) => {
+                    data.iter_mut().for_each(|b| *b = next() as u8);
+                }
+                Some(T::kTfLiteInt32) => {
+                    for v in data.chunks_exact_mut(4) {
+                        v.copy_from_slice(&((next() % 10) as i32).to_ne_bytes());
+                    }
+                }
+                Some(T::kTfLiteInt64) => {
+                    for v in data.chunks_exact_mut(8) {
+                        v.copy_from_slice(&((next() % 10) as i64).to_ne_bytes());
+                    }
+                }
+                _ => data.fill(0),
             }
         }
     }
