@@ -28,12 +28,16 @@ fn every_table_matches_the_scalar_twin() {
             }
         }
     }
-    let mut with_nan = vec![1.0f32; 20];
-    with_nan[13] = f32::NAN;
-    for t in available_tables() {
-        assert_eq!((t.f32_quantize.min_max)(&with_nan), None, "{}", t.name());
-        let mut got = vec![9i8; 20];
-        (t.f32_quantize.quantize)(&with_nan, 1.0, 0.0, (-127, 127), &mut got);
-        assert_eq!(got[13], 0);
+    // A NaN in a short slice, in the blocks of 64 a long one is scanned in, and in its tail.
+    for (len, at) in [(20, 13), (150, 13), (150, 100), (150, 140)] {
+        let mut with_nan = vec![1.0f32; len];
+        with_nan[at] = f32::NAN;
+        for t in available_tables() {
+            assert_eq!((t.f32_quantize.min_max)(&with_nan), None, "{} len {len} NaN at {at}", t.name());
+            let mut got = vec![9i8; len];
+            (t.f32_quantize.quantize)(&with_nan, 1.0, 0.0, (-127, 127), &mut got);
+            assert_eq!(got[at], 0);
+            assert_eq!(got[(at + 1) % len], 1);
+        }
     }
 }
