@@ -15,6 +15,7 @@
 
 pub mod f32_dwconv;
 pub mod f32_gemm;
+pub mod f32_maxpool;
 pub mod f32_quantize;
 pub mod f32_resize;
 pub mod f32_vbinary;
@@ -91,6 +92,7 @@ pub struct Table {
     pub split_512: bool,
     pub f32_gemm: f32_gemm::GemmKernels,
     pub f32_dwconv: f32_dwconv::DwKernels,
+    pub f32_maxpool: f32_maxpool::MaxPoolKernels,
     pub f32_vsigmoid: f32_vsigmoid::SigmoidFn,
     pub f32_vbinary: f32_vbinary::BinaryKernels,
     pub f32_vunary: f32_vunary::UnaryKernels,
@@ -122,6 +124,7 @@ impl Table {
             split_512: false,
             f32_gemm: f32_gemm::scalar::KERNELS,
             f32_dwconv: f32_dwconv::scalar::KERNELS,
+            f32_maxpool: f32_maxpool::scalar::KERNELS,
             f32_vsigmoid: f32_vsigmoid::scalar::sigmoid,
             f32_vbinary: f32_vbinary::scalar::KERNELS,
             f32_vunary: f32_vunary::scalar::KERNELS,
@@ -137,6 +140,7 @@ impl Table {
             split_512: false,
             f32_gemm: f32_gemm::avx2::KERNELS,
             f32_dwconv: f32_dwconv::avx2::KERNELS,
+            f32_maxpool: f32_maxpool::scalar::KERNELS,
             f32_vsigmoid: f32_vsigmoid::avx2::sigmoid,
             f32_vbinary: f32_vbinary::avx2::KERNELS,
             f32_vunary: f32_vunary::avx2::KERNELS,
@@ -152,6 +156,7 @@ impl Table {
             split_512: false,
             f32_gemm: f32_gemm::avx512::KERNELS,
             f32_dwconv: f32_dwconv::avx512::KERNELS,
+            f32_maxpool: f32_maxpool::avx512::KERNELS,
             f32_vsigmoid: f32_vsigmoid::avx512::sigmoid,
             f32_vbinary: f32_vbinary::avx512::KERNELS,
             f32_vunary: f32_vunary::avx512::KERNELS,

@@ -24,6 +24,7 @@ use crate::kernels::api::OpCtx;
 use crate::kernels::cancel::Cancel;
 use crate::kernels::kernel::{self, BuiltinKernel};
 use crate::kernels::quant::QuantInt;
+use crate::microkernels::{f32_maxpool, table};
 
 /// Which pooling an op computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -291,12 +292,38 @@ fn pool_f32_rows<const MAX: bool>(
     let rows = g.batches * g.out_h;
     let threads = threads_for(threads, out.len().saturating_mul(g.f_h * g.f_w), rows);
     let cancel = Cancel::current();
+    let kernels = table();
     parallel_rows(threads, out, row_len, &|first, chunk: &mut [f32]| {
+        // MAX: a row's windows of input pixels, all reduced by one call of the max-pool
+        // microkernel (a clipped window filled out by repeating its first pixel).
+        let (mut bases, mut taps) = (Vec::new(), Vec::new());
+        let k = g.f_h * g.f_w;
         for (i, row) in chunk.chunks_mut(row_len).enumerate() {
             // A window may be far larger than the image: one row can take long.
             cancel.check()?;
             let r = first + i;
             let (b, oy) = (r / g.out_h, r % g.out_h);
+            if MAX {
+                bases.clear();
+                let mut empty = false;
+                for ox in 0..g.out_w {
+                    let (fy, fx, y0, x0) = window(g, oy, ox);
+                    let start = bases.len();
+                    for ky in fy.clone() {
+                        for kx in fx.clone() {
+                            let (iy, ix) = ((y0 + ky as isize) as usize, (x0 + kx as isize) as usize);
+                            bases.push(((b * g.in_h + iy) * g.in_w + ix) * c_n);
+                        }
+                    }
+                    empty |= bases.len() == start;
+                    let first_pixel = bases.get(start).copied().unwrap_or(0);
+                    bases.resize(start + k, first_pixel);
+                }
+                if !empty {
+                    f32_maxpool::max_pixels(kernels, input, &bases, k, c_n, row, &mut taps, act)?;
+                    continue;
+                }
+            }
             for (ox, o) in row.chunks_exact_mut(c_n).enumerate() {
                 let (fy, fx, y0, x0) = window(g, oy, ox);
                 o.fill(if MAX { f32::MIN } else { 0.0 });
