@@ -20,12 +20,22 @@ pub fn input_zero_point(p: &Quant8Params) -> Option<i8> {
     i8::try_from(p.input_offset.checked_neg()?).ok()
 }
 
-/// Input channels as the kernels read them: a layer with several taps whose channel count
-/// is not a multiple of 4 (an RGB first layer) reads a copy of its input with the
-/// channels padded to one, so that its taps can point into it (the kernels read four
-/// bytes at a time); the padding channels have zero weights.
+/// Taps the kernels read at a time: a layer with several taps whose channel count is not
+/// a multiple of 4 (an RGB first layer; the kernels read four bytes at a time) and whose
+/// filter rows are undilated reads each filter row as one span of the input itself (see
+/// `qs8_gemm::pack`); 1 otherwise.
+pub fn kernel_line(g: &ConvGeom) -> usize {
+    let odd = g.f_h * g.f_w > 1 && !g.in_c.is_multiple_of(4);
+    if odd && g.dil_w == 1 && g.f_w > 1 { g.f_w } else { 1 }
+}
+
+/// Input channels as the kernels read them: any other layer with several taps whose
+/// channel count is not a multiple of 4 reads a copy of its input with the channels
+/// padded to one, so that its taps can point into it; the padding channels have zero
+/// weights.
 pub fn kernel_channels(g: &ConvGeom) -> usize {
-    if g.f_h * g.f_w > 1 && !g.in_c.is_multiple_of(4) { g.in_c.div_ceil(4) * 4 } else { g.in_c }
+    let odd = g.f_h * g.f_w > 1 && !g.in_c.is_multiple_of(4);
+    if odd && kernel_line(g) == 1 { g.in_c.div_ceil(4) * 4 } else { g.in_c }
 }
 
 /// Packs `filter` (OHWI, int8) and `bias` for `kernels`, with `p`'s requantization.
@@ -47,7 +57,7 @@ pub fn pack(
     let out = Qs8Output { mults: &mults, offset: p.output_offset, range: (p.act_min, p.act_max) };
     let per_output = ks * kc;
     let weight = |o: usize, t: usize, k: usize| if k < kc { filter[o * per_output + t * kc + k] } else { 0 };
-    qs8_gemm::pack(kernels, g.out_c, ks, kernel_channels(g), weight, bias, i32::from(zp), &out)
+    qs8_gemm::pack(kernels, g.out_c, ks, kernel_channels(g), kernel_line(g), weight, bias, i32::from(zp), &out)
 }
 
 /// Packs the filter and bias tensors for `kernels`.
@@ -79,7 +89,7 @@ pub fn pack_hybrid(
     }
     let per_output = ks * kc;
     let weight = |o: usize, t: usize, k: usize| if k < kc { filter[o * per_output + t * kc + k] } else { 0 };
-    qs8_gemm::pack_hybrid(kernels, g.out_c, ks, kernel_channels(g), weight, scales, bias)
+    qs8_gemm::pack_hybrid(kernels, g.out_c, ks, kernel_channels(g), kernel_line(g), weight, scales, bias)
 }
 
 /// `input` (pixels of `g.in_c` channels) with each pixel padded to `in_c` channels of

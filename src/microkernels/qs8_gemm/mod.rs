@@ -15,7 +15,7 @@
 //!
 //! One call of a microkernel computes an `mr x nc` block of outputs (`mr <= MR`,
 //! `nc <= NR`): row `i` reads its `ks` taps of `kc` bytes through pointers (`a[i * ks +
-//! t]`: the input pixel under tap `t`, the padding row, or a gathered row), `kc` a
+//! t]`: the input pixel under tap `t`, the padding row, or a copied row or line), `kc` a
 //! multiple of 4. Weights are packed per block of `NR` output channels as
 //! `[ks][kc / 4][NR][4]` bytes (zero past the last channel); the requantization tables
 //! (folded bias, multiplier, shifts) are padded to whole blocks.
@@ -186,7 +186,7 @@ pub struct PackedQs8Gemm {
     tables: Tables,
     /// Output channels.
     pub n: usize,
-    /// Taps per output row as the kernels see them (1 when rows are gathered).
+    /// Taps per output row as the kernels see them (lines, when read a line at a time).
     pub ks: usize,
     /// Bytes per tap as the kernels see them (a multiple of 4).
     pub kc: usize,
@@ -195,9 +195,13 @@ pub struct PackedQs8Gemm {
     /// Taps and values per tap of the layer itself.
     pub layer_ks: usize,
     pub layer_kc: usize,
-    /// True when each row's taps are copied into one contiguous row first (the layer's
-    /// values per tap are not a multiple of 4).
-    pub gathered: bool,
+    /// The layer's taps per kernel tap: `line > 1` reads the taps `line` at a time, each
+    /// run of them as one span of `line * layer_kc` values padded to a multiple of 4
+    /// (see [`pack`]); a layer whose values per tap are not a multiple of 4 is read that
+    /// way too, all its taps as one line.
+    pub line: usize,
+    /// Whether rows are read a line at a time (`line > 1`, or values padded to 4).
+    by_lines: bool,
     /// The input zero point folded into the bias (padding reads it); 0 for hybrid layers,
     /// whose padding reads each row's own zero point.
     pub input_zero_point: i8,
@@ -241,7 +245,8 @@ struct PackedWeights {
     ks: usize,
     kc: usize,
     nr: usize,
-    gathered: bool,
+    line: usize,
+    by_lines: bool,
 }
 
 fn pack_weights(
@@ -249,15 +254,21 @@ fn pack_weights(
     n: usize,
     ks: usize,
     kc: usize,
+    line: usize,
     weight: impl Fn(usize, usize, usize) -> i8,
 ) -> Result<PackedWeights> {
     if n == 0 || ks == 0 || kc == 0 {
         return Err(Error::new(format!("8-bit GEMM packing needs positive sizes (n {n}, taps {ks}, k {kc})")));
     }
+    if line == 0 || !ks.is_multiple_of(line) {
+        return Err(Error::new(format!("8-bit GEMM packing: lines of {line} taps cannot cover {ks} taps")));
+    }
     let overflow = || Error::new("8-bit GEMM packing: weight size overflows");
-    let gathered = !kc.is_multiple_of(4);
-    let (call_ks, call_kc) =
-        if gathered { (1, ks.checked_mul(kc).ok_or_else(overflow)?.div_ceil(4) * 4) } else { (ks, kc) };
+    // Values per tap not a multiple of 4 (the kernels read 4 at a time): all taps as one
+    // line, unless the caller chose lines.
+    let line = if line == 1 && !kc.is_multiple_of(4) { ks } else { line };
+    let by_lines = line > 1 || !kc.is_multiple_of(4);
+    let (call_ks, call_kc) = (ks / line, line.checked_mul(kc).ok_or_else(overflow)?.div_ceil(4) * 4);
     let nr = kernels.for_outputs(n).nr;
     let block_len = call_ks.checked_mul(call_kc).and_then(|v| v.checked_mul(nr)).ok_or_else(overflow)?;
     let total = block_len.checked_mul(n.div_ceil(nr)).ok_or_else(overflow)?;
@@ -270,33 +281,22 @@ fn pack_weights(
             let o = o0 + j;
             let (mut sum, mut abs_sum) = (0i32, 0u64);
             for t in 0..ks {
-                if gathered {
-                    for k in 0..kc {
-                        let v = weight(o, t, k);
-                        sum = sum.wrapping_add(i32::from(v));
-                        abs_sum += u64::from(v.unsigned_abs());
-                        // Position in the kernels' view: the one tap, value `t * kc + k`.
-                        let ck = t * kc + k;
-                        chunk[ck / 4 * 4 * nr + j * 4 + ck % 4] = v;
-                    }
-                } else {
-                    // Four consecutive values of a tap sit together, `4 * nr` apart.
-                    let tap = &mut chunk[t * kc * nr..(t + 1) * kc * nr];
-                    for (g, dst) in tap.chunks_exact_mut(4 * nr).enumerate() {
-                        let quad: [i8; 4] = core::array::from_fn(|i| weight(o, t, 4 * g + i));
-                        for &v in &quad {
-                            sum = sum.wrapping_add(i32::from(v));
-                            abs_sum += u64::from(v.unsigned_abs());
-                        }
-                        dst[j * 4..j * 4 + 4].copy_from_slice(&quad);
-                    }
+                // In the kernels' view: tap `t / line`, values from `(t % line) * kc`;
+                // four consecutive values of a tap sit together, `4 * nr` apart.
+                let call_tap = &mut chunk[t / line * call_kc * nr..(t / line + 1) * call_kc * nr];
+                for k in 0..kc {
+                    let v = weight(o, t, k);
+                    sum = sum.wrapping_add(i32::from(v));
+                    abs_sum += u64::from(v.unsigned_abs());
+                    let ck = t % line * kc + k;
+                    call_tap[ck / 4 * 4 * nr + j * 4 + ck % 4] = v;
                 }
             }
             sums[o] = sum;
             abs_sums[o] = abs_sum;
         }
     }
-    Ok(PackedWeights { data, sums, abs_sums, ks: call_ks, kc: call_kc, nr, gathered })
+    Ok(PackedWeights { data, sums, abs_sums, ks: call_ks, kc: call_kc, nr, line, by_lines })
 }
 
 impl PackedWeights {
@@ -314,7 +314,8 @@ impl PackedWeights {
             nr: self.nr,
             layer_ks: layer.0,
             layer_kc: layer.1,
-            gathered: self.gathered,
+            line: self.line,
+            by_lines: self.by_lines,
             input_zero_point,
             shifts_left,
             saturates,
@@ -325,13 +326,17 @@ impl PackedWeights {
 /// Packs `n` output channels of `ks` taps x `kc` int8 inputs for `kernels`, for int8
 /// outputs: `weight(o, t, k)` is output channel `o`'s weight for tap `t`, input `k`;
 /// `bias` the optional int32 bias; `input_zero_point` the input's zero point (folded into
-/// the bias).
+/// the bias). `line` taps at a time (a divisor of `ks`) lie back to back in the input
+/// wherever they lie inside it (an undilated filter row: `line` = the filter width), and
+/// are read as one span; 1 reads tap by tap. Lines pay where a tap's values are few and
+/// not a multiple of 4 (an RGB first layer): the kernels then read the input in place.
 #[allow(clippy::too_many_arguments)]
 pub fn pack(
     kernels: &Qs8GemmKernels,
     n: usize,
     ks: usize,
     kc: usize,
+    line: usize,
     weight: impl Fn(usize, usize, usize) -> i8,
     bias: Option<&[i32]>,
     input_zero_point: i32,
@@ -353,7 +358,7 @@ pub fn pack(
     }
     let zp = i8::try_from(input_zero_point)
         .map_err(|_| Error::new(format!("8-bit GEMM packing: input zero point {input_zero_point} is not int8")))?;
-    let w = pack_weights(kernels, n, ks, kc, weight)?;
+    let w = pack_weights(kernels, n, ks, kc, line, weight)?;
     let fold = 128i32.wrapping_add(input_zero_point);
     let padded = n.div_ceil(w.nr) * w.nr;
     let sums = &w.sums;
@@ -391,7 +396,7 @@ pub fn pack_int32(
     }
     let zp = i8::try_from(input_zero_point)
         .map_err(|_| Error::new(format!("8-bit GEMM packing: input zero point {input_zero_point} is not int8")))?;
-    let w = pack_weights(kernels, n, ks, kc, weight)?;
+    let w = pack_weights(kernels, n, ks, kc, 1, weight)?;
     let fold = 128i32.wrapping_add(input_zero_point);
     let padded = n.div_ceil(w.nr) * w.nr;
     let folded = (0..padded)
@@ -400,14 +405,16 @@ pub fn pack_int32(
     Ok(w.finish(n, (ks, kc), Tables::Int32 { bias: folded }, zp))
 }
 
-/// Packs a hybrid layer (int8 weights, float outputs) for `kernels`: `weight` as for
-/// [`pack`]; `scales` one per output channel or one for all; `bias` the optional float
-/// bias.
+/// Packs a hybrid layer (int8 weights, float outputs) for `kernels`: `weight` and `line`
+/// as for [`pack`]; `scales` one per output channel or one for all; `bias` the optional
+/// float bias.
+#[allow(clippy::too_many_arguments)]
 pub fn pack_hybrid(
     kernels: &Qs8GemmKernels,
     n: usize,
     ks: usize,
     kc: usize,
+    line: usize,
     weight: impl Fn(usize, usize, usize) -> i8,
     scales: &[f32],
     bias: Option<&[f32]>,
@@ -420,7 +427,7 @@ pub fn pack_hybrid(
     if scales.len() != 1 && scales.len() != n {
         return Err(Error::new(format!("8-bit GEMM packing: {} scales for {n} outputs", scales.len())));
     }
-    let w = pack_weights(kernels, n, ks, kc, weight)?;
+    let w = pack_weights(kernels, n, ks, kc, line, weight)?;
     let padded = n.div_ceil(w.nr) * w.nr;
     let mut sumw = w.sums.clone();
     sumw.resize(padded, 0);
@@ -436,6 +443,104 @@ pub fn pack_hybrid(
     let bias = (0..padded).map(|o| if o >= n { 0.0 } else { bias.map_or(0.0, |b| b[o]) });
     let tables = Tables::Hybrid { sumw, scale: scale.collect(), bias: bias.collect() };
     Ok(w.finish(n, (ks, kc), tables, 0))
+}
+
+/// How rows are read a line at a time (see [`PackedQs8Gemm::line`]): `line` taps of `kc`
+/// values per kernel tap of `call_kc` (a multiple of 4, at least `line * kc`).
+struct Lines {
+    kc: usize,
+    line: usize,
+    call_kc: usize,
+    pad: i8,
+}
+
+impl Lines {
+    /// Pushes the pointers of rows `rows` (one per line, row after row): into the input
+    /// where a line's taps lie back to back inside it and its `call_kc` bytes end inside
+    /// it (the values past the taps meet zero weights), else to a slot of `slots` the
+    /// line is copied into (padding taps as `pad`). Rows come in runs
+    /// ([`RowTaps::linear_run`]) whose lines are classified once. `offsets` and `bases`
+    /// are scratch.
+    #[allow(clippy::too_many_arguments)]
+    fn pointers(
+        &self,
+        taps: &impl RowTaps,
+        rows: Range<usize>,
+        input: &[i8],
+        offsets: &mut [usize],
+        bases: &mut Vec<(*const i8, usize)>,
+        slots: &mut [i8],
+        ptrs: &mut Vec<*const i8>,
+    ) -> Result<()> {
+        let Lines { kc, line, call_kc, pad } = *self;
+        let lines = offsets.len() / line;
+        let mut free = slots.chunks_exact_mut(call_kc);
+        let mut r = rows.start;
+        while r < rows.end {
+            let left = rows.end - r;
+            let (count, step) = match taps.linear_run(r, left, offsets) {
+                Some((count, step)) if count >= 1 && count <= left => (count, step),
+                _ => {
+                    taps.fill(r..r + 1, offsets);
+                    (1, 0)
+                }
+            };
+            // Per line: its first pointer and how many rows of the run read in place (the
+            // rest are copied: they would read past the input's end).
+            bases.clear();
+            for l in 0..lines {
+                let tap_offsets = &offsets[l * line..(l + 1) * line];
+                let first = tap_offsets[0];
+                let back_to_back =
+                    first != PAD && tap_offsets.iter().enumerate().all(|(x, &o)| Some(o) == first.checked_add(x * kc));
+                let room = first.checked_add(call_kc).and_then(|end| input.len().checked_sub(end));
+                let in_place = match room {
+                    Some(room) if back_to_back => count.min(room.checked_div(step).map_or(count, |v| v + 1)),
+                    _ => 0,
+                };
+                bases.push((input.as_ptr().wrapping_add(first), in_place));
+            }
+            // Sized once, then filled row by row (no capacity check per pointer).
+            let start = ptrs.len();
+            ptrs.resize(start + count * lines, core::ptr::null());
+            let rows_ptrs = ptrs[start..].chunks_exact_mut(lines);
+            if bases.iter().all(|&(_, in_place)| in_place == count) {
+                // Every line of every row in place (a run of interior pixels).
+                for (j, row) in rows_ptrs.enumerate() {
+                    for (p, &(base, _)) in row.iter_mut().zip(bases.iter()) {
+                        // Inside `input`: `first + j * step + call_kc <= input.len()`.
+                        *p = base.wrapping_add(j * step);
+                    }
+                }
+                r += count;
+                continue;
+            }
+            for (j, row) in rows_ptrs.enumerate() {
+                for (l, (p, &(base, in_place))) in row.iter_mut().zip(bases.iter()).enumerate() {
+                    if j < in_place {
+                        *p = base.wrapping_add(j * step);
+                        continue;
+                    }
+                    let slot = free.next().ok_or_else(|| Error::new("8-bit GEMM: more lines to copy than slots"))?;
+                    for (x, &o) in offsets[l * line..(l + 1) * line].iter().enumerate() {
+                        let dst = &mut slot[x * kc..(x + 1) * kc];
+                        if o == PAD {
+                            dst.fill(pad);
+                            continue;
+                        }
+                        let from = j.checked_mul(step).and_then(|v| v.checked_add(o));
+                        let src = from
+                            .and_then(|f| input.get(f..f.checked_add(kc)?))
+                            .ok_or_else(|| past_input(r + j, l * line + x, input.len()))?;
+                        dst.copy_from_slice(src);
+                    }
+                    *p = slot.as_ptr();
+                }
+            }
+            r += count;
+        }
+        Ok(())
+    }
 }
 
 fn past_input(r: usize, t: usize, len: usize) -> Error {
@@ -673,8 +778,11 @@ fn drive(
     let contiguous = call_ks == 1
         && kc == call_kc
         && matches!(taps.linear_run(rows.start, rows.len(), &mut offsets), Some((n, step)) if n == rows.len() && step == kc);
-    let copied = packed.gathered || contiguous || (call_ks == 1 && blocks * 16 >= 4 * k.nr);
+    let copied = !packed.by_lines && (contiguous || (call_ks == 1 && blocks * 16 >= 4 * k.nr));
     let mut rows_buf = if copied { vec![pad ^ i8::MIN; chunk * call_kc] } else { Vec::new() };
+    // Read a line at a time: the lines that cannot be read in place (padding, the input's
+    // end) are copied into slots, `call_kc` bytes each, at most every line of a chunk.
+    let mut slots = if packed.by_lines { vec![pad; chunk * call_ks * call_kc] } else { Vec::new() };
     let mut ptrs: Vec<*const i8> = Vec::with_capacity(chunk * call_ks);
     // Per tap of a run: its first pointer and its step (0 for padding).
     let mut bases: Vec<(*const i8, usize)> = vec![(core::ptr::null(), 0); ks];
@@ -697,6 +805,9 @@ fn drive(
                 *d = x ^ i8::MIN;
             }
             ptrs.extend(rows_buf.chunks_exact(call_kc).take(r1 - r0).map(|row| row.as_ptr()));
+        } else if packed.by_lines {
+            let lines = Lines { kc, line: packed.line, call_kc, pad };
+            lines.pointers(taps, r0..r1, input, &mut offsets, &mut bases, &mut slots, &mut ptrs)?;
         } else if copied {
             for (q, r) in (r0..r1).enumerate() {
                 taps.fill(r..r + 1, &mut offsets);
@@ -741,9 +852,10 @@ fn drive(
                 // SAFETY: the contract of `Qs8IgemmArgs` holds: `ptrs[p..p + call_ks*mr]`
                 // are `mr * call_ks` pointers (row-major), each to `call_kc` readable
                 // bytes: inside a checked span of `input` (`kc == call_kc` when not
-                // gathered; a run's pointer `j` is `j * step` past the span's start, and the
-                // span reaches the run's last read of `kc`), `pad_row` (`call_kc` long) or
-                // a gathered row of `call_kc`, all alive and unmodified during this call;
+                // read by lines; a run's pointer `j` is `j * step` past the span's start,
+                // and the span reaches the run's last read of `call_kc`), `pad_row`
+                // (`call_kc` long), a copied row of `call_kc` or a line's slot of
+                // `call_kc`, all alive and unmodified during this call;
                 // `w` is one whole packed block (checked by the slice); `emit` gave the
                 // output and tables for the rows `r0..r1` and channels from `j0` (its
                 // contract, kept by `igemm`, `igemm_int32` and `igemm_hybrid`, which checked

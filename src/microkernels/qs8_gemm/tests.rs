@@ -87,7 +87,7 @@ fn dense_rows_match_direct_on_every_table() {
         let taps = DenseRows { stride: kc };
         let want = direct(&input, &taps, m, n, 1, kc, &w, &bias, zp, &out);
         for (t, k) in tables() {
-            let packed = pack(k, n, 1, kc, |o, _, j| w[o * kc + j], Some(&bias), zp, &out).unwrap();
+            let packed = pack(k, n, 1, kc, 1, |o, _, j| w[o * kc + j], Some(&bias), zp, &out).unwrap();
             if t.isa == Isa::Scalar {
                 with_float += usize::from(packed.has_float_requant());
             }
@@ -123,7 +123,7 @@ fn declined_lanes_are_recomputed_exactly() {
         let taps = DenseRows { stride: kc };
         let want = direct(&input, &taps, m, n, 1, kc, &w, &bias, zp, &out);
         for (t, k) in tables() {
-            let mut packed = pack(k, n, 1, kc, |o, _, j| w[o * kc + j], Some(&bias), zp, &out).unwrap();
+            let mut packed = pack(k, n, 1, kc, 1, |o, _, j| w[o * kc + j], Some(&bias), zp, &out).unwrap();
             let Tables::Requant(_, Some(f)) = &mut packed.tables else { continue };
             f.tolerance.iter_mut().for_each(|t| *t = 0.45);
             f.offset_positive.iter_mut().chain(f.offset_negative.iter_mut()).for_each(|o| *o += 0.3);
@@ -179,15 +179,20 @@ fn convolution_rows_match_direct_on_every_table() {
         let (w, bias, mults) = random_case(&mut rng, n, ks, in_c);
         let out = Qs8Output { mults: &mults, offset: -7, range: (-128, 127) };
         let want = direct(&input, &taps, m, n, ks, in_c, &w, &bias, zp, &out);
-        for (t, k) in tables() {
-            let packed = pack(k, n, ks, in_c, |o, tap, j| w[(o * ks + tap) * in_c + j], Some(&bias), zp, &out).unwrap();
-            let mut got = vec![0x55i8; m * n];
-            // Two calls over a split of the rows, as threads run it.
-            let half = m / 2;
-            let (lo, hi) = got.split_at_mut(half * n);
-            igemm(k, &packed, &input, &taps, 0..half, 0..n, lo, n).unwrap();
-            igemm(k, &packed, &input, &taps, half..m, 0..n, hi, n).unwrap();
-            assert_eq!(got, want, "{} case {case}: {taps:?} n {n} zp {zp}", t.name());
+        // Tap by tap, and a filter row at a time (read in place where a row's taps lie
+        // back to back inside the input, copied where they do not: padding, dilation).
+        for line in if f_w > 1 { vec![1, f_w] } else { vec![1] } {
+            for (t, k) in tables() {
+                let weight = |o: usize, tap: usize, j: usize| w[(o * ks + tap) * in_c + j];
+                let packed = pack(k, n, ks, in_c, line, weight, Some(&bias), zp, &out).unwrap();
+                let mut got = vec![0x55i8; m * n];
+                // Two calls over a split of the rows, as threads run it.
+                let half = m / 2;
+                let (lo, hi) = got.split_at_mut(half * n);
+                igemm(k, &packed, &input, &taps, 0..half, 0..n, lo, n).unwrap();
+                igemm(k, &packed, &input, &taps, half..m, 0..n, hi, n).unwrap();
+                assert_eq!(got, want, "{} case {case}: {taps:?} n {n} zp {zp} line {line}", t.name());
+            }
         }
     }
 }
@@ -202,7 +207,7 @@ fn column_ranges_write_only_their_columns() {
     let taps = DenseRows { stride: kc };
     let want = direct(&input, &taps, m, n, 1, kc, &w, &bias, -1, &out);
     for (t, k) in tables() {
-        let packed = pack(k, n, 1, kc, |o, _, j| w[o * kc + j], Some(&bias), -1, &out).unwrap();
+        let packed = pack(k, n, 1, kc, 1, |o, _, j| w[o * kc + j], Some(&bias), -1, &out).unwrap();
         let nr = packed.nr;
         let mut got = vec![0i8; m * n];
         let mut c0 = 0;
@@ -224,12 +229,12 @@ fn bad_arguments_are_errors() {
     let k = Table::for_isa(Isa::Scalar).unwrap().qs8_gemm.unwrap();
     let mults = [(1 << 30, -1)];
     let out = Qs8Output { mults: &mults, offset: 0, range: (-128, 127) };
-    assert!(pack(k, 0, 1, 4, |_, _, _| 0, None, 0, &out).is_err());
-    assert!(pack(k, 2, 1, 4, |_, _, _| 0, Some(&[1]), 0, &out).is_err());
-    assert!(pack(k, 2, 1, 4, |_, _, _| 0, None, 200, &out).is_err());
+    assert!(pack(k, 0, 1, 4, 1, |_, _, _| 0, None, 0, &out).is_err());
+    assert!(pack(k, 2, 1, 4, 1, |_, _, _| 0, Some(&[1]), 0, &out).is_err());
+    assert!(pack(k, 2, 1, 4, 1, |_, _, _| 0, None, 200, &out).is_err());
     let wide = Qs8Output { mults: &mults, offset: 0, range: (-129, 127) };
-    assert!(pack(k, 2, 1, 4, |_, _, _| 0, None, 0, &wide).is_err());
-    let packed = pack(k, 2, 1, 4, |_, _, _| 1, None, 0, &out).unwrap();
+    assert!(pack(k, 2, 1, 4, 1, |_, _, _| 0, None, 0, &wide).is_err());
+    let packed = pack(k, 2, 1, 4, 1, |_, _, _| 1, None, 0, &out).unwrap();
     let taps = DenseRows { stride: 4 };
     let mut c = [0i8; 4];
     // Two rows of 4 need 8 input bytes.
@@ -297,13 +302,14 @@ fn hybrid_rows_match_direct_on_every_table() {
             }
         }
         for (t, k) in tables() {
-            let packed =
-                pack_hybrid(k, n, ks, in_c, |o, tap, j| w[(o * ks + tap) * in_c + j], sc, Some(&bias)).unwrap();
+            let line = if case % 2 == 0 { f } else { 1 };
+            let weight = |o: usize, tap: usize, j: usize| w[(o * ks + tap) * in_c + j];
+            let packed = pack_hybrid(k, n, ks, in_c, line, weight, sc, Some(&bias)).unwrap();
             let mut got = vec![f32::NAN; m * n];
             let quant = HybridRows { scales: &row_scales, zero_points: &zps };
             let padv = zps[0] as i8;
             igemm_hybrid(k, &packed, &input, &taps, 0..m, 0..n, &quant, padv, &mut got, n, act).unwrap();
-            assert_eq!(got, want, "{} case {case}: {taps:?} n {n}", t.name());
+            assert_eq!(got, want, "{} case {case}: {taps:?} n {n} line {line}", t.name());
             // The int8 entry point refuses hybrid weights.
             let mut bytes = vec![0i8; m * n];
             assert!(igemm(k, &packed, &input, &taps, 0..m, 0..n, &mut bytes, n).is_err());
