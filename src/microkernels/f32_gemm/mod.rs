@@ -561,7 +561,9 @@ pub fn igemm(
         None => (ks, kc),
     };
     let zero = vec![0f32; call_kc];
-    let chunk = rows_per_chunk(k.mr, ks, kc);
+    // No longer than the call's rows (rounded to whole tiles): the buffers below are
+    // sized and cleared for a chunk.
+    let chunk = rows_per_chunk(k.mr, ks, kc).min(rows.len().div_ceil(k.mr) * k.mr);
     let mut gathered = if gather { vec![0f32; chunk * ks * kc] } else { Vec::new() };
     let mut offsets = vec![0usize; ks];
     // Per tap of a run: its first pointer and its step (0 for padding).

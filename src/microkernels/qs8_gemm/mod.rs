@@ -762,7 +762,9 @@ fn drive(
     let (ks, kc) = (packed.layer_ks, packed.layer_kc);
     let (call_ks, call_kc) = (packed.ks, packed.kc);
     let pad_row = vec![pad; call_kc];
-    let chunk = rows_per_chunk(k.mr, call_ks, call_kc);
+    // No longer than the call's rows (rounded to whole tiles): the buffers below are
+    // sized and cleared for a chunk.
+    let chunk = rows_per_chunk(k.mr, call_ks, call_kc).min(rows.len().div_ceil(k.mr) * k.mr);
     // Gathered rows, the rows of a 1x1 layer that lie back to back in the input, and those
     // of any 1x1 layer with enough column blocks to reuse them are copied per chunk with
     // their sign bits flipped, as the kernels read them (`x ^ 0x80`): each block then
