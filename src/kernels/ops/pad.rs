@@ -173,6 +173,22 @@ fn pad_dims<T: Copy>(input: &[T], out: &mut [T], shape: &[usize], pads: &[(usize
         body.copy_from_slice(input);
         return;
     }
+    if shape.len() == 2 {
+        // The innermost level inline: padding a pixel's channels is a few values per
+        // pixel, where a `memcpy` / `memset` call and a recursive call each cost more than
+        // the copy (face_landmark's 48x48 channel pad 16 -> 32: most of its time).
+        // Positions of the inner dimension are blocks of `unit` values.
+        let unit = in_block / shape[1];
+        let before = pads[1].0 * unit;
+        for (src, dst) in input.chunks_exact(in_block).zip(body.chunks_exact_mut(out_block)) {
+            let (lead, rest) = dst.split_at_mut(before);
+            let (mid, trail) = rest.split_at_mut(src.len());
+            lead.iter_mut().for_each(|d| *d = value);
+            mid.iter_mut().zip(src).for_each(|(d, &x)| *d = x);
+            trail.iter_mut().for_each(|d| *d = value);
+        }
+        return;
+    }
     for (src, dst) in input.chunks_exact(in_block).zip(body.chunks_exact_mut(out_block)) {
         pad_dims(src, dst, &shape[1..], &pads[1..], value);
     }
