@@ -295,9 +295,17 @@ fn pool_f32_rows<const MAX: bool>(
     let kernels = table();
     parallel_rows(threads, out, row_len, &|first, chunk: &mut [f32]| {
         // MAX: a row's windows of input pixels, all reduced by one call of the max-pool
-        // microkernel (a clipped window filled out by repeating its first pixel).
-        let (mut bases, mut taps) = (Vec::new(), Vec::new());
+        // microkernel (a clipped window filled out by repeating its first pixel). A window
+        // inside the image is its first pixel plus the same offsets every time.
+        let mut bases = Vec::new();
         let k = g.f_h * g.f_w;
+        // (Only a filter that fits the image has windows inside it.)
+        let fits = MAX && g.f_h <= g.in_h && g.f_w <= g.in_w;
+        let within: Vec<usize> = if fits {
+            (0..g.f_h).flat_map(|ky| (0..g.f_w).map(move |kx| (ky * g.in_w + kx) * c_n)).collect()
+        } else {
+            Vec::new()
+        };
         for (i, row) in chunk.chunks_mut(row_len).enumerate() {
             // A window may be far larger than the image: one row can take long.
             cancel.check()?;
@@ -308,11 +316,19 @@ fn pool_f32_rows<const MAX: bool>(
                 let mut empty = false;
                 for ox in 0..g.out_w {
                     let (fy, fx, y0, x0) = window(g, oy, ox);
+                    let pixel = |ky: usize, kx: usize| {
+                        let (iy, ix) = ((y0 + ky as isize) as usize, (x0 + kx as isize) as usize);
+                        ((b * g.in_h + iy) * g.in_w + ix) * c_n
+                    };
+                    if fits && fy.len() == g.f_h && fx.len() == g.f_w {
+                        let at = pixel(0, 0);
+                        bases.extend(within.iter().map(|&d| at + d));
+                        continue;
+                    }
                     let start = bases.len();
                     for ky in fy.clone() {
                         for kx in fx.clone() {
-                            let (iy, ix) = ((y0 + ky as isize) as usize, (x0 + kx as isize) as usize);
-                            bases.push(((b * g.in_h + iy) * g.in_w + ix) * c_n);
+                            bases.push(pixel(ky, kx));
                         }
                     }
                     empty |= bases.len() == start;
@@ -320,7 +336,7 @@ fn pool_f32_rows<const MAX: bool>(
                     bases.resize(start + k, first_pixel);
                 }
                 if !empty {
-                    f32_maxpool::max_pixels(kernels, input, &bases, k, c_n, row, &mut taps, act)?;
+                    f32_maxpool::max_pixels(kernels, input, &bases, k, c_n, row, act)?;
                     continue;
                 }
             }

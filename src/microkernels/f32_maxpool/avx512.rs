@@ -15,28 +15,45 @@ pub const KERNELS: MaxPoolKernels = MaxPoolKernels { pixels };
 /// # Safety
 /// The contract of [`super::MaxPoolFn`], on a CPU with AVX-512 F (the table is only
 /// handed out when it is present).
-unsafe fn pixels(taps: &[*const f32], k: usize, channels: usize, out: *mut f32, min: f32, max: f32) {
-    for (p, window) in taps.chunks_exact(k).enumerate() {
-        // SAFETY: forwarded contract for pixel `p` (its `k` taps and its `channels`
-        // outputs); the CPU features were checked when the table was chosen.
-        unsafe { pixel(window, channels, out.add(p * channels), min, max) }
+unsafe fn pixels(input: *const f32, offsets: &[usize], k: usize, channels: usize, out: *mut f32, min: f32, max: f32) {
+    // SAFETY: forwarded contract; the CPU features were checked when the table was chosen.
+    unsafe { pixels_impl(input, offsets, k, channels, out, min, max) }
+}
+
+/// The pixel loop with the kernel's features, so that [`pixel`] inlines into it (a call
+/// per pixel cost more than a 16-channel pixel's work).
+#[target_feature(enable = "avx512f")]
+unsafe fn pixels_impl(
+    input: *const f32,
+    offsets: &[usize],
+    k: usize,
+    channels: usize,
+    out: *mut f32,
+    min: f32,
+    max: f32,
+) {
+    for (p, window) in offsets.chunks_exact(k).enumerate() {
+        // SAFETY: the contract for pixel `p` (its `k` input pixels and its `channels`
+        // outputs).
+        unsafe { pixel(input, window, channels, out.add(p * channels), min, max) }
     }
 }
 
-/// One pixel: the contract of [`super::MaxPoolFn`] with `k = taps.len()`.
+/// One pixel: the contract of [`super::MaxPoolFn`] with `k = window.len()`.
 #[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn pixel(taps: &[*const f32], channels: usize, out: *mut f32, min: f32, max: f32) {
+unsafe fn pixel(input: *const f32, window: &[usize], channels: usize, out: *mut f32, min: f32, max: f32) {
     let (lo, hi) = (_mm512_set1_ps(min), _mm512_set1_ps(max));
     let start = _mm512_set1_ps(f32::MIN);
     let mut c = 0;
     // SAFETY: every load reads channels `c..c + 16` (or the masked lanes below
-    // `channels`) of a tap, every store writes the same channels of `out`: all within
+    // `channels`) of an input pixel, every store writes the same channels of `out`: all within
     // the contract's `channels` values.
     unsafe {
         while c + 64 <= channels {
             let mut acc = [start; 4];
-            for &t in taps {
+            for &o in window {
+                let t = input.add(o);
                 for (v, a) in acc.iter_mut().enumerate() {
                     *a = _mm512_max_ps(_mm512_loadu_ps(t.add(c + 16 * v)), *a);
                 }
@@ -48,8 +65,8 @@ unsafe fn pixel(taps: &[*const f32], channels: usize, out: *mut f32, min: f32, m
         }
         while c + 16 <= channels {
             let mut acc = start;
-            for &t in taps {
-                acc = _mm512_max_ps(_mm512_loadu_ps(t.add(c)), acc);
+            for &o in window {
+                acc = _mm512_max_ps(_mm512_loadu_ps(input.add(o + c)), acc);
             }
             _mm512_storeu_ps(out.add(c), _mm512_min_ps(hi, _mm512_max_ps(lo, acc)));
             c += 16;
@@ -58,8 +75,8 @@ unsafe fn pixel(taps: &[*const f32], channels: usize, out: *mut f32, min: f32, m
             let n = channels - c;
             let m: __mmask16 = ((1u32 << n) - 1) as __mmask16;
             let mut acc = start;
-            for &t in taps {
-                acc = _mm512_max_ps(_mm512_maskz_loadu_ps(m, t.add(c)), acc);
+            for &o in window {
+                acc = _mm512_max_ps(_mm512_maskz_loadu_ps(m, input.add(o + c)), acc);
             }
             _mm512_mask_storeu_ps(out.add(c), m, _mm512_min_ps(hi, _mm512_max_ps(lo, acc)));
         }
