@@ -25,6 +25,8 @@ use crate::kernels::quant::{
 use crate::kernels::shape_util::{
     check_arity, in_op, known_at_prepare, op_error, plan_declared_output, settle_output_shape,
 };
+use crate::microkernels::f32_vbinary::{self, BinaryOp, NO_CLAMP, Other};
+use crate::microkernels::table;
 
 /// Which reduction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -281,6 +283,23 @@ pub fn mean_f32(input: &[f32], input_shape: &[i32], p: &Plan, out: &mut [f32], a
     }
     if input.is_empty() {
         out.fill(f32::NAN);
+        return Ok(());
+    }
+    // Reduced dimensions in one run (a spatial MEAN over NHWC's H and W): each row of
+    // `inner` values is added into the sums with the vector ADD microkernel, the same
+    // additions in the same order as the general walk (starting from 0, as TFLite does).
+    if let Some((outer, r, inner)) = contiguous_run(input_shape, &p.reduced)
+        && outer * r * inner == input.len()
+        && outer * inner == out.len()
+        && inner >= 16
+    {
+        out.fill(0.0);
+        for (rows, sums) in input.chunks_exact(r * inner).zip(out.chunks_exact_mut(inner)) {
+            for row in rows.chunks_exact(inner) {
+                f32_vbinary::apply_in_place(table(), BinaryOp::Add, sums, false, Other::Vector(row), NO_CLAMP)?;
+            }
+        }
+        out.iter_mut().for_each(|o| *o /= p.count as f32);
         return Ok(());
     }
     let sums = sum_into::<f32, f32>(input, input_shape, p, |a, x| a + x, acc);
@@ -767,6 +786,29 @@ mod tests {
         let mut one = [0.0f32];
         reduce_generic(&x, &[2, 3, 4], &pa, f32::MIN, |c, v| if v > c { v } else { c }, &mut one).unwrap();
         assert_eq!(one[0], 23.0);
+    }
+
+    #[test]
+    fn float_mean_by_rows_matches_the_general_walk_bit_for_bit() {
+        // NHWC spatial means (the row-at-a-time path) against a fold from 0 in input order,
+        // with negative zeros, a NaN and an infinity among the values.
+        for (shape, axis) in [([2, 5, 3, 20], [1, 2]), ([1, 7, 7, 33], [1, 2]), ([3, 4, 2, 16], [1, 2])] {
+            let n: usize = shape.iter().map(|&d| d as usize).product();
+            let mut x: Vec<f32> = (0..n).map(|i| ((i * 7919) % 1000) as f32 * 0.37 - 180.0).collect();
+            x[3] = -0.0;
+            x[n / 2] = f32::NAN;
+            x[n - 5] = f32::INFINITY;
+            let p = plan(&shape, &axis, false).unwrap();
+            let (h, w, c) = (shape[1] as usize, shape[2] as usize, shape[3] as usize);
+            let mut got = vec![0.0f32; shape[0] as usize * c];
+            mean_f32(&x, &shape, &p, &mut got, None).unwrap();
+            for (o, &g) in got.iter().enumerate() {
+                let (b, ch) = (o / c, o % c);
+                let sum = (0..h * w).fold(0.0f32, |a, k| a + x[(b * h * w + k) * c + ch]);
+                let want = sum / (h * w) as f32;
+                assert_eq!(g.to_bits(), want.to_bits(), "{shape:?} output {o}: {g} vs {want}");
+            }
+        }
     }
 
     #[test]
