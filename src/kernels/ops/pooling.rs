@@ -70,6 +70,10 @@ pub fn l2_pool_registration() -> TfLiteRegistration {
 // Maths on slices
 // ---------------------------------------------------------------------------------------
 
+/// The most input pixels per window that float max pooling hands to the microkernel (as
+/// offsets, a row's windows at a time).
+const MAX_POOL_TAPS: usize = 256;
+
 /// The clamped window of output pixel `(oy, ox)`: filter rows and columns inside the image.
 #[inline]
 fn window(g: &ConvGeom, oy: usize, ox: usize) -> (core::ops::Range<usize>, core::ops::Range<usize>, isize, isize) {
@@ -297,10 +301,13 @@ fn pool_f32_rows<const MAX: bool>(
         // MAX: a row's windows of input pixels, all reduced by one call of the max-pool
         // microkernel (a clipped window filled out by repeating its first pixel). A window
         // inside the image is its first pixel plus the same offsets every time.
+        // A window holds at most `k` input pixels; windows of more than `MAX_POOL_TAPS`
+        // (a global pool of a large image) keep the plain loop, which needs no offsets.
         let mut bases = Vec::new();
-        let k = g.f_h * g.f_w;
+        let k = g.f_h.min(g.in_h) * g.f_w.min(g.in_w);
+        let by_kernel = MAX && (1..=MAX_POOL_TAPS).contains(&k);
         // (Only a filter that fits the image has windows inside it.)
-        let fits = MAX && g.f_h <= g.in_h && g.f_w <= g.in_w;
+        let fits = by_kernel && g.f_h <= g.in_h && g.f_w <= g.in_w;
         let within: Vec<usize> = if fits {
             (0..g.f_h).flat_map(|ky| (0..g.f_w).map(move |kx| (ky * g.in_w + kx) * c_n)).collect()
         } else {
@@ -311,7 +318,7 @@ fn pool_f32_rows<const MAX: bool>(
             cancel.check()?;
             let r = first + i;
             let (b, oy) = (r / g.out_h, r % g.out_h);
-            if MAX {
+            if by_kernel {
                 bases.clear();
                 let mut empty = false;
                 for ox in 0..g.out_w {

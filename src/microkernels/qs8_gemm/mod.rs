@@ -855,7 +855,9 @@ fn drive(
                 // are `mr * call_ks` pointers (row-major), each to `call_kc` readable
                 // bytes: inside a checked span of `input` (`kc == call_kc` when not
                 // read by lines; a run's pointer `j` is `j * step` past the span's start,
-                // and the span reaches the run's last read of `call_kc`), `pad_row`
+                // and the span reaches the run's last read of `call_kc`), inside `input`
+                // for a line read in place (`Lines::pointers` keeps only rows whose
+                // `first + j * step + call_kc` is at most `input.len()`), `pad_row`
                 // (`call_kc` long), a copied row of `call_kc` or a line's slot of
                 // `call_kc`, all alive and unmodified during this call;
                 // `w` is one whole packed block (checked by the slice); `emit` gave the
