@@ -284,6 +284,18 @@ fn pack_weights(
                 // In the kernels' view: tap `t / line`, values from `(t % line) * kc`;
                 // four consecutive values of a tap sit together, `4 * nr` apart.
                 let call_tap = &mut chunk[t / line * call_kc * nr..(t / line + 1) * call_kc * nr];
+                if !by_lines {
+                    // Tap by tap (`kc == call_kc`, a multiple of 4): whole groups of four.
+                    for (g, dst) in call_tap.chunks_exact_mut(4 * nr).enumerate() {
+                        let quad: [i8; 4] = core::array::from_fn(|i| weight(o, t, 4 * g + i));
+                        for &v in &quad {
+                            sum = sum.wrapping_add(i32::from(v));
+                            abs_sum += u64::from(v.unsigned_abs());
+                        }
+                        dst[j * 4..j * 4 + 4].copy_from_slice(&quad);
+                    }
+                    continue;
+                }
                 for k in 0..kc {
                     let v = weight(o, t, k);
                     sum = sum.wrapping_add(i32::from(v));
