@@ -78,6 +78,10 @@ pub fn depth_to_space<T: Copy>(input: &[T], o: Nhwc, block: usize, out: &mut [T]
     }
     let (ih, iw, ic) = (o.h / block, o.w / block, o.c * block * block);
     check_len("input", input.len(), Nhwc { n: o.n, h: ih, w: iw, c: ic }.len())?;
+    if out.is_empty() {
+        // Nothing to move (and no pixel loop over a zero-channel tensor's huge shape).
+        return Ok(());
+    }
     let mut i = 0;
     for b in 0..o.n {
         for oy in 0..o.h {
@@ -101,6 +105,9 @@ pub fn space_to_depth<T: Copy>(input: &[T], s: Nhwc, block: usize, out: &mut [T]
     }
     let (oh, ow, oc) = (s.h / block, s.w / block, s.c * block * block);
     check_len("output", out.len(), Nhwc { n: s.n, h: oh, w: ow, c: oc }.len())?;
+    if input.is_empty() {
+        return Ok(());
+    }
     let mut i = 0;
     for b in 0..s.n {
         for iy in 0..s.h {
@@ -133,6 +140,9 @@ pub fn space_to_batch<T: Copy>(input: &[T], i: Nhwc, spec: BlockSpec, pad: T, o:
         crate::bail!("shapes {i:?} and {o:?} do not match the blocks {spec:?}");
     }
     let d = i.c;
+    if out.is_empty() {
+        return Ok(());
+    }
     for ob in 0..o.n {
         let ib = ob % i.n.max(1);
         let shift_w = (ob / i.n.max(1)) % spec.block_w;
@@ -163,6 +173,10 @@ pub fn batch_to_space<T: Copy + Default>(input: &[T], i: Nhwc, spec: BlockSpec, 
     }
     out.fill(T::default());
     let d = i.c;
+    if input.is_empty() || out.is_empty() {
+        // Nothing to move (and no pixel loop over a zero-channel tensor's huge shape).
+        return Ok(());
+    }
     for ib in 0..i.n {
         let ob = ib % o.n.max(1);
         let off = ib / o.n.max(1);
@@ -507,6 +521,19 @@ mod tests {
         space_to_depth(&out, o, 2, &mut back).unwrap();
         assert_eq!(back, x);
         assert!(space_to_depth(&out, Nhwc { n: 1, h: 2, w: 3, c: 1 }, 2, &mut back).is_err());
+    }
+
+    #[test]
+    fn zero_channel_tensors_with_huge_shapes_return_at_once() {
+        // A malformed model's [16384004, 3, 147458, 0] input: no value to move, so no
+        // pixel loop (7e12 empty steps: this test would not end).
+        let spec = BlockSpec { block_h: 2, block_w: 1, before_h: 0, before_w: 0 };
+        let i = Nhwc { n: 16384004, h: 3, w: 147458, c: 0 };
+        let o = Nhwc { n: 8192002, h: 6, w: 147458, c: 0 };
+        batch_to_space::<f32>(&[], i, spec, o, &mut []).unwrap();
+        space_to_batch::<f32>(&[], o, spec, 0.0, i, &mut []).unwrap();
+        depth_to_space::<f32>(&[], Nhwc { n: 1 << 20, h: 1 << 12, w: 1 << 12, c: 0 }, 2, &mut []).unwrap();
+        space_to_depth::<f32>(&[], Nhwc { n: 1 << 20, h: 1 << 12, w: 1 << 12, c: 0 }, 2, &mut []).unwrap();
     }
 
     #[test]
