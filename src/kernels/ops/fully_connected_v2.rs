@@ -701,7 +701,9 @@ fn fc_hybrid_qs8(
     sums: &mut Vec<i32>,
     threads: usize,
 ) -> Result<()> {
-    check(d, q.data.len(), d.units * d.depth, bias.map(|b| b.len()), out.len())?;
+    // The packed weights' own size against the layer's (a weight count, not a tautology).
+    let packed = h.packed.n * h.packed.layer_ks * h.packed.layer_kc;
+    check(d, q.data.len(), packed, bias.map(|b| b.len()), out.len())?;
     if channel_scales.is_some_and(|c| c.len() != d.units)
         || h.row_sums.len() != d.units
         || q.scales.len() < d.batches

@@ -287,14 +287,7 @@ pub(crate) fn push_tap_pointers<T>(
 ) -> Result<()> {
     let mut r = rows.start;
     while r < rows.end {
-        let left = rows.end - r;
-        let (count, step) = match taps.linear_run(r, left, offsets) {
-            Some((count, step)) if count >= 1 && count <= left => (count, step),
-            _ => {
-                taps.fill(r..r + 1, offsets);
-                (1, 0)
-            }
-        };
+        let (count, step) = run_from(taps, r, rows.end - r, offsets);
         for (t, &o) in offsets.iter().enumerate() {
             if o == PAD {
                 bases[t] = (pad_row.as_ptr(), 0);
@@ -323,6 +316,19 @@ pub(crate) fn push_tap_pointers<T>(
         r += count;
     }
     Ok(())
+}
+
+/// The rows from `r` (at most `left`) that share one step: writes row `r`'s tap offsets
+/// into `offsets` and returns `(count, step)`, the run [`RowTaps::linear_run`] finds or
+/// row `r` alone (`(1, 0)`).
+pub(crate) fn run_from(taps: &impl RowTaps, r: usize, left: usize, offsets: &mut [usize]) -> (usize, usize) {
+    match taps.linear_run(r, left, offsets) {
+        Some((count, step)) if count >= 1 && count <= left => (count, step),
+        _ => {
+            taps.fill(r..r + 1, offsets);
+            (1, 0)
+        }
+    }
 }
 
 /// Dense rows: row `r` starts at `r * stride` (a fully connected layer, a 1x1 stride-1

@@ -26,7 +26,7 @@ pub mod scalar;
 #[cfg(test)]
 mod tests;
 
-use super::f32_gemm::{PAD, RowTaps, push_tap_pointers};
+use super::f32_gemm::{PAD, RowTaps, push_tap_pointers, run_from};
 use super::packed::Packed;
 use super::qs8_float_requant::FloatRequant;
 use super::qs8_requant::ChannelRequant;
@@ -489,14 +489,7 @@ impl Lines {
         let mut free = slots.chunks_exact_mut(call_kc);
         let mut r = rows.start;
         while r < rows.end {
-            let left = rows.end - r;
-            let (count, step) = match taps.linear_run(r, left, offsets) {
-                Some((count, step)) if count >= 1 && count <= left => (count, step),
-                _ => {
-                    taps.fill(r..r + 1, offsets);
-                    (1, 0)
-                }
-            };
+            let (count, step) = run_from(taps, r, rows.end - r, offsets);
             // Per line: its first pointer and how many rows of the run read in place (the
             // rest are copied: they would read past the input's end).
             bases.clear();
