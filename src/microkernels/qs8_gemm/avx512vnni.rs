@@ -16,7 +16,37 @@ use core::arch::x86_64::*;
 pub const KERNELS: Qs8GemmKernels = Qs8GemmKernels {
     wide: Qs8GemmKernel { mr: 8, nr: 32, by_rows: WIDE },
     narrow: Qs8GemmKernel { mr: 12, nr: 16, by_rows: NARROW },
+    flip,
 };
+
+/// `dst[i] = src[i] ^ 0x80` over the slices' common length, 64 bytes at a time.
+fn flip(src: &[i8], dst: &mut [i8]) {
+    let n = src.len().min(dst.len());
+    // SAFETY: both slices hold `n` bytes; the table is only handed out on CPUs with
+    // AVX-512 F and BW.
+    unsafe { flip_impl(src.as_ptr(), dst.as_mut_ptr(), n) }
+}
+
+/// # Safety
+/// `src` readable and `dst` writable for `n` bytes; AVX-512 F and BW available.
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn flip_impl(src: *const i8, dst: *mut i8, n: usize) {
+    let sign = _mm512_set1_epi8(i8::MIN);
+    let mut i = 0;
+    // SAFETY: whole vectors below `n`, then the tail under a mask (the contract).
+    unsafe {
+        while i + 64 <= n {
+            let x = _mm512_loadu_si512(src.add(i).cast());
+            _mm512_storeu_si512(dst.add(i).cast(), _mm512_xor_si512(x, sign));
+            i += 64;
+        }
+        if i < n {
+            let mask: __mmask64 = (1u64 << (n - i)) - 1;
+            let x = _mm512_maskz_loadu_epi8(mask, src.add(i));
+            _mm512_mask_storeu_epi8(dst.add(i), mask, _mm512_xor_si512(x, sign));
+        }
+    }
+}
 
 const WIDE: &[Qs8IgemmFn] = &[
     igemm::<1, 2>,
@@ -55,10 +85,24 @@ unsafe fn igemm<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-#[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
 unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
+    for q in 0..p.tiles {
+        // Tile `q`: its pointers and output `q * M` rows further on.
+        let tile =
+            Qs8IgemmArgs { tiles: 1, a: p.a.rows_down(q * M, p.ks), out: p.out.rows_down(q * M, p.c_stride), ..*p };
+        // SAFETY: the contract holds for each tile of the run (it is stated per tile).
+        unsafe { tile_igemm::<M, V>(&tile) }
+    }
+}
+
+/// # Safety
+/// The contract of [`Qs8IgemmArgs`] for one tile, as for [`igemm`].
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
+unsafe fn tile_igemm<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
     debug_assert!(M <= MAX_ROWS && V <= 2 && p.mr == M && p.nc <= 16 * V && p.kc.is_multiple_of(4) && p.kc >= 4);
-    // SAFETY: the packed block is `ks * kc * 16V` bytes, read 64 bytes per vector as
+    // SAFETY: (one tile) the packed block is `ks * kc * 16V` bytes, read 64 bytes per vector as
     // `[ks][kc/4][16V][4]`; `a[i*ks + t]` are `kc` readable bytes each, read 4 at a time
     // below `kc` (a multiple of 4); the tables are `16V` values each; `c` rows `i < M`
     // get `nc` bytes each (masked stores write nothing past `nc`): the contract.
@@ -274,19 +318,55 @@ unsafe fn store_bytes(c: *mut i8, mask: __mmask16, r: __m512i, clamp: Option<(__
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
 #[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
 unsafe fn sums<const M: usize, const V: usize, const FLIP: bool>(p: &Qs8IgemmArgs) -> [[__m512i; V]; M] {
-    let flip = _mm512_set1_epi32(0x8080_8080u32 as i32);
     // A tile of one or two vectors would be one or two chains of dependent multiply-adds
     // (a single row: a batch-1 FULLY_CONNECTED), each waiting out the instruction's
-    // latency; such tiles keep `SETS` sets of sums over consecutive steps of `k`, added
-    // together at the end (integer sums: the same values in any order).
+    // latency: such tiles keep several sets of sums.
+    if M * V <= 2 {
+        // SAFETY: forwarded contract.
+        return unsafe { sums_in_sets::<M, V, FLIP>(p) };
+    }
+    let flip = _mm512_set1_epi32(0x8080_8080u32 as i32);
+    let mut acc = [[_mm512_setzero_si512(); V]; M];
+    // SAFETY: see `igemm_impl`: the packed block and the rows are as the contract says.
+    unsafe {
+        let mut w = p.w;
+        for t in 0..p.ks {
+            let rows: [*const i8; M] = core::array::from_fn(|i| p.a.row(i, t, p.ks));
+            let mut k = 0;
+            while k < p.kc {
+                let wv: [__m512i; V] = core::array::from_fn(|v| _mm512_loadu_si512(w.add(64 * v).cast()));
+                for i in 0..M {
+                    let x = _mm512_set1_epi32(rows[i].add(k).cast::<i32>().read_unaligned());
+                    let u = if FLIP { _mm512_xor_si512(x, flip) } else { x };
+                    for v in 0..V {
+                        acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], u, wv[v]);
+                    }
+                }
+                w = w.add(64 * V);
+                k += 4;
+            }
+        }
+    }
+    acc
+}
+
+/// [`sums`] of a tile of one or two vectors: `SETS` sets of sums over consecutive steps
+/// of `k`, added together at the end (integer sums: the same values in any order).
+///
+/// # Safety
+/// As for [`sums`].
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
+unsafe fn sums_in_sets<const M: usize, const V: usize, const FLIP: bool>(p: &Qs8IgemmArgs) -> [[__m512i; V]; M] {
+    let flip = _mm512_set1_epi32(0x8080_8080u32 as i32);
     const SETS: usize = 4;
-    let split = M * V <= 2;
     let mut acc = [[[_mm512_setzero_si512(); V]; M]; SETS];
     // SAFETY: see `igemm_impl`: the packed block and the rows are as the contract says.
     unsafe {
         let mut w = p.w;
         for t in 0..p.ks {
-            let rows: [*const i8; M] = core::array::from_fn(|i| *p.a.add(i * p.ks + t));
+            let rows: [*const i8; M] = core::array::from_fn(|i| p.a.row(i, t, p.ks));
             // One step: four values of `k` into set `s`.
             let mut step = |k: usize, w: *const i8, s: usize| {
                 let wv: [__m512i; V] = core::array::from_fn(|v| _mm512_loadu_si512(w.add(64 * v).cast()));
@@ -299,7 +379,7 @@ unsafe fn sums<const M: usize, const V: usize, const FLIP: bool>(p: &Qs8IgemmArg
                 }
             };
             let mut k = 0;
-            while split && k + 4 * SETS <= p.kc {
+            while k + 4 * SETS <= p.kc {
                 for s in 0..SETS {
                     step(k + 4 * s, w.add(64 * V * s), s);
                 }
@@ -314,12 +394,10 @@ unsafe fn sums<const M: usize, const V: usize, const FLIP: bool>(p: &Qs8IgemmArg
         }
     }
     let [mut total, rest @ ..] = acc;
-    if split {
-        for set in &rest {
-            for i in 0..M {
-                for v in 0..V {
-                    total[i][v] = _mm512_add_epi32(total[i][v], set[i][v]);
-                }
+    for set in &rest {
+        for i in 0..M {
+            for v in 0..V {
+                total[i][v] = _mm512_add_epi32(total[i][v], set[i][v]);
             }
         }
     }

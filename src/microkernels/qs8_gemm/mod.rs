@@ -35,26 +35,64 @@ use core::ops::Range;
 
 /// The arguments of one microkernel call.
 ///
-/// The caller guarantees (this is each microkernel's safety contract):
-/// - `a` points to `mr * ks` row pointers, row-major (`a[i * ks + t]`), each valid for
-///   reading `kc` bytes;
+/// The caller guarantees (this is each microkernel's safety contract), for `tiles` tiles
+/// of `mr` rows, tile `q` being the first one moved `q * mr` rows down (its pointers
+/// `q * mr * ks` further on, its output as [`Qs8Out::rows_down`] moves it):
+/// - `a` gives `mr * ks` rows (see [`Qs8Rows`]), each valid for reading `kc` bytes;
 /// - `w` points to one packed block: `ks * kc * NR` bytes;
 /// - the per-channel tables of `out` each point to `NR` readable values (the block's
 ///   channels) and its per-row tables to `mr` values;
 /// - `out`'s `c` is valid for writing `nc` values at `c + i * c_stride` for every `i < mr`;
-/// - `1 <= mr <= MR`, `1 <= nc <= NR`, `kc >= 4` and a multiple of 4, `ks >= 1`.
+/// - `1 <= mr <= MR`, `1 <= nc <= NR`, `kc >= 4` and a multiple of 4, `ks >= 1`,
+///   `tiles >= 1`.
+#[derive(Clone, Copy)]
 pub struct Qs8IgemmArgs {
     pub mr: usize,
+    pub tiles: usize,
     pub nc: usize,
     pub kc: usize,
     pub ks: usize,
-    pub a: *const *const i8,
+    pub a: Qs8Rows,
     /// True when the rows hold the input with its sign bits flipped (`x ^ 0x80`, the
     /// unsigned bytes the kernels multiply), false when they hold the input itself.
     pub flipped: bool,
     pub w: *const i8,
     pub c_stride: usize,
     pub out: Qs8Out,
+}
+
+/// Where a tile's rows are: row `i`'s tap `t`.
+#[derive(Clone, Copy)]
+pub enum Qs8Rows {
+    /// Through pointers, row-major: `a[i * ks + t]`.
+    Pointers(*const *const i8),
+    /// Rows of one tap (`ks == 1`) `stride` bytes apart from `base`: rows copied back to
+    /// back need no pointer each.
+    Strided { base: *const i8, stride: usize },
+}
+
+impl Qs8Rows {
+    /// The rows `rows` further down (only offset, never read here).
+    #[inline]
+    pub fn rows_down(self, rows: usize, ks: usize) -> Qs8Rows {
+        match self {
+            Qs8Rows::Pointers(a) => Qs8Rows::Pointers(a.wrapping_add(rows * ks)),
+            Qs8Rows::Strided { base, stride } => Qs8Rows::Strided { base: base.wrapping_add(rows * stride), stride },
+        }
+    }
+
+    /// Row `i`'s tap `t`.
+    ///
+    /// # Safety
+    /// `i * ks + t` is one of the rows the contract of [`Qs8IgemmArgs`] gives.
+    #[inline(always)]
+    pub unsafe fn row(self, i: usize, t: usize, ks: usize) -> *const i8 {
+        match self {
+            // SAFETY: a pointer of the array (the caller's contract).
+            Qs8Rows::Pointers(a) => unsafe { *a.add(i * ks + t) },
+            Qs8Rows::Strided { base, stride } => base.wrapping_add(i * stride),
+        }
+    }
 }
 
 /// What a microkernel makes of its 32-bit sums `acc = sum u * w` (`u` the input bytes
@@ -147,6 +185,9 @@ pub struct Qs8GemmKernel {
 pub struct Qs8GemmKernels {
     pub wide: Qs8GemmKernel,
     pub narrow: Qs8GemmKernel,
+    /// `dst[i] = src[i] ^ 0x80` (the bytes as the kernels multiply them), for slices of
+    /// one length.
+    pub flip: fn(&[i8], &mut [i8]),
 }
 
 impl Qs8GemmKernels {
@@ -626,7 +667,7 @@ pub fn igemm(
     let k = check_call(kernels, packed, taps, &rows, &cols, out.len(), out_stride)?;
     let (first_row, first_col) = (rows.start, cols.start);
     let base = out.as_mut_ptr();
-    drive(k, packed, input, taps, rows, cols, packed.input_zero_point, out_stride, &mut |tile, j0| {
+    drive(kernels, k, packed, input, taps, rows, cols, packed.input_zero_point, out_stride, &mut |tile, j0| {
         let t = j0..j0 + k.nr;
         // The tables cover every packed block (padded to `blocks * nr`).
         let (bias, mult, left, right) = (&rq.bias[t.clone()], &rq.mult[t.clone()], &rq.left[t.clone()], &rq.right[t]);
@@ -675,7 +716,7 @@ pub fn igemm_int32(
     let k = check_call(kernels, packed, taps, &rows, &cols, out.len(), out_stride)?;
     let (first_row, first_col) = (rows.start, cols.start);
     let base = out.as_mut_ptr();
-    drive(k, packed, input, taps, rows, cols, packed.input_zero_point, out_stride, &mut |tile, j0| {
+    drive(kernels, k, packed, input, taps, rows, cols, packed.input_zero_point, out_stride, &mut |tile, j0| {
         let c = (tile.start - first_row) * out_stride + (j0 - first_col);
         // In bounds: see `igemm`.
         Qs8Out::Int32 { c: base.wrapping_add(c), bias: bias[j0..j0 + k.nr].as_ptr() }
@@ -725,7 +766,7 @@ pub fn igemm_hybrid(
     };
     let (first_row, first_col) = (rows.start, cols.start);
     let base = out.as_mut_ptr();
-    drive(k, packed, input, taps, rows, cols, pad, out_stride, &mut |tile, j0| {
+    drive(kernels, k, packed, input, taps, rows, cols, pad, out_stride, &mut |tile, j0| {
         let t = j0..j0 + k.nr;
         let r = tile.start - first_row;
         let c = r * out_stride + (j0 - first_col);
@@ -751,6 +792,7 @@ pub fn igemm_hybrid(
 /// contract on every row of the run; each tile's is that output moved down to its rows.
 #[allow(clippy::too_many_arguments)]
 fn drive(
+    kernels: &Qs8GemmKernels,
     k: &Qs8GemmKernel,
     packed: &PackedQs8Gemm,
     input: &[i8],
@@ -808,10 +850,7 @@ fn drive(
                 .then(|| input.get(offsets[0]..offsets[0].saturating_add(n)))
                 .flatten()
                 .ok_or_else(|| past_input(r1 - 1, 0, input.len()))?;
-            for (d, &x) in rows_buf[..n].iter_mut().zip(src) {
-                *d = x ^ i8::MIN;
-            }
-            ptrs.extend(rows_buf.chunks_exact(call_kc).take(r1 - r0).map(|row| row.as_ptr()));
+            (kernels.flip)(src, &mut rows_buf[..n]);
         } else if packed.by_lines {
             let lines = Lines { kc, line: packed.line, call_kc, pad };
             lines.pointers(taps, r0..r1, input, &mut offsets, &mut bases, &mut slots, &mut ptrs)?;
@@ -825,13 +864,10 @@ fn drive(
                         dst.fill(pad ^ i8::MIN);
                     } else {
                         let src = input.get(o..o.saturating_add(kc)).ok_or_else(|| past_input(r, t, input.len()))?;
-                        for (d, &x) in dst.iter_mut().zip(src) {
-                            *d = x ^ i8::MIN;
-                        }
+                        (kernels.flip)(src, dst);
                     }
                 }
             }
-            ptrs.extend(rows_buf.chunks_exact(call_kc).take(r1 - r0).map(|row| row.as_ptr()));
         } else {
             push_tap_pointers(taps, r0..r1, input, kc, &pad_row, &mut offsets, &mut bases, &mut ptrs, past_input)?;
         }
@@ -845,20 +881,31 @@ fn drive(
             let mut p = 0;
             while t0 < r1 {
                 let mr = k.mr.min(r1 - t0);
+                // Whole tiles in one call, then the rest.
+                let tiles = if mr == k.mr { (r1 - t0) / mr } else { 1 };
                 let args = Qs8IgemmArgs {
                     mr,
+                    tiles,
                     nc,
                     kc: call_kc,
                     ks: call_ks,
-                    a: ptrs[p..p + call_ks * mr].as_ptr(),
+                    // Copied rows (one tap each) lie `call_kc` apart in `rows_buf`.
+                    a: if copied {
+                        Qs8Rows::Strided { base: rows_buf[(t0 - r0) * call_kc..].as_ptr(), stride: call_kc }
+                    } else {
+                        Qs8Rows::Pointers(ptrs[p..p + call_ks * mr * tiles].as_ptr())
+                    },
                     flipped: copied,
                     w: w.as_ptr(),
                     c_stride: out_stride,
                     out: out.rows_down(t0 - r0, out_stride),
                 };
-                // SAFETY: the contract of `Qs8IgemmArgs` holds: `ptrs[p..p + call_ks*mr]`
-                // are `mr * call_ks` pointers (row-major), each to `call_kc` readable
-                // bytes: inside a checked span of `input` (`kc == call_kc` when not
+                // SAFETY: the contract of `Qs8IgemmArgs` holds: copied rows are the
+                // chunk's rows `t0 - r0..` of `rows_buf`, `call_kc` bytes each (one tap:
+                // `copied` implies `call_ks == 1`; `rows_buf` holds `chunk * call_kc`
+                // bytes and `t0 + mr * tiles <= r1 <= r0 + chunk`); else `ptrs[p..p +
+                // call_ks * mr * tiles]` are `tiles * mr * call_ks` pointers (row-major),
+                // each to `call_kc` readable bytes: inside a checked span of `input` (`kc == call_kc` when not
                 // read by lines; a run's pointer `j` is `j * step` past the span's start,
                 // and the span reaches the run's last read of `call_kc`), inside `input`
                 // for a line read in place (`Lines::pointers` keeps only rows whose
@@ -869,11 +916,11 @@ fn drive(
                 // output and tables for the rows `r0..r1` and channels from `j0` (its
                 // contract, kept by `igemm`, `igemm_int32` and `igemm_hybrid`, which checked
                 // the output's size for every row and column of the call), moved down to
-                // rows `t0..t0 + mr` inside that run; `mr <= MR`, `nc <= NR` by
+                // rows `t0..t0 + mr * tiles` inside that run; `mr <= MR`, `nc <= NR` by
                 // construction, `call_kc` a positive multiple of 4 by the packing.
                 unsafe { (k.by_rows[mr - 1])(&args) };
-                p += call_ks * mr;
-                t0 += mr;
+                p += call_ks * mr * tiles;
+                t0 += mr * tiles;
             }
         }
         r0 = r1;

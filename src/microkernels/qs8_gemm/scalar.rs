@@ -9,26 +9,45 @@ use crate::microkernels::qs8_requant::requant_scalar;
 pub const KERNELS: Qs8GemmKernels = Qs8GemmKernels {
     wide: Qs8GemmKernel { mr: 4, nr: 16, by_rows: WIDE },
     narrow: Qs8GemmKernel { mr: 4, nr: 8, by_rows: NARROW },
+    flip,
 };
+
+/// `dst[i] = src[i] ^ 0x80` over the slices' common length.
+pub fn flip(src: &[i8], dst: &mut [i8]) {
+    for (d, &x) in dst.iter_mut().zip(src) {
+        *d = x ^ i8::MIN;
+    }
+}
 
 const WIDE: &[Qs8IgemmFn] = &[igemm::<1, 16>, igemm::<2, 16>, igemm::<3, 16>, igemm::<4, 16>];
 const NARROW: &[Qs8IgemmFn] = &[igemm::<1, 8>, igemm::<2, 8>, igemm::<3, 8>, igemm::<4, 8>];
 
 /// # Safety
 /// The contract of [`Qs8IgemmArgs`], with `p.mr == M` and `NR` the block width.
-#[allow(clippy::needless_range_loop)] // the same loop nest as the SIMD kernels
 unsafe fn igemm<const M: usize, const NR: usize>(p: &Qs8IgemmArgs) {
+    for q in 0..p.tiles {
+        // Tile `q`: its pointers and output `q * M` rows further on.
+        let tile =
+            Qs8IgemmArgs { tiles: 1, a: p.a.rows_down(q * M, p.ks), out: p.out.rows_down(q * M, p.c_stride), ..*p };
+        // SAFETY: the contract holds for each tile of the run (it is stated per tile).
+        unsafe { tile_igemm::<M, NR>(&tile) }
+    }
+}
+
+/// # Safety
+/// The contract of [`Qs8IgemmArgs`] for one tile, with `p.mr == M` and `NR` the block
+/// width.
+#[allow(clippy::needless_range_loop)] // the same loop nest as the SIMD kernels
+unsafe fn tile_igemm<const M: usize, const NR: usize>(p: &Qs8IgemmArgs) {
     debug_assert!(p.mr == M && p.nc <= NR && p.kc.is_multiple_of(4));
-    // SAFETY: `w` holds `ks*kc*NR` bytes and `a` holds `ks*M` pointers to `kc` bytes each
-    // (the contract).
-    let (w, a) =
-        unsafe { (core::slice::from_raw_parts(p.w, p.ks * p.kc * NR), core::slice::from_raw_parts(p.a, p.ks * M)) };
+    // SAFETY: `w` holds `ks*kc*NR` bytes (the contract).
+    let w = unsafe { core::slice::from_raw_parts(p.w, p.ks * p.kc * NR) };
     let mut acc = [[0i32; NR]; M];
     let mut wk = 0;
     for t in 0..p.ks {
         let rows: [&[i8]; M] = core::array::from_fn(|i| {
-            // SAFETY: each row pointer is valid for `kc` bytes (the contract).
-            unsafe { core::slice::from_raw_parts(a[i * p.ks + t], p.kc) }
+            // SAFETY: `a` gives `M * ks` rows of `kc` bytes each (the contract).
+            unsafe { core::slice::from_raw_parts(p.a.row(i, t, p.ks), p.kc) }
         });
         for k4 in 0..p.kc / 4 {
             let wrow = &w[wk..wk + 4 * NR];

@@ -341,3 +341,19 @@ fn int32_outputs_are_the_exact_sums() {
         }
     }
 }
+
+#[test]
+fn sign_flips_match_the_scalar_twin() {
+    let mut rng = Lcg(0xf11b_0080);
+    for len in (0..200).chain([1000, 4095, 4096]) {
+        let src: Vec<i8> = (0..len).map(|_| rng.next() as i8).collect();
+        let want: Vec<i8> = src.iter().map(|&x| x ^ i8::MIN).collect();
+        for (t, k) in tables() {
+            // One byte past the slice must stay as it was (masked tails).
+            let mut dst = vec![7i8; len + 1];
+            (k.flip)(&src, &mut dst[..len]);
+            assert_eq!(&dst[..len], &want[..], "{} flip of {len}", t.isa.name());
+            assert_eq!(dst[len], 7, "{} flip of {len} wrote past its end", t.isa.name());
+        }
+    }
+}
