@@ -42,6 +42,10 @@ pub struct FloatRequant {
     /// A lane whose `y` lies within this distance of an integer is recomputed exactly (the
     /// error bound inside the clamp window).
     pub tolerance: Vec<f32>,
+    /// True when the clamp's lower bound is at or above the output zero point (a fused
+    /// RELU or RELU6): then every `acc + bias <= 0` gives the lower bound whichever offset
+    /// it takes, so both offsets are the positive one and the kernels skip the choice.
+    pub one_sided: bool,
 }
 
 /// The largest tolerance worth a shortcut: past it, too many lanes would fall back.
@@ -58,6 +62,7 @@ impl FloatRequant {
             offset_negative: vec![0.5; padded],
             negated_bias: vec![0; padded],
             tolerance: vec![0.0; padded],
+            one_sided: rq.min >= rq.output_offset,
         };
         // Padding channels (past `channels()`) are computed but never stored.
         for c in 0..rq.channels() {
@@ -88,7 +93,11 @@ impl FloatRequant {
             let tolerance = (2.0 * window + 4.0 * far + 8.0) * f64::powi(2.0, -24);
             f.scale[c] = scale as f32;
             f.offset_positive[c] = (offset + nudge) as f32;
-            f.offset_negative[c] = (offset - nudge) as f32;
+            // One-sided: for `acc + bias <= 0` the exact output is at most the zero point
+            // and the positive formula's `floor(z + 1/2 + 2^-(e + 1))` at most 0 (z <= 0,
+            // e >= 1), so both clamp to the lower bound.
+            let negative_nudge = if f.one_sided { nudge } else { -nudge };
+            f.offset_negative[c] = (offset + negative_nudge) as f32;
             f.negated_bias[c] = -bias;
             // Rounded up, so the f32 tolerance is never below the proven one.
             f.tolerance[c] = (tolerance * (1.0 + 1.0 / 1024.0)) as f32;

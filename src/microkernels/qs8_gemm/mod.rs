@@ -146,6 +146,8 @@ pub struct FloatTables {
     pub offset_negative: *const f32,
     pub negated_bias: *const i32,
     pub tolerance: *const f32,
+    /// Both offsets are the same (see [`FloatRequant::one_sided`]).
+    pub one_sided: bool,
 }
 
 impl Qs8Out {
@@ -691,6 +693,7 @@ pub fn igemm(
                 offset_negative: f.offset_negative[j0..j0 + k.nr].as_ptr(),
                 negated_bias: f.negated_bias[j0..j0 + k.nr].as_ptr(),
                 tolerance: f.tolerance[j0..j0 + k.nr].as_ptr(),
+                one_sided: f.one_sided,
             }),
         }
     })

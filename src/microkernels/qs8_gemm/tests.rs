@@ -62,7 +62,7 @@ fn dense_rows_match_direct_on_every_table() {
     let mut rng = Lcg(0x5151_2323);
     // Layers with small sums, no left shift and enough right shift take the float
     // shortcut: some of these must, so that it is checked against the direct sums.
-    let mut with_float = 0;
+    let (mut with_float, mut one_sided) = (0, 0);
     for case in 0..80 {
         let m = 1 + rng.below(30);
         let n = 1 + rng.below(70);
@@ -79,10 +79,12 @@ fn dense_rows_match_direct_on_every_table() {
             mults[0] = (i32::MIN, 2);
         }
         let per_tensor = case % 3 == 0;
+        let offset = rng.below(256) as i32 - 128;
         let out = Qs8Output {
             mults: if per_tensor { &mults[..1] } else { &mults },
-            offset: rng.below(256) as i32 - 128,
-            range: if case % 4 == 0 { (-128, 127) } else { (-100, 90) },
+            offset,
+            // Full, narrowed, and from the zero point up (a fused RELU: one-sided).
+            range: [(-128, 127), (-100, 90), (offset, 127), (offset, (offset + 30).min(127))][case % 4],
         };
         let taps = DenseRows { stride: kc };
         let want = direct(&input, &taps, m, n, 1, kc, &w, &bias, zp, &out);
@@ -90,6 +92,7 @@ fn dense_rows_match_direct_on_every_table() {
             let packed = pack(k, n, 1, kc, 1, |o, _, j| w[o * kc + j], Some(&bias), zp, &out).unwrap();
             if t.isa == Isa::Scalar {
                 with_float += usize::from(packed.has_float_requant());
+                one_sided += usize::from(matches!(&packed.tables, Tables::Requant(_, Some(f)) if f.one_sided));
             }
             let mut got = vec![0x55i8; m * n];
             igemm(k, &packed, &input, &taps, 0..m, 0..n, &mut got, n).unwrap();
@@ -97,6 +100,7 @@ fn dense_rows_match_direct_on_every_table() {
         }
     }
     assert!(with_float >= 8, "only {with_float} layers took the float shortcut");
+    assert!(one_sided >= 4, "only {one_sided} layers took its one-sided form");
 }
 
 /// The float shortcut's declined lanes: with every channel's offsets raised by 0.3 (so
@@ -115,11 +119,8 @@ fn declined_lanes_are_recomputed_exactly() {
         let zp = [-128, 0, 5][case % 3];
         let input: Vec<i8> = (0..m * kc).map(|_| rng.next() as i8).collect();
         let (w, bias, mults) = random_case(&mut rng, n, 1, kc);
-        let out = Qs8Output {
-            mults: &mults,
-            offset: rng.below(256) as i32 - 128,
-            range: if case % 2 == 0 { (-128, 127) } else { (-100, 90) },
-        };
+        let offset = rng.below(256) as i32 - 128;
+        let out = Qs8Output { mults: &mults, offset, range: [(-128, 127), (-100, 90), (offset, 127)][case % 3] };
         let taps = DenseRows { stride: kc };
         let want = direct(&input, &taps, m, n, 1, kc, &w, &bias, zp, &out);
         for (t, k) in tables() {
