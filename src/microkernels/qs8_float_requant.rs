@@ -25,7 +25,7 @@
 //! integer, no integer lies between it and the exact value, so `floor(y)` is exact once
 //! clamped; the few lanes closer to one are recomputed exactly.
 //!
-//! The shortcut is only built where it is valid: no left shift, positive multipliers, and
+//! The shortcut is only built where it is valid: no left shift, multipliers not negative, and
 //! accumulators below `2^24` (exact in `f32`) whose sum with the bias cannot wrap.
 
 use super::qs8_requant::ChannelRequant;
@@ -68,7 +68,9 @@ impl FloatRequant {
         for c in 0..rq.channels() {
             let (mult, bias) = (rq.mult[c], rq.bias[c]);
             let bound = acc_bound(c);
-            if rq.left[c] != 0 || mult <= 0 || bound >= 1 << 24 || bound + u64::from(bias.unsigned_abs()) >= 1 << 31 {
+            // A zero multiplier (a channel of zero weights, or padding) gives the zero
+            // point exactly: `y` is then the offset, half-way between integers.
+            if rq.left[c] != 0 || mult < 0 || bound >= 1 << 24 || bound + u64::from(bias.unsigned_abs()) >= 1 << 31 {
                 return None;
             }
             let e = rq.right[c];
@@ -116,6 +118,112 @@ impl FloatRequant {
             return None;
         }
         Some(y.floor() as i32)
+    }
+}
+
+/// Pointers to entries `range` of each table of a [`FloatRequant`], for kernels.
+#[derive(Clone, Copy)]
+pub struct FloatTables {
+    pub scale: *const f32,
+    pub offset_positive: *const f32,
+    pub offset_negative: *const f32,
+    pub negated_bias: *const i32,
+    pub tolerance: *const f32,
+    /// Both offsets are the same (see [`FloatRequant::one_sided`]).
+    pub one_sided: bool,
+}
+
+impl FloatRequant {
+    /// The tables' entries `range` (which must lie within the padded channels: slicing
+    /// checks it).
+    pub fn tables(&self, range: core::ops::Range<usize>) -> FloatTables {
+        FloatTables {
+            scale: self.scale[range.clone()].as_ptr(),
+            offset_positive: self.offset_positive[range.clone()].as_ptr(),
+            offset_negative: self.offset_negative[range.clone()].as_ptr(),
+            negated_bias: self.negated_bias[range.clone()].as_ptr(),
+            tolerance: self.tolerance[range].as_ptr(),
+            one_sided: self.one_sided,
+        }
+    }
+}
+
+/// The shortcut on 16 lanes of AVX-512.
+#[cfg(target_arch = "x86_64")]
+pub mod avx512 {
+    use super::FloatTables;
+    use core::arch::x86_64::*;
+
+    /// One vector's tables: 16 channels, loaded once and applied to many accumulators.
+    #[derive(Clone, Copy)]
+    pub struct FloatLanes {
+        scale: __m512,
+        offset_positive: __m512,
+        offset_negative: __m512,
+        negated_bias: __m512i,
+        tolerance: __m512,
+    }
+
+    impl FloatLanes {
+        /// # Safety
+        /// The five tables hold `col + 16` values each; AVX-512 F available.
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        pub unsafe fn load(t: FloatTables, col: usize) -> FloatLanes {
+            // SAFETY: the tables hold `col + 16` values (the contract); unaligned loads.
+            unsafe {
+                FloatLanes {
+                    scale: _mm512_loadu_ps(t.scale.add(col)),
+                    offset_positive: _mm512_loadu_ps(t.offset_positive.add(col)),
+                    offset_negative: _mm512_loadu_ps(t.offset_negative.add(col)),
+                    negated_bias: _mm512_loadu_si512(t.negated_bias.add(col).cast()),
+                    tolerance: _mm512_loadu_ps(t.tolerance.add(col)),
+                }
+            }
+        }
+
+        /// `floor(acc * scale + offset)` per lane (the output plus its zero point, before the
+        /// clamp), and the lanes within `tolerance` of an integer, which must be recomputed
+        /// exactly: [`super::FloatRequant::scalar`] lane by lane. `ONE_SIDED`: the two offsets
+        /// are equal (the tables say so), and the positive one is taken.
+        ///
+        /// # Safety
+        /// The CPU has AVX-512 F and DQ.
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512dq")]
+        pub fn apply<const ONE_SIDED: bool>(&self, acc: __m512i) -> (__m512i, __mmask16) {
+            let (r, distance) = self.value::<ONE_SIDED>(acc);
+            (r, self.declined(distance))
+        }
+
+        /// [`FloatLanes::apply`]'s value, and each lane's distance to the nearest integer.
+        ///
+        /// # Safety
+        /// The CPU has AVX-512 F and DQ.
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512dq")]
+        pub fn value<const ONE_SIDED: bool>(&self, acc: __m512i) -> (__m512i, __m512) {
+            let offset = if ONE_SIDED {
+                self.offset_positive
+            } else {
+                let positive = _mm512_cmpgt_epi32_mask(acc, self.negated_bias);
+                _mm512_mask_blend_ps(positive, self.offset_negative, self.offset_positive)
+            };
+            let y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), self.scale, offset);
+            // `y - round(y)` (to nearest, no fraction bits kept) in one instruction.
+            let distance = _mm512_abs_ps(_mm512_reduce_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(y));
+            (_mm512_cvt_roundps_epi32::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(y), distance)
+        }
+
+        /// The lanes whose distance to an integer is within the tolerance.
+        ///
+        /// # Safety
+        /// The CPU has AVX-512 F.
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        pub fn declined(&self, distance: __m512) -> __mmask16 {
+            _mm512_cmp_ps_mask::<_CMP_LT_OQ>(distance, self.tolerance)
+        }
     }
 }
 
@@ -175,6 +283,21 @@ mod tests {
         }
         assert!(total > 100_000, "{total} accumulators tried");
         assert!(declined * 20 < total, "{declined} of {total} declined");
+    }
+
+    #[test]
+    fn zero_multipliers_give_the_zero_point() {
+        // A channel of zero weights (and the padding past the last channel) has the
+        // multiplier 0: TFLite's output is the zero point, clamped, for every sum.
+        for (zp, range) in [(-5, (-128, 127)), (-128, (-128, 127)), (3, (3, 127)), (10, (-20, 5))] {
+            let rq = ChannelRequant::new(2, |c| [(0, 0), (1 << 30, -3)][c], |c| [1234, -5][c], zp, range);
+            let f = FloatRequant::new(&rq, |_| 1 << 16).expect("the shortcut holds");
+            for acc in [-(1 << 16), -1000, -1, 0, 1, 77, 1 << 16] {
+                let got = f.scalar(0, acc).map(|v| v.clamp(rq.min, rq.max));
+                assert_eq!(got, Some(exact(&rq, 0, acc).clamp(rq.min, rq.max)), "acc {acc} zp {zp}");
+                assert_eq!(got, Some(zp.clamp(range.0, range.1)));
+            }
+        }
     }
 
     #[test]

@@ -5,9 +5,9 @@
 //! once per call (held in registers when the tap count is known), then the run's pixels
 //! stream through them.
 
-use super::{DwKernels, Layout};
+use super::{DwKernels, DwRequant, Layout};
 use crate::microkernels::Isa;
-use crate::microkernels::qs8_requant::{ChannelRequant, LANES, avx512 as rq512};
+use crate::microkernels::qs8_requant::{LANES, avx512 as rq512};
 use core::arch::x86_64::*;
 
 pub const KERNELS: DwKernels = DwKernels {
@@ -20,14 +20,7 @@ pub const KERNELS: DwKernels = DwKernels {
 
 /// # Safety
 /// See [`super::DwKernel`] (`slots.len() == 9`).
-unsafe fn rows9(
-    channels: usize,
-    slots: &[*const i8],
-    step: usize,
-    weights: &[i32],
-    rq: &ChannelRequant,
-    out: &mut [i8],
-) {
+unsafe fn rows9(channels: usize, slots: &[*const i8], step: usize, weights: &[i32], rq: &DwRequant, out: &mut [i8]) {
     debug_assert_eq!(slots.len(), 9);
     // SAFETY: the caller's contract, which includes that the CPU has AVX-512.
     unsafe { rows::<9>(channels, slots, step, weights, rq, out) }
@@ -35,14 +28,7 @@ unsafe fn rows9(
 
 /// # Safety
 /// See [`super::DwKernel`] (`slots.len() == 25`).
-unsafe fn rows25(
-    channels: usize,
-    slots: &[*const i8],
-    step: usize,
-    weights: &[i32],
-    rq: &ChannelRequant,
-    out: &mut [i8],
-) {
+unsafe fn rows25(channels: usize, slots: &[*const i8], step: usize, weights: &[i32], rq: &DwRequant, out: &mut [i8]) {
     debug_assert_eq!(slots.len(), 25);
     // SAFETY: the caller's contract, which includes that the CPU has AVX-512.
     unsafe { rows::<25>(channels, slots, step, weights, rq, out) }
@@ -50,14 +36,7 @@ unsafe fn rows25(
 
 /// # Safety
 /// See [`super::DwKernel`].
-unsafe fn rows_any(
-    channels: usize,
-    slots: &[*const i8],
-    step: usize,
-    weights: &[i32],
-    rq: &ChannelRequant,
-    out: &mut [i8],
-) {
+unsafe fn rows_any(channels: usize, slots: &[*const i8], step: usize, weights: &[i32], rq: &DwRequant, out: &mut [i8]) {
     // SAFETY: the caller's contract, which includes that the CPU has AVX-512.
     unsafe { rows::<0>(channels, slots, step, weights, rq, out) }
 }
@@ -73,7 +52,7 @@ unsafe fn rows<const T: usize>(
     slots: &[*const i8],
     step: usize,
     weights: &[i32],
-    rq: &ChannelRequant,
+    rq: &DwRequant,
     out: &mut [i8],
 ) {
     let pixels = out.len() / channels;
@@ -106,7 +85,7 @@ unsafe fn block<const T: usize, const MASKED: bool>(
     slot_ptrs: *const *const i8,
     step: usize,
     weights: *const i32,
-    rq: &ChannelRequant,
+    rq: &DwRequant,
     out: *mut i8,
     channels: usize,
     pixels: usize,
@@ -125,6 +104,7 @@ unsafe fn block<const T: usize, const MASKED: bool>(
             wv[i] = _mm512_loadu_si512(w.add(i * LANES).cast());
             tp[i] = (*slot_ptrs.add(i)).add(c0);
         }
+        let rq = &rq.exact;
         let lanes = rq512::load(rq, c0);
         let offset = _mm512_set1_epi32(rq.output_offset);
         let (min, max) = (_mm512_set1_epi32(rq.min), _mm512_set1_epi32(rq.max));

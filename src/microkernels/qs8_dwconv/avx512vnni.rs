@@ -17,9 +17,10 @@
 //! so 32-channel blocks do the same work per channel with half the padding on channel
 //! counts that are not multiples of 64.
 
-use super::{DwKernels, Layout, SlideCols};
+use super::{DwKernels, DwRequant, Layout, SlideCols};
 use crate::microkernels::Isa;
-use crate::microkernels::qs8_requant::{ChannelRequant, avx512 as rq512};
+use crate::microkernels::qs8_float_requant::avx512::FloatLanes;
+use crate::microkernels::qs8_requant::avx512 as rq512;
 use core::arch::x86_64::*;
 
 /// Channels per block.
@@ -35,14 +36,7 @@ pub const KERNELS: DwKernels = DwKernels {
 
 /// # Safety
 /// See [`super::DwKernel`] (`slots.len() == 12`: a 3x3 filter).
-unsafe fn rows12(
-    channels: usize,
-    slots: &[*const i8],
-    step: usize,
-    weights: &[i32],
-    rq: &ChannelRequant,
-    out: &mut [i8],
-) {
+unsafe fn rows12(channels: usize, slots: &[*const i8], step: usize, weights: &[i32], rq: &DwRequant, out: &mut [i8]) {
     debug_assert_eq!(slots.len(), 12);
     // SAFETY: the caller's contract, which includes that the CPU has AVX-512 VNNI.
     unsafe { rows::<12>(channels, slots, step, weights, rq, out) }
@@ -50,14 +44,7 @@ unsafe fn rows12(
 
 /// # Safety
 /// See [`super::DwKernel`] (`slots.len() == 40`: a 5x5 filter).
-unsafe fn rows40(
-    channels: usize,
-    slots: &[*const i8],
-    step: usize,
-    weights: &[i32],
-    rq: &ChannelRequant,
-    out: &mut [i8],
-) {
+unsafe fn rows40(channels: usize, slots: &[*const i8], step: usize, weights: &[i32], rq: &DwRequant, out: &mut [i8]) {
     debug_assert_eq!(slots.len(), 40);
     // SAFETY: the caller's contract, which includes that the CPU has AVX-512 VNNI.
     unsafe { rows::<40>(channels, slots, step, weights, rq, out) }
@@ -65,14 +52,7 @@ unsafe fn rows40(
 
 /// # Safety
 /// See [`super::DwKernel`].
-unsafe fn rows_any(
-    channels: usize,
-    slots: &[*const i8],
-    step: usize,
-    weights: &[i32],
-    rq: &ChannelRequant,
-    out: &mut [i8],
-) {
+unsafe fn rows_any(channels: usize, slots: &[*const i8], step: usize, weights: &[i32], rq: &DwRequant, out: &mut [i8]) {
     // SAFETY: the caller's contract, which includes that the CPU has AVX-512 VNNI.
     unsafe { rows::<0>(channels, slots, step, weights, rq, out) }
 }
@@ -83,26 +63,41 @@ unsafe fn rows_any(
 /// # Safety
 /// See [`super::DwKernel`]; `T == 0` or `T == slots.len()`.
 #[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
 unsafe fn rows<const T: usize>(
     channels: usize,
     slots: &[*const i8],
     step: usize,
     weights: &[i32],
-    rq: &ChannelRequant,
+    rq: &DwRequant,
     out: &mut [i8],
 ) {
     let pixels = out.len() / channels;
     let (s, w, o) = (slots.as_ptr(), weights.as_ptr(), out.as_mut_ptr());
     // SAFETY: the caller's contract; `blocks` calls `f` on whole blocks of channels.
     unsafe {
-        blocks(channels, |c0, mask, masked| {
-            if masked {
-                block::<T, true>(slots.len(), s, step, w, rq, o, channels, pixels, c0, mask)
-            } else {
-                block::<T, false>(slots.len(), s, step, w, rq, o, channels, pixels, c0, mask)
-            }
+        blocks(channels, |c0, mask, masked| match (masked, mode(rq)) {
+            (true, EXACT) => block::<T, true, EXACT>(slots.len(), s, step, w, rq, o, channels, pixels, c0, mask),
+            (true, FLOAT) => block::<T, true, FLOAT>(slots.len(), s, step, w, rq, o, channels, pixels, c0, mask),
+            (true, _) => block::<T, true, ONE_SIDED>(slots.len(), s, step, w, rq, o, channels, pixels, c0, mask),
+            (false, EXACT) => block::<T, false, EXACT>(slots.len(), s, step, w, rq, o, channels, pixels, c0, mask),
+            (false, FLOAT) => block::<T, false, FLOAT>(slots.len(), s, step, w, rq, o, channels, pixels, c0, mask),
+            (false, _) => block::<T, false, ONE_SIDED>(slots.len(), s, step, w, rq, o, channels, pixels, c0, mask),
         })
+    }
+}
+
+/// How a kernel requantizes: exactly, or with the float shortcut (see
+/// `qs8_float_requant`), in its one-sided form or not.
+const EXACT: u8 = 0;
+const FLOAT: u8 = 1;
+const ONE_SIDED: u8 = 2;
+
+fn mode(rq: &DwRequant) -> u8 {
+    match &rq.float {
+        None => EXACT,
+        Some(f) if f.one_sided => ONE_SIDED,
+        Some(_) => FLOAT,
     }
 }
 
@@ -120,79 +115,134 @@ fn blocks(channels: usize, mut f: impl FnMut(usize, __mmask32, bool)) {
     }
 }
 
-/// A block's requantization: its two halves' parameters and the output's.
+/// A block's requantization: its two halves' parameters and the output's, and with the
+/// float shortcut (`MODE != EXACT`) its two halves' float tables.
 #[derive(Clone, Copy)]
-struct Requant {
+struct Requant<const MODE: u8> {
     lo: rq512::Lanes,
     hi: rq512::Lanes,
     offset: __m512i,
     min: __m512i,
     max: __m512i,
+    float: Option<[FloatLanes; 2]>,
+    min16: __m512i,
+    max16: __m512i,
 }
 
-impl Requant {
+impl<const MODE: u8> Requant<MODE> {
     /// Channels `c0..c0 + 32` of `rq`.
     ///
     /// # Safety
-    /// `c0 + 32 <= rq.padded_channels()`.
+    /// `c0 + 32 <= rq.exact.padded_channels()`, and as many entries in each float table
+    /// (present when `MODE != EXACT`).
     #[inline]
     #[target_feature(enable = "avx512f")]
-    unsafe fn load(rq: &ChannelRequant, c0: usize) -> Requant {
+    unsafe fn load(rq: &DwRequant, c0: usize) -> Requant<MODE> {
+        let exact = &rq.exact;
         // SAFETY: the caller's contract.
         unsafe {
             Requant {
-                lo: rq512::load(rq, c0),
-                hi: rq512::load(rq, c0 + 16),
-                offset: _mm512_set1_epi32(rq.output_offset),
-                min: _mm512_set1_epi32(rq.min),
-                max: _mm512_set1_epi32(rq.max),
+                lo: rq512::load(exact, c0),
+                hi: rq512::load(exact, c0 + 16),
+                offset: _mm512_set1_epi32(exact.output_offset),
+                min: _mm512_set1_epi32(exact.min),
+                max: _mm512_set1_epi32(exact.max),
+                float: match &rq.float {
+                    Some(f) if MODE != EXACT => {
+                        let t = f.tables(0..f.scale.len());
+                        Some([FloatLanes::load(t, c0), FloatLanes::load(t, c0 + 16)])
+                    }
+                    _ => None,
+                },
+                min16: _mm512_set1_epi16(exact.min as i16),
+                max16: _mm512_set1_epi16(exact.max as i16),
             }
         }
+    }
+
+    /// 16 lanes requantized: with the float shortcut where it holds (the lanes it
+    /// declines exactly), else exactly; the zero point added, not yet clamped (the float
+    /// values may lie outside the clamp range, the exact ones do not).
+    ///
+    /// # Safety
+    /// AVX-512 F and DQ available. (Not a `target_feature` function, which could not be
+    /// forced inline: a call per pixel passed the sums through memory, twice as slow.)
+    #[inline(always)]
+    unsafe fn half(&self, acc: __m512i, high: bool) -> __m512i {
+        let exact = if high { &self.hi } else { &self.lo };
+        // SAFETY: the CPU features (the caller's contract).
+        unsafe {
+            match &self.float {
+                Some(lanes) if MODE != EXACT => {
+                    let lanes = &lanes[usize::from(high)];
+                    let (r, declined) =
+                        if MODE == ONE_SIDED { lanes.apply::<true>(acc) } else { lanes.apply::<false>(acc) };
+                    if declined != 0 { self.declined_lanes(r, declined, acc, exact) } else { r }
+                }
+                _ => rq512::requant(acc, exact, self.offset, self.min, self.max),
+            }
+        }
+    }
+
+    /// `r` with the lanes in `declined` requantized exactly: out of line, as it is rare
+    /// (inline, it kept the kernel from inlining its requantization, twice as slow).
+    #[cold]
+    #[inline(never)]
+    #[target_feature(enable = "avx512f")]
+    fn declined_lanes(&self, r: __m512i, declined: __mmask16, acc: __m512i, exact: &rq512::Lanes) -> __m512i {
+        _mm512_mask_mov_epi32(r, declined, rq512::requant(acc, exact, self.offset, self.min, self.max))
     }
 
     /// Requantizes the 4 accumulators of a block (vector `k`: channels `4k..4k + 4`, then
     /// `16 + 4k..`) and stores the 32 (masked: those under `mask`) int8 outputs at `dst`.
     ///
     /// # Safety
-    /// `dst` is writable for 32 bytes, or for the lanes of `mask` when `MASKED`.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    /// `dst` is writable for 32 bytes, or for the lanes of `mask` when `MASKED`; AVX-512
+    /// F, BW, DQ and VL available (forced inline, as [`Requant::half`]).
+    #[inline(always)]
     unsafe fn store<const MASKED: bool>(&self, acc: [__m256i; 4], dst: *mut i8, mask: __mmask32) {
-        if !MASKED {
-            // A whole block's tables are in the order of vectors 0 and 2, then 1 and 3
-            // (see `Layout::table_channel`), so the accumulators go in as they are. The
-            // saturating pack of the two results puts channels `0..8`, `16..24`, `8..16`,
-            // `24..32` in the four 128-bit lanes (the values are already within int8), and
-            // one 64-bit permutation of the bytes restores channel order.
-            let a = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(acc[0]), acc[2]);
-            let b = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(acc[1]), acc[3]);
-            let ra = rq512::requant(a, &self.lo, self.offset, self.min, self.max);
-            let rb = rq512::requant(b, &self.hi, self.offset, self.min, self.max);
-            let bytes = _mm512_cvtepi16_epi8(_mm512_packs_epi32(ra, rb));
-            let bytes = _mm256_permute4x64_epi64::<0b11_01_10_00>(bytes);
-            // SAFETY: the caller's contract.
-            unsafe { _mm256_storeu_si256(dst.cast(), bytes) };
-            return;
-        }
-        // The last, partial block's tables are in channel order: shuffle the 128-bit lanes
-        // of vectors 0 to 3 into channels `0..16` and `16..32`.
-        let a01 = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(acc[0]), acc[1]);
-        let a23 = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(acc[2]), acc[3]);
-        let r =
-            rq512::requant(_mm512_shuffle_i64x2::<0b10_00_10_00>(a01, a23), &self.lo, self.offset, self.min, self.max);
-        // SAFETY: the caller's contract; masked stores write only the lanes of `mask`.
-        unsafe { _mm512_mask_cvtepi32_storeu_epi8(dst, mask as __mmask16, r) };
-        // The upper 16 channels may all be missing.
-        if (mask >> 16) != 0 {
-            let r = rq512::requant(
-                _mm512_shuffle_i64x2::<0b11_01_11_01>(a01, a23),
-                &self.hi,
-                self.offset,
-                self.min,
-                self.max,
-            );
-            // SAFETY: as above, 16 bytes further.
-            unsafe { _mm512_mask_cvtepi32_storeu_epi8(dst.add(16), (mask >> 16) as __mmask16, r) };
+        // SAFETY: the CPU features (the caller's contract); the stores below write what
+        // the contract allows.
+        unsafe { self.store_impl::<MASKED>(acc, dst, mask) }
+    }
+
+    /// [`Requant::store`]'s body.
+    ///
+    /// # Safety
+    /// As for [`Requant::store`].
+    #[inline(always)]
+    unsafe fn store_impl<const MASKED: bool>(&self, acc: [__m256i; 4], dst: *mut i8, mask: __mmask32) {
+        // SAFETY: the CPU features and `dst` (the caller's contract).
+        unsafe {
+            if !MASKED {
+                // A whole block's tables are in the order of vectors 0 and 2, then 1 and 3
+                // (see `Layout::table_channel`), so the accumulators go in as they are. The
+                // saturating pack of the two results puts channels `0..8`, `16..24`, `8..16`,
+                // `24..32` in the four 128-bit lanes, clamped there to the output range, and
+                // one 64-bit permutation of the bytes restores channel order.
+                let a = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(acc[0]), acc[2]);
+                let b = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(acc[1]), acc[3]);
+                let r = _mm512_packs_epi32(self.half(a, false), self.half(b, true));
+                let r = if MODE == EXACT { r } else { _mm512_min_epi16(_mm512_max_epi16(r, self.min16), self.max16) };
+                let bytes = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm512_cvtepi16_epi8(r));
+                // The caller's contract.
+                _mm256_storeu_si256(dst.cast(), bytes);
+                return;
+            }
+            // The last, partial block's tables are in channel order: shuffle the 128-bit lanes
+            // of vectors 0 to 3 into channels `0..16` and `16..32`.
+            let a01 = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(acc[0]), acc[1]);
+            let a23 = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(acc[2]), acc[3]);
+            let clamp = |r| _mm512_min_epi32(_mm512_max_epi32(r, self.min), self.max);
+            let r = clamp(self.half(_mm512_shuffle_i64x2::<0b10_00_10_00>(a01, a23), false));
+            // Masked stores write only the lanes of `mask`.
+            _mm512_mask_cvtepi32_storeu_epi8(dst, mask as __mmask16, r);
+            // The upper 16 channels may all be missing.
+            if (mask >> 16) != 0 {
+                let r = clamp(self.half(_mm512_shuffle_i64x2::<0b11_01_11_01>(a01, a23), true));
+                // As above, 16 bytes further.
+                _mm512_mask_cvtepi32_storeu_epi8(dst.add(16), (mask >> 16) as __mmask16, r);
+            }
         }
     }
 }
@@ -203,14 +253,14 @@ impl Requant {
 /// The kernel contract; `c0 + 32 <= channels` unless `MASKED`, and then the lanes of
 /// `mask` are the channels below `channels`.
 #[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn block<const T: usize, const MASKED: bool>(
+unsafe fn block<const T: usize, const MASKED: bool, const MODE: u8>(
     slots: usize,
     slot_ptrs: *const *const i8,
     step: usize,
     weights: *const i32,
-    rq: &ChannelRequant,
+    rq: &DwRequant,
     out: *mut i8,
     channels: usize,
     pixels: usize,
@@ -237,7 +287,7 @@ unsafe fn block<const T: usize, const MASKED: bool>(
                 *v = _mm256_loadu_si256(w.add((g * 4 + k) * 8).cast());
             }
         }
-        let rq = Requant::load(rq, c0);
+        let rq = Requant::<MODE>::load(rq, c0);
         for p in 0..pixels {
             let off = p * step;
             let mut acc = [_mm256_setzero_si256(); 4];
@@ -271,7 +321,7 @@ unsafe fn slide3x3(
     rows: &[*const i8],
     cols: SlideCols,
     weights: &[i32],
-    rq: &ChannelRequant,
+    rq: &DwRequant,
     out: &mut [i8],
 ) {
     debug_assert!(rows.len() == 3 && (cols.stride == 1 || cols.stride == 2));
@@ -282,10 +332,26 @@ unsafe fn slide3x3(
     // `blocks` calls `f` on whole blocks of channels.
     unsafe {
         blocks(channels, |c0, mask, masked| match (cols.stride, masked) {
-            (1, false) => slide_block::<1, false>(r, cols, w, rq, o, channels, pixels, c0, mask),
-            (1, true) => slide_block::<1, true>(r, cols, w, rq, o, channels, pixels, c0, mask),
-            (_, false) => slide_block::<2, false>(r, cols, w, rq, o, channels, pixels, c0, mask),
-            (_, true) => slide_block::<2, true>(r, cols, w, rq, o, channels, pixels, c0, mask),
+            (1, false) => match mode(rq) {
+                EXACT => slide_block::<1, false, EXACT>(r, cols, w, rq, o, channels, pixels, c0, mask),
+                FLOAT => slide_block::<1, false, FLOAT>(r, cols, w, rq, o, channels, pixels, c0, mask),
+                _ => slide_block::<1, false, ONE_SIDED>(r, cols, w, rq, o, channels, pixels, c0, mask),
+            },
+            (1, true) => match mode(rq) {
+                EXACT => slide_block::<1, true, EXACT>(r, cols, w, rq, o, channels, pixels, c0, mask),
+                FLOAT => slide_block::<1, true, FLOAT>(r, cols, w, rq, o, channels, pixels, c0, mask),
+                _ => slide_block::<1, true, ONE_SIDED>(r, cols, w, rq, o, channels, pixels, c0, mask),
+            },
+            (_, false) => match mode(rq) {
+                EXACT => slide_block::<2, false, EXACT>(r, cols, w, rq, o, channels, pixels, c0, mask),
+                FLOAT => slide_block::<2, false, FLOAT>(r, cols, w, rq, o, channels, pixels, c0, mask),
+                _ => slide_block::<2, false, ONE_SIDED>(r, cols, w, rq, o, channels, pixels, c0, mask),
+            },
+            (_, true) => match mode(rq) {
+                EXACT => slide_block::<2, true, EXACT>(r, cols, w, rq, o, channels, pixels, c0, mask),
+                FLOAT => slide_block::<2, true, FLOAT>(r, cols, w, rq, o, channels, pixels, c0, mask),
+                _ => slide_block::<2, true, ONE_SIDED>(r, cols, w, rq, o, channels, pixels, c0, mask),
+            },
         })
     }
 }
@@ -296,13 +362,13 @@ unsafe fn slide3x3(
 /// The sliding kernel contract; `c0 + 32 <= channels` unless `MASKED`, and then the lanes
 /// of `mask` are the channels below `channels`.
 #[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn slide_block<const S: usize, const MASKED: bool>(
+unsafe fn slide_block<const S: usize, const MASKED: bool, const MODE: u8>(
     rows: [*const i8; 3],
     cols: SlideCols,
     weights: *const i32,
-    rq: &ChannelRequant,
+    rq: &DwRequant,
     out: *mut i8,
     channels: usize,
     pixels: usize,
@@ -321,7 +387,7 @@ unsafe fn slide_block<const S: usize, const MASKED: bool>(
                 *v = _mm256_loadu_si256(w.add((kx * 4 + k) * 8).cast());
             }
         }
-        let rq = Requant::load(rq, c0);
+        let rq = Requant::<MODE>::load(rq, c0);
         let (r0, r1, r2) = (rows[0].add(c0), rows[1].add(c0), rows[2].add(c0));
         let z = _mm256_setzero_si256();
         // A column outside the image: the zero point (sign bit flipped) in all 3 rows.

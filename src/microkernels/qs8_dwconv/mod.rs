@@ -54,6 +54,7 @@ pub mod scalar;
 use super::Isa;
 use super::f32_dwconv::DwGeom;
 use super::packed::Packed;
+use super::qs8_float_requant::FloatRequant;
 use super::qs8_requant::ChannelRequant;
 use crate::error::{Error, Result};
 
@@ -73,7 +74,7 @@ use crate::error::{Error, Result};
 ///   kernels' layout, packed by [`pack`], and
 ///   `requant.padded_channels() >= layout.padded(channels)`;
 /// - the CPU has the table's instruction set.
-pub type DwKernel = unsafe fn(usize, &[*const i8], usize, &[i32], &ChannelRequant, &mut [i8]);
+pub type DwKernel = unsafe fn(usize, &[*const i8], usize, &[i32], &DwRequant, &mut [i8]);
 
 /// The input columns a sliding kernel call reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,9 +104,10 @@ pub struct SlideCols {
 /// - `rows[ky]` is readable for `cols.width * channels` `i8`s, which nothing writes
 ///   during the call;
 /// - `weights.len() >= layout.padded(channels) * 3`, packed by [`pack`] for a 3x3 filter,
-///   and `requant.padded_channels() >= layout.padded(channels)`;
+///   and `requant.exact.padded_channels() >= layout.padded(channels)` (and as many
+///   entries in each float table, if any);
 /// - the CPU has the table's instruction set.
-pub type DwSlideKernel = unsafe fn(usize, &[*const i8], SlideCols, &[i32], &ChannelRequant, &mut [i8]);
+pub type DwSlideKernel = unsafe fn(usize, &[*const i8], SlideCols, &[i32], &DwRequant, &mut [i8]);
 
 /// The int8 depthwise kernels of one instruction set. Only this module makes them (the
 /// fields are private), and [`run_rows`] checks that the CPU has `isa` before it calls
@@ -242,6 +244,14 @@ pub fn packed_len(layout: Layout, channels: usize, (k_h, k_w): (usize, usize)) -
     layout.padded(channels).checked_mul(layout.rows(layout.slots(k_h, k_w)?))
 }
 
+/// A layer's requantization: exact, and the float shortcut where the layer allows it and
+/// the kernels use one (same entries, in the tables' order).
+#[derive(Clone, Debug)]
+pub struct DwRequant {
+    pub exact: ChannelRequant,
+    pub float: Option<FloatRequant>,
+}
+
 /// Depthwise weights packed for the kernels, with the zero-point-adjusted requantization.
 #[derive(Clone, Debug)]
 pub struct PackedDw {
@@ -249,7 +259,7 @@ pub struct PackedDw {
     channels: usize,
     filter: (usize, usize),
     weights: Packed<i32>,
-    requant: ChannelRequant,
+    requant: DwRequant,
     zero_point: i8,
 }
 
@@ -271,7 +281,8 @@ impl PackedDw {
 
     /// Bytes held by the packed weights and tables.
     pub fn bytes(&self) -> usize {
-        self.weights.bytes() + 4 * 4 * self.requant.padded_channels()
+        let float = if self.requant.float.is_some() { 5 } else { 0 };
+        self.weights.bytes() + 4 * (4 + float) * self.requant.exact.padded_channels()
     }
 }
 
@@ -317,6 +328,7 @@ pub fn pack(
         .map_err(|_| Error::new(format!("cannot allocate {len} packed int8 depthwise weights")))?;
     data.resize(len, 0i32);
     let mut sums = vec![0i32; channels];
+    let mut abs_sums = vec![0u64; channels];
     let block = layout.block();
     let rows = len / layout.padded(channels);
     for (c, sum) in sums.iter_mut().enumerate() {
@@ -325,6 +337,7 @@ pub fn pack(
             for kx in 0..k_w {
                 let w = weights(ky, kx, c);
                 *sum = sum.wrapping_add(w as i32);
+                abs_sums[c] += u64::from(w.unsigned_abs());
                 let s = layout.slot((ky, kx), (k_h, k_w));
                 let (row, word) = match layout {
                     Layout::Wide16 => (s, w as i32),
@@ -347,6 +360,13 @@ pub fn pack(
         output_offset,
         (min, max),
     );
+    // The VNNI kernels sum `(x + 128) * w`, 0..=255 times each weight; the others keep
+    // the exact path.
+    let float = match layout {
+        Layout::Dot4x32 => FloatRequant::new(&requant, |i| channel(i).map_or(0, |c| 255 * abs_sums[c])),
+        Layout::Wide16 => None,
+    };
+    let requant = DwRequant { exact: requant, float };
     Ok(PackedDw { layout, channels, filter: (k_h, k_w), weights: Packed::new(data), requant, zero_point })
 }
 
@@ -411,8 +431,11 @@ pub fn run_rows(
         || packed.channels != c
         || packed.filter != filter
         || Some(packed.weights.len()) != packed_len(layout, c, filter)
-        || packed.requant.padded_channels() != padded
-        || [&packed.requant.bias, &packed.requant.left, &packed.requant.right].iter().any(|t| t.len() != padded)
+        || packed.requant.exact.padded_channels() != padded
+        || [&packed.requant.exact.bias, &packed.requant.exact.left, &packed.requant.exact.right]
+            .iter()
+            .any(|t| t.len() != padded)
+        || packed.requant.float.as_ref().is_some_and(|f| f.scale.len() != padded)
     {
         return Err(Error::new(format!(
             "packed int8 depthwise weights for {} channels and a {:?} filter ({:?}) do not fit {c} channels and a \

@@ -1,23 +1,17 @@
 //! Portable int8 depthwise kernel: the oracle of the SIMD ones (the same blocks, integer
 //! sums that wrap, [`ChannelRequant::scalar`] per channel).
 
-use super::{DwKernels, Layout};
+use super::{DwKernels, DwRequant, Layout};
 use crate::microkernels::Isa;
-use crate::microkernels::qs8_requant::{ChannelRequant, LANES};
+use crate::microkernels::qs8_requant::LANES;
 
 pub const KERNELS: DwKernels =
     DwKernels { isa: Isa::Scalar, layout: Layout::Wide16, fixed: [(9, rows), (25, rows)], any: rows, slide3x3: None };
 
 /// # Safety
 /// See [`super::DwKernel`] ([`Layout::Wide16`]).
-unsafe fn rows(
-    channels: usize,
-    slots: &[*const i8],
-    step: usize,
-    weights: &[i32],
-    rq: &ChannelRequant,
-    out: &mut [i8],
-) {
+unsafe fn rows(channels: usize, slots: &[*const i8], step: usize, weights: &[i32], rq: &DwRequant, out: &mut [i8]) {
+    let rq = &rq.exact;
     let pixels = out.len() / channels;
     let block_len = slots.len() * LANES;
     for (blk, c0) in (0..channels).step_by(LANES).enumerate() {

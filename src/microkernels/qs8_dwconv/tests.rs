@@ -342,9 +342,9 @@ fn packing_folds_the_zero_point() {
     assert_eq!(packed.weights[32 + 17], 0); // padding
     // bias - zp * (w0 + w1) = 5 + 3 * (ch + 10 + ch).
     for ch in 0..c {
-        assert_eq!(packed.requant.bias[ch], 5 + 3 * (2 * ch as i32 + 10));
+        assert_eq!(packed.requant.exact.bias[ch], 5 + 3 * (2 * ch as i32 + 10));
     }
-    assert_eq!(packed.requant.bias[c], 0);
+    assert_eq!(packed.requant.exact.bias[c], 0);
 }
 
 /// The VNNI layout: 32-channel blocks, slots by filter column in groups of 4 (a 6x2
@@ -357,7 +357,7 @@ fn dot_layout() {
     let w = |ky: usize, kx: usize, ch: usize| ((ky * kw + kx) as i32 * 20 - ch as i32) as i8;
     let packed = pack(&k, c, (kh, kw), w, None, 2, |_| (1 << 30, 0), 0, (-128, 127)).unwrap();
     assert_eq!(packed.weights.len(), 64 * 4);
-    assert_eq!(packed.requant.padded_channels(), 64);
+    assert_eq!(packed.requant.exact.padded_channels(), 64);
     for ch in 0..64 {
         let (b, j) = (ch / 32, ch % 32);
         let pos = ((j % 16) / 4) * 8 + (j / 16) * 4 + j % 4;
@@ -378,7 +378,7 @@ fn dot_layout() {
     };
     let order: Vec<usize> = [0, 16, 8, 24].iter().chain(&[4, 20, 12, 28]).flat_map(|&c0| c0..c0 + 4).collect();
     for (i, &ch) in order.iter().chain(&(32..64).collect::<Vec<_>>()).enumerate() {
-        assert_eq!(packed.requant.bias[i], if ch < c { -130 * sum(ch) } else { 0 }, "entry {i}");
+        assert_eq!(packed.requant.exact.bias[i], if ch < c { -130 * sum(ch) } else { 0 }, "entry {i}");
     }
 }
 
@@ -416,4 +416,50 @@ fn bad_arguments_are_errors() {
     let wide = DwGeom { pad_left: usize::MAX / 2, ..g };
     assert!(run_rows(k, &wide, &input, &packed, 0, &mut out).is_err());
     assert!(run_rows(k, &g, &input, &packed, 0, &mut out).is_ok());
+}
+
+/// Layers the float shortcut holds for (right shifts of 6 to 14, no left shift), with
+/// full, one-sided (a fused RELU: from the zero point up) and narrow clamps: every table
+/// against the reference, through the sliding and the pointer kernels; and the same with
+/// the shortcut's tables spoiled (offsets raised by 0.3, tolerance widened to 0.45), so
+/// that its floor is wrong wherever it is not declined and every lane near an integer is:
+/// the declined lanes must come out exact.
+#[test]
+fn float_requantization_is_exact() {
+    let mut r = Lcg(47);
+    let (mut float, mut one_sided, mut spoiled) = (0, 0, 0);
+    for case_no in 0..120 {
+        let c = [1usize, 16, 31, 32, 33, 64, 96, 100, 144][case_no % 9];
+        let (k, s) = [((3, 3), 1), ((3, 3), 2), ((5, 5), 1), ((3, 3), 1)][case_no % 4];
+        let Some(g) = geom(1, 3 + r.below(6), 3 + r.below(40), c, k, (s, s), (1, 1), case_no % 3 != 0) else {
+            continue;
+        };
+        let mut case = Case::random(&mut r, g, false);
+        case.mults = (0..c).map(|_| ((1 << 30) + (r.next() >> 2) as i32, -6 - r.below(9) as i32)).collect();
+        let offset = case.offset;
+        case.clamp = [(-128, 127), (offset, 127), (offset, (offset + 40).min(127)), (-20, 20)][case_no % 4];
+        let want = case.reference();
+        for t in available_tables() {
+            let Some(kernels) = t.qs8_dwconv else { continue };
+            for slide in [true, false] {
+                let k = DwKernels { slide3x3: if slide { kernels.slide3x3 } else { None }, ..kernels };
+                let mut packed = case.pack(&k);
+                let mut got = vec![0x55u8 as i8; g.output_len().unwrap()];
+                run_rows(&k, &g, &case.input, &packed, 0, &mut got).unwrap();
+                assert_eq!(got, want, "{} slide {slide} {g:?} clamp {:?}", t.name(), case.clamp);
+                let Some(f) = &mut packed.requant.float else { continue };
+                float += 1;
+                one_sided += usize::from(f.one_sided);
+                f.tolerance.iter_mut().for_each(|t| *t = 0.45);
+                f.offset_positive.iter_mut().chain(f.offset_negative.iter_mut()).for_each(|o| *o += 0.3);
+                let mut got = vec![0x55u8 as i8; g.output_len().unwrap()];
+                run_rows(&k, &g, &case.input, &packed, 0, &mut got).unwrap();
+                assert_eq!(got, want, "spoiled tables: {} slide {slide} {g:?} clamp {:?}", t.name(), case.clamp);
+                spoiled += 1;
+            }
+        }
+    }
+    if crate::microkernels::Isa::Avx512Vnni.is_available() {
+        assert!(float > 100 && one_sided > 40 && spoiled == float, "{float} float, {one_sided} one-sided");
+    }
 }

@@ -8,7 +8,9 @@
 //! word feeds two multiply-adds), narrow 12 x 16 for channel counts that 32 would pad more
 //! (16, 48, 80, ...).
 
-use super::{FloatTables, Qs8GemmKernel, Qs8GemmKernels, Qs8IgemmArgs, Qs8IgemmFn, Qs8Out};
+use super::{Qs8GemmKernel, Qs8GemmKernels, Qs8IgemmArgs, Qs8IgemmFn, Qs8Out};
+use crate::microkernels::qs8_float_requant::FloatTables;
+use crate::microkernels::qs8_float_requant::avx512::FloatLanes;
 use crate::microkernels::qs8_requant::avx512 as rq512;
 use core::arch::x86_64::*;
 
@@ -484,69 +486,6 @@ unsafe fn store_16(c: *mut i8, mask: __mmask16, r: __m256i, clamp: Option<(__m25
     };
     // SAFETY: the masked store writes only the lanes in `mask` (the contract).
     unsafe { _mm_mask_storeu_epi8(c, mask, _mm256_cvtsepi16_epi8(r)) }
-}
-
-/// One vector's float shortcut tables: 16 channels, loaded once per tile.
-struct FloatLanes {
-    scale: __m512,
-    offset_positive: __m512,
-    offset_negative: __m512,
-    negated_bias: __m512i,
-    tolerance: __m512,
-}
-
-impl FloatLanes {
-    /// # Safety
-    /// The five tables hold `col + 16` values each; AVX-512 F available.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn load(t: FloatTables, col: usize) -> FloatLanes {
-        // SAFETY: the tables hold `col + 16` values (the contract); unaligned loads.
-        unsafe {
-            FloatLanes {
-                scale: _mm512_loadu_ps(t.scale.add(col)),
-                offset_positive: _mm512_loadu_ps(t.offset_positive.add(col)),
-                offset_negative: _mm512_loadu_ps(t.offset_negative.add(col)),
-                negated_bias: _mm512_loadu_si512(t.negated_bias.add(col).cast()),
-                tolerance: _mm512_loadu_ps(t.tolerance.add(col)),
-            }
-        }
-    }
-
-    /// `floor(acc * scale + offset)` per lane (the output plus its zero point, before the
-    /// clamp), and the lanes within `tolerance` of an integer, which must be recomputed
-    /// exactly: `qs8_float_requant::FloatRequant::scalar` lane by lane. `ONE_SIDED`: the
-    /// two offsets are equal (the tables say so), and the positive one is taken.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512dq")]
-    fn apply<const ONE_SIDED: bool>(&self, acc: __m512i) -> (__m512i, __mmask16) {
-        let (r, distance) = self.value::<ONE_SIDED>(acc);
-        (r, self.declined(distance))
-    }
-
-    /// [`FloatLanes::apply`]'s value, and each lane's distance to the nearest integer.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512dq")]
-    fn value<const ONE_SIDED: bool>(&self, acc: __m512i) -> (__m512i, __m512) {
-        let offset = if ONE_SIDED {
-            self.offset_positive
-        } else {
-            let positive = _mm512_cmpgt_epi32_mask(acc, self.negated_bias);
-            _mm512_mask_blend_ps(positive, self.offset_negative, self.offset_positive)
-        };
-        let y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), self.scale, offset);
-        // `y - round(y)` (to nearest, 0 fraction bits kept) in one instruction.
-        // `y - round(y)` (to nearest, no fraction bits kept) in one instruction.
-        let distance = _mm512_abs_ps(_mm512_reduce_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(y));
-        (_mm512_cvt_roundps_epi32::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(y), distance)
-    }
-
-    /// The lanes whose distance to an integer is within the tolerance.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn declined(&self, distance: __m512) -> __mmask16 {
-        _mm512_cmp_ps_mask::<_CMP_LT_OQ>(distance, self.tolerance)
-    }
 }
 
 /// One vector's requantization tables: 16 channels, loaded once per tile.

@@ -29,6 +29,7 @@ mod tests;
 use super::f32_gemm::{PAD, RowTaps, push_tap_pointers, run_from};
 use super::packed::Packed;
 use super::qs8_float_requant::FloatRequant;
+pub use super::qs8_float_requant::FloatTables;
 use super::qs8_requant::ChannelRequant;
 use crate::error::{Error, Result};
 use core::ops::Range;
@@ -136,18 +137,6 @@ pub enum Qs8Out {
         min: f32,
         max: f32,
     },
-}
-
-/// One block's tables of a [`FloatRequant`].
-#[derive(Clone, Copy)]
-pub struct FloatTables {
-    pub scale: *const f32,
-    pub offset_positive: *const f32,
-    pub offset_negative: *const f32,
-    pub negated_bias: *const i32,
-    pub tolerance: *const f32,
-    /// Both offsets are the same (see [`FloatRequant::one_sided`]).
-    pub one_sided: bool,
 }
 
 impl Qs8Out {
@@ -687,14 +676,7 @@ pub fn igemm(
             max: rq.max,
             shifts_left: packed.shifts_left,
             saturates: packed.saturates,
-            float: float.as_ref().map(|f| FloatTables {
-                scale: f.scale[j0..j0 + k.nr].as_ptr(),
-                offset_positive: f.offset_positive[j0..j0 + k.nr].as_ptr(),
-                offset_negative: f.offset_negative[j0..j0 + k.nr].as_ptr(),
-                negated_bias: f.negated_bias[j0..j0 + k.nr].as_ptr(),
-                tolerance: f.tolerance[j0..j0 + k.nr].as_ptr(),
-                one_sided: f.one_sided,
-            }),
+            float: float.as_ref().map(|f| f.tables(j0..j0 + k.nr)),
         }
     })
 }
