@@ -5,7 +5,7 @@
 //! exact `srdhm` and `rounding_divide_by_pot`; the short forms of [`super::forms`] serve
 //! the parameters that allow them.
 
-use super::forms::{Elem, vc_forms, vv_forms};
+use super::forms::{Elem, FloatForm, vc_forms, vv_float, vv_forms};
 use super::{ADD, Input, Kernels8, MUL, QBinaryKernels, QBinaryParams, RSUB, Rescale, SUB};
 use crate::microkernels::Isa;
 use crate::microkernels::qs8_requant::avx512::{rounding_divide_by_pot, srdhm, srdhm_unsaturated};
@@ -297,6 +297,54 @@ unsafe fn vv_loop<T: Elem, const OP: u8, const SHORT: bool, const SHORT_OUT: boo
     }
 }
 
+/// [`vv_loop`] in the float form `f` (see [`super::forms`]), 64 values at a time: lanes
+/// the form declines, and the last values, take the short exact forms.
+///
+/// # Safety
+/// See [`super::VvFn`]; the float form and both short forms hold for `p`, and so does
+/// [`packs_exactly`]; the CPU has AVX-512 F, BW, DQ and VL.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+unsafe fn vv_float_loop<T: Elem, const OP: u8>(
+    n: usize,
+    a: *const T,
+    b: *const T,
+    out: *mut T,
+    p: &QBinaryParams,
+    f: FloatForm,
+) {
+    let (va, vb, o) = (InVec::new(&p.a), InVec::new(&p.b), OutVec::new(p));
+    // The float values already hold the zero point.
+    let pk = PackVec { offset: _mm512_setzero_si512(), ..PackVec::new(p) };
+    let (fa, fb, fc, tol) =
+        (_mm512_set1_ps(f.a), _mm512_set1_ps(f.b), _mm512_set1_ps(f.c), _mm512_set1_ps(f.tolerance));
+    // SAFETY: every access is below `n`; each vector is loaded before the same positions
+    // are stored, so `out` may be `a` or `b`.
+    unsafe {
+        let value = |i: usize| {
+            let (x, y) = (load(a.add(i)), load(b.add(i)));
+            let v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(y), fb, _mm512_fmadd_ps(_mm512_cvtepi32_ps(x), fa, fc));
+            let distance = _mm512_abs_ps(_mm512_reduce_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v));
+            let r = _mm512_cvt_roundps_epi32::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(v);
+            let declined = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(distance, tol);
+            if declined == 0 {
+                r
+            } else {
+                let exact = _mm512_add_epi32(rescale_out::<true>(vv_raw::<OP, true>(x, y, &va, &vb), &o), o.offset);
+                _mm512_mask_mov_epi32(r, declined, exact)
+            }
+        };
+        let mut i = 0;
+        while i + 64 <= n {
+            let v = [i, i + 16, i + 32, i + 48].map(value);
+            finish_packed(out.add(i), v, &pk);
+            i += 64;
+        }
+        // The rest (fewer than 64 values) in the short forms.
+        vv_loop::<T, OP, true, true, false>(n - i, a.add(i), b.add(i), out.add(i), p);
+    }
+}
+
 /// # Safety
 /// See [`super::VcFn`]; the CPU has AVX-512 F, BW and VL.
 #[inline]
@@ -331,14 +379,17 @@ unsafe fn vc_loop<T: Elem, const OP: u8, const SHORT: bool, const SHORT_OUT: boo
 }
 
 /// # Safety
-/// See [`super::VvFn`].
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+/// See [`super::VvFn`]; the CPU has AVX-512 F, BW, DQ and VL (the table's).
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
 unsafe fn vv<T: Elem, const OP: u8>(n: usize, a: *const T, b: *const T, out: *mut T, p: &QBinaryParams) {
     let (short, short_out) = vv_forms::<T, OP>(p);
     // The packed finish only where the short forms are taken: the common, fast case.
     let pack = short_out && packs_exactly::<T>(p);
-    // SAFETY: the caller's contract is the loops'.
+    // SAFETY: the caller's contract is the loops'; the float loop's forms are checked.
     unsafe {
+        if let Some(f) = vv_float::<T, OP>(p).filter(|_| pack) {
+            return vv_float_loop::<T, OP>(n, a, b, out, p, f);
+        }
         match (short, short_out, pack) {
             (true, true, true) => vv_loop::<T, OP, true, true, true>(n, a, b, out, p),
             (true, true, false) => vv_loop::<T, OP, true, true, false>(n, a, b, out, p),

@@ -15,8 +15,22 @@
 //! The output rescaling has a shorter exact form too when the raw values are known to be
 //! small enough (bounded from the parameters and the 8-bit input range, see
 //! [`short_output`]): no left shift, no saturation, and the same short rounding.
+//!
+//! Where both short forms hold, ADD and SUB also have a float form ([`vv_float`]): the
+//! output plus its zero point is `floor(y)` with `y = x_a * a + x_b * b + c` in `f32`,
+//! except for the lanes `y` lies within a tolerance of an integer, which the kernels
+//! compute exactly. Why it holds: each input's rescaling is
+//! `T(x) = RoundingDivideByPOT(SaturatingRoundingDoublingHighMul((x + offset) << 20, m), e)`,
+//! two roundings of `(x + offset) * s` (`s = m / 2^(11 + e)`) to an integer, each by at
+//! most 1/2 of its unit, so `|T(x) - (x + offset) * s| <= 1`; the output's is
+//! `floor(raw * S + 1/2 + sign(raw) * 2^-(e_out + 1))` exactly (`S = m_out / 2^(31 +
+//! e_out)`, see `qs8_float_requant`), the nudge 0 for `e_out = 0` (its ties, half-integers,
+//! are declined). With `a = s_a * S`, `b = +-s_b * S` and `c` the offsets' terms plus
+//! 1/2 and the zero point, `y` lies within `2 S` (the two input roundings) plus its own
+//! `f32` roundings of the exact `raw * S + 1/2 + zero point`; adding the nudge, that is
+//! the tolerance: where no integer lies that close to `y`, `floor(y)` is the output.
 
-use super::{Input, MUL, QBinaryParams};
+use super::{ADD, Input, MUL, QBinaryParams, SUB};
 
 /// The largest input offset magnitude of the short ADD / SUB input rescaling: with 8-bit
 /// inputs (`-128..=255`), `|x + offset| <= 1023`.
@@ -104,4 +118,43 @@ pub fn vc_forms<T: Elem, const OP: u8>(xi: &Input, c: i32, p: &QBinaryParams) ->
         None
     };
     (short, bound.is_some_and(|r| short_output(p, r)))
+}
+
+/// The float form of an ADD or SUB `vv` kernel (see the module documentation).
+#[derive(Clone, Copy, Debug)]
+pub struct FloatForm {
+    pub a: f32,
+    pub b: f32,
+    pub c: f32,
+    pub tolerance: f32,
+}
+
+/// The largest tolerance worth the float form: past it, too many lanes would be declined.
+const MAX_FLOAT_TOLERANCE: f64 = 1.0 / 256.0;
+
+/// The float form of a `vv` kernel of op `OP` with `p`, where it holds.
+pub fn vv_float<T: Elem, const OP: u8>(p: &QBinaryParams) -> Option<FloatForm> {
+    if OP != ADD && OP != SUB || vv_forms::<T, OP>(p) != (true, true) {
+        return None;
+    }
+    let (ia, ib, o) = (p.a.scale, p.b.scale, p.out);
+    if ia.mult < 0 || ib.mult < 0 || o.mult < 0 || o.left != 0 {
+        return None;
+    }
+    let pow2 = |e: u32| f64::powi(2.0, e as i32);
+    let out_scale = f64::from(o.mult) / pow2(31 + o.right);
+    let a = f64::from(ia.mult) / pow2(11 + ia.right) * out_scale;
+    let b = f64::from(ib.mult) / pow2(11 + ib.right) * out_scale * if OP == SUB { -1.0 } else { 1.0 };
+    let c = f64::from(p.a.offset) * a + f64::from(p.b.offset) * b + 0.5 + f64::from(p.output_offset);
+    // Every term's magnitude, for the f32 roundings: of `a`, `b` and `c` themselves and of
+    // the two fused multiply-adds, each at most 2^-24 of `reach`.
+    let x = f64::from(T::MIN.unsigned_abs().max(T::MAX.unsigned_abs()));
+    let reach = x * (a.abs() + b.abs()) + c.abs();
+    let nudge = if o.right == 0 { 0.0 } else { pow2(o.right + 1).recip() };
+    let tolerance = 2.0 * out_scale + 6.0 * reach * f64::powi(2.0, -24) + nudge;
+    if tolerance > MAX_FLOAT_TOLERANCE || reach > f64::from(1u32 << 22) {
+        return None;
+    }
+    // Rounded up, so the f32 tolerance is never below the proven one.
+    Some(FloatForm { a: a as f32, b: b as f32, c: c as f32, tolerance: (tolerance * (1.0 + 1.0 / 1024.0)) as f32 })
 }
