@@ -136,6 +136,7 @@ pub struct FloatTables {
 impl FloatRequant {
     /// The tables' entries `range` (which must lie within the padded channels: slicing
     /// checks it).
+    #[inline]
     pub fn tables(&self, range: core::ops::Range<usize>) -> FloatTables {
         FloatTables {
             scale: self.scale[range.clone()].as_ptr(),
