@@ -96,8 +96,8 @@ impl FloatRequant {
             f.scale[c] = scale as f32;
             f.offset_positive[c] = (offset + nudge) as f32;
             // One-sided: for `acc + bias <= 0` the exact output is at most the zero point
-            // and the positive formula's `floor(z + 1/2 + 2^-(e + 1))` at most 0 (z <= 0,
-            // e >= 1), so both clamp to the lower bound.
+            // and the positive formula's `floor(z + 1/2 + nudge)` at most 0 (`z <= 0`, the
+            // nudge at most 1/4), so both clamp to the lower bound.
             let negative_nudge = if f.one_sided { nudge } else { -nudge };
             f.offset_negative[c] = (offset + negative_nudge) as f32;
             f.negated_bias[c] = -bias;

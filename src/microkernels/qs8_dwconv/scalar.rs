@@ -1,5 +1,6 @@
 //! Portable int8 depthwise kernel: the oracle of the SIMD ones (the same blocks, integer
-//! sums that wrap, [`ChannelRequant::scalar`] per channel).
+//! sums that wrap, [`ChannelRequant::scalar`](crate::microkernels::qs8_requant::ChannelRequant::scalar)
+//! per channel).
 
 use super::{DwKernels, DwRequant, Layout};
 use crate::microkernels::Isa;

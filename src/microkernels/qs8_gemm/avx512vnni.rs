@@ -1,8 +1,9 @@
 //! AVX-512 VNNI 8-bit GEMM kernels: `vpdpbusd` multiplies four unsigned input bytes (the
 //! input with its sign bit flipped, `x ^ 0x80`) by four signed weight bytes and adds the
 //! four products into each 32-bit lane, 64 multiply-adds per instruction. The 32-bit sums
-//! are requantized exactly (see `qs8_requant`) and narrowed to bytes in registers; column
-//! tails are written with masked stores.
+//! are requantized exactly (see `qs8_requant`; most layers through the float shortcut of
+//! `qs8_float_requant`, the lanes it declines exactly) and narrowed to bytes in
+//! registers; column tails are written with masked stores.
 //!
 //! Tiles: wide `MR x NR` = 8 x 32 (two 512-bit accumulators per row: each broadcast input
 //! word feeds two multiply-adds), narrow 12 x 16 for channel counts that 32 would pad more
@@ -89,7 +90,7 @@ unsafe fn igemm<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
 unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
     // The float shortcut's two forms get a tile kernel each: with both inlined in one,
-    // the accumulators no longer stayed in registers (144 -> 24 at 56x56 took 15% longer).
+    // the accumulators no longer stayed in registers (16 -> 96 at 112x112 took 15% longer).
     if let Qs8Out::Int8 { float: Some(FloatTables { one_sided: true, .. }), .. } = p.out {
         // SAFETY: forwarded contract.
         unsafe { tiles::<M, V, true>(p) }

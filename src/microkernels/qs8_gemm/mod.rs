@@ -13,9 +13,11 @@
 //! TFLite's skipped taps contribute nothing). All sums wrap in 32 bits, as TFLite's do, so
 //! the result is identical whatever the order.
 //!
-//! One call of a microkernel computes an `mr x nc` block of outputs (`mr <= MR`,
-//! `nc <= NR`): row `i` reads its `ks` taps of `kc` bytes through pointers (`a[i * ks +
-//! t]`: the input pixel under tap `t`, the padding row, or a copied row or line), `kc` a
+//! One call of a microkernel computes `tiles` blocks of `mr x nc` outputs one under the
+//! other (`mr <= MR`, `nc <= NR`; a call per run of whole tiles saves a call and its
+//! arguments per tile, which layers of few inputs feel): row `i` reads its `ks` taps of
+//! `kc` bytes through pointers (`a[i * ks + t]`: the input pixel under tap `t`, the
+//! padding row, or a copied line) or, for copied rows of one tap, at a stride; `kc` a
 //! multiple of 4. Weights are packed per block of `NR` output channels as
 //! `[ks][kc / 4][NR][4]` bytes (zero past the last channel); the requantization tables
 //! (folded bias, multiplier, shifts) are padded to whole blocks.
@@ -36,9 +38,9 @@ use core::ops::Range;
 
 /// The arguments of one microkernel call.
 ///
-/// The caller guarantees (this is each microkernel's safety contract), for `tiles` tiles
-/// of `mr` rows, tile `q` being the first one moved `q * mr` rows down (its pointers
-/// `q * mr * ks` further on, its output as [`Qs8Out::rows_down`] moves it):
+/// The caller guarantees (this is each microkernel's safety contract), for each of
+/// `tiles` tiles of `mr` rows, tile `q` being the first one moved `q * mr` rows down (its
+/// rows as [`Qs8Rows::rows_down`] moves them, its output as [`Qs8Out::rows_down`]):
 /// - `a` gives `mr * ks` rows (see [`Qs8Rows`]), each valid for reading `kc` bytes;
 /// - `w` points to one packed block: `ks * kc * NR` bytes;
 /// - the per-channel tables of `out` each point to `NR` readable values (the block's
@@ -143,7 +145,8 @@ impl Qs8Out {
     /// The output `rows` rows further down: `c` by `rows * c_stride` values, a hybrid
     /// layer's row tables by `rows * row_step` entries. The pointers are only offset
     /// (wrapping), never read here; the driver keeps them inside what `emit` gave.
-    fn rows_down(mut self, rows: usize, c_stride: usize) -> Qs8Out {
+    #[inline]
+    pub fn rows_down(mut self, rows: usize, c_stride: usize) -> Qs8Out {
         let at = rows * c_stride;
         match &mut self {
             Qs8Out::Int8 { c, .. } => *c = c.wrapping_add(at),
