@@ -109,11 +109,8 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
 unsafe fn tiles<const M: usize, const V: usize, const ONE_SIDED: bool>(p: &Qs8IgemmArgs) {
     for q in 0..p.tiles {
-        // Tile `q`: its pointers and output `q * M` rows further on.
-        let tile =
-            Qs8IgemmArgs { tiles: 1, a: p.a.rows_down(q * M, p.ks), out: p.out.rows_down(q * M, p.c_stride), ..*p };
         // SAFETY: the contract holds for each tile of the run (it is stated per tile).
-        unsafe { tile_igemm::<M, V, ONE_SIDED>(&tile) }
+        unsafe { tile_igemm::<M, V, ONE_SIDED>(&p.tile(q)) }
     }
 }
 

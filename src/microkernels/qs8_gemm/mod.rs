@@ -64,6 +64,21 @@ pub struct Qs8IgemmArgs {
     pub out: Qs8Out,
 }
 
+impl Qs8IgemmArgs {
+    /// Tile `q` of the run as a call of its own: its rows and output `q * mr` rows
+    /// further on (only offset, never read here).
+    #[inline(always)]
+    pub fn tile(&self, q: usize) -> Qs8IgemmArgs {
+        let rows = q * self.mr;
+        Qs8IgemmArgs {
+            tiles: 1,
+            a: self.a.rows_down(rows, self.ks),
+            out: self.out.rows_down(rows, self.c_stride),
+            ..*self
+        }
+    }
+}
+
 /// Where a tile's rows are: row `i`'s tap `t`.
 #[derive(Clone, Copy)]
 pub enum Qs8Rows {
@@ -820,7 +835,8 @@ fn drive(
     // Read a line at a time: the lines that cannot be read in place (padding, the input's
     // end) are copied into slots, `call_kc` bytes each, at most every line of a chunk.
     let mut slots = if packed.by_lines { vec![pad; chunk * call_ks * call_kc] } else { Vec::new() };
-    let mut ptrs: Vec<*const i8> = Vec::with_capacity(chunk * call_ks);
+    // Copied rows are read at a stride, without pointers.
+    let mut ptrs: Vec<*const i8> = if copied { Vec::new() } else { Vec::with_capacity(chunk * call_ks) };
     // Per tap of a run: its first pointer and its step (0 for padding).
     let mut bases: Vec<(*const i8, usize)> = vec![(core::ptr::null(), 0); ks];
     let block_len = packed.block_len();

@@ -26,11 +26,8 @@ const NARROW: &[Qs8IgemmFn] = &[igemm::<1, 8>, igemm::<2, 8>, igemm::<3, 8>, ige
 /// The contract of [`Qs8IgemmArgs`], with `p.mr == M` and `NR` the block width.
 unsafe fn igemm<const M: usize, const NR: usize>(p: &Qs8IgemmArgs) {
     for q in 0..p.tiles {
-        // Tile `q`: its pointers and output `q * M` rows further on.
-        let tile =
-            Qs8IgemmArgs { tiles: 1, a: p.a.rows_down(q * M, p.ks), out: p.out.rows_down(q * M, p.c_stride), ..*p };
         // SAFETY: the contract holds for each tile of the run (it is stated per tile).
-        unsafe { tile_igemm::<M, NR>(&tile) }
+        unsafe { tile_igemm::<M, NR>(&p.tile(q)) }
     }
 }
 
