@@ -153,14 +153,20 @@ impl Interpreter {
 
     /// Plans and allocates memory for the primary subgraph.
     pub fn allocate_tensors(&mut self) -> Result<()> {
-        self.primary_mut().allocate_tensors()
+        let planned = self.primary_mut().allocate_tensors();
+        // Prepare packed the weights: the huge page they end in goes back in part.
+        crate::microkernels::packed::release_spare();
+        planned
     }
 
     /// Runs the primary subgraph; then, unless buffer-handle outputs are allowed, makes
     /// every output readable (copies stale ones back from their delegates).
     pub fn invoke(&mut self) -> Result<()> {
         self.cancelled.store(false, Ordering::SeqCst);
-        self.primary_mut().invoke()?;
+        let ran = self.primary_mut().invoke();
+        // Some kernels pack at their first Invoke (a no-op once nothing new is packed).
+        crate::microkernels::packed::release_spare();
+        ran?;
         if !self.allow_buffer_handle_output {
             for k in 0..self.primary().outputs().len() {
                 let o = self.primary().outputs()[k];

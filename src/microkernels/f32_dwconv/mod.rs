@@ -144,20 +144,26 @@ pub fn pack(
     let len = packed_len(kernels, channels, taps).ok_or_else(|| {
         Error::new(format!("packed depthwise weights for {channels} channels and {taps} taps overflow"))
     })?;
-    let mut data = Vec::new();
-    data.try_reserve_exact(len).map_err(|_| Error::new(format!("cannot allocate {len} packed depthwise weights")))?;
+    let mut data = Packed::<f32>::zeroed(len)?;
+    let mut slots = data.iter_mut();
     for (c0, n, width) in kernels.blocks(channels) {
-        for j in 0..width {
-            data.push(if j < n { bias.map_or(0.0, |b| b[c0 + j]) } else { 0.0 });
+        // Each block: its bias, then every tap's weights, `width` lanes each (lanes past
+        // the last channel stay zero).
+        let mut block = (&mut slots).take(width * (taps + 1));
+        for (j, slot) in (&mut block).take(width).enumerate() {
+            if j < n {
+                *slot = bias.map_or(0.0, |b| b[c0 + j]);
+            }
         }
-        for t in 0..taps {
-            for j in 0..width {
-                data.push(if j < n { weights(t, c0 + j) } else { 0.0 });
+        for (i, slot) in block.enumerate() {
+            let (t, j) = (i / width, i % width);
+            if j < n {
+                *slot = weights(t, c0 + j);
             }
         }
     }
-    debug_assert_eq!(data.len(), len);
-    Ok(Packed::new(data))
+    debug_assert!(slots.next().is_none());
+    Ok(data)
 }
 
 /// The geometry of an NHWC depthwise convolution with depth multiplier 1.

@@ -148,7 +148,7 @@ pub fn pack(
         .ok_or_else(|| Error::new("GEMM packing: weight size overflows"))?;
     let total =
         block_len.checked_mul(n.div_ceil(nr)).ok_or_else(|| Error::new("GEMM packing: weight size overflows"))?;
-    let mut data = vec![0f32; total];
+    let mut data = Packed::<f32>::zeroed(total)?;
     for (blk, chunk) in data.chunks_exact_mut(block_len).enumerate() {
         let o0 = blk * nr;
         let cols = nr.min(n - o0);
@@ -167,7 +167,7 @@ pub fn pack(
             }
         }
     }
-    Ok(PackedGemm { data: Packed::new(data), n, ks, kc, nr })
+    Ok(PackedGemm { data, n, ks, kc, nr })
 }
 
 /// The offset [`RowTaps::fill`] writes for a tap that falls in the padding (reads zeros).

@@ -288,7 +288,7 @@ impl PackedQs8Gemm {
 
 /// Weights in the kernels' layout with each channel's weight sum.
 struct PackedWeights {
-    data: Vec<i8>,
+    data: Packed<i8>,
     sums: Vec<i32>,
     /// Each channel's sum of `|w|`.
     abs_sums: Vec<u64>,
@@ -322,7 +322,7 @@ fn pack_weights(
     let nr = kernels.for_outputs(n).nr;
     let block_len = call_ks.checked_mul(call_kc).and_then(|v| v.checked_mul(nr)).ok_or_else(overflow)?;
     let total = block_len.checked_mul(n.div_ceil(nr)).ok_or_else(overflow)?;
-    let mut data = vec![0i8; total];
+    let mut data = Packed::<i8>::zeroed(total)?;
     let mut sums = vec![0i32; n];
     let mut abs_sums = vec![0u64; n];
     for (blk, chunk) in data.chunks_exact_mut(block_len).enumerate() {
@@ -368,7 +368,7 @@ impl PackedWeights {
             Tables::Hybrid { .. } | Tables::Int32 { .. } => (false, false),
         };
         PackedQs8Gemm {
-            data: Packed::new(self.data),
+            data: self.data,
             tables,
             n,
             ks: self.ks,
