@@ -26,6 +26,7 @@ pub mod qs8_dwconv;
 pub mod qs8_float_requant;
 pub mod qs8_gemm;
 pub mod qs8_requant;
+pub mod qs8_rsum;
 pub mod qs8_vbinary;
 #[cfg(test)]
 pub(crate) mod test_rng;
@@ -104,6 +105,7 @@ pub struct Table {
     /// int8 depthwise kernels; `None` where the ops keep their widened loops.
     pub qs8_dwconv: Option<qs8_dwconv::DwKernels>,
     pub qs8_vbinary: qs8_vbinary::QBinaryKernels,
+    pub qs8_rsum: qs8_rsum::RowSumKernels,
 }
 
 impl Table {
@@ -133,6 +135,7 @@ impl Table {
             qs8_gemm: Some(&qs8_gemm::scalar::KERNELS),
             qs8_dwconv: Some(qs8_dwconv::scalar::KERNELS),
             qs8_vbinary: qs8_vbinary::scalar::KERNELS,
+            qs8_rsum: qs8_rsum::scalar::KERNELS,
         };
         #[cfg(target_arch = "x86_64")]
         static AVX2: Table = Table {
@@ -149,6 +152,7 @@ impl Table {
             qs8_gemm: None,
             qs8_dwconv: None,
             qs8_vbinary: qs8_vbinary::avx2::KERNELS,
+            qs8_rsum: qs8_rsum::scalar::KERNELS,
         };
         #[cfg(target_arch = "x86_64")]
         const AVX512_TABLE: Table = Table {
@@ -165,6 +169,7 @@ impl Table {
             qs8_gemm: None,
             qs8_dwconv: Some(qs8_dwconv::avx512::KERNELS),
             qs8_vbinary: qs8_vbinary::avx512::KERNELS,
+            qs8_rsum: qs8_rsum::avx512::KERNELS,
         };
         #[cfg(target_arch = "x86_64")]
         const AVX512_VNNI_TABLE: Table = Table {

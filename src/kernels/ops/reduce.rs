@@ -217,17 +217,33 @@ fn contiguous_run(input_shape: &[i32], reduced: &[bool]) -> Option<(usize, usize
     Some((prod(&dims[..first]), prod(&dims[first..end]), prod(&dims[end..])))
 }
 
+/// Adds whole rows of an accumulator's width into it (a SIMD kernel from the table).
+type AddRows<T, U> = fn(&[T], &mut [U]);
+
 /// Adds every input element into its output's accumulator, each output's elements in
-/// row-major input order (so float sums round as TFLite's reference loop does).
-fn accumulate<T: Copy, U: Copy>(input: &[T], input_shape: &[i32], p: &Plan, add: impl Fn(U, T) -> U, acc: &mut [U]) {
+/// row-major input order (so float sums round as TFLite's reference loop does). `rows`,
+/// when given, adds whole rows of `acc`'s width at once (a SIMD kernel doing the same
+/// additions) where the reduced dimensions are one contiguous run.
+fn accumulate<T: Copy, U: Copy>(
+    input: &[T],
+    input_shape: &[i32],
+    p: &Plan,
+    add: impl Fn(U, T) -> U,
+    rows: Option<AddRows<T, U>>,
+    acc: &mut [U],
+) {
     match contiguous_run(input_shape, &p.reduced) {
         // Whole rows at a time: the same additions in the same order as the general walk.
         Some((outer, r, inner)) if outer * r * inner == input.len() && outer * inner == acc.len() => {
             if inner == 0 || r == 0 {
                 return;
             }
-            for (rows, sums) in input.chunks_exact(r * inner).zip(acc.chunks_exact_mut(inner)) {
-                for row in rows.chunks_exact(inner) {
+            for (block, sums) in input.chunks_exact(r * inner).zip(acc.chunks_exact_mut(inner)) {
+                if let Some(add_rows) = rows {
+                    add_rows(block, sums);
+                    continue;
+                }
+                for row in block.chunks_exact(inner) {
                     for (s, &x) in sums.iter_mut().zip(row) {
                         *s = add(*s, x);
                     }
@@ -245,6 +261,7 @@ fn sum_into<'b, T: Copy, U: Copy + Default>(
     input_shape: &[i32],
     p: &Plan,
     add: impl Fn(U, T) -> U,
+    rows: Option<AddRows<T, U>>,
     buf: Option<&'b mut [U]>,
 ) -> std::borrow::Cow<'b, [U]> {
     let n = out_len(p);
@@ -252,12 +269,12 @@ fn sum_into<'b, T: Copy, U: Copy + Default>(
         Some(b) => {
             let acc = &mut b[..n];
             acc.fill(U::default());
-            accumulate(input, input_shape, p, add, acc);
+            accumulate(input, input_shape, p, add, rows, acc);
             std::borrow::Cow::Borrowed(&*acc)
         }
         None => {
             let mut acc = vec![U::default(); n];
-            accumulate(input, input_shape, p, add, &mut acc);
+            accumulate(input, input_shape, p, add, rows, &mut acc);
             std::borrow::Cow::Owned(acc)
         }
     }
@@ -302,7 +319,7 @@ pub fn mean_f32(input: &[f32], input_shape: &[i32], p: &Plan, out: &mut [f32], a
         out.iter_mut().for_each(|o| *o /= p.count as f32);
         return Ok(());
     }
-    let sums = sum_into::<f32, f32>(input, input_shape, p, |a, x| a + x, acc);
+    let sums = sum_into::<f32, f32>(input, input_shape, p, |a, x| a + x, None, acc);
     for (o, &s) in out.iter_mut().zip(sums.iter()) {
         *o = s / p.count as f32;
     }
@@ -320,6 +337,7 @@ pub fn quantized_mean_or_sum<T: QuantInt>(
     shift: i32,
     output_zero_point: i32,
     compute_sum: bool,
+    row_sums: Option<AddRows<T, i32>>,
     out: &mut [T],
     acc: Option<&mut [i32]>,
 ) -> Result<()> {
@@ -330,7 +348,7 @@ pub fn quantized_mean_or_sum<T: QuantInt>(
     if input.is_empty() || p.count == 0 {
         return Ok(());
     }
-    let sums = sum_into::<T, i32>(input, input_shape, p, |a, x| a.wrapping_add(x.to_i32()), acc);
+    let sums = sum_into::<T, i32>(input, input_shape, p, |a, x| a.wrapping_add(x.to_i32()), row_sums, acc);
     let n = p.count as i64;
     let (mut m, mut s) = (multiplier, shift);
     if !compute_sum {
@@ -367,7 +385,8 @@ pub fn int8_sum_builtin(
     if input.is_empty() || p.count == 0 {
         return Ok(());
     }
-    let sums = sum_into::<i8, i32>(input, input_shape, p, |a, x| a.wrapping_add(i32::from(x)), acc);
+    let sums =
+        sum_into::<i8, i32>(input, input_shape, p, |a, x| a.wrapping_add(i32::from(x)), Some(table().qs8_rsum.i8), acc);
     let scale = input_scale / output_scale;
     let bias = (-input_zero_point) as f32 * scale * p.count as f32;
     for (o, &sum) in out.iter_mut().zip(sums.iter()) {
@@ -589,13 +608,13 @@ fn eval(ctx: &OpCtx<'_>, kind: Reducer, keep_dims: bool, st: &ReduceState) -> Re
         (Reducer::Mean, kTfLiteInt32) => {
             let o = out.data_mut::<i32>()?;
             let acc = accumulator(ctx, out_len(p));
-            let sums = sum_into::<i32, i64>(input.data()?, sh, p, |a, x| a.wrapping_add(i64::from(x)), acc);
+            let sums = sum_into::<i32, i64>(input.data()?, sh, p, |a, x| a.wrapping_add(i64::from(x)), None, acc);
             int_mean(o, &sums, p.count, |v| v as i32)
         }
         (Reducer::Mean, kTfLiteInt64) => {
             let o = out.data_mut::<i64>()?;
             let acc = accumulator(ctx, out_len(p));
-            let sums = sum_into::<i64, i64>(input.data()?, sh, p, i64::wrapping_add, acc);
+            let sums = sum_into::<i64, i64>(input.data()?, sh, p, i64::wrapping_add, None, acc);
             int_mean(o, &sums, p.count, |v| v)
         }
         (Reducer::Mean, _) | (Reducer::Sum, kTfLiteUInt8) => {
@@ -611,6 +630,7 @@ fn eval(ctx: &OpCtx<'_>, kind: Reducer, keep_dims: bool, st: &ReduceState) -> Re
                     s,
                     qo.zero_point,
                     sum,
+                    Some(table().qs8_rsum.u8),
                     out.data_mut()?,
                     accumulator(ctx, out_len(p)),
                 ),
@@ -623,6 +643,7 @@ fn eval(ctx: &OpCtx<'_>, kind: Reducer, keep_dims: bool, st: &ReduceState) -> Re
                     s,
                     qo.zero_point,
                     sum,
+                    Some(table().qs8_rsum.i8),
                     out.data_mut()?,
                     accumulator(ctx, out_len(p)),
                 ),
@@ -635,6 +656,7 @@ fn eval(ctx: &OpCtx<'_>, kind: Reducer, keep_dims: bool, st: &ReduceState) -> Re
                     s,
                     qo.zero_point,
                     sum,
+                    None,
                     out.data_mut()?,
                     accumulator(ctx, out_len(p)),
                 ),
@@ -760,7 +782,7 @@ mod tests {
             let n: usize = shape.iter().map(|&d| d as usize).product();
             let x: Vec<f32> = (0..n).map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.013_7).collect();
             let mut fast = vec![0f32; out_len(&p)];
-            accumulate(&x, shape, &p, |a: f32, v: f32| a + v, &mut fast);
+            accumulate(&x, shape, &p, |a: f32, v: f32| a + v, None, &mut fast);
             let mut slow = vec![0f32; out_len(&p)];
             visit(shape, &p.reduced, |i, o, _| slow[o] += x[i]);
             assert_eq!(
@@ -817,12 +839,12 @@ mod tests {
         let p = plan(&[1, 4], &[1], false).unwrap();
         let (m, s) = crate::kernels::quant::quantize_multiplier(1.0);
         let mut out = [0i8];
-        quantized_mean_or_sum::<i8>(&[10, 10, 10, 10], &[1, 4], &p, 2, m, s, 0, false, &mut out, None).unwrap();
+        quantized_mean_or_sum::<i8>(&[10, 10, 10, 10], &[1, 4], &p, 2, m, s, 0, false, None, &mut out, None).unwrap();
         assert_eq!(out, [8]);
-        quantized_mean_or_sum::<i8>(&[10, 10, 11, 11], &[1, 4], &p, 0, m, s, 0, false, &mut out, None).unwrap();
+        quantized_mean_or_sum::<i8>(&[10, 10, 11, 11], &[1, 4], &p, 0, m, s, 0, false, None, &mut out, None).unwrap();
         assert_eq!(out, [11]); // 10.5 rounds up
         let mut u = [0u8];
-        quantized_mean_or_sum::<u8>(&[1, 2, 3, 4], &[1, 4], &p, 0, m, s, 0, true, &mut u, None).unwrap();
+        quantized_mean_or_sum::<u8>(&[1, 2, 3, 4], &[1, 4], &p, 0, m, s, 0, true, None, &mut u, None).unwrap();
         assert_eq!(u, [10]);
     }
 

@@ -2734,6 +2734,8 @@ typedef struct TfLiteStablehloCaseParams {
 
 
 
+
+
 #define ENUM_VALUES_TENSOR_TYPE { TensorType_FLOAT32, TensorType_FLOAT16, TensorType_INT32, TensorType_UINT8, TensorType_INT64, TensorType_STRING, TensorType_BOOL, TensorType_INT16, TensorType_COMPLEX64, TensorType_INT8, TensorType_FLOAT64, TensorType_COMPLEX128, TensorType_UINT64, TensorType_RESOURCE, TensorType_VARIANT, TensorType_UINT32, TensorType_UINT16, TensorType_INT4, TensorType_BFLOAT16, }
 
 #define ENUM_VALUES_QUANTIZATION_DETAILS { QuantizationDetails_NONE, QuantizationDetails_CustomQuantization, QuantizationDetails_BlockwiseQuantization, }
