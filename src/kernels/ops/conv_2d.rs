@@ -1479,6 +1479,26 @@ fn run(
             let bias_s = bias_c.as_deref();
             let out = out.data_mut::<f32>()?;
             let batch_len = g.in_h * g.in_w * g.in_c;
+            let direct = variant == Variant::Optimized && g.is_dense() && conv_qs8_gemm::kernel_channels(g) == g.in_c;
+            if let (true, Some(k), true) = (direct, table().qs8_gemm, scratch.is_some()) {
+                // A 1x1 layer quantizes each thread's rows as it multiplies them.
+                let packed =
+                    qs8.get(filter, bias, &mut fresh_qs8, || pack_qs8_hybrid(k, g, channel_scales, filter, bias))?;
+                let HybridBuffers { data, .. } =
+                    scratch.ok_or_else(|| Error::new("internal error: the hybrid buffers vanished"))?;
+                return conv_qs8_gemm::compute_hybrid_dense(
+                    k,
+                    g,
+                    input,
+                    *per_channel,
+                    *filter_scale,
+                    packed,
+                    out,
+                    *act,
+                    threads,
+                    data,
+                );
+            }
             let owned;
             let q = match scratch {
                 Some(bufs) => quantize_hybrid_input_into(input, batch_len, *per_channel, *filter_scale, bufs, threads)?,

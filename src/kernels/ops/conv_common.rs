@@ -679,15 +679,102 @@ pub fn symmetric_quantize(values: &[f32], out: &mut [i8]) -> f32 {
 /// [`symmetric_quantize`] on up to `max_threads` threads (the same values).
 pub fn symmetric_quantize_on(max_threads: usize, values: &[f32], out: &mut [i8]) -> f32 {
     let (lo, hi) = value_range(max_threads, values);
-    let range = crate::kernels::activation::cpp_max(lo.abs(), hi.abs());
-    if range == 0.0 {
-        out.iter_mut().for_each(|o| *o = 0);
-        return 1.0;
+    let q = InputQuant::symmetric(lo, hi);
+    q.quantize_on(max_threads, values, out);
+    q.scale
+}
+
+/// How a hybrid layer's float input becomes int8, chosen from the input's range:
+/// `clamp(round(offset + v * inv), range)` (half away from zero, in f32), or all zeros
+/// when the range is empty; `scale` and `zero_point` are what the values then stand for.
+#[derive(Clone, Copy, Debug)]
+pub struct InputQuant {
+    pub scale: f32,
+    pub zero_point: i32,
+    inv: f32,
+    offset: f32,
+    range: (i32, i32),
+    all_zero: bool,
+}
+
+impl InputQuant {
+    /// `PortableSymmetricQuantizeFloats`'s choice for values in `lo..=hi`: scale
+    /// `max|v| / 127`, zero point 0, values in `[-127, 127]` (scale 1 for an all-zero input).
+    pub fn symmetric(lo: f32, hi: f32) -> InputQuant {
+        let range = crate::kernels::activation::cpp_max(lo.abs(), hi.abs());
+        if range == 0.0 {
+            return InputQuant::ZERO;
+        }
+        // `round(v * inv)`: adding a zero offset first changes no value.
+        InputQuant {
+            scale: range / 127.0,
+            zero_point: 0,
+            inv: 127.0f32 / range,
+            offset: 0.0,
+            range: (-127, 127),
+            all_zero: false,
+        }
     }
-    let inv = 127.0f32 / range;
-    // `round(v * inv)`: adding a zero offset first changes no value.
-    quantize_values(max_threads, values, inv, 0.0, (-127, 127), out);
-    range / 127.0
+
+    /// `PortableAsymmetricQuantizeFloats`'s choice for values in `lo..=hi` (NaN bounds
+    /// ignored): scale and zero point from `min(0, lo)` and `max(0, hi)` in double
+    /// precision, values in `[-128, 127]` (`(1, 0)` when that range is empty).
+    pub fn asymmetric(lo: f32, hi: f32) -> InputQuant {
+        const QMIN: f64 = -128.0;
+        const QMAX: f64 = 127.0;
+        // std::fmin / std::fmax ignore a NaN operand.
+        let rmin = if lo.is_nan() { 0.0 } else { lo.min(0.0) } as f64;
+        let rmax = if hi.is_nan() { 0.0 } else { hi.max(0.0) } as f64;
+        if rmin == rmax {
+            return InputQuant::ZERO;
+        }
+        let scale = (rmax - rmin) / (QMAX - QMIN);
+        let zp_from_min = QMIN - rmin / scale;
+        let zp_from_max = QMAX - rmax / scale;
+        let err_min = QMIN.abs() + (rmin / scale).abs();
+        let err_max = QMAX.abs() + (rmax / scale).abs();
+        let zp = if err_min < err_max { zp_from_min } else { zp_from_max };
+        let nudged: i32 = if zp <= QMIN {
+            QMIN as i32
+        } else if zp >= QMAX {
+            QMAX as i32
+        } else {
+            zp.round() as i32
+        };
+        let scale_f = scale as f32;
+        // `offset + v * inv` is computed in float (int + float), then rounded.
+        InputQuant {
+            scale: scale_f,
+            zero_point: nudged,
+            inv: 1.0f32 / scale_f,
+            offset: nudged as f32,
+            range: (-128, 127),
+            all_zero: false,
+        }
+    }
+
+    /// An empty range: every value quantizes to 0, with scale 1 and zero point 0.
+    const ZERO: InputQuant =
+        InputQuant { scale: 1.0, zero_point: 0, inv: 0.0, offset: 0.0, range: (0, 0), all_zero: true };
+
+    /// Quantizes `values` into `out` (equal lengths) on this thread.
+    pub fn quantize(&self, values: &[f32], out: &mut [i8]) {
+        if self.all_zero {
+            out.fill(0);
+        } else {
+            (crate::microkernels::table().f32_quantize.quantize)(values, self.inv, self.offset, self.range, out);
+        }
+    }
+
+    /// [`quantize`](Self::quantize) split over up to `max_threads` threads when the slice
+    /// is long enough.
+    fn quantize_on(&self, max_threads: usize, values: &[f32], out: &mut [i8]) {
+        if self.all_zero {
+            out.fill(0);
+        } else {
+            quantize_values(max_threads, values, self.inv, self.offset, self.range, out);
+        }
+    }
 }
 
 /// `PortableAsymmetricQuantizeFloats`: quantizes `values` to `[-128, 127]` with a scale
@@ -699,41 +786,17 @@ pub fn asymmetric_quantize(values: &[f32], out: &mut [i8]) -> (f32, i32) {
 
 /// [`asymmetric_quantize`] on up to `max_threads` threads (the same values).
 pub fn asymmetric_quantize_on(max_threads: usize, values: &[f32], out: &mut [i8]) -> (f32, i32) {
-    const QMIN: f64 = -128.0;
-    const QMAX: f64 = 127.0;
     let (lo, hi) = value_range(max_threads, values);
-    // std::fmin / std::fmax ignore a NaN operand.
-    let rmin = if lo.is_nan() { 0.0 } else { lo.min(0.0) } as f64;
-    let rmax = if hi.is_nan() { 0.0 } else { hi.max(0.0) } as f64;
-    if rmin == rmax {
-        out.iter_mut().for_each(|o| *o = 0);
-        return (1.0, 0);
-    }
-    let scale = (rmax - rmin) / (QMAX - QMIN);
-    let zp_from_min = QMIN - rmin / scale;
-    let zp_from_max = QMAX - rmax / scale;
-    let err_min = QMIN.abs() + (rmin / scale).abs();
-    let err_max = QMAX.abs() + (rmax / scale).abs();
-    let zp = if err_min < err_max { zp_from_min } else { zp_from_max };
-    let nudged: i32 = if zp <= QMIN {
-        QMIN as i32
-    } else if zp >= QMAX {
-        QMAX as i32
-    } else {
-        zp.round() as i32
-    };
-    let scale_f = scale as f32;
-    let inv = 1.0f32 / scale_f;
-    // `offset + v * inv` is computed in float (int + float), then rounded.
-    quantize_values(max_threads, values, inv, nudged as f32, (-128, 127), out);
-    (scale_f, nudged)
+    let q = InputQuant::asymmetric(lo, hi);
+    q.quantize_on(max_threads, values, out);
+    (q.scale, q.zero_point)
 }
 
 /// `std::minmax_element` of `values`, the scan split over up to `max_threads` threads
 /// when the slice is long enough. Without NaNs the smallest and largest value are the
 /// same whichever way the slice is cut (a zero's sign aside, which neither quantization
 /// sees); with one, the whole slice is scanned in order, as its ordering rules need.
-fn value_range(max_threads: usize, values: &[f32]) -> (f32, f32) {
+pub fn value_range(max_threads: usize, values: &[f32]) -> (f32, f32) {
     let k = &crate::microkernels::table().f32_quantize;
     let threads = elementwise_threads(max_threads, values.len());
     if threads > 1 {

@@ -5,12 +5,13 @@
 //! kernels; results are identical to TFLite's `reference_integer_ops::ConvPerChannel`.
 
 use super::conv_2d::Quant8Params;
-use super::conv_common::{ConvGeom, parallel_rows, threads_for};
+use super::conv_common::{ConvGeom, InputQuant, parallel_rows, threads_for, value_range};
 use crate::error::{Error, Result};
 use crate::kernels::api::TensorView;
-use crate::kernels::threadpool::parallel_chunks_mut;
+use crate::kernels::threadpool::{parallel_chunks_mut, parallel_for};
 use crate::microkernels::f32_gemm::DenseRows;
 use crate::microkernels::qs8_gemm::{self, PackedQs8Gemm, Qs8GemmKernels, Qs8Output};
+use parking_lot::Mutex;
 
 /// The input zero point of `p` when it and the output zero point are int8 values (the
 /// kernels fold the input's into the bias and pad with it); `None` sends the node to the
@@ -156,6 +157,81 @@ pub fn compute_hybrid(
             let r = first..first + chunk.len() / n;
             compute_hybrid_rows(kernels, g, input_b, scale, zp, packed, r, chunk, act)
         })?;
+    }
+    Ok(())
+}
+
+/// One task of [`compute_hybrid_dense`]: its rows' output, float input and quantized copy.
+type RowsTask<'a> = (&'a mut [f32], &'a [f32], &'a mut [i8]);
+
+/// A hybrid 1x1 convolution (dense rows, channels needing no padding) on weights packed
+/// by [`pack_hybrid`], straight from the float input: each image's range is scanned, then
+/// every thread quantizes the input pixels of its own output rows into its part of
+/// `quantized` (the input's length) and multiplies them at once. An output pixel reads
+/// only its own input pixel, so one parallel pass does what otherwise takes two (the
+/// quantization, then the GEMM), and each thread's quantized rows are still in its cache
+/// when it reads them. `asymmetric`: per-batch zero points (the per-channel layers);
+/// otherwise symmetric, the scale times `filter_scale`. The same values as quantizing
+/// the whole input first.
+#[allow(clippy::too_many_arguments)]
+pub fn compute_hybrid_dense(
+    kernels: &Qs8GemmKernels,
+    g: &ConvGeom,
+    input: &[f32],
+    asymmetric: bool,
+    filter_scale: f32,
+    packed: &PackedQs8Gemm,
+    out: &mut [f32],
+    act: (f32, f32),
+    max_threads: usize,
+    quantized: &mut [i8],
+) -> Result<()> {
+    let pixels = g.out_h * g.out_w;
+    let (n, in_c) = (g.out_c, g.in_c);
+    g.check_gemm_buffers(None, out.len(), packed.n)?;
+    if !g.is_dense() || kernel_channels(g) != in_c || in_c == 0 || n == 0 {
+        return Err(Error::new("the direct hybrid path needs a 1x1 convolution on dense rows"));
+    }
+    if g.input_len() != Some(input.len()) || quantized.len() != input.len() {
+        return Err(Error::new("hybrid input or its quantized copy does not match the geometry"));
+    }
+    let work = pixels.saturating_mul(n).saturating_mul(packed.layer_ks * packed.layer_kc);
+    let threads = threads_for(max_threads, work, pixels);
+    let per = pixels.div_ceil(threads.max(1)).max(1);
+    let batch_in = pixels * in_c;
+    for ((image, q_image), out_b) in
+        input.chunks_exact(batch_in).zip(quantized.chunks_exact_mut(batch_in)).zip(out.chunks_exact_mut(pixels * n))
+    {
+        let (lo, hi) = value_range(max_threads, image);
+        let mut q = if asymmetric { InputQuant::asymmetric(lo, hi) } else { InputQuant::symmetric(lo, hi) };
+        if !asymmetric {
+            q.scale *= filter_scale;
+        }
+        let zp = i8::try_from(q.zero_point)
+            .map_err(|_| Error::new(format!("hybrid input zero point {} is not int8", q.zero_point)))?;
+        let scales = [q.scale];
+        let zero_points = [q.zero_point];
+        let rows = qs8_gemm::HybridRows { scales: &scales, zero_points: &zero_points };
+        let taps = DenseRows { stride: in_c };
+        // Each task takes its rows' output, float input and quantized copy.
+        let parts: Vec<Mutex<Option<RowsTask<'_>>>> = out_b
+            .chunks_mut(per * n)
+            .zip(image.chunks(per * in_c))
+            .zip(q_image.chunks_mut(per * in_c))
+            .map(|((o, x), qx)| Mutex::new(Some((o, x, qx))))
+            .collect();
+        let first_error: Mutex<Option<Error>> = Mutex::new(None);
+        parallel_for(threads, parts.len(), &|i| {
+            let Some((o, x, qx)) = parts[i].lock().take() else { return };
+            q.quantize(x, qx);
+            let r = qs8_gemm::igemm_hybrid(kernels, packed, qx, &taps, 0..o.len() / n, 0..n, &rows, zp, o, n, act);
+            if let Err(e) = r {
+                first_error.lock().get_or_insert(e);
+            }
+        })?;
+        if let Some(e) = first_error.into_inner() {
+            return Err(e);
+        }
     }
     Ok(())
 }
@@ -329,5 +405,70 @@ mod hybrid_tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_direct_dense_path_matches_the_hybrid_reference() {
+        use TfLitePadding::*;
+        let shapes = [
+            test_conv_geom(2, 6, 7, 16, 24, 1, 1, 16, 1, 1, kTfLitePaddingValid),
+            test_conv_geom(1, 9, 5, 20, 70, 1, 1, 20, 1, 1, kTfLitePaddingSame),
+            test_conv_geom(1, 1, 1, 64, 33, 1, 1, 64, 1, 1, kTfLitePaddingValid),
+            test_conv_geom(3, 4, 4, 8, 16, 1, 1, 8, 1, 1, kTfLitePaddingValid),
+        ];
+        let mut rng = Lcg(909);
+        for (i, g) in shapes.iter().enumerate() {
+            let len = g.input_len().unwrap();
+            // One image all zeros in the last shape: the empty range's path.
+            let input: Vec<f32> =
+                (0..len).map(|j| if i == 3 && j < len / 3 { 0.0 } else { rng.f32() * 3.0 - 0.7 }).collect();
+            let filter: Vec<i8> = (0..g.out_c * g.in_c).map(|_| (rng.below(255) as i32 - 127) as i8).collect();
+            let bias: Vec<f32> = (0..g.out_c).map(|_| rng.f32()).collect();
+            for per_channel in [true, false] {
+                let scales: Vec<f32> = if per_channel {
+                    (0..g.out_c).map(|_| 0.002 + rng.below(100) as f32 * 1e-4).collect()
+                } else {
+                    vec![1.0]
+                };
+                let filter_scale = if per_channel { 1.0 } else { 0.01 };
+                let q = quantize_hybrid_input(&input, g.in_h * g.in_w * g.in_c, per_channel, filter_scale);
+                let act = (-1.0, 6.0);
+                let mut want = vec![0f32; g.output_len().unwrap()];
+                conv_hybrid_reference(g, &q.view(), &filter, &scales, Some(&bias), act, &mut want).unwrap();
+                for t in available_tables() {
+                    let Some(k) = t.qs8_gemm else { continue };
+                    let packed = pack_hybrid(k, g, &filter, &scales, Some(&bias)).unwrap();
+                    for threads in [1, 2, 3] {
+                        let mut got = vec![f32::NAN; want.len()];
+                        let mut quantized = vec![0x55i8; len];
+                        compute_hybrid_dense(
+                            k,
+                            g,
+                            &input,
+                            per_channel,
+                            filter_scale,
+                            &packed,
+                            &mut got,
+                            act,
+                            threads,
+                            &mut quantized,
+                        )
+                        .unwrap();
+                        assert_eq!(got, want, "{} shape {i} per-channel {per_channel} threads {threads}", t.name());
+                        assert_eq!(quantized, q.data, "{} shape {i} quantized input", t.name());
+                    }
+                }
+            }
+        }
+        // Not a dense layer: refused, not computed wrongly.
+        let g = test_conv_geom(1, 5, 5, 8, 8, 3, 3, 8, 1, 1, kTfLitePaddingSame);
+        let k = crate::microkernels::table().qs8_gemm.unwrap_or(&crate::microkernels::qs8_gemm::scalar::KERNELS);
+        let packed = pack_hybrid(k, &g, &[1; 8 * 9 * 8], &[1.0], None).unwrap();
+        let mut out = vec![0f32; g.output_len().unwrap()];
+        let input = vec![0.5f32; g.input_len().unwrap()];
+        let mut quantized = vec![0i8; input.len()];
+        let e =
+            compute_hybrid_dense(k, &g, &input, true, 1.0, &packed, &mut out, (f32::MIN, f32::MAX), 2, &mut quantized);
+        assert!(e.is_err());
     }
 }
