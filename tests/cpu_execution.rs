@@ -89,6 +89,39 @@ fn prelu_after_add_is_fused_with_the_same_bits() {
 }
 
 #[test]
+fn dequantized_constant_weights_are_computed_once_and_kept() {
+    // face_landmark's 113 DEQUANTIZE nodes turn float16 weights into float32 ones in the
+    // persistent arena: the first Invoke runs them, later ones skip them, and the answer
+    // stays the same, also after the tensors are allocated (and the nodes prepared) again.
+    let mut interp = interpreter("face_landmark.tflite", true);
+    fill_inputs(&mut interp);
+    assert_eq!(interp.primary().settled_nodes(), 0);
+    interp.invoke().expect("first invoke");
+    let first = outputs(&interp);
+    assert_eq!(interp.primary().settled_nodes(), 113);
+    for _ in 0..2 {
+        interp.invoke().expect("invoke");
+        assert_eq!(outputs(&interp), first, "skipping the settled nodes changed the answer");
+    }
+    // A delegate that claims nothing: the graph is unfused and every node prepared again.
+    let mut seen = 0usize;
+    // SAFETY: every other field of a delegate may be NULL / zero.
+    let mut delegate: TfLiteDelegate = unsafe { std::mem::zeroed() };
+    delegate.data_ = &mut seen as *mut usize as *mut _;
+    delegate.Prepare = Some(record_plan);
+    // SAFETY: the delegate and `seen` outlive the interpreter's use of them (it is
+    // dropped at the end of the test, after the last use).
+    unsafe { interp.modify_graph_with_delegate(&mut delegate) }.expect("apply delegate");
+    interp.allocate_tensors().expect("allocate again");
+    assert_eq!(interp.primary().settled_nodes(), 0, "prepared again: the nodes run once more");
+    fill_inputs(&mut interp);
+    interp.invoke().expect("invoke after preparing again");
+    assert_eq!(outputs(&interp), first);
+    assert_eq!(interp.primary().settled_nodes(), 113);
+    drop(interp);
+}
+
+#[test]
 fn models_without_standalone_activations_are_unchanged() {
     let interp = interpreter("mobilenet_v2_f32.tflite", true);
     assert_eq!(interp.primary().fused_activations(), 0);

@@ -676,6 +676,7 @@ impl Subgraph {
             custom_name: None,
             owns_builtin_data: true,
             initialized: false,
+            settled: crate::interpreter::subgraph::Settled::Never,
         });
         let n = &entry.node;
         if n.inputs.is_null() || n.outputs.is_null() || n.intermediates.is_null() || n.temporaries.is_null() {
