@@ -851,7 +851,8 @@ impl Subgraph {
             }
             self.refresh_stale_inputs(ni as usize)?;
             self.check_inputs_have_data(ni as usize)?;
-            let start = Instant::now();
+            // The clock is read only for a profile (a call per node otherwise).
+            let start = self.profile.is_some().then(Instant::now);
             let ctx = self.context_ptr();
             let entry: *mut NodeEntry = &mut *self.nodes[ni as usize];
             self.in_invoke = true;
@@ -860,7 +861,7 @@ impl Subgraph {
             let status = unsafe { node_ops::invoke(&(*entry).registration, ctx, &mut (*entry).node) };
             self.in_invoke = false;
             self.sync_context();
-            if let Some(p) = &mut self.profile {
+            if let (Some(p), Some(start)) = (&mut self.profile, start) {
                 p.push(start.elapsed());
                 self.profile_starts.push(start);
             }
