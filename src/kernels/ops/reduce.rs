@@ -834,6 +834,33 @@ mod tests {
     }
 
     #[test]
+    fn quantized_spatial_means_on_the_row_kernel_match_the_plain_loop() {
+        // NHWC spatial MEAN and SUM (the row-sum microkernel's path) against the same
+        // reduction without it, on int8 and uint8 with zero points at the types' limits.
+        let (m, s) = crate::kernels::quant::quantize_multiplier(0.8);
+        for (shape, axes) in [([1, 7, 7, 1280], [1, 2]), ([2, 3, 5, 19], [1, 2]), ([1, 4, 4, 3], [1, 2])] {
+            let p = plan(&shape, &axes, false).unwrap();
+            let n: usize = shape.iter().map(|&d| d as usize).product();
+            let bytes: Vec<u8> = (0..n).map(|i| (i * 73 % 256) as u8).collect();
+            let signed: Vec<i8> = bytes.iter().map(|&b| b as i8).collect();
+            for sum in [false, true] {
+                for zp in [-128, 0, 127] {
+                    let (mut fast, mut plain) = (vec![0i8; out_len(&p)], vec![0i8; out_len(&p)]);
+                    let k = Some(table().qs8_rsum.i8);
+                    quantized_mean_or_sum::<i8>(&signed, &shape, &p, zp, m, s, 3, sum, k, &mut fast, None).unwrap();
+                    quantized_mean_or_sum::<i8>(&signed, &shape, &p, zp, m, s, 3, sum, None, &mut plain, None).unwrap();
+                    assert_eq!(fast, plain, "int8 {shape:?} sum {sum} zp {zp}");
+                }
+                let (mut fast, mut plain) = (vec![0u8; out_len(&p)], vec![0u8; out_len(&p)]);
+                let k = Some(table().qs8_rsum.u8);
+                quantized_mean_or_sum::<u8>(&bytes, &shape, &p, 255, m, s, 3, sum, k, &mut fast, None).unwrap();
+                quantized_mean_or_sum::<u8>(&bytes, &shape, &p, 255, m, s, 3, sum, None, &mut plain, None).unwrap();
+                assert_eq!(fast, plain, "uint8 {shape:?} sum {sum}");
+            }
+        }
+    }
+
+    #[test]
     fn quantized_mean() {
         // 4 values of 10 with zp 2: mean 8 real steps; same scales -> 8 + out zp 0.
         let p = plan(&[1, 4], &[1], false).unwrap();

@@ -182,6 +182,8 @@ mod linux {
                 if old.live == 0 {
                     unmap(&old);
                 } else {
+                    // Nothing more comes from it: the rest of its frontier's huge page goes back.
+                    release_frontier(&old);
                     heap.others.push(old);
                 }
             }
@@ -230,9 +232,14 @@ mod linux {
         }
         let heap = HEAP.lock();
         if let Some(c) = &heap.current {
-            let end = c.base + c.frontier;
-            discard(end, end.next_multiple_of(HUGE).min(c.base + c.len));
+            release_frontier(c);
         }
+    }
+
+    /// Gives back the pages between `c`'s frontier and the next huge-page boundary.
+    fn release_frontier(c: &Chunk) {
+        let end = c.base + c.frontier;
+        discard(end, end.next_multiple_of(HUGE).min(c.base + c.len));
     }
 }
 
