@@ -45,6 +45,7 @@ mod portable {
 pub use portable::{alloc_zeroed, free, release_spare};
 
 /// Whether the environment turns huge pages off (`TFLITE_RS_NO_HUGE_PAGES` set, not "0").
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn disabled_by_env() -> bool {
     std::env::var_os("TFLITE_RS_NO_HUGE_PAGES").is_some_and(|v| !v.is_empty() && v != "0")
 }
