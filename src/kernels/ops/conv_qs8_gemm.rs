@@ -369,6 +369,17 @@ mod hybrid_tests {
     use crate::microkernels::available_tables;
     use crate::microkernels::test_rng::Lcg;
 
+    /// `len` symmetric int8 weights (in -127..=127, as hybrid filters are).
+    fn random_filter(rng: &mut Lcg, len: usize) -> Vec<i8> {
+        (0..len).map(|_| (rng.below(255) as i32 - 127) as i8).collect()
+    }
+
+    /// One scale per output channel for a per-channel layer, else the single 1.0 of a
+    /// per-tensor one (its filter scale is applied to the input's scale instead).
+    fn random_scales(rng: &mut Lcg, out_c: usize, per_channel: bool) -> Vec<f32> {
+        if per_channel { (0..out_c).map(|_| 0.002 + rng.below(100) as f32 * 1e-4).collect() } else { vec![1.0] }
+    }
+
     #[test]
     fn every_table_matches_the_hybrid_reference() {
         use TfLitePadding::*;
@@ -380,15 +391,10 @@ mod hybrid_tests {
         let mut rng = Lcg(808);
         for (i, g) in shapes.iter().enumerate() {
             let input: Vec<f32> = (0..g.input_len().unwrap()).map(|_| rng.f32() * 3.0 + 0.5).collect();
-            let filter: Vec<i8> =
-                (0..g.out_c * g.f_h * g.f_w * g.in_c).map(|_| (rng.below(255) as i32 - 127) as i8).collect();
+            let filter = random_filter(&mut rng, g.out_c * g.f_h * g.f_w * g.in_c);
             let bias: Vec<f32> = (0..g.out_c).map(|_| rng.f32()).collect();
             let per_channel = i % 2 == 0;
-            let scales: Vec<f32> = if per_channel {
-                (0..g.out_c).map(|_| 0.002 + rng.below(100) as f32 * 1e-4).collect()
-            } else {
-                vec![1.0]
-            };
+            let scales = random_scales(&mut rng, g.out_c, per_channel);
             let q = quantize_hybrid_input(&input, g.in_h * g.in_w * g.in_c, per_channel, 0.01);
             let act = (-1.0, 6.0);
             let mut want = vec![0f32; g.output_len().unwrap()];
@@ -422,14 +428,10 @@ mod hybrid_tests {
             // One image all zeros in the last shape: the empty range's path.
             let input: Vec<f32> =
                 (0..len).map(|j| if i == 3 && j < len / 3 { 0.0 } else { rng.f32() * 3.0 - 0.7 }).collect();
-            let filter: Vec<i8> = (0..g.out_c * g.in_c).map(|_| (rng.below(255) as i32 - 127) as i8).collect();
+            let filter = random_filter(&mut rng, g.out_c * g.in_c);
             let bias: Vec<f32> = (0..g.out_c).map(|_| rng.f32()).collect();
             for per_channel in [true, false] {
-                let scales: Vec<f32> = if per_channel {
-                    (0..g.out_c).map(|_| 0.002 + rng.below(100) as f32 * 1e-4).collect()
-                } else {
-                    vec![1.0]
-                };
+                let scales = random_scales(&mut rng, g.out_c, per_channel);
                 let filter_scale = if per_channel { 1.0 } else { 0.01 };
                 let q = quantize_hybrid_input(&input, g.in_h * g.in_w * g.in_c, per_channel, filter_scale);
                 let act = (-1.0, 6.0);
