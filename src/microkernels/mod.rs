@@ -31,6 +31,55 @@ pub mod qs8_vbinary;
 #[cfg(test)]
 pub(crate) mod test_rng;
 
+/// Asks for the cache line holding `p` in a state ready for writing, ahead of the stores
+/// that will fill it. A line the other core wrote last (the arena reuses memory across
+/// ops, each op split over the threads its own way) must first be taken from that core,
+/// which between distant cores costs about half a microsecond; asked for a little ahead,
+/// many such transfers overlap each other and the computation instead of holding up the
+/// stores one line after another.
+#[inline(always)]
+pub(crate) fn prefetch_for_write(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch neither faults nor changes memory, whatever the address (CPUs
+    // without `prefetchw` decode it as a no-op).
+    unsafe {
+        core::arch::asm!("prefetchw [{0}]", in(reg) p, options(nostack, preserves_flags, readonly));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+std::thread_local! {
+    /// Whether this thread now runs its share of an op split over several threads.
+    static IN_SPLIT_OP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks this thread as running (`true`) or no longer running its share of an op split
+/// over several threads; the thread pool sets it around each task. Only then may an
+/// output line have been written last by another core, and only then do the drivers ask
+/// for output lines ahead (on one thread that costs instructions and saves nothing).
+pub fn set_in_split_op(split: bool) -> bool {
+    IN_SPLIT_OP.with(|c| c.replace(split))
+}
+
+/// [`prefetch_for_write`] on every line of `rows` rows of `width` bytes, `stride` bytes
+/// apart, from `p` (pointers only offset, never dereferenced here), when this thread runs
+/// a share of a split op (see [`set_in_split_op`]).
+#[inline]
+pub(crate) fn prefetch_rows_for_write(p: *const u8, rows: usize, width: usize, stride: usize) {
+    if width == 0 || rows == 0 || !IN_SPLIT_OP.with(|c| c.get()) {
+        return;
+    }
+    for r in 0..rows {
+        let start = p.wrapping_add(r * stride) as usize;
+        let mut line = start & !63;
+        while line < start + width {
+            prefetch_for_write(line as *const u8);
+            line += 64;
+        }
+    }
+}
+
 use std::sync::OnceLock;
 
 /// An instruction set with its own kernel table.

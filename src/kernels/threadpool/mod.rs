@@ -13,7 +13,7 @@ use crate::abi::types::TfLiteContext;
 use crate::error::{Error, Result};
 use crate::kernels::api::OpCtx;
 use parking_lot::Mutex;
-use pool::{MAX_WORKERS, pool};
+use pool::{MAX_TASKS, MAX_WORKERS, TaskFn, pool};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
@@ -65,14 +65,29 @@ pub fn threads_for(max_threads: usize, work: usize, rows: usize) -> usize {
 /// calling thread and up to `threads - 1` workers), and returns when all have finished.
 /// Each thread starts on its own contiguous share of the indices, the caller on the
 /// first, and the same worker takes the same share in every call (see `pool`), so calls
-/// that split their data alike keep each part on one core. A panicking task does not unwind into the caller: the other tasks still run and the
-/// result is an error.
-pub fn parallel_for(threads: usize, tasks: usize, f: &(dyn Fn(usize) + Sync)) -> Result<()> {
+/// that split their data alike keep each part on one core. A panicking task does not
+/// unwind into the caller: the other tasks still run and the result is an error.
+///
+/// A worker reaches what `f` captures through one pointer, so a closure that captures
+/// its values by copy (`move`) rather than references to the caller's locals saves each
+/// worker a cache-line transfer from the caller's core before it starts.
+pub fn parallel_for<F: Fn(usize) + Sync>(threads: usize, tasks: usize, f: &F) -> Result<()> {
     let helpers = threads.min(tasks).saturating_sub(1).min(MAX_WORKERS);
-    // The pool numbers tasks in 32 bits; nothing splits that finely.
-    if helpers == 0 || u32::try_from(tasks).is_err() {
+    if helpers == 0 {
         return run_inline(tasks, f);
     }
+    if tasks > MAX_TASKS {
+        // More tasks than a job holds: each task of the job runs a run of them.
+        let per = tasks.div_ceil(MAX_TASKS);
+        return submit(helpers, tasks.div_ceil(per), &move |g| {
+            (g * per..((g + 1) * per).min(tasks)).for_each(f);
+        });
+    }
+    submit(helpers, tasks, f)
+}
+
+/// `parallel_for` on the pool, `tasks` at most [`MAX_TASKS`].
+fn submit<F: Fn(usize) + Sync>(helpers: usize, tasks: usize, f: &F) -> Result<()> {
     let pool = pool();
     // Never wait for another submitter: it may be the task calling us.
     let Some(_submitting) = pool.submit.try_lock() else {
@@ -81,7 +96,7 @@ pub fn parallel_for(threads: usize, tasks: usize, f: &(dyn Fn(usize) + Sync)) ->
     match pool.ensure_workers(helpers) {
         0 => run_inline(tasks, f),
         workers => {
-            if pool.run(helpers.min(workers), tasks, f) {
+            if pool.run(helpers.min(workers), tasks, TaskFn::new(f)) {
                 Err(task_panicked())
             } else {
                 Ok(())
@@ -99,6 +114,17 @@ pub fn parallel_chunks_mut<T: Send>(
     chunk_len: usize,
     f: &(dyn Fn(usize, &mut [T]) -> Result<()> + Sync),
 ) -> Result<()> {
+    for_each_chunk(threads, data, chunk_len, move |i, c| f(i, c))
+}
+
+/// `parallel_chunks_mut` with the callback held by value, so that the tasks' closure
+/// carries it (and what it captures by copy) on its own line.
+fn for_each_chunk<T: Send, G: Fn(usize, &mut [T]) -> Result<()> + Sync>(
+    threads: usize,
+    data: &mut [T],
+    chunk_len: usize,
+    g: G,
+) -> Result<()> {
     if data.is_empty() {
         return Ok(());
     }
@@ -112,20 +138,51 @@ pub fn parallel_chunks_mut<T: Send>(
         }
     };
     if threads <= 1 || data.len() <= chunk_len {
-        data.chunks_mut(chunk_len).enumerate().for_each(|(i, c)| report(f(i, c)));
+        data.chunks_mut(chunk_len).enumerate().for_each(|(i, c)| report(g(i, c)));
     } else {
-        // Each task takes its chunk out of its own slot, which hands the `&mut` to
-        // whichever thread runs the task without any shared mutable access.
-        let chunks: Vec<Mutex<Option<&mut [T]>>> = data.chunks_mut(chunk_len).map(|c| Mutex::new(Some(c))).collect();
-        parallel_for(threads, chunks.len(), &|i| {
-            if let Some(chunk) = chunks[i].lock().take() {
-                report(f(i, chunk));
-            }
+        let len = data.len();
+        let base = ChunkBase(data.as_mut_ptr());
+        let report = &report;
+        // Captured by copy, so that a worker finds them on the closure's line.
+        parallel_for(threads, len.div_ceil(chunk_len), &move |i| {
+            let start = i * chunk_len;
+            let end = (start + chunk_len).min(len);
+            // SAFETY: `start..end` lies inside `data`, which this call borrows mutably
+            // until every task has finished, and `parallel_for` runs each index once, so
+            // no two live chunks overlap.
+            let chunk = unsafe { std::slice::from_raw_parts_mut(base.at(start), end - start) };
+            report(g(i, chunk));
         })?;
     }
     match first_error.into_inner() {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// The start of the data `parallel_chunks_mut` cuts, shared with the tasks that each
+/// take their own chunk of it.
+struct ChunkBase<T>(*mut T);
+
+impl<T> Clone for ChunkBase<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for ChunkBase<T> {}
+
+// SAFETY: the tasks write disjoint chunks of a `&mut [T]` with `T: Send` (see
+// `parallel_chunks_mut`).
+unsafe impl<T: Send> Sync for ChunkBase<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Send for ChunkBase<T> {}
+
+impl<T> ChunkBase<T> {
+    /// # Safety
+    /// `offset` lies within the slice this was taken from.
+    unsafe fn at(self, offset: usize) -> *mut T {
+        // SAFETY: the caller's contract.
+        unsafe { self.0.add(offset) }
     }
 }
 
@@ -148,7 +205,7 @@ pub fn parallel_rows<T: Send>(
         return f(0, out);
     }
     let per = rows_per_piece(rows, threads);
-    parallel_chunks_mut(threads, out, per * row_len, &|i, run| f(i * per, run))
+    for_each_chunk(threads, out, per * row_len, move |i, run| f(i * per, run))
 }
 
 /// Runs each thread's share is cut into. Threads claim runs as they come free, so a
@@ -165,7 +222,7 @@ fn rows_per_piece(rows: usize, threads: usize) -> usize {
 }
 
 /// Runs every task on the calling thread.
-fn run_inline(tasks: usize, f: &(dyn Fn(usize) + Sync)) -> Result<()> {
+fn run_inline<F: Fn(usize)>(tasks: usize, f: &F) -> Result<()> {
     let mut panicked = false;
     for i in 0..tasks {
         panicked |= catch_unwind(AssertUnwindSafe(|| f(i))).is_err();
@@ -199,6 +256,13 @@ mod tests {
             for tasks in [1usize, 2, 3, 7, 16, 100] {
                 assert!(count_runs(threads, tasks).iter().all(|&n| n == 1), "{threads} threads, {tasks} tasks");
             }
+        }
+    }
+
+    #[test]
+    fn more_tasks_than_a_job_holds_still_run_once_each() {
+        for tasks in [MAX_TASKS + 1, 3 * MAX_TASKS + 7] {
+            assert!(count_runs(2, tasks).iter().all(|&n| n == 1), "{tasks} tasks");
         }
     }
 

@@ -465,8 +465,13 @@ pub fn run_rows(
     // Dummy slots keep pointing at the zeros.
     let mut ptrs: Vec<*const i8> = vec![zeros.as_ptr(); slots];
     let call = Call { kernel: kernels.kernel(slots), c, step, packed };
+    let out_rows = output.as_ptr() as *const u8;
     for (i, out_row) in output.chunks_exact_mut(row_len).enumerate() {
         let r = first_row + i;
+        // The next row's output lines, ahead of the stores (see `prefetch_for_write`).
+        if i + 1 < rows {
+            crate::microkernels::prefetch_rows_for_write(out_rows.wrapping_add((i + 1) * row_len), 1, row_len, row_len);
+        }
         let (b, oy) = (r / g.out_h, r % g.out_h);
         let image = &input[b * batch_len..(b + 1) * batch_len];
         for (ky, slot) in tap_rows.iter_mut().enumerate() {

@@ -157,6 +157,15 @@ pub enum Qs8Out {
 }
 
 impl Qs8Out {
+    /// Where the output starts, and the bytes of one value.
+    fn c_bytes(&self) -> (*const u8, usize) {
+        match self {
+            Qs8Out::Int8 { c, .. } => (*c as *const u8, 1),
+            Qs8Out::Int32 { c, .. } => (*c as *const u8, 4),
+            Qs8Out::Float { c, .. } => (*c as *const u8, 4),
+        }
+    }
+
     /// The output `rows` rows further down: `c` by `rows * c_stride` values, a hybrid
     /// layer's row tables by `rows * row_step` entries. The pointers are only offset
     /// (wrapping), never read here; the driver keeps them inside what `emit` gave.
@@ -875,7 +884,25 @@ fn drive(
         } else {
             push_tap_pointers(taps, r0..r1, input, kc, &pad_row, &mut offsets, &mut bases, &mut ptrs, past_input)?;
         }
+        // The next chunk's output lines are asked for a share per column block, ahead of
+        // the stores (see `prefetch_for_write`).
+        let next = r1..(r1 + chunk).min(rows.end);
+        let (next_out, value_bytes) =
+            if next.is_empty() { (core::ptr::null(), 0) } else { emit(next.clone(), first_block * k.nr).c_bytes() };
+        let per_block = next.len().div_ceil(last_block - first_block);
         for blk in first_block..last_block {
+            if !next_out.is_null() {
+                let from = ((blk - first_block) * per_block).min(next.len());
+                let to = (from + per_block).min(next.len());
+                let row_bytes = out_stride * value_bytes;
+                let width = (cols.end - first_block * k.nr) * value_bytes;
+                crate::microkernels::prefetch_rows_for_write(
+                    next_out.wrapping_add(from * row_bytes),
+                    to - from,
+                    width,
+                    row_bytes,
+                );
+            }
             let w = &packed.data[blk * block_len..(blk + 1) * block_len];
             let j0 = blk * k.nr;
             let nc = k.nr.min(cols.end - j0);
