@@ -62,12 +62,24 @@ pub fn set_in_split_op(split: bool) -> bool {
     IN_SPLIT_OP.with(|c| c.replace(split))
 }
 
+/// Whether the threads of split ops run on cores far apart (see [`set_cores_far_apart`]).
+static CORES_FAR_APART: AtomicBool = AtomicBool::new(false);
+
+/// Tells the drivers whether the thread pool's threads now run on cores far apart
+/// (the pool times its hand-overs to find out). Only then is an output line the other
+/// core wrote last expensive enough to ask for ahead: on nearby cores the prefetches
+/// cost more than they save.
+pub fn set_cores_far_apart(far: bool) {
+    CORES_FAR_APART.store(far, Ordering::Relaxed);
+}
+
 /// [`prefetch_for_write`] on every line of `rows` rows of `width` bytes, `stride` bytes
 /// apart, from `p` (pointers only offset, never dereferenced here), when this thread runs
-/// a share of a split op (see [`set_in_split_op`]).
+/// a share of a split op (see [`set_in_split_op`]) on cores far apart (see
+/// [`set_cores_far_apart`]).
 #[inline]
 pub(crate) fn prefetch_rows_for_write(p: *const u8, rows: usize, width: usize, stride: usize) {
-    if width == 0 || rows == 0 || !IN_SPLIT_OP.with(|c| c.get()) {
+    if width == 0 || rows == 0 || !CORES_FAR_APART.load(Ordering::Relaxed) || !IN_SPLIT_OP.with(|c| c.get()) {
         return;
     }
     for r in 0..rows {
@@ -81,6 +93,7 @@ pub(crate) fn prefetch_rows_for_write(p: *const u8, rows: usize, width: usize, s
 }
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// An instruction set with its own kernel table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -308,8 +308,19 @@ pub fn run_rows(
     // The input row each filter row reads for the current output row (`None`: padding).
     let mut tap_rows: Vec<Option<&[f32]>> = vec![None; g.k_h];
     let mut indirection: Vec<*const f32> = vec![edges.zero; PIXELS_PER_CALL.min(g.out_w) * taps];
+    let out_rows = output.as_ptr() as *const u8;
+    let row_bytes = row_len * 4;
     for (i, out_row) in output.chunks_exact_mut(row_len).enumerate() {
         let r = first_row + i;
+        // The next row's output lines, ahead of the stores (see `prefetch_for_write`).
+        if i + 1 < rows {
+            crate::microkernels::prefetch_rows_for_write(
+                out_rows.wrapping_add((i + 1) * row_bytes),
+                1,
+                row_bytes,
+                row_bytes,
+            );
+        }
         let (b, oy) = (r / g.out_h, r % g.out_h);
         let image = &input[b * batch_len..(b + 1) * batch_len];
         for (ky, slot) in tap_rows.iter_mut().enumerate() {

@@ -798,6 +798,32 @@ pub fn igemm_hybrid(
     })
 }
 
+std::thread_local! {
+    /// The driver's buffer of copied rows, kept for the thread's next call: a fresh one
+    /// cost an allocation and a fill of up to 128 KB per call.
+    static COPIED_ROWS: core::cell::Cell<Vec<i8>> = const { core::cell::Cell::new(Vec::new()) };
+}
+
+/// This thread's buffer of copied rows, at least `len` long, for one driver call; given
+/// back when dropped (a nested call meanwhile gets a buffer of its own).
+struct CopiedRows(Vec<i8>);
+
+impl CopiedRows {
+    fn take(len: usize) -> CopiedRows {
+        let mut rows = COPIED_ROWS.take();
+        if rows.len() < len {
+            rows.resize(len, 0);
+        }
+        CopiedRows(rows)
+    }
+}
+
+impl Drop for CopiedRows {
+    fn drop(&mut self) {
+        COPIED_ROWS.set(core::mem::take(&mut self.0));
+    }
+}
+
 /// The tiles of `rows` x `cols`: builds each chunk's row pointers (padding taps read a
 /// row of `pad`), then calls the kernel on every tile. `emit` gives the output and tables
 /// of a run of rows (the chunk's) and a block's first channel, valid for the kernel's
@@ -840,7 +866,9 @@ fn drive(
         && kc == call_kc
         && matches!(taps.linear_run(rows.start, rows.len(), &mut offsets), Some((n, step)) if n == rows.len() && step == kc);
     let copied = !packed.by_lines && (contiguous || (call_ks == 1 && blocks * 16 >= 4 * k.nr));
-    let mut rows_buf = if copied { vec![pad ^ i8::MIN; chunk * call_kc] } else { Vec::new() };
+    // Every row a kernel reads is written first (flipped, or the flipped zero point).
+    let mut rows_buf = CopiedRows::take(if copied { chunk * call_kc } else { 0 });
+    let rows_buf = &mut rows_buf.0[..];
     // Read a line at a time: the lines that cannot be read in place (padding, the input's
     // end) are copied into slots, `call_kc` bytes each, at most every line of a chunk.
     let mut slots = if packed.by_lines { vec![pad; chunk * call_ks * call_kc] } else { Vec::new() };
