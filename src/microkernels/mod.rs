@@ -31,6 +31,9 @@ pub mod qs8_vbinary;
 #[cfg(test)]
 pub(crate) mod test_rng;
 
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 /// Asks for the cache line holding `p` in a state ready for writing, ahead of the stores
 /// that will fill it. A line the other core wrote last (the arena reuses memory across
 /// ops, each op split over the threads its own way) must first be taken from that core,
@@ -58,7 +61,7 @@ std::thread_local! {
 /// over several threads; the thread pool sets it around each task. Only then may an
 /// output line have been written last by another core, and only then do the drivers ask
 /// for output lines ahead (on one thread that costs instructions and saves nothing).
-pub fn set_in_split_op(split: bool) -> bool {
+pub(crate) fn set_in_split_op(split: bool) -> bool {
     IN_SPLIT_OP.with(|c| c.replace(split))
 }
 
@@ -69,7 +72,7 @@ static CORES_FAR_APART: AtomicBool = AtomicBool::new(false);
 /// (the pool times its hand-overs to find out). Only then is an output line the other
 /// core wrote last expensive enough to ask for ahead: on nearby cores the prefetches
 /// cost more than they save.
-pub fn set_cores_far_apart(far: bool) {
+pub(crate) fn set_cores_far_apart(far: bool) {
     CORES_FAR_APART.store(far, Ordering::Relaxed);
 }
 
@@ -91,9 +94,6 @@ pub(crate) fn prefetch_rows_for_write(p: *const u8, rows: usize, width: usize, s
         }
     }
 }
-
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// An instruction set with its own kernel table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -961,7 +961,7 @@ fn drive(
                 };
                 // SAFETY: the contract of `Qs8IgemmArgs` holds: copied rows are the
                 // chunk's rows `t0 - r0..` of `rows_buf`, `call_kc` bytes each (one tap:
-                // `copied` implies `call_ks == 1`; `rows_buf` holds `chunk * call_kc`
+                // `copied` implies `call_ks == 1`; `rows_buf` holds at least `chunk * call_kc`
                 // bytes and `t0 + mr * tiles <= r1 <= r0 + chunk`); else `ptrs[p..p +
                 // call_ks * mr * tiles]` are `tiles * mr * call_ks` pointers (row-major),
                 // each to `call_kc` readable bytes: inside a checked span of `input` (`kc == call_kc` when not
