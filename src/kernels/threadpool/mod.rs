@@ -68,9 +68,9 @@ pub fn threads_for(max_threads: usize, work: usize, rows: usize) -> usize {
 /// that split their data alike keep each part on one core. A panicking task does not
 /// unwind into the caller: the other tasks still run and the result is an error.
 ///
-/// A worker reaches what `f` captures through one pointer, so a closure that captures
-/// its values by copy (`move`) rather than references to the caller's locals saves each
-/// worker a cache-line transfer from the caller's core before it starts.
+/// A worker reaches what `f` captures through one pointer; a closure that captures its
+/// values by copy (`move`) rather than references to the caller's locals can spare each
+/// worker a second cache-line transfer from the caller's core before it starts.
 pub fn parallel_for<F: Fn(usize) + Sync>(threads: usize, tasks: usize, f: &F) -> Result<()> {
     let helpers = threads.min(tasks).saturating_sub(1).min(MAX_WORKERS);
     if helpers == 0 {

@@ -530,7 +530,7 @@ mod tests {
     fn a_share_is_claimed_from_both_ends_exactly_once_per_job() {
         let share = Share(AtomicU64::new(0));
         for epoch in [5, 6] {
-            // Thread 1 of 2 owns tasks 3..9 of 9... of 12: (12 * 1 / 2, 12 * 2 / 2) = 6..12.
+            // Thread 1 of 2 owns tasks 6..12 of 12; each job starts from that share again.
             let job = JobView { epoch, tasks: 12, threads: 2 };
             let mut got = vec![share.claim(&job, 1, false), share.claim(&job, 1, true)];
             got.extend(std::iter::from_fn(|| share.claim(&job, 1, false)).map(Some));
