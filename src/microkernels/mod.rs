@@ -76,6 +76,12 @@ pub(crate) fn set_cores_far_apart(far: bool) {
     CORES_FAR_APART.store(far, Ordering::Relaxed);
 }
 
+/// Whether the thread pool's threads now run on cores far apart (see
+/// [`set_cores_far_apart`]).
+pub(crate) fn cores_far_apart() -> bool {
+    CORES_FAR_APART.load(Ordering::Relaxed)
+}
+
 /// [`prefetch_for_write`] on every line of `rows` rows of `width` bytes, `stride` bytes
 /// apart, from `p` (pointers only offset, never dereferenced here), when this thread runs
 /// a share of a split op (see [`set_in_split_op`]) on cores far apart (see
@@ -157,6 +163,8 @@ pub struct Table {
     pub f32_dwconv: f32_dwconv::DwKernels,
     pub f32_maxpool: f32_maxpool::MaxPoolKernels,
     pub f32_vsigmoid: f32_vsigmoid::SigmoidFn,
+    /// A softmax row's exponentials (in `f32_vsigmoid`, which shares their steps).
+    pub f32_vexp: f32_vsigmoid::ExpFn,
     pub f32_vbinary: f32_vbinary::BinaryKernels,
     pub f32_vunary: f32_vunary::UnaryKernels,
     pub f32_resize_bilinear: f32_resize::BilinearRowFn,
@@ -190,6 +198,7 @@ impl Table {
             f32_dwconv: f32_dwconv::scalar::KERNELS,
             f32_maxpool: f32_maxpool::scalar::KERNELS,
             f32_vsigmoid: f32_vsigmoid::scalar::sigmoid,
+            f32_vexp: f32_vsigmoid::scalar::exp_shifted,
             f32_vbinary: f32_vbinary::scalar::KERNELS,
             f32_vunary: f32_vunary::scalar::KERNELS,
             f32_resize_bilinear: f32_resize::scalar::bilinear_row,
@@ -207,6 +216,7 @@ impl Table {
             f32_dwconv: f32_dwconv::avx2::KERNELS,
             f32_maxpool: f32_maxpool::scalar::KERNELS,
             f32_vsigmoid: f32_vsigmoid::avx2::sigmoid,
+            f32_vexp: f32_vsigmoid::avx2::exp_shifted,
             f32_vbinary: f32_vbinary::avx2::KERNELS,
             f32_vunary: f32_vunary::avx2::KERNELS,
             f32_resize_bilinear: f32_resize::avx2::bilinear_row,
@@ -224,6 +234,7 @@ impl Table {
             f32_dwconv: f32_dwconv::avx512::KERNELS,
             f32_maxpool: f32_maxpool::avx512::KERNELS,
             f32_vsigmoid: f32_vsigmoid::avx512::sigmoid,
+            f32_vexp: f32_vsigmoid::avx512::exp_shifted,
             f32_vbinary: f32_vbinary::avx512::KERNELS,
             f32_vunary: f32_vunary::avx512::KERNELS,
             f32_resize_bilinear: f32_resize::avx2::bilinear_row,

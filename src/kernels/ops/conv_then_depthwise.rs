@@ -151,6 +151,16 @@ fn band_rows(dw: &DwGeom) -> usize {
     band
 }
 
+/// Rows per band when `tasks` tasks share `rows` rows, bands of at most `most` rows: at
+/// least [`BANDS_PER_THREAD`] bands per task, so that the tasks can even out, and a
+/// multiple of `tasks` bands, so that tasks as fast as each other end together (112 rows
+/// in bands of 16 make 7 bands, and one of two threads works the seventh alone; 8 bands
+/// of 14 do not).
+fn shared_band_rows(rows: usize, most: usize, tasks: usize) -> usize {
+    let bands = rows.div_ceil(most.max(1)).max(BANDS_PER_THREAD * tasks).next_multiple_of(tasks.max(1));
+    rows.div_ceil(bands).max(1)
+}
+
 fn pack_conv(g: &ConvGeom, filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> Result<PackedGemm> {
     conv_f32_gemm::pack_weights(g, filter, bias)
 }
@@ -211,10 +221,9 @@ impl BuiltinKernel for ConvThenDepthwise {
         let dw_packed =
             PackSlot::prepare(&dw_filter, dw_bias.as_ref(), || pack_dw(&dw_conv, &dw_filter, dw_bias.as_ref()))?;
         let tasks = recommended_threads(ctx).min(dw.rows()).max(1);
-        // With threads, at least a few bands per thread, so that the threads can even out.
         let band = match tasks {
             1 => band_rows(&dw),
-            _ => band_rows(&dw).min(dw.rows().div_ceil(BANDS_PER_THREAD * tasks).max(1)),
+            _ => shared_band_rows(dw.rows(), band_rows(&dw), tasks),
         };
         let scratch_len = band_input_rows(&dw, band) * dw.in_w * dw.channels;
         let floats = scratch_slots(tasks)
@@ -685,5 +694,17 @@ mod tests {
         assert!(band >= 1);
         assert!(band_input_rows(&dw, band) * dw.in_w * dw.channels * 4 <= SCRATCH_BYTES);
         assert!(band_input_rows(&dw, band + 1) * dw.in_w * dw.channels * 4 > SCRATCH_BYTES);
+    }
+
+    #[test]
+    fn shared_bands_come_in_multiples_of_the_tasks() {
+        // 112 rows, at most 16 per band, 2 tasks: 8 bands of 14, not 7 of 16.
+        assert_eq!(shared_band_rows(112, 16, 2), 14);
+        // At least three bands per task.
+        assert_eq!(shared_band_rows(56, 56, 2), 10);
+        for (rows, most, tasks) in [(112, 16, 2), (56, 6, 2), (28, 3, 2), (112, 16, 4), (7, 7, 3), (1, 1, 2)] {
+            let band = shared_band_rows(rows, most, tasks);
+            assert!(band >= 1 && band <= most, "{rows} rows, at most {most}, {tasks} tasks: {band}");
+        }
     }
 }

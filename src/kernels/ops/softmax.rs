@@ -2,8 +2,8 @@
 //! `reference/softmax.h`, `reference/log_softmax.h`, `integer_ops/log_softmax.h`), along
 //! the last dimension.
 //!
-//! Float: TFLite's reference loops (max, `exp((x - max) * beta)`, sum, divide; LOG_SOFTMAX
-//! `x - max - log(sum)`). uint8/int8 (output uint8/int8, or int16): the gemmlowp
+//! Float: TFLite's reference steps (max, `exp((x - max) * beta)`, sum, divide; LOG_SOFTMAX
+//! `x - max - log(sum)`), the softmax's exponentials from the microkernel table. uint8/int8 (output uint8/int8, or int16): the gemmlowp
 //! fixed-point path of the reference kernel (`PreprocessSoftmaxScaling` with 5 integer
 //! bits, `exp_on_negative_values`, a Q12 accumulator, `GetReciprocal`), bit-exact.
 //! int16: TFLite's two 513-entry lookup tables (exp on [-10, 0] and 1 / (1 + x)).
@@ -24,6 +24,7 @@ use crate::kernels::quant::{
     rounding_divide_by_pot, saturating_rounding_doubling_high_mul as srdhm, try_quantize_multiplier,
 };
 use crate::kernels::shape_util::{check_out_shape, in_op, op_error, unary_operands};
+use crate::microkernels::{f32_vsigmoid, table};
 
 const SOFTMAX: &str = "SOFTMAX";
 const LOG_SOFTMAX: &str = "LOG_SOFTMAX";
@@ -52,24 +53,51 @@ fn rows<T>(data: &[T], depth: usize) -> Result<core::slice::ChunksExact<'_, T>> 
     Ok(data.chunks_exact(depth))
 }
 
-/// Float softmax over rows of `depth` elements.
+/// Float softmax over rows of `depth` elements. With a finite positive beta (every
+/// model's), the exponentials come from the microkernel table (within a few ulp of
+/// `exp`), and the maximum and the sum go over sixteen lanes at a time.
 pub fn softmax_f32(input: &[f32], depth: usize, beta: f32, out: &mut [f32]) -> Result<()> {
     if input.len() != out.len() {
         crate::bail!("input holds {} elements, output {}", input.len(), out.len());
     }
+    let table = (beta.is_finite() && beta > 0.0).then(table);
     for (x, o) in rows(input, depth)?.zip(out.chunks_exact_mut(depth.max(1))) {
-        let max = x.iter().fold(f32::MIN, |m, &v| if m < v { v } else { m });
-        let mut sum = 0.0f32;
-        for (oc, &xc) in o.iter_mut().zip(x) {
-            let e = ((xc - max) * beta).exp();
-            *oc = e;
-            sum += e;
+        let max = row_max(x);
+        match table {
+            Some(t) => f32_vsigmoid::exp_shifted(t, x, max, beta, o)?,
+            None => o.iter_mut().zip(x).for_each(|(oc, &xc)| *oc = ((xc - max) * beta).exp()),
         }
+        let sum = row_sum(o);
         for oc in o.iter_mut() {
             *oc /= sum;
         }
     }
     Ok(())
+}
+
+/// Lanes the row maximum and sum go over (independent chains the compiler vectorises).
+const LANES: usize = 16;
+
+/// The largest value of `x` as TFLite's `std::max` chain finds it (a NaN is never taken;
+/// `f32::MIN` for an empty row).
+fn row_max(x: &[f32]) -> f32 {
+    let larger = |m: f32, v: f32| if m < v { v } else { m };
+    let mut lanes = [f32::MIN; LANES];
+    let mut chunks = x.chunks_exact(LANES);
+    for c in &mut chunks {
+        lanes.iter_mut().zip(c).for_each(|(m, &v)| *m = larger(*m, v));
+    }
+    lanes.into_iter().chain(chunks.remainder().iter().copied()).fold(f32::MIN, larger)
+}
+
+/// The sum of `x`, over [`LANES`] partial sums.
+fn row_sum(x: &[f32]) -> f32 {
+    let mut lanes = [0f32; LANES];
+    let mut chunks = x.chunks_exact(LANES);
+    for c in &mut chunks {
+        lanes.iter_mut().zip(c).for_each(|(s, &v)| *s += v);
+    }
+    lanes.into_iter().chain(chunks.remainder().iter().copied()).sum()
 }
 
 /// Float log-softmax over rows of `depth` elements.

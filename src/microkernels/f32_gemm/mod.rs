@@ -521,6 +521,53 @@ pub fn igemm(
     cols: Range<usize>,
     out: &mut [f32],
     out_stride: usize,
+    act: (f32, f32),
+) -> Result<()> {
+    let out = SharedOut::new(out);
+    // SAFETY: `out` borrows the caller's slice mutably for this call: nothing else
+    // touches it meanwhile.
+    unsafe { igemm_shared(table, packed, input, taps, rows, cols, out, 0, out_stride, act) }
+}
+
+/// An output matrix that several threads fill at once, each its own tiles (see
+/// [`igemm_shared`]): the tiles of two threads interleave in memory, so neither can hold
+/// a slice of the whole.
+#[derive(Clone, Copy)]
+pub struct SharedOut<'a> {
+    ptr: *mut f32,
+    len: usize,
+    _borrow: core::marker::PhantomData<&'a mut [f32]>,
+}
+
+// SAFETY: a `SharedOut` only hands out writes through `igemm_shared`, whose callers
+// guarantee that no two threads write (or read) the same element.
+unsafe impl Send for SharedOut<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for SharedOut<'_> {}
+
+impl<'a> SharedOut<'a> {
+    pub fn new(out: &'a mut [f32]) -> Self {
+        SharedOut { ptr: out.as_mut_ptr(), len: out.len(), _borrow: core::marker::PhantomData }
+    }
+}
+
+/// [`igemm`] into `out` at `offset`: output channel `j` of row `r` goes to element
+/// `offset + (r - rows.start) * out_stride + (j - cols.start)` (bounds checked).
+///
+/// # Safety
+/// While the call runs, no other thread reads or writes the elements it writes (rows
+/// `rows`, columns `cols`, at the positions above).
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn igemm_shared(
+    table: &Table,
+    packed: &PackedGemm,
+    input: &[f32],
+    taps: &impl RowTaps,
+    rows: Range<usize>,
+    cols: Range<usize>,
+    out: SharedOut<'_>,
+    offset: usize,
+    out_stride: usize,
     (min, max): (f32, f32),
 ) -> Result<()> {
     let k = table.f32_gemm.for_outputs(packed.n);
@@ -538,10 +585,10 @@ pub fn igemm(
         .checked_mul(out_stride)
         .and_then(|v| v.checked_add(ncols))
         .ok_or_else(|| Error::new("GEMM output size overflows"))?;
-    if out.len() < need || (rows.len() > 1 && out_stride < ncols) {
+    if out.len.checked_sub(offset).is_none_or(|room| room < need) || (rows.len() > 1 && out_stride < ncols) {
         return Err(Error::new(format!(
-            "GEMM output of {} values cannot hold {} rows of {ncols}",
-            out.len(),
+            "GEMM output of {} values cannot hold {} rows of {ncols} from {offset}",
+            out.len,
             rows.len()
         )));
     }
@@ -653,9 +700,11 @@ pub fn igemm(
             let mut p = 0;
             while t0 < r1 {
                 let mr = k.mr.min(r1 - t0);
-                let c_start = (t0 - rows.start) * out_stride + col;
-                // The last row of the tile ends at c_start + (mr-1)*out_stride + nc <= need.
-                let c = &mut out[c_start..c_start + (mr - 1) * out_stride + nc];
+                let c_start = offset + (t0 - rows.start) * out_stride + col;
+                // The last row of the tile ends at c_start + (mr-1)*out_stride + nc, at
+                // most offset + need <= out.len (checked above).
+                // SAFETY: `c_start` is within `out`, as just argued.
+                let c = unsafe { out.ptr.add(c_start) };
                 let args = IgemmArgs {
                     mr,
                     nc,
@@ -663,7 +712,7 @@ pub fn igemm(
                     ks: call_ks,
                     a: ptrs[p..p + call_ks * mr].as_ptr(),
                     w: w.as_ptr(),
-                    c: c.as_mut_ptr(),
+                    c,
                     c_stride: out_stride,
                     min,
                     max,
@@ -675,7 +724,8 @@ pub fn igemm(
                 // `zero` of length `call_kc`, or a gathered row (or a `call_kc` line of
                 // one); all alive and unmodified during this call;
                 // `w` is one whole packed block (`NR + ks*kc*NR` floats, checked by the
-                // slice above); `c` covers `(mr - 1) * out_stride + nc` floats; `mr <= MR`
+                // slice above); `c` covers `(mr - 1) * out_stride + nc` floats of `out`,
+                // which no other thread touches meanwhile (the caller's contract); `mr <= MR`
                 // and `nc <= NR` by construction, `kc, ks >= 1` by `pack`.
                 unsafe { (k.by_rows[mr - 1])(&args) };
                 p += call_ks * mr;
