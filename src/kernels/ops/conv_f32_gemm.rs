@@ -162,6 +162,7 @@ impl TileGrid {
         pieces
     }
 }
+
 /// Output rows `rows` (pixels over all batches) of the convolution, on the calling
 /// thread, into `out` (exactly those rows, `g.out_c` values each).
 pub fn compute_rows(

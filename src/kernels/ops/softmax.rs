@@ -3,9 +3,10 @@
 //! the last dimension.
 //!
 //! Float: TFLite's reference steps (max, `exp((x - max) * beta)`, sum, divide; LOG_SOFTMAX
-//! `x - max - log(sum)`), the softmax's exponentials from the microkernel table. uint8/int8 (output uint8/int8, or int16): the gemmlowp
-//! fixed-point path of the reference kernel (`PreprocessSoftmaxScaling` with 5 integer
-//! bits, `exp_on_negative_values`, a Q12 accumulator, `GetReciprocal`), bit-exact.
+//! `x - max - log(sum)`), the softmax's exponentials from the microkernel table.
+//! uint8/int8 (output uint8/int8, or int16): the gemmlowp fixed-point path of the
+//! reference kernel (`PreprocessSoftmaxScaling` with 5 integer bits,
+//! `exp_on_negative_values`, a Q12 accumulator, `GetReciprocal`), bit-exact.
 //! int16: TFLite's two 513-entry lookup tables (exp on [-10, 0] and 1 / (1 + x)).
 //! LOG_SOFTMAX uint8/int8 requires the output scale 16/256 and zero point 255 / 127.
 
