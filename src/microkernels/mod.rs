@@ -88,7 +88,7 @@ pub(crate) fn cores_far_apart() -> bool {
 /// [`set_cores_far_apart`]).
 #[inline]
 pub(crate) fn prefetch_rows_for_write(p: *const u8, rows: usize, width: usize, stride: usize) {
-    if width == 0 || rows == 0 || !CORES_FAR_APART.load(Ordering::Relaxed) || !IN_SPLIT_OP.with(|c| c.get()) {
+    if width == 0 || rows == 0 || !cores_far_apart() || !IN_SPLIT_OP.with(|c| c.get()) {
         return;
     }
     for r in 0..rows {
