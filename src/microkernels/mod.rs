@@ -28,6 +28,7 @@ pub mod qs8_gemm;
 pub mod qs8_requant;
 pub mod qs8_rsum;
 pub mod qs8_vbinary;
+pub mod shared_out;
 #[cfg(test)]
 pub(crate) mod test_rng;
 

@@ -5,13 +5,13 @@
 //! microkernels' clamp.
 
 use super::conv_common::{ConvGeom, parallel_rows, threads_for};
+use super::tile_split::TileGrid;
 use crate::error::{Error, Result};
 use crate::kernels::api::TensorView;
-use crate::kernels::threadpool::parallel_for;
 use crate::microkernels::f32_gemm::{self, DenseRows, PackedGemm};
-use crate::microkernels::{Table, cores_far_apart, table};
+use crate::microkernels::shared_out::SharedOut;
+use crate::microkernels::{Table, table};
 use core::ops::Range;
-use parking_lot::Mutex;
 
 /// Packs `filter` (OHWI) and `bias` for `table`'s GEMM kernels.
 pub fn pack(table: &Table, g: &ConvGeom, filter: &[f32], bias: Option<&[f32]>) -> Result<PackedGemm> {
@@ -31,18 +31,8 @@ pub fn pack_weights(g: &ConvGeom, filter: &TensorView<'_>, bias: Option<&TensorV
     pack(table(), g, filter.data::<f32>()?, b)
 }
 
-/// The convolution on weights packed for `table`.
-///
-/// Rows split over threads, each thread a contiguous run of output pixels, so that each
-/// thread mostly reads the pixels it wrote in the op before. Where the weights outweigh
-/// the input (the small late layers of a network and fully connected layers, mostly
-/// reading weights) and that split is uneven to a tile, the tiles split in column-block
-/// order instead, each thread a contiguous run of output-channel blocks over all rows:
-/// each thread then reads only its share of the weights, and the split is even to a
-/// tile. (A 7x7 layer's 49 rows make 7 row tiles of 7: split by rows over 2 threads,
-/// one thread gets 4 against an even 3.5.) Only one output row always splits so; other
-/// layers only while the threads run on nearby cores: on distant ones, reading the
-/// channels the other core wrote costs more than the even split saves.
+/// The convolution on weights packed for `table`: rows split over threads, or the tiles
+/// in column-block order where the weights outweigh the input (see `tile_split`).
 pub fn compute(
     t: &Table,
     g: &ConvGeom,
@@ -58,10 +48,7 @@ pub fn compute(
     let weights = (packed.ks * packed.kc).saturating_mul(n);
     let grid = tile_grid(t, g, packed, rows);
     let threads = threads_for(max_threads, work, grid.tiles());
-    let by_blocks = threads > 1
-        && weights > input.len()
-        && (rows == 1 || (!cores_far_apart() && uneven_by_rows(rows, threads, grid.mr)));
-    if by_blocks {
+    if grid.split_by_blocks(threads, weights, input.len()) {
         return compute_by_blocks(t, g, input, packed, out, act, grid, threads);
     }
     let threads = threads_for(max_threads, work, rows);
@@ -87,80 +74,10 @@ fn compute_by_blocks(
     grid: TileGrid,
     threads: usize,
 ) -> Result<()> {
-    let n = g.out_c;
-    if grid.rows * n != out.len() {
-        return Err(Error::new(format!("output has {} values, the tiles cover {}", out.len(), grid.rows * n)));
-    }
-    let out = f32_gemm::SharedOut::new(out);
-    let first_error = Mutex::new(None);
-    let first_error = &first_error;
-    parallel_for(threads, threads, &move |i| {
-        let tiles = grid.tiles();
-        for (rs, cs) in grid.pieces(tiles * i / threads..tiles * (i + 1) / threads) {
-            let offset = rs.start * n + cs.start;
-            // SAFETY: each task writes the tiles of its own range of the grid, and the
-            // ranges of the tasks are disjoint, so no other thread touches the elements
-            // of rows `rs`, columns `cs` while this call runs.
-            let r = unsafe { gemm_shared(t, g, input, packed, rs, cs, out, offset, act) };
-            if let Err(e) = r {
-                first_error.lock().get_or_insert(e);
-                return;
-            }
-        }
-    })?;
-    match first_error.lock().take() {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
-}
-
-/// Whether `rows` rows split by rows over `threads` threads waste more than a twentieth
-/// of the slowest thread's tiles of `mr` rows.
-fn uneven_by_rows(rows: usize, threads: usize, mr: usize) -> bool {
-    let slowest = rows.div_ceil(threads).div_ceil(mr) * mr;
-    20 * rows < 19 * threads * slowest
-}
-
-/// The output's tiles: `mr` rows by `nr` columns (the last of each partial), numbered
-/// in column-block order (all row tiles of block 0, then of block 1, ...).
-#[derive(Clone, Copy)]
-struct TileGrid {
-    rows: usize,
-    cols: usize,
-    mr: usize,
-    nr: usize,
-}
-
-impl TileGrid {
-    fn row_tiles(&self) -> usize {
-        self.rows.div_ceil(self.mr)
-    }
-
-    fn tiles(&self) -> usize {
-        self.row_tiles() * self.cols.div_ceil(self.nr)
-    }
-
-    /// Tiles `range` as rectangles (rows, columns): whole blocks merged into one.
-    fn pieces(&self, range: Range<usize>) -> Vec<(Range<usize>, Range<usize>)> {
-        let (m, mut q, end) = (self.row_tiles(), range.start, range.end.min(self.tiles()));
-        let mut pieces = Vec::new();
-        while q < end {
-            let (block, first) = (q / m, q % m);
-            if first == 0 && end - q >= m {
-                let blocks = (end - q) / m;
-                pieces.push((0..self.rows, block * self.nr..((block + blocks) * self.nr).min(self.cols)));
-                q += blocks * m;
-            } else {
-                let last = (first + end - q).min(m);
-                pieces.push((
-                    first * self.mr..(last * self.mr).min(self.rows),
-                    block * self.nr..((block + 1) * self.nr).min(self.cols),
-                ));
-                q += last - first;
-            }
-        }
-        pieces
-    }
+    grid.fill_by_blocks(threads, out, &|rs, cs, out, offset| {
+        // SAFETY: `fill_by_blocks` hands out pieces that no other call touches.
+        unsafe { gemm_shared(t, g, input, packed, rs, cs, out, offset, act) }
+    })
 }
 
 /// Output rows `rows` (pixels over all batches) of the convolution, on the calling
@@ -191,7 +108,7 @@ fn gemm(
     out: &mut [f32],
     act: (f32, f32),
 ) -> Result<()> {
-    let out = f32_gemm::SharedOut::new(out);
+    let out = SharedOut::new(out);
     // SAFETY: `out` borrows the caller's slice mutably for this call.
     unsafe { gemm_shared(t, g, input, packed, rows, cols, out, 0, act) }
 }
@@ -209,7 +126,7 @@ unsafe fn gemm_shared(
     packed: &PackedGemm,
     rows: Range<usize>,
     cols: Range<usize>,
-    out: f32_gemm::SharedOut<'_>,
+    out: SharedOut<'_, f32>,
     offset: usize,
     act: (f32, f32),
 ) -> Result<()> {
@@ -298,36 +215,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn tile_ranges_cover_each_tile_once() {
-        for (rows, cols, mr, nr) in [(49, 96, 7, 32), (1, 1000, 7, 32), (13, 40, 5, 16), (100, 7, 8, 8), (6, 64, 7, 32)]
-        {
-            let grid = TileGrid { rows, cols, mr, nr };
-            for threads in 1..=5 {
-                let mut hits = vec![0u8; rows * cols];
-                let tiles = grid.tiles();
-                for i in 0..threads {
-                    for (rs, cs) in grid.pieces(tiles * i / threads..tiles * (i + 1) / threads) {
-                        assert!(!rs.is_empty() && !cs.is_empty() && cs.start % nr == 0);
-                        for r in rs {
-                            cs.clone().for_each(|c| hits[r * cols + c] += 1);
-                        }
-                    }
-                }
-                assert!(hits.iter().all(|&h| h == 1), "{rows}x{cols} in {mr}x{nr} tiles on {threads} threads");
-            }
-        }
-    }
-
-    #[test]
-    fn uneven_row_splits_are_found() {
-        // 49 rows in tiles of 7 on 2 threads: 4 tiles against 3.5.
-        assert!(uneven_by_rows(49, 2, 7));
-        // 196 rows: 14 tiles each.
-        assert!(!uneven_by_rows(196, 2, 7));
-        assert!(uneven_by_rows(1, 2, 7));
     }
 
     #[test]

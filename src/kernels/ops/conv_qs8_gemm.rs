@@ -6,11 +6,14 @@
 
 use super::conv_2d::Quant8Params;
 use super::conv_common::{ConvGeom, InputQuant, parallel_rows, threads_for, value_range};
+use super::tile_split::TileGrid;
 use crate::error::{Error, Result};
 use crate::kernels::api::TensorView;
 use crate::kernels::threadpool::{parallel_chunks_mut, parallel_for};
 use crate::microkernels::f32_gemm::DenseRows;
 use crate::microkernels::qs8_gemm::{self, PackedQs8Gemm, Qs8GemmKernels, Qs8Output};
+use crate::microkernels::shared_out::SharedOut;
+use core::ops::Range;
 use parking_lot::Mutex;
 
 /// The input zero point of `p` when it and the output zero point are int8 values (the
@@ -297,18 +300,73 @@ pub fn compute(
             qs8_gemm::igemm(kernels, packed, input, &DenseRows { stride: in_c }, 0..1, c0..c0 + chunk.len(), chunk, n)
         });
     }
-    let threads = threads_for(max_threads, work, rows);
     let in_c = kernel_channels(g);
     let input = pad_channels(g, input, in_c, packed.input_zero_point, scratch);
-    let conv_rows = g.gemm_rows(in_c);
+    let grid = tile_grid(kernels, g, packed, rows);
+    let weights = (packed.layer_ks * packed.layer_kc).saturating_mul(n);
+    let threads = threads_for(max_threads, work, grid.tiles());
+    if grid.split_by_blocks(threads, weights, input.len()) {
+        return compute_by_blocks(kernels, g, input, packed, out, grid, threads);
+    }
+    let threads = threads_for(max_threads, work, rows);
     parallel_rows(threads, out, n, &|first, chunk: &mut [i8]| {
         let r = first..first + chunk.len() / n;
-        if dense {
-            qs8_gemm::igemm(kernels, packed, input, &DenseRows { stride: g.in_c }, r, 0..n, chunk, n)
-        } else {
-            qs8_gemm::igemm(kernels, packed, input, &conv_rows, r, 0..n, chunk, n)
-        }
+        let out = SharedOut::new(chunk);
+        // SAFETY: `out` borrows this run's own chunk mutably for the call.
+        unsafe { gemm_shared(kernels, g, input, packed, r, 0..n, out, 0) }
     })
+}
+
+/// The output's tiles for `kernels` on `rows` rows.
+fn tile_grid(kernels: &Qs8GemmKernels, g: &ConvGeom, packed: &PackedQs8Gemm, rows: usize) -> TileGrid {
+    TileGrid { rows, cols: g.out_c, mr: kernels.for_outputs(packed.n).mr, nr: packed.nr }
+}
+
+/// The convolution split over `threads` threads in column-block order (see
+/// `tile_split`), on `input` with its pixels padded to [`kernel_channels`].
+fn compute_by_blocks(
+    kernels: &Qs8GemmKernels,
+    g: &ConvGeom,
+    input: &[i8],
+    packed: &PackedQs8Gemm,
+    out: &mut [i8],
+    grid: TileGrid,
+    threads: usize,
+) -> Result<()> {
+    grid.fill_by_blocks(threads, out, &|rs, cs, out, offset| {
+        // SAFETY: `fill_by_blocks` hands out pieces that no other call touches.
+        unsafe { gemm_shared(kernels, g, input, packed, rs, cs, out, offset) }
+    })
+}
+
+/// Output rows `rows`, channels `cols` into `out` from `offset` (rows `g.out_c` apart;
+/// see [`qs8_gemm::igemm_shared`]), on `input` with its pixels padded to
+/// [`kernel_channels`]: dense rows where the convolution is a plain matrix product, else
+/// each row's window taps.
+///
+/// # Safety
+/// As [`qs8_gemm::igemm_shared`]: no other thread touches the elements written.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_shared(
+    kernels: &Qs8GemmKernels,
+    g: &ConvGeom,
+    input: &[i8],
+    packed: &PackedQs8Gemm,
+    rows: Range<usize>,
+    cols: Range<usize>,
+    out: SharedOut<'_, i8>,
+    offset: usize,
+) -> Result<()> {
+    let n = g.out_c;
+    // SAFETY: the caller's contract.
+    unsafe {
+        if g.is_dense() {
+            qs8_gemm::igemm_shared(kernels, packed, input, &DenseRows { stride: g.in_c }, rows, cols, out, offset, n)
+        } else {
+            let taps = g.gemm_rows(kernel_channels(g));
+            qs8_gemm::igemm_shared(kernels, packed, input, &taps, rows, cols, out, offset, n)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -330,6 +388,10 @@ mod tests {
             test_conv_geom(1, 5, 5, 6, 40, 5, 5, 6, 1, 1, kTfLitePaddingSame),
             test_conv_geom(1, 1, 1, 64, 70, 1, 1, 64, 1, 1, kTfLitePaddingValid),
             test_conv_geom(1, 7, 7, 20, 96, 1, 1, 20, 2, 1, kTfLitePaddingSame),
+            // A 7x7 layer whose weights outweigh its input many times (split by column
+            // blocks on nearby cores), and a 3x3 one.
+            test_conv_geom(1, 7, 7, 24, 200, 1, 1, 24, 1, 1, kTfLitePaddingValid),
+            test_conv_geom(1, 5, 5, 16, 72, 3, 3, 16, 1, 1, kTfLitePaddingSame),
         ];
         let mut rng = Lcg(4242);
         for (i, g) in shapes.iter().enumerate() {
@@ -354,6 +416,13 @@ mod tests {
                     let mut got = vec![0x33i8; want.len()];
                     compute(k, g, &input, &packed, &mut got, threads, &mut Vec::new()).unwrap();
                     assert_eq!(got, want, "{} shape {i} threads {threads}", t.name());
+                    // The column-block split on any shape, whatever `compute` chose.
+                    let mut padded = Vec::new();
+                    let input = pad_channels(g, &input, kernel_channels(g), packed.input_zero_point, &mut padded);
+                    let grid = tile_grid(k, g, &packed, g.batches * g.out_h * g.out_w);
+                    let mut got = vec![0x33i8; want.len()];
+                    compute_by_blocks(k, g, input, &packed, &mut got, grid, threads).unwrap();
+                    assert_eq!(got, want, "{} shape {i} by column blocks on {threads} threads", t.name());
                 }
             }
         }

@@ -83,6 +83,7 @@ pub mod split;
 pub mod stablehlo;
 pub mod strings;
 pub mod svdf;
+pub mod tile_split;
 pub mod topk_v2;
 pub mod transpose;
 pub mod transpose_conv;

@@ -24,6 +24,7 @@ mod tests;
 
 use super::Table;
 use super::packed::Packed;
+use super::shared_out::SharedOut;
 use crate::error::{Error, Result};
 use core::ops::Range;
 
@@ -529,28 +530,6 @@ pub fn igemm(
     unsafe { igemm_shared(table, packed, input, taps, rows, cols, out, 0, out_stride, act) }
 }
 
-/// An output matrix that several threads fill at once, each its own tiles (see
-/// [`igemm_shared`]): the tiles of two threads interleave in memory, so neither can hold
-/// a slice of the whole.
-#[derive(Clone, Copy)]
-pub struct SharedOut<'a> {
-    ptr: *mut f32,
-    len: usize,
-    _borrow: core::marker::PhantomData<&'a mut [f32]>,
-}
-
-// SAFETY: a `SharedOut` only hands out writes through `igemm_shared`, whose callers
-// guarantee that no two threads write (or read) the same element.
-unsafe impl Send for SharedOut<'_> {}
-// SAFETY: as above.
-unsafe impl Sync for SharedOut<'_> {}
-
-impl<'a> SharedOut<'a> {
-    pub fn new(out: &'a mut [f32]) -> Self {
-        SharedOut { ptr: out.as_mut_ptr(), len: out.len(), _borrow: core::marker::PhantomData }
-    }
-}
-
 /// [`igemm`] into `out` at `offset`: output channel `j` of row `r` goes to element
 /// `offset + (r - rows.start) * out_stride + (j - cols.start)` (bounds checked).
 ///
@@ -565,7 +544,7 @@ pub unsafe fn igemm_shared(
     taps: &impl RowTaps,
     rows: Range<usize>,
     cols: Range<usize>,
-    out: SharedOut<'_>,
+    out: SharedOut<'_, f32>,
     offset: usize,
     out_stride: usize,
     (min, max): (f32, f32),
@@ -585,10 +564,10 @@ pub unsafe fn igemm_shared(
         .checked_mul(out_stride)
         .and_then(|v| v.checked_add(ncols))
         .ok_or_else(|| Error::new("GEMM output size overflows"))?;
-    if out.len.checked_sub(offset).is_none_or(|room| room < need) || (rows.len() > 1 && out_stride < ncols) {
+    if out.len().checked_sub(offset).is_none_or(|room| room < need) || (rows.len() > 1 && out_stride < ncols) {
         return Err(Error::new(format!(
             "GEMM output of {} values cannot hold {} rows of {ncols} from {offset}",
-            out.len,
+            out.len(),
             rows.len()
         )));
     }
@@ -704,7 +683,7 @@ pub unsafe fn igemm_shared(
                 // The last row of the tile ends at c_start + (mr-1)*out_stride + nc, at
                 // most offset + need <= out.len (checked above).
                 // SAFETY: `c_start` is within `out`, as just argued.
-                let c = unsafe { out.ptr.add(c_start) };
+                let c = unsafe { out.ptr().add(c_start) };
                 let args = IgemmArgs {
                     mr,
                     nc,

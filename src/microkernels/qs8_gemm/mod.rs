@@ -33,6 +33,7 @@ use super::packed::Packed;
 use super::qs8_float_requant::FloatRequant;
 pub use super::qs8_float_requant::FloatTables;
 use super::qs8_requant::ChannelRequant;
+use super::shared_out::SharedOut;
 use crate::error::{Error, Result};
 use core::ops::Range;
 
@@ -679,20 +680,50 @@ pub fn igemm(
     out: &mut [i8],
     out_stride: usize,
 ) -> Result<()> {
+    let out = SharedOut::new(out);
+    // SAFETY: `out` borrows the caller's slice mutably for this call: nothing else
+    // touches it meanwhile.
+    unsafe { igemm_shared(kernels, packed, input, taps, rows, cols, out, 0, out_stride) }
+}
+
+/// [`igemm`] into `out` at `offset`: output channel `j` of row `r` goes to element
+/// `offset + (r - rows.start) * out_stride + (j - cols.start)` (bounds checked).
+///
+/// # Safety
+/// While the call runs, no other thread reads or writes the elements it writes (rows
+/// `rows`, columns `cols`, at the positions above).
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn igemm_shared(
+    kernels: &Qs8GemmKernels,
+    packed: &PackedQs8Gemm,
+    input: &[i8],
+    taps: &impl RowTaps,
+    rows: Range<usize>,
+    cols: Range<usize>,
+    out: SharedOut<'_, i8>,
+    offset: usize,
+    out_stride: usize,
+) -> Result<()> {
     let Tables::Requant(rq, float) = &packed.tables else {
         return Err(Error::new("8-bit GEMM: a hybrid layer's weights used for int8 outputs"));
     };
-    let k = check_call(kernels, packed, taps, &rows, &cols, out.len(), out_stride)?;
+    let room = out
+        .len()
+        .checked_sub(offset)
+        .ok_or_else(|| Error::new(format!("8-bit GEMM output of {} values has no element {offset}", out.len())))?;
+    let k = check_call(kernels, packed, taps, &rows, &cols, room, out_stride)?;
     let (first_row, first_col) = (rows.start, cols.start);
-    let base = out.as_mut_ptr();
+    // In bounds: `offset <= out.len()` (checked above).
+    let base = out.ptr().wrapping_add(offset);
     drive(kernels, k, packed, input, taps, rows, cols, packed.input_zero_point, out_stride, &mut |tile, j0| {
         let t = j0..j0 + k.nr;
         // The tables cover every packed block (padded to `blocks * nr`).
         let (bias, mult, left, right) = (&rq.bias[t.clone()], &rq.mult[t.clone()], &rq.left[t.clone()], &rq.right[t]);
         let c = (tile.start - first_row) * out_stride + (j0 - first_col);
         Qs8Out::Int8 {
-            // In bounds: `check_call` verified that the output holds every row of `rows`
-            // and column of `cols`; the kernel writes `nc` values of `mr` rows from here.
+            // In bounds: `check_call` verified that the `room` values from `base` hold
+            // every row of `rows` and column of `cols`; the kernel writes `nc` values of
+            // `mr` rows from here, which the caller lets no other thread touch.
             c: base.wrapping_add(c),
             bias: bias.as_ptr(),
             mult: mult.as_ptr(),
