@@ -487,7 +487,9 @@ fn q8_kernels() -> Result<&'static qs8_dwconv::DwKernels> {
 }
 
 /// int8 depthwise convolution with depth multiplier 1 on the microkernels, `packed` made
-/// by [`pack_q8`]; output rows split across `threads`. Identical to [`dw_q8_reference`].
+/// by [`pack_q8`]; output rows split across `threads`, or output pixels where the rows do
+/// not split evenly (a 7x7 image's 7 rows split 4/3 over two threads, its 49 pixels
+/// 25/24, as the convolution before it split them). Identical to [`dw_q8_reference`].
 pub fn dw_q8_microkernel(g: &ConvGeom, input: &[i8], packed: &PackedDw, out: &mut [i8], threads: usize) -> Result<()> {
     let kernels = q8_kernels()?;
     let dg = dw_geom(g)?;
@@ -495,6 +497,11 @@ pub fn dw_q8_microkernel(g: &ConvGeom, input: &[i8], packed: &PackedDw, out: &mu
     check_len("output", out.len(), g.output_len())?;
     let work = out.len().saturating_mul(dg.taps());
     let threads = threads_for(threads, work, dg.rows());
+    if threads > 1 && !dg.rows().is_multiple_of(threads) {
+        return parallel_rows(threads, out, dg.channels, &|first, chunk: &mut [i8]| {
+            qs8_dwconv::run_pixels(kernels, &dg, input, packed, first, chunk)
+        });
+    }
     parallel_rows(threads, out, dg.row_len(), &|first, chunk: &mut [i8]| {
         qs8_dwconv::run_rows(kernels, &dg, input, packed, first, chunk)
     })

@@ -413,6 +413,26 @@ pub fn run_rows(
     first_row: usize,
     output: &mut [i8],
 ) -> Result<()> {
+    let row_len = g.row_len();
+    if row_len == 0 || !output.len().is_multiple_of(row_len) {
+        return Err(Error::new(format!("depthwise output of {} values is not whole rows of {row_len}", output.len())));
+    }
+    let first = first_row.checked_mul(g.out_w).ok_or_else(|| Error::new("depthwise row index overflows"))?;
+    run_pixels(kernels, g, input, packed, first, output)
+}
+
+/// [`run_rows`] on output pixels `first_pixel..first_pixel + output.len() / g.channels`
+/// (pixels over all rows and batches, row after row), which may start and end inside a
+/// row: threads can then split a few rows evenly (7 rows of 7 pixels split 25/24 pixels
+/// over two threads, not 4/3 rows).
+pub fn run_pixels(
+    kernels: &DwKernels,
+    g: &DwGeom,
+    input: &[i8],
+    packed: &PackedDw,
+    first_pixel: usize,
+    output: &mut [i8],
+) -> Result<()> {
     if !kernels.isa.is_available() {
         return Err(Error::new(format!("this CPU cannot run the {} int8 depthwise kernels", kernels.isa.name())));
     }
@@ -443,13 +463,21 @@ pub fn run_rows(
             packed.channels, packed.filter, packed.layout
         )));
     }
-    if !output.len().is_multiple_of(row_len) {
-        return Err(Error::new(format!("depthwise output of {} values is not whole rows of {row_len}", output.len())));
+    if !output.len().is_multiple_of(c) {
+        return Err(Error::new(format!("depthwise output of {} values is not whole pixels of {c}", output.len())));
     }
-    let rows = output.len() / row_len;
-    if first_row.checked_add(rows).is_none_or(|end| end > g.rows()) {
-        return Err(Error::new(format!("depthwise rows {first_row}+{rows} exceed the {} output rows", g.rows())));
+    let pixels = output.len() / c;
+    let all_pixels = g.rows().saturating_mul(g.out_w);
+    if first_pixel.checked_add(pixels).is_none_or(|end| end > all_pixels) {
+        return Err(Error::new(format!(
+            "depthwise pixels {first_pixel}+{pixels} exceed the {all_pixels} output pixels"
+        )));
     }
+    if pixels == 0 {
+        return Ok(());
+    }
+    let (first_row, end_row) = (first_pixel / g.out_w, (first_pixel + pixels).div_ceil(g.out_w));
+    let rows = end_row - first_row;
     let slots = layout.slots(g.k_h, g.k_w).ok_or_else(|| Error::new("depthwise filter slots overflow"))?;
     let slide =
         kernels.slide3x3.filter(|_| layout == Layout::Dot4x32 && filter == (3, 3) && g.dil_w == 1 && g.stride_w <= 2);
@@ -465,12 +493,18 @@ pub fn run_rows(
     // Dummy slots keep pointing at the zeros.
     let mut ptrs: Vec<*const i8> = vec![zeros.as_ptr(); slots];
     let call = Call { kernel: kernels.kernel(slots), c, step, packed };
-    let out_rows = output.as_ptr() as *const u8;
-    for (i, out_row) in output.chunks_exact_mut(row_len).enumerate() {
+    let mut rest = output;
+    for i in 0..rows {
         let r = first_row + i;
+        // This row's columns `x0..x1` of the run: whole rows but at its ends.
+        let x0 = if i == 0 { first_pixel - r * g.out_w } else { 0 };
+        let x1 = (first_pixel + pixels - r * g.out_w).min(g.out_w);
+        let (out_row, tail) = core::mem::take(&mut rest).split_at_mut((x1 - x0) * c);
+        rest = tail;
         // The next row's output lines, ahead of the stores (see `prefetch_for_write`).
-        if i + 1 < rows {
-            crate::microkernels::prefetch_rows_for_write(out_rows.wrapping_add((i + 1) * row_len), 1, row_len, row_len);
+        if !rest.is_empty() {
+            let next = rest.len().min(row_len);
+            crate::microkernels::prefetch_rows_for_write(rest.as_ptr().cast(), 1, next, next);
         }
         let (b, oy) = (r / g.out_h, r % g.out_h);
         let image = &input[b * batch_len..(b + 1) * batch_len];
@@ -484,7 +518,7 @@ pub fn run_rows(
             let rows = [row(0), row(1), row(2)];
             for (run, out) in out_row.chunks_mut(max_run * c).enumerate() {
                 // `check_geom` keeps every column index far below `isize::MAX`.
-                let first = (run * max_run * g.stride_w) as isize - g.pad_left as isize;
+                let first = ((x0 + run * max_run) * g.stride_w) as isize - g.pad_left as isize;
                 let cols = SlideCols { stride: g.stride_w, first, width: g.in_w, zero_point: packed.zero_point };
                 // SAFETY: the CPU has the kernels' instruction set (checked above);
                 // `c > 0` (checked by `check_geom`); `out` holds whole pixels of `c`
@@ -499,7 +533,8 @@ pub fn run_rows(
             continue;
         }
         // Pixels with a tap left or right of the image, one at a time.
-        for ox in (0..inner_lo.min(g.out_w)).chain(inner_hi.max(inner_lo).min(g.out_w)..g.out_w) {
+        let edges = (0..inner_lo.min(g.out_w)).chain(inner_hi.max(inner_lo).min(g.out_w)..g.out_w);
+        for ox in edges.filter(|ox| (x0..x1).contains(ox)) {
             for (ky, row) in tap_rows.iter().enumerate() {
                 for kx in 0..g.k_w {
                     let ix = (ox * g.stride_w + kx * g.dil_w).checked_sub(g.pad_left).filter(|&x| x < g.in_w);
@@ -507,12 +542,12 @@ pub fn run_rows(
                     ptrs[layout.slot((ky, kx), filter)] = px.map_or(zeros.as_ptr(), |s| s.as_ptr());
                 }
             }
-            call.run(&ptrs, &mut out_row[ox * c..(ox + 1) * c]);
+            call.run(&ptrs, &mut out_row[(ox - x0) * c..(ox - x0 + 1) * c]);
         }
         // The other pixels in runs: each tap steps through one real row (or the zeros).
-        let mut ox0 = inner_lo;
-        while ox0 < inner_hi {
-            let n = (inner_hi - ox0).min(max_run);
+        let (mut ox0, inner_end) = (inner_lo.max(x0), inner_hi.min(x1));
+        while ox0 < inner_end {
+            let n = (inner_end - ox0).min(max_run);
             // Filter row `ky`, column `kx`: the span from the run's first pixel's tap to
             // its last pixel's, or the zeros.
             let span = |ky: usize, kx: usize| {
@@ -531,7 +566,7 @@ pub fn run_rows(
                     ptrs[layout.slot((ky, kx), filter)] = span(ky, kx)?.as_ptr();
                 }
             }
-            call.run(&ptrs, &mut out_row[ox0 * c..(ox0 + n) * c]);
+            call.run(&ptrs, &mut out_row[(ox0 - x0) * c..(ox0 - x0 + n) * c]);
             ox0 += n;
         }
     }

@@ -330,6 +330,39 @@ fn row_ranges_match_whole() {
 }
 
 #[test]
+fn pixel_ranges_match_whole() {
+    let mut r = Lcg(43);
+    // The sliding 3x3 kernel (stride 1 and 2), a 5x5 filter with padding columns on both
+    // sides, and a dilated one; two images, so that runs cross from one to the next.
+    let geoms = [
+        geom(2, 7, 7, 40, (3, 3), (1, 1), (1, 1), true).unwrap(),
+        geom(2, 9, 11, 19, (3, 3), (2, 2), (1, 1), true).unwrap(),
+        geom(2, 8, 9, 33, (5, 5), (1, 1), (1, 1), true).unwrap(),
+        geom(2, 9, 8, 7, (3, 3), (1, 2), (2, 1), false).unwrap(),
+    ];
+    for g in geoms {
+        let case = Case::random(&mut r, g, false);
+        let pixels = g.rows() * g.out_w;
+        for t in available_tables() {
+            let Some(k) = t.qs8_dwconv.as_ref() else { continue };
+            let packed = case.pack(k);
+            let whole = case.run(t);
+            for run in [1, 4, 5, 25, pixels.div_ceil(2), pixels] {
+                let mut parts = vec![0i8; whole.len()];
+                for (i, chunk) in parts.chunks_mut(run * g.channels).enumerate() {
+                    run_pixels(k, &g, &case.input, &packed, i * run, chunk).unwrap();
+                }
+                assert_eq!(whole, parts, "{} {g:?} runs of {run} pixels", t.name());
+            }
+            // Runs past the last pixel, or of partial pixels, are errors.
+            let mut out = vec![0i8; 2 * g.channels];
+            assert!(run_pixels(k, &g, &case.input, &packed, pixels - 1, &mut out).is_err());
+            assert!(run_pixels(k, &g, &case.input, &packed, 0, &mut out[1..]).is_err());
+        }
+    }
+}
+
+#[test]
 fn packing_folds_the_zero_point() {
     let c = 17;
     let k = Table::for_isa(Isa::Scalar).unwrap().qs8_dwconv.unwrap();
