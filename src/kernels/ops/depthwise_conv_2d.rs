@@ -428,9 +428,9 @@ pub fn pack_f32(g: &ConvGeom, filter: &[f32], bias: Option<&[f32]>) -> Result<Pa
 }
 
 /// Float depthwise convolution with depth multiplier 1 on the microkernels, `packed` made
-/// by [`pack_f32`]; output rows split across `threads`. Sums in a different order than
-/// [`dw_f32_reference`] (bias first, two partial sums, fused multiply-adds where the CPU
-/// has them), so results agree up to float rounding.
+/// by [`pack_f32`]; output rows (or pixels) split across `threads`. Sums in a different
+/// order than [`dw_f32_reference`] (bias first, two partial sums, fused multiply-adds
+/// where the CPU has them), so results agree up to float rounding.
 pub fn dw_f32_microkernel(
     g: &ConvGeom,
     input: &[f32],
@@ -445,6 +445,12 @@ pub fn dw_f32_microkernel(
     let kernels = &table().f32_dwconv;
     let work = out.len().saturating_mul(dg.taps());
     let threads = threads_for(threads, work, dg.rows());
+    // Rows that do not split evenly split by pixels (see `dw_q8_microkernel`).
+    if threads > 1 && !dg.rows().is_multiple_of(threads) {
+        return parallel_rows(threads, out, dg.channels, &|first, chunk: &mut [f32]| {
+            f32_dwconv::run_pixels(kernels, &dg, input, packed, first, chunk, act)
+        });
+    }
     parallel_rows(threads, out, dg.row_len(), &|first, chunk: &mut [f32]| {
         f32_dwconv::run_rows(kernels, &dg, input, packed, first, chunk, act)
     })

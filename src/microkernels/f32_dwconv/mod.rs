@@ -34,6 +34,7 @@ pub mod scalar;
 use super::Isa;
 use super::packed::Packed;
 use crate::error::{Error, Result};
+use core::ops::Range;
 
 /// A row kernel.
 ///
@@ -189,6 +190,23 @@ pub struct DwGeom {
     pub pad_left: usize,
 }
 
+/// A run of output pixels `first..end` (over all rows and batches, row after row) of an
+/// image `out_w` pixels wide; made by [`DwGeom::pixel_run`].
+pub(crate) struct PixelRun {
+    first: usize,
+    end: usize,
+    out_w: usize,
+}
+
+impl PixelRun {
+    /// Each output row the run touches (over all batches), with the run's columns in it:
+    /// whole rows but at the run's ends.
+    pub(crate) fn rows(&self) -> impl Iterator<Item = (usize, Range<usize>)> + use<> {
+        let (first, end, w) = (self.first, self.end, self.out_w);
+        (first / w..end.div_ceil(w)).map(move |r| (r, first.max(r * w) - r * w..end.min((r + 1) * w) - r * w))
+    }
+}
+
 impl DwGeom {
     /// Filter taps (`k_h * k_w`).
     pub fn taps(&self) -> usize {
@@ -203,6 +221,22 @@ impl DwGeom {
     /// Values per output row (`out_w * channels`).
     pub fn row_len(&self) -> usize {
         self.out_w.saturating_mul(self.channels)
+    }
+
+    /// The run of output pixels from `first_pixel` (over all rows and batches) that
+    /// `values` output values make, checked to be whole pixels inside the output; `None`
+    /// when it is empty.
+    pub(crate) fn pixel_run(&self, first_pixel: usize, values: usize) -> Result<Option<PixelRun>> {
+        let c = self.channels;
+        if c == 0 || !values.is_multiple_of(c) {
+            return Err(Error::new(format!("depthwise output of {values} values is not whole pixels of {c}")));
+        }
+        let pixels = values / c;
+        let all = self.rows().saturating_mul(self.out_w);
+        if first_pixel.checked_add(pixels).is_none_or(|end| end > all) {
+            return Err(Error::new(format!("depthwise pixels {first_pixel}+{pixels} exceed the {all} output pixels")));
+        }
+        Ok((pixels > 0).then_some(PixelRun { first: first_pixel, end: first_pixel + pixels, out_w: self.out_w }))
     }
 
     /// Checks that the sizes are positive and that every length and coordinate the driver
@@ -271,6 +305,27 @@ pub fn run_rows(
     output: &mut [f32],
     clamp: (f32, f32),
 ) -> Result<()> {
+    let row_len = g.row_len();
+    if row_len == 0 || !output.len().is_multiple_of(row_len) {
+        return Err(Error::new(format!("depthwise output of {} values is not whole rows of {row_len}", output.len())));
+    }
+    let first = first_row.checked_mul(g.out_w).ok_or_else(|| Error::new("depthwise row index overflows"))?;
+    run_pixels(kernels, g, input, packed, first, output, clamp)
+}
+
+/// [`run_rows`] on output pixels `first_pixel..first_pixel + output.len() / g.channels`
+/// (pixels over all rows and batches, row after row), which may start and end inside a
+/// row: threads can then split a few rows evenly (7 rows of 7 pixels split 25/24 pixels
+/// over two threads, not 4/3 rows).
+pub fn run_pixels(
+    kernels: &DwKernels,
+    g: &DwGeom,
+    input: &[f32],
+    packed: &[f32],
+    first_pixel: usize,
+    output: &mut [f32],
+    clamp: (f32, f32),
+) -> Result<()> {
     if !kernels.isa.is_available() {
         return Err(Error::new(format!("this CPU cannot run the {} depthwise kernels", kernels.isa.name())));
     }
@@ -287,13 +342,7 @@ pub fn run_rows(
     if Some(packed.len()) != want_packed {
         return Err(Error::new(format!("packed depthwise weights have {} values, need {want_packed:?}", packed.len())));
     }
-    if !output.len().is_multiple_of(row_len) {
-        return Err(Error::new(format!("depthwise output of {} values is not whole rows of {row_len}", output.len())));
-    }
-    let rows = output.len() / row_len;
-    if first_row.checked_add(rows).is_none_or(|end| end > g.rows()) {
-        return Err(Error::new(format!("depthwise rows {first_row}+{rows} exceed the {} output rows", g.rows())));
-    }
+    let Some(run) = g.pixel_run(first_pixel, output.len())? else { return Ok(()) };
     let kernel = kernels.kernel(taps);
     let zeros = vec![0.0f32; c];
     let batch_len = g.in_h * g.in_w * c;
@@ -308,18 +357,14 @@ pub fn run_rows(
     // The input row each filter row reads for the current output row (`None`: padding).
     let mut tap_rows: Vec<Option<&[f32]>> = vec![None; g.k_h];
     let mut indirection: Vec<*const f32> = vec![edges.zero; PIXELS_PER_CALL.min(g.out_w) * taps];
-    let out_rows = output.as_ptr() as *const u8;
-    let row_bytes = row_len * 4;
-    for (i, out_row) in output.chunks_exact_mut(row_len).enumerate() {
-        let r = first_row + i;
+    let mut rest = output;
+    for (r, Range { start: x0, end: x1 }) in run.rows() {
+        let (out_row, tail) = core::mem::take(&mut rest).split_at_mut((x1 - x0) * c);
+        rest = tail;
         // The next row's output lines, ahead of the stores (see `prefetch_for_write`).
-        if i + 1 < rows {
-            crate::microkernels::prefetch_rows_for_write(
-                out_rows.wrapping_add((i + 1) * row_bytes),
-                1,
-                row_bytes,
-                row_bytes,
-            );
+        if !rest.is_empty() {
+            let next = rest.len().min(row_len) * 4;
+            crate::microkernels::prefetch_rows_for_write(rest.as_ptr().cast(), 1, next, next);
         }
         let (b, oy) = (r / g.out_h, r % g.out_h);
         let image = &input[b * batch_len..(b + 1) * batch_len];
@@ -332,17 +377,19 @@ pub fn run_rows(
         let first_iy = (oy * g.stride_h).checked_sub(g.pad_top).filter(|_| tap_rows.iter().all(Option::is_some));
         let direct = kernels.direct.zip(first_iy).filter(|_| inner_lo < inner_hi);
         let Some((direct, iy0)) = direct else {
-            edges.run(&tap_rows, 0, out_row, &mut indirection);
+            edges.run(&tap_rows, x0, out_row, &mut indirection);
             continue;
         };
-        let (left, rest) = out_row.split_at_mut(inner_lo * c);
-        let (inner, right) = rest.split_at_mut((inner_hi - inner_lo) * c);
-        edges.run(&tap_rows, 0, left, &mut indirection);
-        edges.run(&tap_rows, inner_hi, right, &mut indirection);
+        // The run's columns left of, inside and right of `inner_lo..inner_hi`.
+        let (lo, hi) = (inner_lo.clamp(x0, x1), inner_hi.clamp(x0, x1).max(inner_lo.clamp(x0, x1)));
+        let (left, rest) = out_row.split_at_mut((lo - x0) * c);
+        let (inner, right) = rest.split_at_mut((hi - lo) * c);
+        edges.run(&tap_rows, x0, left, &mut indirection);
+        edges.run(&tap_rows, hi, right, &mut indirection);
         let step = g.stride_w * c;
         for (run, out_px) in inner.chunks_mut(DIRECT_PIXELS_PER_CALL * c).enumerate() {
             let pixels = out_px.len() / c;
-            let ox0 = inner_lo + run * DIRECT_PIXELS_PER_CALL;
+            let ox0 = lo + run * DIRECT_PIXELS_PER_CALL;
             // The run's first tap reads input `(iy0, ox0 * stride_w - pad_left)`; its last
             // pixel's last tap ends `last_offset + c` past that pixel's first tap.
             let start = iy0 * in_row_len + (ox0 * g.stride_w - g.pad_left) * c;

@@ -255,6 +255,47 @@ fn row_ranges_match_whole() {
     }
 }
 
+/// Runs of pixels that start and end inside rows give the whole's values, with the
+/// direct kernel and without it: 3x3 at stride 1 and 2, a padded 5x5 and a dilated 3x3,
+/// on rows wide enough for the direct kernel's inner columns; two images, so that runs
+/// cross from one to the next.
+#[test]
+fn pixel_ranges_match_whole() {
+    let mut r = Lcg(6);
+    let geoms = [
+        geom(2, 7, 7, 24, 3, 3, 1, 1, true).unwrap(),
+        geom(2, 9, 11, 19, 3, 3, 2, 1, true).unwrap(),
+        geom(2, 8, 9, 33, 5, 5, 1, 1, true).unwrap(),
+        geom(2, 9, 10, 7, 3, 3, 1, 2, false).unwrap(),
+    ];
+    for g in geoms {
+        let c = g.channels;
+        let input: Vec<f32> = (0..g.input_len().unwrap()).map(|_| r.f32()).collect();
+        let filter: Vec<f32> = (0..g.taps() * c).map(|_| r.f32()).collect();
+        let pixels = g.rows() * g.out_w;
+        for t in available_tables() {
+            let with = t.f32_dwconv;
+            let without = DwKernels { direct: None, ..with };
+            for k in [&with, &without] {
+                let packed = pack(k, c, g.taps(), |tap, ch| filter[tap * c + ch], None).unwrap();
+                let mut whole = vec![0.0f32; g.output_len().unwrap()];
+                run_rows(k, &g, &input, &packed, 0, &mut whole, (-1.0, 1.0)).unwrap();
+                for run in [1, 4, 5, 25, pixels.div_ceil(2), pixels] {
+                    let mut parts = vec![f32::NAN; whole.len()];
+                    for (i, chunk) in parts.chunks_mut(run * c).enumerate() {
+                        run_pixels(k, &g, &input, &packed, i * run, chunk, (-1.0, 1.0)).unwrap();
+                    }
+                    assert_eq!(whole, parts, "{} {g:?} runs of {run} pixels", t.name());
+                }
+                // Runs past the last pixel, or of partial pixels, are errors.
+                let mut out = vec![0.0f32; 2 * c];
+                assert!(run_pixels(k, &g, &input, &packed, pixels - 1, &mut out, (-1.0, 1.0)).is_err());
+                assert!(run_pixels(k, &g, &input, &packed, 0, &mut out[1..], (-1.0, 1.0)).is_err());
+            }
+        }
+    }
+}
+
 #[test]
 fn nan_passes_the_clamp() {
     let g = geom(1, 1, 1, 10, 1, 1, 1, 1, false).unwrap();

@@ -57,6 +57,7 @@ use super::packed::Packed;
 use super::qs8_float_requant::FloatRequant;
 use super::qs8_requant::ChannelRequant;
 use crate::error::{Error, Result};
+use core::ops::Range;
 
 /// A row kernel.
 ///
@@ -463,21 +464,7 @@ pub fn run_pixels(
             packed.channels, packed.filter, packed.layout
         )));
     }
-    if !output.len().is_multiple_of(c) {
-        return Err(Error::new(format!("depthwise output of {} values is not whole pixels of {c}", output.len())));
-    }
-    let pixels = output.len() / c;
-    let all_pixels = g.rows().saturating_mul(g.out_w);
-    if first_pixel.checked_add(pixels).is_none_or(|end| end > all_pixels) {
-        return Err(Error::new(format!(
-            "depthwise pixels {first_pixel}+{pixels} exceed the {all_pixels} output pixels"
-        )));
-    }
-    if pixels == 0 {
-        return Ok(());
-    }
-    let (first_row, end_row) = (first_pixel / g.out_w, (first_pixel + pixels).div_ceil(g.out_w));
-    let rows = end_row - first_row;
+    let Some(run) = g.pixel_run(first_pixel, output.len())? else { return Ok(()) };
     let slots = layout.slots(g.k_h, g.k_w).ok_or_else(|| Error::new("depthwise filter slots overflow"))?;
     let slide =
         kernels.slide3x3.filter(|_| layout == Layout::Dot4x32 && filter == (3, 3) && g.dil_w == 1 && g.stride_w <= 2);
@@ -494,11 +481,7 @@ pub fn run_pixels(
     let mut ptrs: Vec<*const i8> = vec![zeros.as_ptr(); slots];
     let call = Call { kernel: kernels.kernel(slots), c, step, packed };
     let mut rest = output;
-    for i in 0..rows {
-        let r = first_row + i;
-        // This row's columns `x0..x1` of the run: whole rows but at its ends.
-        let x0 = if i == 0 { first_pixel - r * g.out_w } else { 0 };
-        let x1 = (first_pixel + pixels - r * g.out_w).min(g.out_w);
+    for (r, Range { start: x0, end: x1 }) in run.rows() {
         let (out_row, tail) = core::mem::take(&mut rest).split_at_mut((x1 - x0) * c);
         rest = tail;
         // The next row's output lines, ahead of the stores (see `prefetch_for_write`).
