@@ -18,9 +18,9 @@ impl<T> Clone for SharedOut<'_, T> {
 }
 impl<T> Copy for SharedOut<'_, T> {}
 
-// SAFETY: a `SharedOut` only hands out writes through the drivers' `igemm_shared`, whose
-// callers guarantee that no two threads write (or read) the same element; `T: Send`
-// values may be written from any thread.
+// SAFETY: a `SharedOut` hands its pointer only to code in this crate (the drivers'
+// `igemm_shared`), whose callers guarantee that no two threads write (or read) the same
+// element; `T: Send` values may be written from any thread.
 unsafe impl<T: Send> Send for SharedOut<'_, T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Sync for SharedOut<'_, T> {}

@@ -3,11 +3,11 @@
 //! run of output-channel blocks over all rows).
 //!
 //! Split by rows, each thread mostly reads the pixels it wrote in the op before, but
-//! every thread reads all the weights. Where the weights outweigh the input (the small
-//! late layers of a network and fully connected layers, mostly reading weights) the
-//! column-block split lets each thread read only its share of the weights, and it is
-//! even to a tile where the rows are not: a 7x7 layer's 49 rows make 7 row tiles of 7,
-//! and split by rows over 2 threads one thread gets 4 against an even 3.5.
+//! every thread reads all the weights. Where the weights are several times the input
+//! (the small late layers of a network and fully connected layers, mostly reading
+//! weights) the column-block split lets each thread read only its share of the weights,
+//! and it is even to a tile where the rows are not: a 7x7 layer's 49 rows make 7 row
+//! tiles of 7, and split by rows over 2 threads one thread gets 4 against an even 3.5.
 
 use crate::error::{Error, Result};
 use crate::kernels::threadpool::parallel_for;
@@ -62,11 +62,12 @@ impl TileGrid {
     }
 
     /// Whether `threads` threads should split this grid in column-block order, for a
-    /// layer with `weights` weight values against `input` input values. A single row
-    /// always splits so (there is nothing else to split). Other layers only where the
-    /// weights outweigh the input, the row split would be uneven to a tile, and the
-    /// threads run on nearby cores: on distant ones, reading the channels the other core
-    /// wrote costs more than the even split saves.
+    /// layer with `weights` weight values against `input` input values: only where the
+    /// weights are more than `WEIGHTS_OVER_INPUT` times the input. A single row then
+    /// always splits so (there is nothing else to split); other layers only where the
+    /// row split would be uneven to a tile and the threads run on nearby cores: on
+    /// distant ones, reading the channels the other core wrote costs more than the even
+    /// split saves.
     pub fn split_by_blocks(&self, threads: usize, weights: usize, input: usize) -> bool {
         threads > 1
             && weights > input.saturating_mul(WEIGHTS_OVER_INPUT)
@@ -121,7 +122,7 @@ impl TileGrid {
     }
 }
 
-/// How many times the input the weights must be for the column-block split: each
+/// How many times the input the weights must exceed for the column-block split: each
 /// thread then reads all the input rows, half of them written by the other thread,
 /// in place of the half of the weights it no longer reads (an int8 7x7 960->160
 /// layer, weights 3.3 times its input, took 9.2 us by rows and 9.8 by blocks).
