@@ -9,7 +9,7 @@ use super::conv_common::{ConvGeom, InputQuant, parallel_rows, threads_for, value
 use super::tile_split::TileGrid;
 use crate::error::{Error, Result};
 use crate::kernels::api::TensorView;
-use crate::kernels::threadpool::{parallel_chunks_mut, parallel_for};
+use crate::kernels::threadpool::parallel_for;
 use crate::microkernels::f32_gemm::DenseRows;
 use crate::microkernels::qs8_gemm::{self, PackedQs8Gemm, Qs8GemmKernels, Qs8Output};
 use crate::microkernels::shared_out::SharedOut;
@@ -288,18 +288,6 @@ pub fn compute(
     let rows = g.check_gemm_buffers(Some(input.len()), out.len(), packed.n)?;
     let n = g.out_c;
     let work = rows.saturating_mul(n).saturating_mul(packed.layer_ks * packed.layer_kc);
-    let dense = g.is_dense();
-    if rows == 1 && dense {
-        // One output row: split the output channels instead, in whole packed blocks.
-        let nr = packed.nr;
-        let threads = threads_for(max_threads, work, n.div_ceil(nr));
-        let per = n.div_ceil(nr).div_ceil(threads) * nr;
-        let in_c = g.in_c;
-        return parallel_chunks_mut(threads, out, per, &|i, chunk: &mut [i8]| {
-            let c0 = i * per;
-            qs8_gemm::igemm(kernels, packed, input, &DenseRows { stride: in_c }, 0..1, c0..c0 + chunk.len(), chunk, n)
-        });
-    }
     let in_c = kernel_channels(g);
     let input = pad_channels(g, input, in_c, packed.input_zero_point, scratch);
     let grid = tile_grid(kernels, g, packed, rows);

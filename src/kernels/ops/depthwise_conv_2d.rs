@@ -428,9 +428,10 @@ pub fn pack_f32(g: &ConvGeom, filter: &[f32], bias: Option<&[f32]>) -> Result<Pa
 }
 
 /// Float depthwise convolution with depth multiplier 1 on the microkernels, `packed` made
-/// by [`pack_f32`]; output rows (or pixels) split across `threads`. Sums in a different
-/// order than [`dw_f32_reference`] (bias first, two partial sums, fused multiply-adds
-/// where the CPU has them), so results agree up to float rounding.
+/// by [`pack_f32`]; output rows (or pixels, see [`pixels_per_share_unit`]) split across
+/// `threads`. Sums in a different order than [`dw_f32_reference`] (bias first, two
+/// partial sums, fused multiply-adds where the CPU has them), so results agree up to
+/// float rounding.
 pub fn dw_f32_microkernel(
     g: &ConvGeom,
     input: &[f32],
@@ -445,15 +446,18 @@ pub fn dw_f32_microkernel(
     let kernels = &table().f32_dwconv;
     let work = out.len().saturating_mul(dg.taps());
     let threads = threads_for(threads, work, dg.rows());
-    // Rows that do not split evenly split by pixels (see `dw_q8_microkernel`).
-    if threads > 1 && !dg.rows().is_multiple_of(threads) {
-        return parallel_rows(threads, out, dg.channels, &|first, chunk: &mut [f32]| {
-            f32_dwconv::run_pixels(kernels, &dg, input, packed, first, chunk, act)
-        });
-    }
-    parallel_rows(threads, out, dg.row_len(), &|first, chunk: &mut [f32]| {
-        f32_dwconv::run_rows(kernels, &dg, input, packed, first, chunk, act)
+    let px = pixels_per_share_unit(&dg, threads);
+    parallel_rows(threads, out, px * dg.channels, &|first, chunk: &mut [f32]| {
+        f32_dwconv::run_pixels(kernels, &dg, input, packed, first * px, chunk, act)
     })
+}
+
+/// The output pixels `threads` threads split the depthwise output in units of: whole
+/// rows, or single pixels where the rows do not divide among the threads (a 7x7 image's
+/// 7 rows split 4/3 over two threads, its 49 pixels 25/24, as the convolution before it
+/// split them).
+fn pixels_per_share_unit(dg: &DwGeom, threads: usize) -> usize {
+    if threads > 1 && !dg.rows().is_multiple_of(threads) { 1 } else { dg.out_w }
 }
 
 /// Packs an int8 filter `[1, f_h, f_w, channels]` (filter zero point 0) and bias for the
@@ -493,9 +497,8 @@ fn q8_kernels() -> Result<&'static qs8_dwconv::DwKernels> {
 }
 
 /// int8 depthwise convolution with depth multiplier 1 on the microkernels, `packed` made
-/// by [`pack_q8`]; output rows split across `threads`, or output pixels where the rows do
-/// not split evenly (a 7x7 image's 7 rows split 4/3 over two threads, its 49 pixels
-/// 25/24, as the convolution before it split them). Identical to [`dw_q8_reference`].
+/// by [`pack_q8`]; output rows (or pixels, see [`pixels_per_share_unit`]) split across
+/// `threads`. Identical to [`dw_q8_reference`].
 pub fn dw_q8_microkernel(g: &ConvGeom, input: &[i8], packed: &PackedDw, out: &mut [i8], threads: usize) -> Result<()> {
     let kernels = q8_kernels()?;
     let dg = dw_geom(g)?;
@@ -503,13 +506,9 @@ pub fn dw_q8_microkernel(g: &ConvGeom, input: &[i8], packed: &PackedDw, out: &mu
     check_len("output", out.len(), g.output_len())?;
     let work = out.len().saturating_mul(dg.taps());
     let threads = threads_for(threads, work, dg.rows());
-    if threads > 1 && !dg.rows().is_multiple_of(threads) {
-        return parallel_rows(threads, out, dg.channels, &|first, chunk: &mut [i8]| {
-            qs8_dwconv::run_pixels(kernels, &dg, input, packed, first, chunk)
-        });
-    }
-    parallel_rows(threads, out, dg.row_len(), &|first, chunk: &mut [i8]| {
-        qs8_dwconv::run_rows(kernels, &dg, input, packed, first, chunk)
+    let px = pixels_per_share_unit(&dg, threads);
+    parallel_rows(threads, out, px * dg.channels, &|first, chunk: &mut [i8]| {
+        qs8_dwconv::run_pixels(kernels, &dg, input, packed, first * px, chunk)
     })
 }
 
