@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::kernels::api::TensorView;
 use crate::kernels::threadpool::parallel_for;
 use crate::microkernels::f32_gemm::DenseRows;
-use crate::microkernels::qs8_gemm::{self, PackedQs8Gemm, Qs8GemmKernels, Qs8Output};
+use crate::microkernels::qs8_gemm::{self, DenseFilter, PackedQs8Gemm, Qs8GemmKernels, Qs8Output};
 use crate::microkernels::shared_out::SharedOut;
 use core::ops::Range;
 use parking_lot::Mutex;
@@ -59,9 +59,8 @@ pub fn pack(
     let zp = input_zero_point(p).ok_or_else(|| Error::new("input zero point is not an int8 value"))?;
     let mults: Vec<(i32, i32)> = p.mults.iter().map(|m| (m.multiplier, m.shift)).collect();
     let out = Qs8Output { mults: &mults, offset: p.output_offset, range: (p.act_min, p.act_max) };
-    let per_output = ks * kc;
-    let weight = |o: usize, t: usize, k: usize| if k < kc { filter[o * per_output + t * kc + k] } else { 0 };
-    qs8_gemm::pack(kernels, g.out_c, ks, kernel_channels(g), kernel_line(g), weight, bias, i32::from(zp), &out)
+    let filter = DenseFilter { values: filter, per_tap: kc };
+    qs8_gemm::pack(kernels, g.out_c, ks, kernel_channels(g), kernel_line(g), filter, bias, i32::from(zp), &out)
 }
 
 /// Packs the filter and bias tensors for `kernels`.
@@ -91,9 +90,8 @@ pub fn pack_hybrid(
     if want != Some(filter.len()) {
         return Err(Error::new(format!("filter has {} values, the geometry needs {want:?}", filter.len())));
     }
-    let per_output = ks * kc;
-    let weight = |o: usize, t: usize, k: usize| if k < kc { filter[o * per_output + t * kc + k] } else { 0 };
-    qs8_gemm::pack_hybrid(kernels, g.out_c, ks, kernel_channels(g), kernel_line(g), weight, scales, bias)
+    let filter = DenseFilter { values: filter, per_tap: kc };
+    qs8_gemm::pack_hybrid(kernels, g.out_c, ks, kernel_channels(g), kernel_line(g), filter, scales, bias)
 }
 
 /// `input` (pixels of `g.in_c` channels) with each pixel padded to `in_c` channels of

@@ -53,7 +53,7 @@ use crate::kernels::quant::QuantInt;
 use crate::kernels::threadpool::parallel_chunks_mut;
 use crate::microkernels::f32_gemm::{DenseRows, PackedGemm};
 use crate::microkernels::packed::Packed;
-use crate::microkernels::qs8_gemm::{self, PackedQs8Gemm, Qs8GemmKernels};
+use crate::microkernels::qs8_gemm::{self, DenseFilter, PackedQs8Gemm, Qs8GemmKernels};
 use crate::microkernels::table;
 
 const OP: &str = "FULLY_CONNECTED";
@@ -681,7 +681,15 @@ fn pack_hybrid_qs8(k: &Qs8GemmKernels, d: FcDims, weights: &TensorView<'_>) -> R
     if w.len() < d.units * d.depth {
         return Err(Error::new(format!("{OP}: {} weights for {} units of depth {}", w.len(), d.units, d.depth)));
     }
-    let packed = qs8_gemm::pack_int32(k, d.units, 1, d.depth, |o, _, j| w[o * d.depth + j], None, 0)?;
+    let packed = qs8_gemm::pack_int32(
+        k,
+        d.units,
+        1,
+        d.depth,
+        DenseFilter { values: &w[..d.units * d.depth], per_tap: d.depth },
+        None,
+        0,
+    )?;
     let row_sums = w.chunks_exact(d.depth.max(1)).take(d.units).map(sum_i8).collect();
     Ok(HybridQs8 { packed, row_sums })
 }
@@ -1483,7 +1491,15 @@ fn pack_qs8(
         return Err(Error::new(format!("{OP}: {} weights for {} units of depth {}", w.len(), d.units, d.depth)));
     }
     let b = bias.map(|b| b.data::<i32>()).transpose()?;
-    qs8_gemm::pack_int32(k, d.units, 1, d.depth, |o, _, j| w[o * d.depth + j], b, -qp.input_offset)
+    qs8_gemm::pack_int32(
+        k,
+        d.units,
+        1,
+        d.depth,
+        DenseFilter { values: &w[..d.units * d.depth], per_tap: d.depth },
+        b,
+        -qp.input_offset,
+    )
 }
 
 /// Each output's exact 32-bit sum (bias included) into `sums`, split over threads: by
@@ -1665,7 +1681,16 @@ mod tests {
                 for t in crate::microkernels::available_tables() {
                     let Some(k) = t.qs8_gemm else { continue };
                     let h = HybridQs8 {
-                        packed: qs8_gemm::pack_int32(k, units, 1, depth, |o, _, j| qw[o * depth + j], None, 0).unwrap(),
+                        packed: qs8_gemm::pack_int32(
+                            k,
+                            units,
+                            1,
+                            depth,
+                            DenseFilter { values: &qw, per_tap: depth },
+                            None,
+                            0,
+                        )
+                        .unwrap(),
                         row_sums: rs.clone(),
                     };
                     for threads in [1, 2] {

@@ -309,13 +309,52 @@ struct PackedWeights {
     by_lines: bool,
 }
 
+/// An int8 filter as the packers read it, OHWI: output channel `o`'s weights for tap `t`
+/// are `values[(o * ks + t) * per_tap..][..per_tap]`. A packer given more values per tap
+/// than `per_tap` (channels padded to a multiple of 4) reads the extra ones as zeros.
+#[derive(Clone, Copy, Debug)]
+pub struct DenseFilter<'a> {
+    pub values: &'a [i8],
+    pub per_tap: usize,
+}
+
+impl DenseFilter<'_> {
+    /// Checks that the filter holds `n` channels of `ks` taps, each read as `kc` values.
+    fn check(&self, n: usize, ks: usize, kc: usize) -> Result<()> {
+        let want = n.checked_mul(ks).and_then(|v| v.checked_mul(self.per_tap));
+        if self.per_tap == 0 || self.per_tap > kc || want != Some(self.values.len()) {
+            return Err(Error::new(format!(
+                "8-bit GEMM packing: {} filter values of {} per tap for {n} outputs of {ks} taps read as {kc}",
+                self.values.len(),
+                self.per_tap
+            )));
+        }
+        Ok(())
+    }
+
+    /// Channel `o`'s weight for tap `t`, value `k` (zero past `per_tap`).
+    #[inline]
+    fn weight(&self, ks: usize, o: usize, t: usize, k: usize) -> i8 {
+        if k < self.per_tap { self.values[(o * ks + t) * self.per_tap + k] } else { 0 }
+    }
+}
+
+/// The sum and the sum of magnitudes of `values`: sums wrap in 32 bits (as the kernels'
+/// do), magnitudes are summed in 32-bit pieces short enough not to overflow.
+fn weight_sums(values: &[i8]) -> (i32, u64) {
+    let sum = values.iter().fold(0i32, |s, &v| s.wrapping_add(i32::from(v)));
+    let abs =
+        values.chunks(1 << 16).map(|c| u64::from(c.iter().map(|v| u32::from(v.unsigned_abs())).sum::<u32>())).sum();
+    (sum, abs)
+}
+
 fn pack_weights(
     kernels: &Qs8GemmKernels,
     n: usize,
     ks: usize,
     kc: usize,
     line: usize,
-    weight: impl Fn(usize, usize, usize) -> i8,
+    filter: DenseFilter<'_>,
 ) -> Result<PackedWeights> {
     if n == 0 || ks == 0 || kc == 0 {
         return Err(Error::new(format!("8-bit GEMM packing needs positive sizes (n {n}, taps {ks}, k {kc})")));
@@ -323,6 +362,7 @@ fn pack_weights(
     if line == 0 || !ks.is_multiple_of(line) {
         return Err(Error::new(format!("8-bit GEMM packing: lines of {line} taps cannot cover {ks} taps")));
     }
+    filter.check(n, ks, kc)?;
     let overflow = || Error::new("8-bit GEMM packing: weight size overflows");
     // Values per tap not a multiple of 4 (the kernels read 4 at a time): all taps as one
     // line, unless the caller chose lines.
@@ -339,25 +379,24 @@ fn pack_weights(
         let o0 = blk * nr;
         for j in 0..nr.min(n - o0) {
             let o = o0 + j;
+            if !by_lines && filter.per_tap == kc {
+                // Tap by tap, no padded channels: the channel's `ks * kc` values lie back to
+                // back in the filter and in the kernels' order, in groups of four `4 * nr`
+                // apart. Copied a group at a time (megabytes of weights at model load).
+                let src = &filter.values[o * ks * kc..(o + 1) * ks * kc];
+                (sums[o], abs_sums[o]) = weight_sums(src);
+                for (quad, dst) in src.chunks_exact(4).zip(chunk.chunks_exact_mut(4 * nr)) {
+                    dst[j * 4..j * 4 + 4].copy_from_slice(quad);
+                }
+                continue;
+            }
             let (mut sum, mut abs_sum) = (0i32, 0u64);
             for t in 0..ks {
                 // In the kernels' view: tap `t / line`, values from `(t % line) * kc`;
                 // four consecutive values of a tap sit together, `4 * nr` apart.
                 let call_tap = &mut chunk[t / line * call_kc * nr..(t / line + 1) * call_kc * nr];
-                if !by_lines {
-                    // Tap by tap (`kc == call_kc`, a multiple of 4): whole groups of four.
-                    for (g, dst) in call_tap.chunks_exact_mut(4 * nr).enumerate() {
-                        let quad: [i8; 4] = core::array::from_fn(|i| weight(o, t, 4 * g + i));
-                        for &v in &quad {
-                            sum = sum.wrapping_add(i32::from(v));
-                            abs_sum += u64::from(v.unsigned_abs());
-                        }
-                        dst[j * 4..j * 4 + 4].copy_from_slice(&quad);
-                    }
-                    continue;
-                }
                 for k in 0..kc {
-                    let v = weight(o, t, k);
+                    let v = filter.weight(ks, o, t, k);
                     sum = sum.wrapping_add(i32::from(v));
                     abs_sum += u64::from(v.unsigned_abs());
                     let ck = t % line * kc + k;
@@ -396,7 +435,7 @@ impl PackedWeights {
 }
 
 /// Packs `n` output channels of `ks` taps x `kc` int8 inputs for `kernels`, for int8
-/// outputs: `weight(o, t, k)` is output channel `o`'s weight for tap `t`, input `k`;
+/// outputs: `filter` holds the weights (read as `kc` values per tap, zeros past its own);
 /// `bias` the optional int32 bias; `input_zero_point` the input's zero point (folded into
 /// the bias). `line` taps at a time (a divisor of `ks`) lie back to back in the input
 /// wherever they lie inside it (an undilated filter row: `line` = the filter width), and
@@ -409,7 +448,7 @@ pub fn pack(
     ks: usize,
     kc: usize,
     line: usize,
-    weight: impl Fn(usize, usize, usize) -> i8,
+    filter: DenseFilter<'_>,
     bias: Option<&[i32]>,
     input_zero_point: i32,
     output: &Qs8Output<'_>,
@@ -430,7 +469,7 @@ pub fn pack(
     }
     let zp = i8::try_from(input_zero_point)
         .map_err(|_| Error::new(format!("8-bit GEMM packing: input zero point {input_zero_point} is not int8")))?;
-    let w = pack_weights(kernels, n, ks, kc, line, weight)?;
+    let w = pack_weights(kernels, n, ks, kc, line, filter)?;
     let fold = 128i32.wrapping_add(input_zero_point);
     let padded = n.div_ceil(w.nr) * w.nr;
     let sums = &w.sums;
@@ -450,14 +489,14 @@ pub fn pack(
     Ok(w.finish(n, (ks, kc), Tables::Requant(rq, float), zp))
 }
 
-/// Packs a layer whose 32-bit sums (bias added) are requantized by the caller: `weight`
+/// Packs a layer whose 32-bit sums (bias added) are requantized by the caller: `filter`
 /// and `bias` as for [`pack`], `input_zero_point` folded into the bias.
 pub fn pack_int32(
     kernels: &Qs8GemmKernels,
     n: usize,
     ks: usize,
     kc: usize,
-    weight: impl Fn(usize, usize, usize) -> i8,
+    filter: DenseFilter<'_>,
     bias: Option<&[i32]>,
     input_zero_point: i32,
 ) -> Result<PackedQs8Gemm> {
@@ -468,7 +507,7 @@ pub fn pack_int32(
     }
     let zp = i8::try_from(input_zero_point)
         .map_err(|_| Error::new(format!("8-bit GEMM packing: input zero point {input_zero_point} is not int8")))?;
-    let w = pack_weights(kernels, n, ks, kc, 1, weight)?;
+    let w = pack_weights(kernels, n, ks, kc, 1, filter)?;
     let fold = 128i32.wrapping_add(input_zero_point);
     let padded = n.div_ceil(w.nr) * w.nr;
     let folded = (0..padded)
@@ -477,7 +516,7 @@ pub fn pack_int32(
     Ok(w.finish(n, (ks, kc), Tables::Int32 { bias: folded }, zp))
 }
 
-/// Packs a hybrid layer (int8 weights, float outputs) for `kernels`: `weight` and `line`
+/// Packs a hybrid layer (int8 weights, float outputs) for `kernels`: `filter` and `line`
 /// as for [`pack`]; `scales` one per output channel or one for all; `bias` the optional
 /// float bias.
 #[allow(clippy::too_many_arguments)]
@@ -487,7 +526,7 @@ pub fn pack_hybrid(
     ks: usize,
     kc: usize,
     line: usize,
-    weight: impl Fn(usize, usize, usize) -> i8,
+    filter: DenseFilter<'_>,
     scales: &[f32],
     bias: Option<&[f32]>,
 ) -> Result<PackedQs8Gemm> {
@@ -499,7 +538,7 @@ pub fn pack_hybrid(
     if scales.len() != 1 && scales.len() != n {
         return Err(Error::new(format!("8-bit GEMM packing: {} scales for {n} outputs", scales.len())));
     }
-    let w = pack_weights(kernels, n, ks, kc, line, weight)?;
+    let w = pack_weights(kernels, n, ks, kc, line, filter)?;
     let padded = n.div_ceil(w.nr) * w.nr;
     let mut sumw = w.sums.clone();
     sumw.resize(padded, 0);

@@ -89,7 +89,7 @@ fn dense_rows_match_direct_on_every_table() {
         let taps = DenseRows { stride: kc };
         let want = direct(&input, &taps, m, n, 1, kc, &w, &bias, zp, &out);
         for (t, k) in tables() {
-            let packed = pack(k, n, 1, kc, 1, |o, _, j| w[o * kc + j], Some(&bias), zp, &out).unwrap();
+            let packed = pack(k, n, 1, kc, 1, DenseFilter { values: &w, per_tap: kc }, Some(&bias), zp, &out).unwrap();
             if t.isa == Isa::Scalar {
                 with_float += usize::from(packed.has_float_requant());
                 one_sided += usize::from(matches!(&packed.tables, Tables::Requant(_, Some(f)) if f.one_sided));
@@ -124,7 +124,8 @@ fn declined_lanes_are_recomputed_exactly() {
         let taps = DenseRows { stride: kc };
         let want = direct(&input, &taps, m, n, 1, kc, &w, &bias, zp, &out);
         for (t, k) in tables() {
-            let mut packed = pack(k, n, 1, kc, 1, |o, _, j| w[o * kc + j], Some(&bias), zp, &out).unwrap();
+            let mut packed =
+                pack(k, n, 1, kc, 1, DenseFilter { values: &w, per_tap: kc }, Some(&bias), zp, &out).unwrap();
             let Tables::Requant(_, Some(f)) = &mut packed.tables else { continue };
             f.tolerance.iter_mut().for_each(|t| *t = 0.45);
             f.offset_positive.iter_mut().chain(f.offset_negative.iter_mut()).for_each(|o| *o += 0.3);
@@ -184,8 +185,8 @@ fn convolution_rows_match_direct_on_every_table() {
         // back to back inside the input, copied where they do not: padding, dilation).
         for line in if f_w > 1 { vec![1, f_w] } else { vec![1] } {
             for (t, k) in tables() {
-                let weight = |o: usize, tap: usize, j: usize| w[(o * ks + tap) * in_c + j];
-                let packed = pack(k, n, ks, in_c, line, weight, Some(&bias), zp, &out).unwrap();
+                let filter = DenseFilter { values: &w, per_tap: in_c };
+                let packed = pack(k, n, ks, in_c, line, filter, Some(&bias), zp, &out).unwrap();
                 let mut got = vec![0x55i8; m * n];
                 // Two calls over a split of the rows, as threads run it.
                 let half = m / 2;
@@ -208,7 +209,7 @@ fn column_ranges_write_only_their_columns() {
     let taps = DenseRows { stride: kc };
     let want = direct(&input, &taps, m, n, 1, kc, &w, &bias, -1, &out);
     for (t, k) in tables() {
-        let packed = pack(k, n, 1, kc, 1, |o, _, j| w[o * kc + j], Some(&bias), -1, &out).unwrap();
+        let packed = pack(k, n, 1, kc, 1, DenseFilter { values: &w, per_tap: kc }, Some(&bias), -1, &out).unwrap();
         let nr = packed.nr;
         let mut got = vec![0i8; m * n];
         let mut c0 = 0;
@@ -230,12 +231,17 @@ fn bad_arguments_are_errors() {
     let k = Table::for_isa(Isa::Scalar).unwrap().qs8_gemm.unwrap();
     let mults = [(1 << 30, -1)];
     let out = Qs8Output { mults: &mults, offset: 0, range: (-128, 127) };
-    assert!(pack(k, 0, 1, 4, 1, |_, _, _| 0, None, 0, &out).is_err());
-    assert!(pack(k, 2, 1, 4, 1, |_, _, _| 0, Some(&[1]), 0, &out).is_err());
-    assert!(pack(k, 2, 1, 4, 1, |_, _, _| 0, None, 200, &out).is_err());
+    let zeros = DenseFilter { values: &[0; 8], per_tap: 4 };
+    assert!(pack(k, 0, 1, 4, 1, DenseFilter { values: &[], per_tap: 4 }, None, 0, &out).is_err());
+    assert!(pack(k, 2, 1, 4, 1, zeros, Some(&[1]), 0, &out).is_err());
+    assert!(pack(k, 2, 1, 4, 1, zeros, None, 200, &out).is_err());
     let wide = Qs8Output { mults: &mults, offset: 0, range: (-129, 127) };
-    assert!(pack(k, 2, 1, 4, 1, |_, _, _| 0, None, 0, &wide).is_err());
-    let packed = pack(k, 2, 1, 4, 1, |_, _, _| 1, None, 0, &out).unwrap();
+    assert!(pack(k, 2, 1, 4, 1, zeros, None, 0, &wide).is_err());
+    // A filter of the wrong size, or with more values per tap than the kernels read.
+    assert!(pack(k, 2, 1, 4, 1, DenseFilter { values: &[0; 7], per_tap: 4 }, None, 0, &out).is_err());
+    assert!(pack(k, 2, 1, 4, 1, DenseFilter { values: &[0; 10], per_tap: 5 }, None, 0, &out).is_err());
+    assert!(pack(k, 2, 1, 4, 1, DenseFilter { values: &[], per_tap: 0 }, None, 0, &out).is_err());
+    let packed = pack(k, 2, 1, 4, 1, DenseFilter { values: &[1; 8], per_tap: 4 }, None, 0, &out).unwrap();
     let taps = DenseRows { stride: 4 };
     let mut c = [0i8; 4];
     // Two rows of 4 need 8 input bytes.
@@ -304,8 +310,8 @@ fn hybrid_rows_match_direct_on_every_table() {
         }
         for (t, k) in tables() {
             let line = if case % 2 == 0 { f } else { 1 };
-            let weight = |o: usize, tap: usize, j: usize| w[(o * ks + tap) * in_c + j];
-            let packed = pack_hybrid(k, n, ks, in_c, line, weight, sc, Some(&bias)).unwrap();
+            let filter = DenseFilter { values: &w, per_tap: in_c };
+            let packed = pack_hybrid(k, n, ks, in_c, line, filter, sc, Some(&bias)).unwrap();
             let mut got = vec![f32::NAN; m * n];
             let quant = HybridRows { scales: &row_scales, zero_points: &zps };
             let padv = zps[0] as i8;
@@ -335,7 +341,7 @@ fn int32_outputs_are_the_exact_sums() {
             }
         }
         for (t, k) in tables() {
-            let packed = pack_int32(k, n, 1, kc, |o, _, j| w[o * kc + j], Some(&bias), zp).unwrap();
+            let packed = pack_int32(k, n, 1, kc, DenseFilter { values: &w, per_tap: kc }, Some(&bias), zp).unwrap();
             let mut got = vec![0x5555i32; m * n];
             igemm_int32(k, &packed, &input, &DenseRows { stride: kc }, 0..m, 0..n, &mut got, n).unwrap();
             assert_eq!(got, want, "{} case {case}", t.name());
@@ -356,5 +362,56 @@ fn sign_flips_match_the_scalar_twin() {
             assert_eq!(&dst[..len], &want[..], "{} flip of {len}", t.isa.name());
             assert_eq!(dst[len], 7, "{} flip of {len} wrote past its end", t.isa.name());
         }
+    }
+}
+
+#[test]
+fn whole_channel_packing_matches_value_by_value() {
+    // The copy of whole channels (taps read one at a time, no padded channels) against
+    // the value-by-value placement every other layout takes, on every table's blocks.
+    let mut rng = Lcg(0x9ac4);
+    for (t, k) in tables() {
+        for &(n, ks, kc) in &[(1, 1, 4), (33, 1, 64), (70, 9, 8), (16, 4, 12), (96, 1, 16), (5, 3, 132)] {
+            let values: Vec<i8> = (0..n * ks * kc).map(|_| rng.next() as i8).collect();
+            let filter = DenseFilter { values: &values, per_tap: kc };
+            let fast = pack_weights(k, n, ks, kc, 1, filter).unwrap();
+            let mut slow = PackedWeightsByValue::new(k, n, ks, kc);
+            for o in 0..n {
+                for tap in 0..ks {
+                    for v in 0..kc {
+                        slow.place(o, tap, v, values[(o * ks + tap) * kc + v]);
+                    }
+                }
+            }
+            assert_eq!(&fast.data[..], &slow.data[..], "{} n {n} ks {ks} kc {kc}", t.name());
+            assert_eq!(fast.sums, slow.sums, "{} n {n} ks {ks} kc {kc}", t.name());
+            assert_eq!(fast.abs_sums, slow.abs_sums, "{} n {n} ks {ks} kc {kc}", t.name());
+        }
+    }
+}
+
+/// The layout of a tap-by-tap packing (`kc` a multiple of 4) written value by value: block
+/// `o / nr` holds `[ks * kc / 4][nr][4]` bytes.
+struct PackedWeightsByValue {
+    data: Vec<i8>,
+    sums: Vec<i32>,
+    abs_sums: Vec<u64>,
+    nr: usize,
+    ks: usize,
+    kc: usize,
+}
+
+impl PackedWeightsByValue {
+    fn new(k: &Qs8GemmKernels, n: usize, ks: usize, kc: usize) -> Self {
+        let nr = k.for_outputs(n).nr;
+        Self { data: vec![0; n.div_ceil(nr) * nr * ks * kc], sums: vec![0; n], abs_sums: vec![0; n], nr, ks, kc }
+    }
+
+    fn place(&mut self, o: usize, tap: usize, v: usize, w: i8) {
+        let (nr, j) = (self.nr, o % self.nr);
+        let q = tap * self.kc + v;
+        self.data[o / nr * self.ks * self.kc * nr + q / 4 * 4 * nr + j * 4 + q % 4] = w;
+        self.sums[o] = self.sums[o].wrapping_add(i32::from(w));
+        self.abs_sums[o] += u64::from(w.unsigned_abs());
     }
 }
