@@ -20,15 +20,28 @@ const SINGLE: &[IgemmFn] = &[dot::<1>, dot::<2>, dot::<3>, dot::<4>];
 /// FMA (the table is only handed out when both are present).
 unsafe fn dot<const M: usize>(p: &IgemmArgs) {
     // SAFETY: forwarded contract; the CPU features were checked when the table was chosen.
-    unsafe { dot_impl::<M>(p) }
+    unsafe { dot_tiles::<M>(p) }
 }
 
+/// The call's tiles one after the other, each through [`dot_impl`].
+///
+/// # Safety
+/// As for [`dot`].
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dot_tiles<const M: usize>(p: &IgemmArgs) {
+    for q in 0..p.tiles {
+        // SAFETY: the contract holds for each tile of the call (it is stated per row).
+        unsafe { dot_impl::<M>(&p.tile(q)) }
+    }
+}
+
+#[inline]
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
 unsafe fn dot_impl<const M: usize>(p: &IgemmArgs) {
     debug_assert!(p.mr == M && p.nc == 1);
     // SAFETY: the packed block is `1 + ks*kc` floats (`NR = 1`): the bias, then each tap's
-    // `kc` weights; `a[i*ks + t]` are `kc` readable floats each; the masked loads read
+    // `kc` weights; `p.row(i, t)` are `kc` readable floats each; the masked loads read
     // only lanes below `kc`; `c` rows `i < M` get one float each: the contract.
     unsafe {
         let tail = p.kc % 8;
@@ -37,7 +50,7 @@ unsafe fn dot_impl<const M: usize>(p: &IgemmArgs) {
         let mut acc = [_mm256_setzero_ps(); M];
         let mut w = p.w.add(1);
         for t in 0..p.ks {
-            let rows: [*const f32; M] = core::array::from_fn(|i| *p.a.add(i * p.ks + t));
+            let rows: [*const f32; M] = core::array::from_fn(|i| p.row(i, t));
             let mut k = 0;
             while k + 8 <= p.kc {
                 let wv = _mm256_loadu_ps(w.add(k));
@@ -82,16 +95,29 @@ const NARROW: &[IgemmFn] = &[
 /// and FMA (the table is only handed out when both are present).
 unsafe fn igemm<const M: usize, const V: usize>(p: &IgemmArgs) {
     // SAFETY: forwarded contract; the CPU features were checked when the table was chosen.
-    unsafe { igemm_impl::<M, V>(p) }
+    unsafe { igemm_tiles::<M, V>(p) }
 }
 
+/// The call's tiles one after the other, each through [`igemm_impl`].
+///
+/// # Safety
+/// As for [`igemm`].
+#[target_feature(enable = "avx2,fma")]
+unsafe fn igemm_tiles<const M: usize, const V: usize>(p: &IgemmArgs) {
+    for q in 0..p.tiles {
+        // SAFETY: the contract holds for each tile of the call (it is stated per row).
+        unsafe { igemm_impl::<M, V>(&p.tile(q)) }
+    }
+}
+
+#[inline]
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::needless_range_loop)] // indices keep the accumulator grid in registers
 unsafe fn igemm_impl<const M: usize, const V: usize>(p: &IgemmArgs) {
     debug_assert!(p.mr == M && p.nc <= 8 * V);
     let mut w = p.w;
     // SAFETY: `w` is read strictly in order over exactly `NR + ks*kc*NR`
-    // floats; `a[i*ks + t]` for `t < ks`, `i < M` are the caller's row pointers, each read
+    // floats; `p.row(i, t)` for `t < ks`, `i < M` are the caller's row pointers, each read
     // at `k < kc`; `c` rows `i < M` are written at `nc` floats (all `NR` only when
     // `nc == NR`): all within the contract of `IgemmArgs`.
     unsafe {
@@ -99,7 +125,7 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &IgemmArgs) {
         w = w.add(8 * V);
         let mut acc = [bias; M];
         for t in 0..p.ks {
-            let rows: [*const f32; M] = core::array::from_fn(|i| *p.a.add(i * p.ks + t));
+            let rows: [*const f32; M] = core::array::from_fn(|i| p.row(i, t));
             let mut k = 0;
             while k < p.kc {
                 let wv: [__m256; V] = core::array::from_fn(|v| _mm256_loadu_ps(w.add(8 * v)));

@@ -100,15 +100,28 @@ fn lanes_below(n: usize) -> __mmask16 {
 /// AVX-512 F, DQ and VL (the table is only handed out when all are present).
 unsafe fn dot<const M: usize>(p: &IgemmArgs) {
     // SAFETY: forwarded contract; the CPU features were checked when the table was chosen.
-    unsafe { dot_impl::<M>(p) }
+    unsafe { dot_tiles::<M>(p) }
 }
 
+/// The call's tiles one after the other, each through [`dot_impl`].
+///
+/// # Safety
+/// As for [`dot`].
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+unsafe fn dot_tiles<const M: usize>(p: &IgemmArgs) {
+    for q in 0..p.tiles {
+        // SAFETY: the contract holds for each tile of the call (it is stated per row).
+        unsafe { dot_impl::<M>(&p.tile(q)) }
+    }
+}
+
+#[inline]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
 #[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
 unsafe fn dot_impl<const M: usize>(p: &IgemmArgs) {
     debug_assert!(p.mr == M && M <= 8 && p.nc == 1);
     // SAFETY: the packed block is `1 + ks*kc` floats (`NR = 1`): the bias, then each tap's
-    // `kc` weights; `a[i*ks + t]` are `kc` readable floats each, read below `kc` only (the
+    // `kc` weights; `p.row(i, t)` are `kc` readable floats each, read below `kc` only (the
     // masked loads never touch masked-off lanes, so they cannot fault); `c` rows `i < M`
     // get one float each: the contract.
     unsafe {
@@ -123,7 +136,7 @@ unsafe fn dot_impl<const M: usize>(p: &IgemmArgs) {
         let mut acc_half = [_mm256_setzero_ps(); M];
         let mut w = p.w.add(1);
         for t in 0..p.ks {
-            let rows: [*const f32; M] = core::array::from_fn(|i| *p.a.add(i * p.ks + t));
+            let rows: [*const f32; M] = core::array::from_fn(|i| p.row(i, t));
             let mut k = 0;
             while k < full {
                 let wv = _mm512_loadu_ps(w.add(k));
@@ -186,16 +199,29 @@ unsafe fn dot_impl<const M: usize>(p: &IgemmArgs) {
 /// AVX-512 F and VL (the table is only handed out when both are present).
 unsafe fn igemm<const M: usize, const V: usize>(p: &IgemmArgs) {
     // SAFETY: forwarded contract; the CPU features were checked when the table was chosen.
-    unsafe { igemm_impl::<M, V>(p) }
+    unsafe { igemm_tiles::<M, V>(p) }
 }
 
+/// The call's tiles one after the other, each through [`igemm_impl`].
+///
+/// # Safety
+/// As for [`igemm`].
+#[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+unsafe fn igemm_tiles<const M: usize, const V: usize>(p: &IgemmArgs) {
+    for q in 0..p.tiles {
+        // SAFETY: the contract holds for each tile of the call (it is stated per row).
+        unsafe { igemm_impl::<M, V>(&p.tile(q)) }
+    }
+}
+
+#[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
 #[allow(clippy::needless_range_loop)] // indices keep the accumulator grid in registers
 unsafe fn igemm_impl<const M: usize, const V: usize>(p: &IgemmArgs) {
     debug_assert!(p.mr == M && p.nc <= 16 * V);
     let mut w = p.w;
     // SAFETY: `w` is read strictly in order over exactly `NR + ks*kc*NR` floats;
-    // `a[i*ks + t]` for `t < ks`, `i < M` are the caller's row pointers, each read at
+    // `p.row(i, t)` for `t < ks`, `i < M` are the caller's row pointers, each read at
     // `k < kc`; `c` rows `i < M` are written at `nc` floats (the masked stores write
     // only lanes below `nc`; masked-off lanes are never accessed): all within the
     // contract of `IgemmArgs`.
@@ -204,7 +230,7 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &IgemmArgs) {
         w = w.add(16 * V);
         let mut acc = [bias; M];
         for t in 0..p.ks {
-            let rows: [*const f32; M] = core::array::from_fn(|i| *p.a.add(i * p.ks + t));
+            let rows: [*const f32; M] = core::array::from_fn(|i| p.row(i, t));
             for k in 0..p.kc {
                 let wv: [__m512; V] = core::array::from_fn(|v| _mm512_loadu_ps(w.add(16 * v)));
                 w = w.add(16 * V);
@@ -248,18 +274,31 @@ unsafe fn igemm_impl<const M: usize, const V: usize>(p: &IgemmArgs) {
 /// AVX-512 F and VL (the table is only handed out when both are present).
 unsafe fn igemm_y<const M: usize, const V: usize>(p: &IgemmArgs) {
     // SAFETY: forwarded contract; the CPU features were checked when the table was chosen.
-    unsafe { igemm_y_impl::<M, V>(p) }
+    unsafe { igemm_y_tiles::<M, V>(p) }
+}
+
+/// The call's tiles one after the other, each through [`igemm_y_impl`].
+///
+/// # Safety
+/// As for [`igemm_y`].
+#[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+unsafe fn igemm_y_tiles<const M: usize, const V: usize>(p: &IgemmArgs) {
+    for q in 0..p.tiles {
+        // SAFETY: the contract holds for each tile of the call (it is stated per row).
+        unsafe { igemm_y_impl::<M, V>(&p.tile(q)) }
+    }
 }
 
 /// [`igemm_impl`] in 256-bit vectors: for tiles whose width is not a multiple of 16, with
 /// the 32 registers of AVX-512 holding up to 24 accumulators.
+#[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
 #[allow(clippy::needless_range_loop)] // indices keep the accumulator grid in registers
 unsafe fn igemm_y_impl<const M: usize, const V: usize>(p: &IgemmArgs) {
     debug_assert!(p.mr == M && p.nc <= 8 * V);
     let mut w = p.w;
     // SAFETY: `w` is read strictly in order over exactly `NR + ks*kc*NR` floats;
-    // `a[i*ks + t]` for `t < ks`, `i < M` are the caller's row pointers, each read at
+    // `p.row(i, t)` for `t < ks`, `i < M` are the caller's row pointers, each read at
     // `k < kc`; `c` rows `i < M` are written at `nc` floats (the masked stores write
     // only lanes below `nc`; masked-off lanes are never accessed): all within the
     // contract of `IgemmArgs`.
@@ -268,7 +307,7 @@ unsafe fn igemm_y_impl<const M: usize, const V: usize>(p: &IgemmArgs) {
         w = w.add(8 * V);
         let mut acc = [bias; M];
         for t in 0..p.ks {
-            let rows: [*const f32; M] = core::array::from_fn(|i| *p.a.add(i * p.ks + t));
+            let rows: [*const f32; M] = core::array::from_fn(|i| p.row(i, t));
             for k in 0..p.kc {
                 let wv: [__m256; V] = core::array::from_fn(|v| _mm256_loadu_ps(w.add(8 * v)));
                 w = w.add(8 * V);

@@ -28,25 +28,78 @@ use super::shared_out::SharedOut;
 use crate::error::{Error, Result};
 use core::ops::Range;
 
-/// The arguments of one microkernel call.
+/// The arguments of one microkernel call: `tiles` tiles of `mr` rows, one under the other.
 ///
 /// The caller guarantees (this is each microkernel's safety contract):
-/// - `a` points to `mr * ks` row pointers, row-major (`a[i * ks + t]`), each valid for
-///   reading `kc` floats;
+/// - with `a_step == 0`, `tiles == 1`, `row0 == 0` and `a` points to `mr * ks` row
+///   pointers, row-major (`a[i * ks + t]`), each valid for reading `kc` floats;
+/// - otherwise `a` points to `ks` pointers, and row `i` (counting over all the tiles) reads
+///   tap `t` at `a[t] + (row0 + i) * a_step`, valid for reading `kc` floats for every
+///   `i < tiles * mr` (see [`IgemmArgs::row`]);
 /// - `w` points to one packed block: `NR + ks * kc * NR` floats;
-/// - `c` is valid for writing `nc` floats at `c + i * c_stride` for every `i < mr`;
-/// - `1 <= mr <= MR`, `1 <= nc <= NR`, `kc >= 1`, `ks >= 1`.
+/// - `c` is valid for writing `nc` floats at `c + i * c_stride` for every
+///   `i < tiles * mr`;
+/// - `1 <= mr <= MR`, `1 <= nc <= NR`, `kc >= 1`, `ks >= 1`, `tiles >= 1`.
+#[derive(Clone, Copy)]
 pub struct IgemmArgs {
     pub mr: usize,
+    pub tiles: usize,
     pub nc: usize,
     pub kc: usize,
     pub ks: usize,
     pub a: *const *const f32,
+    pub a_step: usize,
+    pub row0: usize,
     pub w: *const f32,
     pub c: *mut f32,
     pub c_stride: usize,
     pub min: f32,
     pub max: f32,
+}
+
+impl IgemmArgs {
+    /// Row `i`'s pointer for tap `t` (rows stepping from the first pointers when `a_step`
+    /// is set: the interior of an output row needs no pointer per row).
+    ///
+    /// # Safety
+    /// The contract of [`IgemmArgs`], with `i < mr * tiles` and `t < ks`.
+    #[inline(always)]
+    pub unsafe fn row(&self, i: usize, t: usize) -> *const f32 {
+        // SAFETY: `a` holds the pointers the contract says for these `i` and `t`.
+        unsafe {
+            if self.a_step == 0 {
+                *self.a.add(i * self.ks + t)
+            } else {
+                (*self.a.add(t)).wrapping_add(opaque((self.row0 + i) * self.a_step))
+            }
+        }
+    }
+
+    /// Tile `q` of the call as a call of its own: its rows and output `q * mr` rows
+    /// further on (only offset here, never read).
+    #[inline(always)]
+    pub fn tile(&self, q: usize) -> IgemmArgs {
+        let rows = q * self.mr;
+        IgemmArgs { tiles: 1, row0: self.row0 + rows, c: self.c.wrapping_add(rows * self.c_stride), ..*self }
+    }
+}
+
+/// `n`, hidden from the optimizer. Rows that step from one pointer would otherwise be
+/// addressed from each other inside the kernels' K loops (a chain of adds before every
+/// few broadcasts, 3% slower on a 1x1 layer); with opaque offsets, each row keeps a
+/// register of its own.
+#[inline(always)]
+fn opaque(n: usize) -> usize {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    {
+        let mut n = n;
+        // SAFETY: an empty instruction sequence: it reads and writes nothing but the
+        // register holding `n`, which it leaves unchanged.
+        unsafe { core::arch::asm!("/* {0} */", inout(reg) n, options(pure, nomem, nostack, preserves_flags)) };
+        n
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    n
 }
 
 /// A microkernel: see [`IgemmArgs`] for its contract.
@@ -502,6 +555,38 @@ const GATHER_BELOW_KC: usize = 8;
 /// The same bound for the single-output kernel, which vectorises along K.
 const SINGLE_GATHER_BELOW_KC: usize = 16;
 
+/// Rows of a chunk whose tap pointers advance by one step: row `first + j` reads line
+/// `l` at its first row's pointer plus `j * step`.
+struct Run {
+    first: usize,
+    count: usize,
+    step: usize,
+    source: RunSource,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RunSource {
+    /// Read in place: the first row's pointers from `at` in the chunk's run bases; `padded`
+    /// when some are padding taps (which read zeros, without stepping).
+    Input { at: usize, padded: bool },
+    /// Gathered rows, `step` (a whole row) apart.
+    Gathered,
+}
+
+/// One kernel call of a chunk: `tiles` tiles of `mr` rows from the chunk's row `first`,
+/// their pointers from `at` in the chunk's pointers; `step` as [`IgemmArgs::a_step`].
+#[derive(Clone, Copy)]
+struct Call {
+    first: usize,
+    mr: usize,
+    tiles: usize,
+    at: usize,
+    step: usize,
+}
+
+/// The most zeros a padding tap of a stepping tile may reach, in floats.
+const PAD_REACH_MAX: usize = 1 << 14;
+
 fn rows_per_chunk(mr: usize, ks: usize, kc: usize) -> usize {
     let row_bytes = ks * kc * 4;
     let rows = (96 * 1024 / row_bytes.max(1)).clamp(mr, 32 * mr);
@@ -592,123 +677,191 @@ pub unsafe fn igemm_shared(
         None if gather => (1, ks * kc),
         None => (ks, kc),
     };
-    let zero = vec![0f32; call_kc];
     // No longer than the call's rows (rounded to whole tiles): the buffers below are
     // sized and cleared for a chunk.
     let chunk = rows_per_chunk(k.mr, ks, kc).min(rows.len().div_ceil(k.mr) * k.mr);
-    let mut gathered = if gather { vec![0f32; chunk * ks * kc] } else { Vec::new() };
+    let row_len = ks * kc;
+    let mut gathered = if gather { vec![0f32; chunk * row_len] } else { Vec::new() };
     let mut offsets = vec![0usize; ks];
-    // Per tap of a run: its first pointer and its step (0 for padding).
-    let mut bases: Vec<(*const f32, usize)> = vec![(core::ptr::null(), 0); ks];
-    // Line mode: per chunk, the runs found (first row, rows, where their bases start in
-    // `run_bases`), or rows gathered (`usize::MAX` for the bases).
-    let mut segments: Vec<(usize, usize, usize)> = Vec::new();
-    let mut run_bases: Vec<(*const f32, usize)> = Vec::new();
-    // Row pointers of one chunk: `call_ks` per row, row after row (a tile of `mr` rows is
-    // `mr * call_ks` consecutive pointers).
-    let mut ptrs: Vec<*const f32> = Vec::with_capacity(chunk * ks);
+    // The taps of a line start `tap_stride` layer taps apart (1: tap by tap).
+    let tap_stride = line.unwrap_or(1);
+    // The chunk's rows as runs, and the first row's tap pointers of each run read in place
+    // (`call_ks` per run, null for a tap in the padding).
+    let mut runs: Vec<Run> = Vec::new();
+    let mut run_bases: Vec<*const f32> = Vec::new();
+    // What padding taps read: zeros, enough for a tile whose rows step through them.
+    let mut zero = vec![0f32; call_kc];
+    // The kernel calls of a chunk (the same for every block of columns).
+    let mut calls: Vec<Call> = Vec::new();
+    let mut ptrs: Vec<*const f32> = Vec::new();
     let block_len = packed.block_len();
     let first_block = cols.start / k.nr;
     let last_block = cols.end.div_ceil(k.nr).min(packed.blocks());
     let mut r0 = rows.start;
     while r0 < rows.end {
         let r1 = (r0 + chunk).min(rows.end);
-        ptrs.clear();
-        if let Some(w) = line {
-            let chunk_rows = r1 - r0;
-            let row_len = ks * kc;
-            segments.clear();
-            run_bases.clear();
-            // Pass 1: find the runs (checking each line's last read) and gather the rest.
+        let chunk_rows = r1 - r0;
+        runs.clear();
+        run_bases.clear();
+        if gather && line.is_none() {
+            taps.gather(r0..r1, input, kc, &mut gathered[..chunk_rows * row_len])?;
+            runs.push(Run { first: 0, count: chunk_rows, step: row_len, source: RunSource::Gathered });
+        } else {
+            // Runs of rows whose taps advance by one step (checking each tap's last read);
+            // with lines, the rows that start none (an edge with padding columns) are
+            // gathered.
             let mut q = 0;
             while q < chunk_rows {
                 let r = r0 + q;
-                match taps.linear_run(r, chunk_rows - q, &mut offsets) {
-                    Some((count, step)) if count >= 1 && count <= chunk_rows - q => {
-                        segments.push((q, count, run_bases.len()));
-                        for l in 0..call_ks {
-                            let o = offsets[l * w];
-                            if o == PAD {
-                                run_bases.push((zero.as_ptr(), 0));
-                                continue;
-                            }
-                            let end = (count - 1)
-                                .checked_mul(step)
-                                .and_then(|v| v.checked_add(o))
-                                .and_then(|v| v.checked_add(call_kc));
-                            let span = end
-                                .and_then(|e| input.get(o..e))
-                                .ok_or_else(|| past_input(r + count - 1, l * w, input.len()))?;
-                            run_bases.push((span.as_ptr(), step));
+                let left = chunk_rows - q;
+                let found = match line {
+                    Some(_) => taps.linear_run(r, left, &mut offsets).filter(|&(n, _)| n >= 1 && n <= left),
+                    None => Some(run_from(taps, r, left, &mut offsets)),
+                };
+                let Some((count, step)) = found else {
+                    taps.gather(r..r + 1, input, kc, &mut gathered[q * row_len..(q + 1) * row_len])?;
+                    match runs.last_mut() {
+                        Some(last) if last.source == RunSource::Gathered && last.first + last.count == q => {
+                            last.count += 1
                         }
-                        q += count;
+                        _ => runs.push(Run { first: q, count: 1, step: row_len, source: RunSource::Gathered }),
                     }
-                    _ => {
-                        taps.gather(r..r + 1, input, kc, &mut gathered[q * row_len..(q + 1) * row_len])?;
-                        segments.push((q, 1, usize::MAX));
-                        q += 1;
+                    q += 1;
+                    continue;
+                };
+                let at = run_bases.len();
+                let mut padded = false;
+                for l in 0..call_ks {
+                    let o = offsets[l * tap_stride];
+                    if o == PAD {
+                        run_bases.push(core::ptr::null());
+                        padded = true;
+                        continue;
                     }
+                    let end = (count - 1)
+                        .checked_mul(step)
+                        .and_then(|v| v.checked_add(o))
+                        .and_then(|v| v.checked_add(call_kc));
+                    let span = end
+                        .and_then(|e| input.get(o..e))
+                        .ok_or_else(|| past_input(r + count - 1, l * tap_stride, input.len()))?;
+                    run_bases.push(span.as_ptr());
                 }
+                runs.push(Run { first: q, count, step, source: RunSource::Input { at, padded } });
+                q += count;
             }
-            // Pass 2: the pointers (the gathered rows are final now).
-            let gathered = &gathered[..];
-            for &(q, count, at) in &segments {
-                if at == usize::MAX {
-                    let row = &gathered[q * row_len..(q + 1) * row_len];
-                    ptrs.extend(row.chunks_exact(call_kc).map(|l| l.as_ptr()));
-                } else {
-                    let b = &run_bases[at..at + call_ks];
-                    for j in 0..count {
-                        ptrs.extend(b.iter().map(|&(base, step)| base.wrapping_add(j * step)));
-                    }
+        }
+        // A padding tap of a call that steps through its rows reads `(rows - 1) * step`
+        // past the zeros' start: they grow to what the chunk's runs reach, within a bound
+        // (past it, calls take fewer tiles, or a pointer per row).
+        let pad_reach = runs
+            .iter()
+            .filter(|run| matches!(run.source, RunSource::Input { padded: true, .. }) && run.count > 1)
+            .map(|run| (run.count - 1).saturating_mul(run.step).saturating_add(call_kc).min(PAD_REACH_MAX))
+            .max()
+            .unwrap_or(0);
+        if zero.len() < pad_reach {
+            zero.resize(pad_reach, 0.0);
+        }
+        // The tiles' pointers (the gathered rows are final now).
+        let (gathered, zero) = (&gathered[..], &zero[..]);
+        let tap = |run: &Run, j: usize, l: usize| -> *const f32 {
+            match run.source {
+                RunSource::Gathered => gathered[(run.first + j) * row_len + l * call_kc..].as_ptr(),
+                RunSource::Input { at, .. } => match run_bases[at + l] {
+                    b if b.is_null() => zero.as_ptr(),
+                    b => b.wrapping_add(j * run.step),
+                },
+            }
+        };
+        calls.clear();
+        // Sized for a pointer per row and tap (the most a chunk takes), then written in
+        // place: no capacity check per pointer.
+        ptrs.clear();
+        ptrs.resize(chunk_rows * call_ks, core::ptr::null());
+        let mut p = 0;
+        let mut cur = 0;
+        let mut q0 = 0;
+        while q0 < chunk_rows {
+            let mr = k.mr.min(chunk_rows - q0);
+            while runs[cur].first + runs[cur].count <= q0 {
+                cur += 1;
+            }
+            let run = &runs[cur];
+            // The most rows one call may step through: all, unless padding taps read zeros.
+            let most = match run.source {
+                RunSource::Input { padded: true, .. } if run.step > 0 => (zero.len() - call_kc) / run.step + 1,
+                _ => usize::MAX,
+            };
+            if mr > 1 && run.step > 0 && q0 + mr <= run.first + run.count && mr <= most {
+                // Whole tiles inside the run step from its first pointers: one call takes
+                // as many as follow each other there (and the zeros allow).
+                let tiles = if mr == k.mr { ((run.first + run.count - q0) / mr).min(most / mr) } else { 1 };
+                for (l, slot) in ptrs[p..p + call_ks].iter_mut().enumerate() {
+                    *slot = tap(run, q0 - run.first, l);
                 }
+                calls.push(Call { first: q0, mr, tiles, at: p, step: run.step });
+                p += call_ks;
+                q0 += mr * tiles;
+            } else {
+                calls.push(Call { first: q0, mr, tiles: 1, at: p, step: 0 });
+                let mut c = cur;
+                for q in q0..q0 + mr {
+                    while runs[c].first + runs[c].count <= q {
+                        c += 1;
+                    }
+                    for (l, slot) in ptrs[p..p + call_ks].iter_mut().enumerate() {
+                        *slot = tap(&runs[c], q - runs[c].first, l);
+                    }
+                    p += call_ks;
+                }
+                q0 += mr;
             }
-        } else if gather {
-            let row_len = ks * kc;
-            taps.gather(r0..r1, input, kc, &mut gathered[..(r1 - r0) * row_len])?;
-            ptrs.extend(gathered.chunks_exact(row_len).take(r1 - r0).map(|row| row.as_ptr()));
-        } else {
-            push_tap_pointers(taps, r0..r1, input, kc, &zero, &mut offsets, &mut bases, &mut ptrs, past_input)?;
         }
         for blk in first_block..last_block {
             let w = &packed.data[blk * block_len..(blk + 1) * block_len];
             let j0 = blk * k.nr;
             let nc = k.nr.min(cols.end - j0);
             let col = j0 - cols.start;
-            let mut t0 = r0;
-            let mut p = 0;
-            while t0 < r1 {
-                let mr = k.mr.min(r1 - t0);
-                let c_start = offset + (t0 - rows.start) * out_stride + col;
-                // The last row of the tile ends at c_start + (mr-1)*out_stride + nc, at
+            for call in &calls {
+                let Call { first, mr, tiles, at, step } = *call;
+                let c_start = offset + (r0 + first - rows.start) * out_stride + col;
+                // The call's last row ends at c_start + (mr*tiles-1)*out_stride + nc, at
                 // most offset + need <= out.len (checked above).
                 // SAFETY: `c_start` is within `out`, as just argued.
                 let c = unsafe { out.ptr().add(c_start) };
+                let n_ptrs = if step == 0 { call_ks * mr } else { call_ks };
                 let args = IgemmArgs {
                     mr,
+                    tiles,
                     nc,
                     kc: call_kc,
                     ks: call_ks,
-                    a: ptrs[p..p + call_ks * mr].as_ptr(),
+                    a: ptrs[at..at + n_ptrs].as_ptr(),
+                    a_step: step,
+                    row0: 0,
                     w: w.as_ptr(),
                     c,
                     c_stride: out_stride,
                     min,
                     max,
                 };
-                // SAFETY: the contract of `IgemmArgs` holds: `ptrs[p..p + call_ks*mr]` are
-                // `mr * call_ks` pointers (row-major), each to `call_kc` readable floats:
-                // inside a checked span of `input` (a run's pointer `j` is `j * step` past
-                // the span's start, and the span reaches the run's last read of `call_kc`),
-                // `zero` of length `call_kc`, or a gathered row (or a `call_kc` line of
-                // one); all alive and unmodified during this call;
-                // `w` is one whole packed block (`NR + ks*kc*NR` floats, checked by the
-                // slice above); `c` covers `(mr - 1) * out_stride + nc` floats of `out`,
-                // which no other thread touches meanwhile (the caller's contract); `mr <= MR`
-                // and `nc <= NR` by construction, `kc, ks >= 1` by `pack`.
+                // SAFETY: the contract of `IgemmArgs` holds: with `step == 0` (one tile),
+                // `ptrs[at..at + call_ks*mr]` are `mr * call_ks` pointers (row-major); else
+                // `ptrs[at..at + call_ks]` are the call's first row's, and all its
+                // `mr * tiles` rows lie in the same run, row `i` `i * step` further on.
+                // Each row's pointer reads `call_kc` floats: inside a checked span of
+                // `input` (a run's row `j` is `j * step` past the span's start, and the
+                // span reaches the run's last read of `call_kc`), inside `zero` (a padding
+                // tap: a stepping call's `mr * tiles <= most` rows reach at most
+                // `(most - 1) * step + call_kc <= zero.len()` floats into it), or inside a
+                // gathered row (`row_len` apart, `call_kc`-long lines); all alive and
+                // unmodified during this call; `w` is one whole packed block
+                // (`NR + ks*kc*NR` floats, checked by the slice above); `c` covers
+                // `(mr * tiles - 1) * out_stride + nc` floats of `out`, which no other
+                // thread touches meanwhile (the caller's contract); `mr <= MR` and
+                // `nc <= NR` by construction, `kc, ks >= 1` by `pack`.
                 unsafe { (k.by_rows[mr - 1])(&args) };
-                p += call_ks * mr;
-                t0 += mr;
             }
         }
         r0 = r1;

@@ -17,14 +17,22 @@ const NARROW: &[IgemmFn] = &[igemm::<1, 4>, igemm::<2, 4>, igemm::<3, 4>, igemm:
 
 /// # Safety
 /// The contract of [`IgemmArgs`], with `p.mr == M`.
-#[allow(clippy::needless_range_loop)] // the same loop nest as the SIMD kernels
 unsafe fn igemm<const M: usize, const NR: usize>(p: &IgemmArgs) {
+    for q in 0..p.tiles {
+        // SAFETY: the contract holds for each tile of the call (it is stated per row).
+        unsafe { tile::<M, NR>(&p.tile(q)) }
+    }
+}
+
+/// One tile of [`igemm`].
+///
+/// # Safety
+/// As for [`igemm`], with `p.tiles == 1`.
+#[allow(clippy::needless_range_loop)] // the same loop nest as the SIMD kernels
+unsafe fn tile<const M: usize, const NR: usize>(p: &IgemmArgs) {
     debug_assert!(p.mr == M && p.nc <= NR);
-    // SAFETY: `w` holds `NR + ks*kc*NR` floats and `a` holds `ks*M` pointers to `kc`
-    // floats each (the contract).
-    let (w, a) = unsafe {
-        (core::slice::from_raw_parts(p.w, NR + p.ks * p.kc * NR), core::slice::from_raw_parts(p.a, p.ks * M))
-    };
+    // SAFETY: `w` holds `NR + ks*kc*NR` floats (the contract).
+    let w = unsafe { core::slice::from_raw_parts(p.w, NR + p.ks * p.kc * NR) };
     let mut acc = [[0f32; NR]; M];
     for row in acc.iter_mut() {
         row.copy_from_slice(&w[..NR]);
@@ -32,8 +40,8 @@ unsafe fn igemm<const M: usize, const NR: usize>(p: &IgemmArgs) {
     let mut wk = NR;
     for t in 0..p.ks {
         let rows: [&[f32]; M] = core::array::from_fn(|i| {
-            // SAFETY: each row pointer is valid for `kc` floats (the contract).
-            unsafe { core::slice::from_raw_parts(a[i * p.ks + t], p.kc) }
+            // SAFETY: each row's pointer for each tap is valid for `kc` floats (the contract).
+            unsafe { core::slice::from_raw_parts(p.row(i, t), p.kc) }
         });
         for k in 0..p.kc {
             let wrow = &w[wk..wk + NR];

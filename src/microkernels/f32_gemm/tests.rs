@@ -137,6 +137,54 @@ fn conv_igemm_matches_direct_and_simd_matches_scalar() {
 }
 
 #[test]
+fn wide_images_step_through_runs_of_rows() {
+    // Output rows long enough for whole tiles inside one run of rows, so that tiles step
+    // from their first row's pointers: an RGB first layer (read a filter row at a time,
+    // the edges gathered), a padded 3x3 layer tap by tap (padding taps step through the
+    // zeros), a 5x5 one, and a 1x1 one; each over every row and over a range of rows that
+    // starts and ends inside output rows.
+    let mut rng = Lcg(0x57e9);
+    for &(in_h, in_w, in_c, f, stride, pad, n) in
+        &[(9, 45, 3, 3, 2, 1, 32), (6, 40, 16, 3, 1, 1, 24), (7, 33, 8, 5, 1, 2, 9), (3, 50, 12, 1, 1, 0, 40)]
+    {
+        let out_h = (in_h + 2 * pad - f) / stride + 1;
+        let out_w = (in_w + 2 * pad - f) / stride + 1;
+        let taps = ConvRows {
+            in_h,
+            in_w,
+            in_c,
+            out_h,
+            out_w,
+            f_h: f,
+            f_w: f,
+            stride_h: stride,
+            stride_w: stride,
+            dil_h: 1,
+            dil_w: 1,
+            pad_h: pad,
+            pad_w: pad,
+        };
+        let (ks, m) = (f * f, out_h * out_w);
+        let input: Vec<f32> = (0..in_h * in_w * in_c).map(|_| rng.f32()).collect();
+        let w: Vec<f32> = (0..n * ks * in_c).map(|_| rng.f32()).collect();
+        let bias: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
+        let act = (f32::MIN, f32::MAX);
+        let want = direct(&input, &taps, m, n, ks, in_c, &w, &bias, act);
+        for table in available_tables() {
+            let packed = pack(&table.f32_gemm, n, ks, in_c, |o, t, k| w[(o * ks + t) * in_c + k], Some(&bias)).unwrap();
+            let mut out = vec![f32::NAN; m * n];
+            igemm(table, &packed, &input, &taps, 0..m, 0..n, &mut out, n, act).unwrap();
+            close(&out, &want, ks * in_c).unwrap_or_else(|e| panic!("{} {f}x{f} in_c {in_c}: {e}", table.name()));
+            let rows = out_w / 2..m - out_w / 3;
+            let mut part = vec![f32::NAN; rows.len() * n];
+            igemm(table, &packed, &input, &taps, rows.clone(), 0..n, &mut part, n, act).unwrap();
+            close(&part, &want[rows.start * n..rows.end * n], ks * in_c)
+                .unwrap_or_else(|e| panic!("{} {f}x{f} in_c {in_c}, rows {rows:?}: {e}", table.name()));
+        }
+    }
+}
+
+#[test]
 fn row_and_column_ranges_write_only_their_part() {
     let mut rng = Lcg(7);
     let (m, n, kc) = (23, 71, 9);
