@@ -446,6 +446,29 @@ impl ConvRows {
     }
 }
 
+#[cfg(test)]
+impl ConvRows {
+    /// A square `f x f` filter, the same stride and padding both ways, undilated, over
+    /// one image (for tests).
+    pub(crate) fn square(in_h: usize, in_w: usize, in_c: usize, f: usize, stride: usize, pad: usize) -> ConvRows {
+        ConvRows {
+            in_h,
+            in_w,
+            in_c,
+            out_h: (in_h + 2 * pad - f) / stride + 1,
+            out_w: (in_w + 2 * pad - f) / stride + 1,
+            f_h: f,
+            f_w: f,
+            stride_h: stride,
+            stride_w: stride,
+            dil_h: 1,
+            dil_w: 1,
+            pad_h: pad,
+            pad_w: pad,
+        }
+    }
+}
+
 impl RowTaps for ConvRows {
     fn taps_per_row(&self) -> usize {
         self.f_h * self.f_w

@@ -147,24 +147,8 @@ fn wide_images_step_through_runs_of_rows() {
     for &(in_h, in_w, in_c, f, stride, pad, n) in
         &[(9, 45, 3, 3, 2, 1, 32), (6, 40, 16, 3, 1, 1, 24), (7, 33, 8, 5, 1, 2, 9), (3, 50, 12, 1, 1, 0, 40)]
     {
-        let out_h = (in_h + 2 * pad - f) / stride + 1;
-        let out_w = (in_w + 2 * pad - f) / stride + 1;
-        let taps = ConvRows {
-            in_h,
-            in_w,
-            in_c,
-            out_h,
-            out_w,
-            f_h: f,
-            f_w: f,
-            stride_h: stride,
-            stride_w: stride,
-            dil_h: 1,
-            dil_w: 1,
-            pad_h: pad,
-            pad_w: pad,
-        };
-        let (ks, m) = (f * f, out_h * out_w);
+        let taps = ConvRows::square(in_h, in_w, in_c, f, stride, pad);
+        let (ks, out_w, m) = (f * f, taps.out_w, taps.out_h * taps.out_w);
         let input: Vec<f32> = (0..in_h * in_w * in_c).map(|_| rng.f32()).collect();
         let w: Vec<f32> = (0..n * ks * in_c).map(|_| rng.f32()).collect();
         let bias: Vec<f32> = (0..n).map(|_| rng.f32()).collect();

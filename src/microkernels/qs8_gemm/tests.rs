@@ -141,6 +141,38 @@ fn declined_lanes_are_recomputed_exactly() {
 }
 
 #[test]
+fn wide_images_match_direct_on_every_table() {
+    // Output rows long enough for long runs of rows whose lines or taps step together:
+    // an RGB first layer read a filter row at a time (the right edge copied), a padded
+    // 3x3 layer tap by tap, a 5x5 one and one of 4 channels read by lines; over every row
+    // and over a range of rows that starts and ends inside output rows.
+    let mut rng = Lcg(0x51de);
+    for &(in_h, in_w, in_c, f, stride, pad, n) in
+        &[(9, 61, 3, 3, 2, 1, 32), (6, 40, 16, 3, 1, 1, 24), (7, 53, 8, 5, 1, 2, 48), (4, 70, 5, 3, 2, 0, 16)]
+    {
+        let taps = ConvRows::square(in_h, in_w, in_c, f, stride, pad);
+        let (ks, out_w, m) = (f * f, taps.out_w, taps.out_h * taps.out_w);
+        let zp = -3;
+        let input: Vec<i8> = (0..in_h * in_w * in_c).map(|_| rng.next() as i8).collect();
+        let (w, bias, mults) = random_case(&mut rng, n, ks, in_c);
+        let out = Qs8Output { mults: &mults, offset: 5, range: (-128, 127) };
+        let want = direct(&input, &taps, m, n, ks, in_c, &w, &bias, zp, &out);
+        let line = if in_c % 4 == 0 { 1 } else { f };
+        for (t, k) in tables() {
+            let filter = DenseFilter { values: &w, per_tap: in_c };
+            let packed = pack(k, n, ks, in_c, line, filter, Some(&bias), zp, &out).unwrap();
+            let mut got = vec![0x55i8; m * n];
+            igemm(k, &packed, &input, &taps, 0..m, 0..n, &mut got, n).unwrap();
+            assert_eq!(got, want, "{} {f}x{f} in_c {in_c}", t.name());
+            let rows = out_w / 2..m - out_w / 3;
+            let mut part = vec![0x55i8; rows.len() * n];
+            igemm(k, &packed, &input, &taps, rows.clone(), 0..n, &mut part, n).unwrap();
+            assert_eq!(part, want[rows.start * n..rows.end * n], "{} {f}x{f} in_c {in_c}, rows {rows:?}", t.name());
+        }
+    }
+}
+
+#[test]
 fn convolution_rows_match_direct_on_every_table() {
     let mut rng = Lcg(0xabcd_0042);
     for case in 0..60 {
