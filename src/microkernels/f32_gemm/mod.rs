@@ -1,6 +1,7 @@
 //! float32 GEMM / indirect GEMM (IGEMM) microkernels and their safe driver.
 //!
-//! One call of a microkernel computes an `mr x nc` block of `C` (`mr <= MR`, `nc <= NR`):
+//! One call of a microkernel computes `tiles` blocks of `mr x nc` of `C` (`mr <= MR`,
+//! `nc <= NR`), one under the other:
 //!
 //! `C[i][j] = clamp(bias[j] + sum_{t < ks} sum_{k < kc} A_t[i][k] * W[t][k][j], min, max)`
 //!
@@ -8,7 +9,9 @@
 //! IGEMM): a 1x1 convolution or a fully connected layer has one tap whose pointers are the
 //! input rows themselves; a KxK convolution has K*K taps whose pointers go to the input
 //! pixel under each tap, or to a zero row where the tap falls in the padding. So no
-//! im2col buffer is ever built.
+//! im2col buffer is ever built. Where a run of rows' pointers all advance by one step
+//! (the interior of an output row), the call gets only its first row's pointers and the
+//! step ([`IgemmArgs`]).
 //!
 //! Weights are packed once per node ([`pack`]) into blocks of `NR` output channels:
 //! `[NR bias][ks][kc][NR weights]`, zero-padded past the last channel, so the kernel reads
