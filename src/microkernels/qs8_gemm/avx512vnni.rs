@@ -6,8 +6,9 @@
 //! registers; column tails are written with masked stores.
 //!
 //! Tiles: wide `MR x NR` = 8 x 32 (two 512-bit accumulators per row: each broadcast input
-//! word feeds two multiply-adds), narrow 12 x 16 for channel counts that 32 would pad more
-//! (16, 48, 80, ...).
+//! word feeds two multiply-adds), narrow 12 x 16 for channel counts that 32 would pad by
+//! more than an eighth beyond 16 (16, 48, 80, 112; 144 takes the wide tile, see
+//! `Qs8GemmKernels::for_outputs`).
 
 use super::{Qs8GemmKernel, Qs8GemmKernels, Qs8IgemmArgs, Qs8IgemmFn, Qs8Out};
 use crate::microkernels::qs8_float_requant::FloatTables;
