@@ -200,7 +200,7 @@ pub struct Qs8GemmKernel {
 }
 
 /// The 8-bit GEMM kernels of one instruction set: a wide tile, and a narrow one for
-/// channel counts the wide block would pad more.
+/// channel counts the wide block would pad by much more (see [`Self::for_outputs`]).
 pub struct Qs8GemmKernels {
     pub wide: Qs8GemmKernel,
     pub narrow: Qs8GemmKernel,
