@@ -293,23 +293,8 @@ fn hybrid_rows_match_direct_on_every_table() {
         if in_h + 2 * pad < f || in_w + 2 * pad < f {
             continue;
         }
-        let (out_h, out_w) = ((in_h + 2 * pad - f) / stride + 1, (in_w + 2 * pad - f) / stride + 1);
-        let taps = ConvRows {
-            in_h,
-            in_w,
-            in_c,
-            out_h,
-            out_w,
-            f_h: f,
-            f_w: f,
-            stride_h: stride,
-            stride_w: stride,
-            dil_h: 1,
-            dil_w: 1,
-            pad_h: pad,
-            pad_w: pad,
-        };
-        let (m, n, ks) = (out_h * out_w, 1 + rng.below(40), f * f);
+        let taps = ConvRows::square(in_h, in_w, in_c, f, stride, pad);
+        let (m, n, ks) = (taps.out_h * taps.out_w, 1 + rng.below(40), f * f);
         let input: Vec<i8> = (0..in_h * in_w * in_c).map(|_| rng.next() as i8).collect();
         let w: Vec<i8> = (0..n * ks * in_c).map(|_| (rng.below(255) as i32 - 127) as i8).collect();
         let scales: Vec<f32> = (0..n).map(|_| 0.001 + rng.below(1000) as f32 * 1e-5).collect();
