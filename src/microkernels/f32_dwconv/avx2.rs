@@ -18,6 +18,7 @@ pub const KERNELS: DwKernels = DwKernels {
     taps25: rows25,
     any: rows_any,
     direct: None,
+    slide: None,
 };
 
 /// # Safety

@@ -2,18 +2,21 @@
 //! channels under a lane mask (`__mmask16`), or on 8-lane vectors when at most 8 remain,
 //! so no block is padded on the input side.
 //!
-//! Both kernel shapes (tap pointers per pixel, and fixed tap offsets from a base that
-//! steps per pixel) share one loop: each block's weights are loaded once per call (held
-//! in registers when the tap count is known), then the pixels stream through a few at a
-//! time. The loads, not the multiply-adds, bound these loops, so the direct kernel
-//! avoids them where the geometry allows:
-//! - 3x3 and 5x5 filters with dilation 1 and stride 1 or 2 slide: each filter row's
-//!   input vectors are loaded once for 4 output pixels and reused across the taps;
+//! The kernel shapes (tap pointers per pixel, fixed tap offsets from a base that steps
+//! per pixel, and filter rows that slide) share one plan: each block's weights are
+//! loaded once per call (held in registers when the tap count is known), then the
+//! pixels stream through a few at a time. The loads, not the multiply-adds, bound these
+//! loops, so the kernels avoid them where the geometry allows:
+//! - 3x3 and 5x5 filters with dilation 1 and stride 1 or 2 along the row slide: each
+//!   filter row's input vectors are loaded once for 4 output pixels and reused across
+//!   the taps. The sliding kernels take whole output rows, padding included: a step
+//!   whose window lies inside the image loads without checks, the steps at the edges
+//!   read zeros for columns and rows outside it;
 //! - stride-1 runs with fewer than 16 channels (a divisor of 16) are one flat array per
 //!   tap, a vector holding `16 / channels` whole pixels; 8-channel 3x3 runs also slide,
 //!   the middle tap joined from two loaded vectors by a lane shift.
 
-use super::DwKernels;
+use super::{DwKernels, SlideCols};
 use crate::microkernels::Isa;
 use core::arch::x86_64::*;
 
@@ -28,6 +31,7 @@ pub const KERNELS: DwKernels = DwKernels {
     taps25: rows25,
     any: rows_any,
     direct: Some(direct),
+    slide: Some([[slide3s1, slide3s2], [slide5s1, slide5s2]]),
 };
 
 /// # Safety
@@ -92,25 +96,6 @@ unsafe fn direct(
         if taps == 9 && channels == LANES / 2 && px_step == channels && slides(3, channels, offsets) {
             return flat_rows::<9, 4, true>(channels, base, offsets.as_ptr(), pixels * channels, w, o, clamp);
         }
-        if taps == 9 && !flat && slides(3, channels, offsets) {
-            let src = Slide::<3> { base, rows: [offsets[0], offsets[3], offsets[6]], channels };
-            if px_step == channels {
-                return slide_rows::<3, 1, 4>(src, pixels, w, o, clamp);
-            }
-            if px_step == 2 * channels {
-                return slide_rows::<3, 2, 4>(src, pixels, w, o, clamp);
-            }
-        }
-        if taps == 25 && !flat && slides(5, channels, offsets) {
-            let src =
-                Slide::<5> { base, rows: [offsets[0], offsets[5], offsets[10], offsets[15], offsets[20]], channels };
-            if px_step == channels {
-                return slide_rows::<5, 1, 4>(src, pixels, w, o, clamp);
-            }
-            if px_step == 2 * channels {
-                return slide_rows::<5, 2, 4>(src, pixels, w, o, clamp);
-            }
-        }
         match (taps, flat) {
             (9, true) => flat_rows::<9, 4, false>(channels, base, offsets.as_ptr(), pixels * channels, w, o, clamp),
             (25, true) => flat_rows::<25, 2, false>(channels, base, offsets.as_ptr(), pixels * channels, w, o, clamp),
@@ -120,6 +105,35 @@ unsafe fn direct(
         }
     }
 }
+
+/// The sliding kernels of the table ([`super::DwSlideKernel`]), one per filter size and
+/// stride.
+macro_rules! slide_kernel {
+    ($name:ident, $k:literal, $s:literal) => {
+        /// # Safety
+        /// See [`super::DwSlideKernel`].
+        unsafe fn $name(
+            channels: usize,
+            rows: &[*const f32],
+            cols: SlideCols,
+            weights: &[f32],
+            out: &mut [f32],
+            clamp: (f32, f32),
+        ) {
+            debug_assert_eq!(rows.len(), $k);
+            // SAFETY: the caller's contract: `rows` holds `K` pointers, and the rest is
+            // what `padded_rows` asks.
+            unsafe {
+                let src = Padded::<$k>::new(rows, cols, channels);
+                padded_rows::<$k, $s, 4>(src, out.len() / channels, weights.as_ptr(), out.as_mut_ptr(), clamp)
+            }
+        }
+    };
+}
+slide_kernel!(slide3s1, 3, 1);
+slide_kernel!(slide3s2, 3, 2);
+slide_kernel!(slide5s1, 5, 1);
+slide_kernel!(slide5s2, 5, 2);
 
 /// Where pixel `p`'s tap `t` reads its channels.
 trait Taps: Copy {
@@ -253,19 +267,43 @@ fn slides(k: usize, channels: usize, offsets: &[usize]) -> bool {
     offsets.len() == k * k && (0..k).all(|ky| (1..k).all(|kx| offsets[k * ky + kx] == offsets[k * ky] + kx * channels))
 }
 
-/// The `K`x`K` stride-`S` direct kernel: as [`rows`], but each filter row's input
-/// vectors are loaded once for `PX` output pixels (`(PX - 1) * S + K` loads instead of
-/// `K * PX`).
+/// The filter rows of a sliding run that may read padding (see
+/// [`super::DwSlideKernel`]): filter row `ky` reads input row `rows[ky]` (null: above or
+/// below the image, all zeros), pixel `p`'s tap `kx` at column `first + S * p + kx`,
+/// zeros outside `0..width`.
+#[derive(Clone, Copy)]
+struct Padded<const K: usize> {
+    rows: [*const f32; K],
+    first: isize,
+    width: usize,
+    channels: usize,
+    /// Whether no row is null.
+    all_rows: bool,
+}
+
+impl<const K: usize> Padded<K> {
+    /// # Safety
+    /// `rows` holds at least `K` pointers.
+    unsafe fn new(rows: &[*const f32], cols: SlideCols, channels: usize) -> Padded<K> {
+        // SAFETY: the function's contract.
+        let rows: [*const f32; K] = core::array::from_fn(|i| unsafe { *rows.as_ptr().add(i) });
+        let all_rows = rows.iter().all(|r| !r.is_null());
+        Padded { rows, first: cols.first, width: cols.width, channels, all_rows }
+    }
+}
+
+/// The `K`x`K` stride-`S` sliding kernel over a whole row, padding included: for each
+/// block of channels, `PX` pixels per step, each filter row's input vectors loaded once
+/// per step (`(PX - 1) * S + K` loads instead of `K * PX`), columns and rows outside the
+/// image read as zeros.
 ///
 /// # Safety
-/// For each of `pixels` pixels `p`, filter row `ky` and `kx < K`,
-/// `src.base + src.rows[ky] + (S * p + kx) * src.channels` is readable for
-/// `src.channels` values that nothing writes during the call; otherwise as [`rows`] with
-/// `K * K` taps.
+/// As [`super::DwSlideKernel`] for `src` (built from its arguments), `pixels` pixels
+/// and `K * K` taps; `(PX - 1) * S + K <= SLIDE_WINDOW`.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl")]
-unsafe fn slide_rows<const K: usize, const S: usize, const PX: usize>(
-    src: Slide<K>,
+unsafe fn padded_rows<const K: usize, const S: usize, const PX: usize>(
+    src: Padded<K>,
     pixels: usize,
     weights: *const f32,
     out: *mut f32,
@@ -281,18 +319,18 @@ unsafe fn slide_rows<const K: usize, const S: usize, const PX: usize>(
     unsafe {
         let k = Block::<__m512> { taps, channels, lo: __m512::splat(clamp.0), hi: __m512::splat(clamp.1) };
         while c < full_end {
-            k.slide::<false, K, S, PX>(src, pixels, c, w, out, __m512::mask(LANES));
+            k.padded::<false, K, S, PX>(src, pixels, c, w, out, __m512::mask(LANES));
             w = w.add(LANES * (taps + 1));
             c += LANES;
         }
         if rem > LANES / 2 {
-            k.slide::<true, K, S, PX>(src, pixels, c, w, out, __m512::mask(rem));
+            k.padded::<true, K, S, PX>(src, pixels, c, w, out, __m512::mask(rem));
         } else if rem > 0 {
             let k = Block::<__m256> { taps, channels, lo: __m256::splat(clamp.0), hi: __m256::splat(clamp.1) };
             if rem == LANES / 2 {
-                k.slide::<false, K, S, PX>(src, pixels, c, w, out, __m256::mask(rem));
+                k.padded::<false, K, S, PX>(src, pixels, c, w, out, __m256::mask(rem));
             } else {
-                k.slide::<true, K, S, PX>(src, pixels, c, w, out, __m256::mask(rem));
+                k.padded::<true, K, S, PX>(src, pixels, c, w, out, __m256::mask(rem));
             }
         }
     }
@@ -304,24 +342,6 @@ const SLIDE_PX: usize = 4;
 /// Input vectors a sliding step keeps per filter row: `(PX - 1) * S + K` of them, at
 /// most 3 * 2 + 5 (4 pixels, stride 2, 5x5).
 const SLIDE_WINDOW: usize = 11;
-
-/// The taps of a `K`x`K` run with dilation 1 from one base: pixel `p`'s tap `(ky, kx)`
-/// at `base + rows[ky] + (S * p + kx) * channels` for stride `S`; [`Taps::at`] takes
-/// `p` in input pixels (`S * p`).
-#[derive(Clone, Copy)]
-struct Slide<const K: usize> {
-    base: *const f32,
-    rows: [usize; K],
-    channels: usize,
-}
-
-impl<const K: usize> Taps for Slide<K> {
-    #[inline(always)]
-    unsafe fn at(self, p: usize, t: usize) -> *const f32 {
-        // SAFETY: the caller's contract makes every such pixel and tap readable.
-        unsafe { self.base.add(self.rows[t / K] + (p + t % K) * self.channels) }
-    }
-}
 
 /// The vector shapes a block runs on: 16 lanes, or 8 (AVX-512VL) for short tails.
 trait Vector: Copy {
@@ -505,19 +525,20 @@ impl<V: Vector> Block<V> {
         }
     }
 
-    /// As [`Block::run`] for a `K`x`K` stride-`S` run, `PX` pixels per step with each
-    /// input vector loaded once per filter row; the same sums in the same order. 3x3 weights
-    /// stay in registers; 5x5 ones are loaded once per step (25 would crowd out the
-    /// window and the sums).
+    /// Computes the block at channel `c` (lanes of `mask` if `MASKED`) of a sliding
+    /// run ([`Padded`]), `PX` pixels per step: steps whose window lies inside the image
+    /// load without checks, the others (and the last pixels, one at a time) check each
+    /// column and row. The sums of [`Block::pixels`] in its order, the padding's zeros
+    /// included. 3x3 weights stay in registers; 5x5 ones are loaded once per step (25
+    /// would crowd out the window and the sums).
     ///
     /// # Safety
-    /// As [`slide_rows`], for this block; `w` holds `16 * (K * K + 1)` values;
-    /// `(PX - 1) * S + K <= SLIDE_WINDOW` and `K * K <= 25`.
+    /// As [`padded_rows`], for this block; `w` holds `16 * (K * K + 1)` values.
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl")]
-    unsafe fn slide<const MASKED: bool, const K: usize, const S: usize, const PX: usize>(
+    unsafe fn padded<const MASKED: bool, const K: usize, const S: usize, const PX: usize>(
         &self,
-        src: Slide<K>,
+        src: Padded<K>,
         pixels: usize,
         c: usize,
         w: *const f32,
@@ -525,9 +546,8 @@ impl<V: Vector> Block<V> {
         mask: V::Mask,
     ) {
         // SAFETY: (whole body) the weights are read inside the block's
-        // `16 * (K * K + 1)` values; a step reads input pixels `S * p..S * (p + PX - 1) + K`
-        // of each filter row, the taps of output pixels `p..p + PX` (below `pixels`);
-        // the caller's contract covers the rest.
+        // `16 * (K * K + 1)` values; the steps read what `padded_step` allows and write
+        // output pixels below `pixels`.
         unsafe {
             let all = V::mask(LANES);
             let bias = V::load::<false>(w, all);
@@ -537,41 +557,89 @@ impl<V: Vector> Block<V> {
                     *h = V::load::<false>(w.add(LANES * (t + 1)), all);
                 }
             }
+            let window = (PX - 1) * S + K;
             let mut p = 0;
             while p + PX <= pixels {
-                let mut a = [bias; PX];
-                let mut b = [V::zero(); PX];
-                for ky in 0..K {
-                    let row = src.at(S * p, K * ky).add(c);
-                    let mut x = [V::zero(); SLIDE_WINDOW];
-                    for (i, xi) in x.iter_mut().enumerate().take((PX - 1) * S + K) {
-                        *xi = V::load::<MASKED>(row.add(i * self.channels), mask);
-                    }
-                    // Tap `t = K * ky + kx`: even taps into `a`, odd into `b`, in tap
-                    // order, as [`Block::pixels`] sums them.
-                    for kx in 0..K {
-                        let t = K * ky + kx;
-                        let wt = if K == 3 { held[t] } else { V::load::<false>(w.add(LANES * (t + 1)), all) };
-                        for q in 0..PX {
-                            if t.is_multiple_of(2) {
-                                a[q] = V::fmadd(x[S * q + kx], wt, a[q]);
-                            } else {
-                                b[q] = V::fmadd(x[S * q + kx], wt, b[q]);
-                            }
-                        }
-                    }
-                }
-                for q in 0..PX {
-                    let v = V::clamp(V::add(a[q], b[q]), self.lo, self.hi);
-                    V::store::<MASKED>(out.add((p + q) * self.channels + c), mask, v);
+                let j0 = src.first + (S * p) as isize;
+                let inside = src.all_rows && j0 >= 0 && j0 as usize + window <= src.width;
+                let acc = if inside {
+                    self.padded_step::<MASKED, K, S, PX, false>(src, j0, c, w, &held, bias, mask)
+                } else {
+                    self.padded_step::<MASKED, K, S, PX, true>(src, j0, c, w, &held, bias, mask)
+                };
+                for (q, a) in acc.into_iter().enumerate() {
+                    V::store::<MASKED>(out.add((p + q) * self.channels + c), mask, V::clamp(a, self.lo, self.hi));
                 }
                 p += PX;
             }
             while p < pixels {
-                let [v] = self.pixels::<MASKED, 0, 1, Slide<K>>(src, S * p, c, w, &[], bias, mask);
-                V::store::<MASKED>(out.add(p * self.channels + c), mask, V::clamp(v, self.lo, self.hi));
+                let j0 = src.first + (S * p) as isize;
+                let [a] = self.padded_step::<MASKED, K, S, 1, true>(src, j0, c, w, &held, bias, mask);
+                V::store::<MASKED>(out.add(p * self.channels + c), mask, V::clamp(a, self.lo, self.hi));
                 p += 1;
             }
+        }
+    }
+
+    /// The unclamped sums of `PX` pixels whose first tap reads column `j0`, summed as
+    /// [`Block::pixels`] does. With `CHECK`, columns outside the row and null rows read
+    /// zeros; without, the caller has made sure that none of them is.
+    ///
+    /// # Safety
+    /// As [`Block::padded`]; without `CHECK`, every row is non-null and columns
+    /// `j0..j0 + (PX - 1) * S + K` lie inside `0..src.width`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn padded_step<const MASKED: bool, const K: usize, const S: usize, const PX: usize, const CHECK: bool>(
+        &self,
+        src: Padded<K>,
+        j0: isize,
+        c: usize,
+        w: *const f32,
+        held: &[V; 9],
+        bias: V,
+        mask: V::Mask,
+    ) -> [V; PX] {
+        // SAFETY: (whole body) a column is loaded only from a non-null row and inside
+        // `0..width`, which the row is readable for (the caller's contract); the weights
+        // as in [`Block::padded`].
+        unsafe {
+            let all = V::mask(LANES);
+            let mut a = [bias; PX];
+            let mut b = [V::zero(); PX];
+            for ky in 0..K {
+                let row = src.rows[ky];
+                let mut x = [V::zero(); SLIDE_WINDOW];
+                if !CHECK {
+                    for (i, xi) in x.iter_mut().enumerate().take((PX - 1) * S + K) {
+                        *xi = V::load::<MASKED>(row.add((j0 as usize + i) * src.channels + c), mask);
+                    }
+                } else if !row.is_null() {
+                    for (i, xi) in x.iter_mut().enumerate().take((PX - 1) * S + K) {
+                        let j = j0 + i as isize;
+                        if j >= 0 && (j as usize) < src.width {
+                            *xi = V::load::<MASKED>(row.add(j as usize * src.channels + c), mask);
+                        }
+                    }
+                }
+                // Tap `t = K * ky + kx`: even taps into `a`, odd into `b`, in tap order.
+                for kx in 0..K {
+                    let t = K * ky + kx;
+                    let wt = if K == 3 { held[t] } else { V::load::<false>(w.add(LANES * (t + 1)), all) };
+                    for q in 0..PX {
+                        if t.is_multiple_of(2) {
+                            a[q] = V::fmadd(x[S * q + kx], wt, a[q]);
+                        } else {
+                            b[q] = V::fmadd(x[S * q + kx], wt, b[q]);
+                        }
+                    }
+                }
+            }
+            for (aq, bq) in a.iter_mut().zip(b) {
+                *aq = V::add(*aq, bq);
+            }
+            a
         }
     }
 

@@ -17,13 +17,20 @@
 //! A direct kernel (where a table has one) computes the pixels whose taps all lie
 //! inside the image, the bulk of a large layer, from one base pointer and the fixed tap
 //! offsets (`ky * dil_h` rows and `kx * dil_w` columns), so nothing is built per pixel;
-//! the pointer kernels take the padded border.
+//! the pointer kernels take the padded border. A sliding kernel (where a table has one)
+//! takes whole output rows of 3x3 and 5x5 filters with dilation 1 and stride 1 or 2
+//! along the row, the border included: it gets one pointer per filter row (null for a
+//! row above or below the image), loads each input column once for the pixels that
+//! share it and reads columns outside the image as zeros. Every kernel sums a pixel's
+//! taps in the same order, the padding's zeros included, so which one computes a pixel
+//! does not change its bits.
 //!
 //! [`run_rows`] is the safe driver: it checks every length against the geometry, hands
-//! each row's inner pixels to the direct kernel (one checked span of the input per call)
-//! and builds the tap pointers of the others a few pixels at a time from bounds-checked
-//! slices of the input, picking the kernel specialised for the tap count (3x3 and 5x5
-//! filters) or the general one.
+//! whole rows to the sliding kernel where it applies, otherwise each row's inner pixels
+//! to the direct kernel (one checked span of the input per call), and builds the tap
+//! pointers of the others a few pixels at a time from bounds-checked slices of the
+//! input, picking the kernel specialised for the tap count (3x3 and 5x5 filters) or the
+//! general one.
 
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
@@ -71,6 +78,42 @@ pub type DwRowKernel = unsafe fn(usize, usize, &[*const f32], &[f32], &mut [f32]
 /// - the CPU has the table's instruction set.
 pub type DwDirectKernel = unsafe fn(usize, &[usize], *const f32, usize, &[f32], &mut [f32], (f32, f32));
 
+/// Where a sliding kernel's pixels read along a row: pixel `p`'s tap `kx` reads input
+/// column `first + p * stride + kx`, zeros outside `0..width`.
+#[derive(Clone, Copy, Debug)]
+pub struct SlideCols {
+    /// The input column of the first pixel's tap `kx = 0` (negative: left of the image).
+    pub first: isize,
+    /// The input row's width in columns.
+    pub width: usize,
+}
+
+/// A sliding row kernel for `K`x`K` filters (3 or 5, the table entry it sits in) with
+/// dilation 1 along the row and its stride (1 or 2): the pixels of one output row, the
+/// padding included, each filter row's input vectors loaded once for the pixels that
+/// share them.
+///
+/// `kernel(channels, rows, cols, weights, output, (min, max))` computes
+/// `pixels = output.len() / channels` output pixels, pixel `p`'s tap `(ky, kx)` reading
+/// input column `j = cols.first + p * stride + kx` of filter row `ky`: the `channels`
+/// values at `rows[ky] + j * channels` for `0 <= j < cols.width` when `rows[ky]` is not
+/// null, zeros otherwise (a null row is above or below the image). Each output is
+/// summed in the pointer kernels' order, taps in the padding included (as zeros), so it
+/// has the same bits as theirs.
+///
+/// # Safety
+/// - `channels > 0`, `output.len()` is a multiple of `channels`, `rows.len() == K`, and
+///   `cols.first + (pixels + 1) * stride + K` does not overflow `isize`;
+/// - every non-null `rows[ky]` is readable for `cols.width * channels` `f32`s, which
+///   nothing writes during the call;
+/// - `weights.len() >= packed_len(kernels, channels, K * K)` for the kernel's table, in
+///   that table's layout;
+/// - the CPU has the table's instruction set.
+pub type DwSlideKernel = unsafe fn(usize, &[*const f32], SlideCols, &[f32], &mut [f32], (f32, f32));
+
+/// The sliding kernels of a table: `[3x3, 5x5]`, each `[stride 1, stride 2]`.
+pub type DwSlideKernels = [[DwSlideKernel; 2]; 2];
+
 /// The depthwise kernels of one instruction set. Only this module makes them (the
 /// fields are private), and [`run_rows`] checks that the CPU has `isa` before it calls
 /// one, so no safe code can run a kernel the CPU lacks.
@@ -92,6 +135,9 @@ pub struct DwKernels {
     /// Kernel for runs of pixels whose taps are all inside the image (any tap count);
     /// without one, those pixels take tap pointers too.
     direct: Option<DwDirectKernel>,
+    /// Sliding kernels for whole rows of 3x3 and 5x5 filters, padding included; where a
+    /// table has them they take every row they can (see [`DwKernels::slide_for`]).
+    slide: Option<DwSlideKernels>,
 }
 
 impl DwKernels {
@@ -102,6 +148,23 @@ impl DwKernels {
             25 => self.taps25,
             _ => self.any,
         }
+    }
+
+    /// The sliding kernel for `g`, if the table has one and the geometry slides: a 3x3 or
+    /// 5x5 filter, dilation 1 along the row, stride 1 or 2 along it, and not a stride-1
+    /// run whose pixels fit several to a block (the direct kernel reads those as flat
+    /// arrays).
+    fn slide_for(&self, g: &DwGeom) -> Option<DwSlideKernel> {
+        let k = match (g.k_h, g.k_w) {
+            (3, 3) => 0,
+            (5, 5) => 1,
+            _ => return None,
+        };
+        let flat = g.stride_w == 1 && g.channels < self.channel_tile && self.channel_tile.is_multiple_of(g.channels);
+        if g.dil_w != 1 || !(1..=2).contains(&g.stride_w) || flat {
+            return None;
+        }
+        self.slide.map(|s| s[k][g.stride_w - 1])
     }
 
     /// The packed blocks for `channels`: `(first channel, channels, width)` each.
@@ -357,6 +420,7 @@ pub fn run_pixels(
     // The input row each filter row reads for the current output row (`None`: padding).
     let mut tap_rows: Vec<Option<&[f32]>> = vec![None; g.k_h];
     let mut indirection: Vec<*const f32> = vec![edges.zero; PIXELS_PER_CALL.min(g.out_w) * taps];
+    let slide = kernels.slide_for(g);
     let mut rest = output;
     for (r, Range { start: x0, end: x1 }) in run.rows() {
         let (out_row, tail) = core::mem::take(&mut rest).split_at_mut((x1 - x0) * c);
@@ -371,6 +435,29 @@ pub fn run_pixels(
         for (ky, slot) in tap_rows.iter_mut().enumerate() {
             let iy = (oy * g.stride_h + ky * g.dil_h).checked_sub(g.pad_top);
             *slot = iy.filter(|&y| y < g.in_h).map(|y| &image[y * in_row_len..(y + 1) * in_row_len]);
+        }
+        if let Some(slide) = slide {
+            // `slide_for` took only 3x3 and 5x5 filters: at most 5 filter rows.
+            let mut rows = [core::ptr::null(); 5];
+            for (slot, row) in rows.iter_mut().zip(&tap_rows) {
+                *slot = row.map_or(core::ptr::null(), <[f32]>::as_ptr);
+            }
+            let rows = &rows[..g.k_h];
+            for (run, out_px) in out_row.chunks_mut(DIRECT_PIXELS_PER_CALL * c).enumerate() {
+                let ox0 = x0 + run * DIRECT_PIXELS_PER_CALL;
+                // `g.check` keeps every column the geometry forms below `isize::MAX / 2`.
+                let cols = SlideCols { first: (ox0 * g.stride_w) as isize - g.pad_left as isize, width: g.in_w };
+                // SAFETY: the CPU has the kernels' instruction set (checked above); `c > 0`
+                // (checked by `g.check`); `out_px` holds whole pixels of `c` values;
+                // `slide_for` chose the kernel for this filter size and stride and `rows`
+                // has one entry per filter row, each null or the start of a whole input
+                // row (`in_w * c` values) borrowed immutably from `input` for the call,
+                // while `out_px` is a distinct `&mut`; the columns stay within
+                // `isize::MAX / 2` (`g.check`); `packed` has
+                // `packed_len(kernels, c, taps)` values (checked above).
+                unsafe { slide(c, rows, cols, packed, out_px, clamp) };
+            }
+            continue;
         }
         // The direct kernel takes the pixels whose taps are all inside the image: rows
         // with no padding tap, columns `inner_lo..inner_hi`.

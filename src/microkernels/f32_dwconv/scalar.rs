@@ -15,6 +15,7 @@ pub const KERNELS: DwKernels = DwKernels {
     taps25: rows25,
     any: rows_any,
     direct: Some(direct),
+    slide: None,
 };
 
 /// # Safety

@@ -177,32 +177,42 @@ fn wide_rows_match_scalar() {
     assert!(cases > 150, "{cases} cases");
 }
 
-/// The direct kernels sum in the pointer kernels' order: a table gives the same bits
-/// with and without its direct kernel.
+/// The direct and sliding kernels sum in the pointer kernels' order, the padding's
+/// zeros included: a table gives the same bits with and without each of them.
 #[test]
-fn direct_matches_pointer_kernels() {
+fn direct_and_sliding_match_pointer_kernels() {
     let mut r = Lcg(17);
+    let mut slid = 0;
     for t in available_tables() {
         let with = &t.f32_dwconv;
-        let without = DwKernels { direct: None, ..*with };
+        let variants = [DwKernels { slide: None, ..*with }, DwKernels { direct: None, slide: None, ..*with }];
         for c in [1usize, 4, 8, 11, 16, 24, 37] {
             for (kh, kw, stride, dil) in
                 [(3, 3, 1, 1), (3, 3, 2, 1), (5, 5, 1, 1), (5, 5, 2, 1), (5, 5, 2, 2), (3, 5, 1, 1), (7, 7, 1, 1)]
             {
-                let Some(g) = geom(1, 9, 40 + r.below(30), c, kh, kw, stride, dil, true) else {
-                    continue;
-                };
-                let input: Vec<f32> = (0..g.input_len().unwrap()).map(|_| r.f32()).collect();
-                let filter: Vec<f32> = (0..g.taps() * c).map(|_| r.f32()).collect();
-                let bias: Vec<f32> = (0..c).map(|_| r.f32()).collect();
-                let packed = pack(with, c, g.taps(), |tap, ch| filter[tap * c + ch], Some(&bias)).unwrap();
-                let mut a = vec![0.0f32; g.output_len().unwrap()];
-                let mut b = a.clone();
-                run_rows(with, &g, &input, &packed, 0, &mut a, (-1.0, 1.0)).unwrap();
-                run_rows(&without, &g, &input, &packed, 0, &mut b, (-1.0, 1.0)).unwrap();
-                assert_eq!(a, b, "{} {g:?}", t.name());
+                for (w, same) in [(40 + r.below(30), true), (7, true), (14, true), (13, false), (2, true)] {
+                    let Some(g) = geom(1, 9, w, c, kh, kw, stride, dil, same) else {
+                        continue;
+                    };
+                    slid += usize::from(with.slide_for(&g).is_some());
+                    let input: Vec<f32> = (0..g.input_len().unwrap()).map(|_| r.f32()).collect();
+                    let filter: Vec<f32> = (0..g.taps() * c).map(|_| r.f32()).collect();
+                    let bias: Vec<f32> = (0..c).map(|_| r.f32()).collect();
+                    let packed = pack(with, c, g.taps(), |tap, ch| filter[tap * c + ch], Some(&bias)).unwrap();
+                    let mut a = vec![0.0f32; g.output_len().unwrap()];
+                    run_rows(with, &g, &input, &packed, 0, &mut a, (-1.0, 1.0)).unwrap();
+                    for without in &variants {
+                        let mut b = vec![0.0f32; a.len()];
+                        run_rows(without, &g, &input, &packed, 0, &mut b, (-1.0, 1.0)).unwrap();
+                        assert_eq!(a, b, "{} {g:?}", t.name());
+                    }
+                }
             }
         }
+    }
+    // The AVX-512 table slides 3x3 and 5x5 filters of 8 or more channels.
+    if Isa::Avx512.is_available() {
+        assert!(slid > 0);
     }
 }
 
