@@ -19,11 +19,17 @@
 //! nudge for the sign of `acc + bias`), so that `floor(y)` is the output before clamping.
 //! Every `f32` rounding on the way (of `scale`, of `offset` and of the sum) is bounded by
 //! [`FloatRequant::new`]: below 1/64 for every accumulator the layer's weights allow, and
-//! below a much smaller `tolerance` wherever `y` lies within the clamp range (widened by
-//! 2), the only place the floor matters (outside it, an error below 1 leaves both values
-//! clamped to the same bound). Where `y` lies farther than that `tolerance` from every
-//! integer, no integer lies between it and the exact value, so `floor(y)` is exact once
-//! clamped; the few lanes closer to one are recomputed exactly.
+//! below a much smaller `tol` wherever `y` lies within the clamp range (widened by 2), the
+//! only place the floor matters (outside it, an error below 1 leaves both values clamped
+//! to the same bound).
+//!
+//! The offset is raised by `tol` as well, so `y` approximates `w = exact + tol` within
+//! `tol`. Where the fraction `y - floor(y)` is at least `2 * tol`, `w` lies more than
+//! `tol` above the integer `n = floor(y)` and below `n + 1`, so the exact value lies in
+//! `(n, n + 1)` and `floor(y)` is exact once clamped; the few lanes with a smaller
+//! fraction (an exact value within `tol` of an integer, on either side) are recomputed
+//! exactly. One instruction gives the fraction (`vreduceps` rounding down), with no
+//! absolute value to take.
 //!
 //! The shortcut is only built where it is valid: no left shift, multipliers not negative, and
 //! accumulators below `2^24` (exact in `f32`) whose sum with the bias cannot wrap.
@@ -39,9 +45,9 @@ pub struct FloatRequant {
     pub offset_negative: Vec<f32>,
     /// `-bias`: `acc > -bias` selects the positive offset.
     pub negated_bias: Vec<i32>,
-    /// A lane whose `y` lies within this distance of an integer is recomputed exactly (the
-    /// error bound inside the clamp window).
-    pub tolerance: Vec<f32>,
+    /// A lane whose `y` lies less than this above an integer is recomputed exactly (twice
+    /// the error bound inside the clamp window, by which the offsets are raised).
+    pub decline_below: Vec<f32>,
     /// True when the clamp's lower bound is at or above the output zero point (a fused
     /// RELU or RELU6): then every `acc + bias <= 0` gives the lower bound whichever offset
     /// it takes, so both offsets are the positive one and the kernels skip the choice.
@@ -61,7 +67,7 @@ impl FloatRequant {
             offset_positive: vec![0.5; padded],
             offset_negative: vec![0.5; padded],
             negated_bias: vec![0; padded],
-            tolerance: vec![0.0; padded],
+            decline_below: vec![0.0; padded],
             one_sided: rq.min >= rq.output_offset,
         };
         // Padding channels (past `channels()`) are computed but never stored.
@@ -90,19 +96,21 @@ impl FloatRequant {
             // floor: outside it, an error below 1 leaves both values clamped to the same
             // bound. There |exact| <= window, so |acc| * scale <= window + |offset| and the
             // three roundings (of the scale, the offset and the sum) stay below
-            // (2 * window + 4 * |offset| + 3) * 2^-24: the tolerance, with a margin.
+            // (2 * window + 4 * |offset| + 3) * 2^-24: the bound `tol`, with a margin.
             let window = f64::from(rq.min.unsigned_abs().max(rq.max.unsigned_abs())) + 2.0;
-            let tolerance = (2.0 * window + 4.0 * far + 8.0) * f64::powi(2.0, -24);
+            // Rounded up (by a 1/1024 margin), so the f32 tables never fall below the
+            // proven bound.
+            let tol = (2.0 * window + 4.0 * far + 8.0) * f64::powi(2.0, -24) * (1.0 + 1.0 / 1024.0);
             f.scale[c] = scale as f32;
-            f.offset_positive[c] = (offset + nudge) as f32;
+            // Both offsets raised by `tol` (see the module comment); `far` has room for it.
+            f.offset_positive[c] = (offset + nudge + tol) as f32;
             // One-sided: for `acc + bias <= 0` the exact output is at most the zero point
             // and the positive formula's `floor(z + 1/2 + nudge)` at most 0 (`z <= 0`, the
             // nudge at most 1/4), so both clamp to the lower bound.
             let negative_nudge = if f.one_sided { nudge } else { -nudge };
-            f.offset_negative[c] = (offset + negative_nudge) as f32;
+            f.offset_negative[c] = (offset + negative_nudge + tol) as f32;
             f.negated_bias[c] = -bias;
-            // Rounded up, so the f32 tolerance is never below the proven one.
-            f.tolerance[c] = (tolerance * (1.0 + 1.0 / 1024.0)) as f32;
+            f.decline_below[c] = (2.0 * tol * (1.0 + 1.0 / 1024.0)) as f32;
         }
         Some(f)
     }
@@ -114,7 +122,9 @@ impl FloatRequant {
     pub fn scalar(&self, c: usize, acc: i32) -> Option<i32> {
         let offset = if acc > self.negated_bias[c] { self.offset_positive[c] } else { self.offset_negative[c] };
         let y = (acc as f32).mul_add(self.scale[c], offset);
-        if (y - y.round_ties_even()).abs() < self.tolerance[c] {
+        // Exact in f32: `|y|` stays below 2^22 (`new` checks it).
+        let fraction = y - y.floor();
+        if fraction < self.decline_below[c] {
             return None;
         }
         Some(y.floor() as i32)
@@ -128,7 +138,7 @@ pub struct FloatTables {
     pub offset_positive: *const f32,
     pub offset_negative: *const f32,
     pub negated_bias: *const i32,
-    pub tolerance: *const f32,
+    pub decline_below: *const f32,
     /// Both offsets are the same (see [`FloatRequant::one_sided`]).
     pub one_sided: bool,
 }
@@ -143,7 +153,7 @@ impl FloatRequant {
             offset_positive: self.offset_positive[range.clone()].as_ptr(),
             offset_negative: self.offset_negative[range.clone()].as_ptr(),
             negated_bias: self.negated_bias[range.clone()].as_ptr(),
-            tolerance: self.tolerance[range].as_ptr(),
+            decline_below: self.decline_below[range].as_ptr(),
             one_sided: self.one_sided,
         }
     }
@@ -162,7 +172,7 @@ pub mod avx512 {
         offset_positive: __m512,
         offset_negative: __m512,
         negated_bias: __m512i,
-        tolerance: __m512,
+        decline_below: __m512,
     }
 
     impl FloatLanes {
@@ -178,13 +188,13 @@ pub mod avx512 {
                     offset_positive: _mm512_loadu_ps(t.offset_positive.add(col)),
                     offset_negative: _mm512_loadu_ps(t.offset_negative.add(col)),
                     negated_bias: _mm512_loadu_si512(t.negated_bias.add(col).cast()),
-                    tolerance: _mm512_loadu_ps(t.tolerance.add(col)),
+                    decline_below: _mm512_loadu_ps(t.decline_below.add(col)),
                 }
             }
         }
 
         /// `floor(acc * scale + offset)` per lane (the output plus its zero point, before the
-        /// clamp), and the lanes within `tolerance` of an integer, which must be recomputed
+        /// clamp), and the lanes whose fraction is below `decline_below`, which must be recomputed
         /// exactly: [`super::FloatRequant::scalar`] lane by lane. `ONE_SIDED`: the two offsets
         /// are equal (the tables say so), and the positive one is taken.
         ///
@@ -193,11 +203,11 @@ pub mod avx512 {
         #[inline]
         #[target_feature(enable = "avx512f,avx512dq")]
         pub fn apply<const ONE_SIDED: bool>(&self, acc: __m512i) -> (__m512i, __mmask16) {
-            let (r, distance) = self.value::<ONE_SIDED>(acc);
-            (r, self.declined(distance))
+            let (r, fraction) = self.value::<ONE_SIDED>(acc);
+            (r, self.declined(fraction))
         }
 
-        /// [`FloatLanes::apply`]'s value, and each lane's distance to the nearest integer.
+        /// [`FloatLanes::apply`]'s value, and each lane's fraction `y - floor(y)`.
         ///
         /// # Safety
         /// The CPU has AVX-512 F and DQ.
@@ -211,19 +221,19 @@ pub mod avx512 {
                 _mm512_mask_blend_ps(positive, self.offset_negative, self.offset_positive)
             };
             let y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), self.scale, offset);
-            // `y - round(y)` (to nearest, no fraction bits kept) in one instruction.
-            let distance = _mm512_abs_ps(_mm512_reduce_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(y));
-            (_mm512_cvt_roundps_epi32::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(y), distance)
+            // `y - floor(y)` (rounded down, no fraction bits kept) in one instruction.
+            let fraction = _mm512_reduce_ps::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(y);
+            (_mm512_cvt_roundps_epi32::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(y), fraction)
         }
 
-        /// The lanes whose distance to an integer is within the tolerance.
+        /// The lanes whose fraction is below the decline threshold.
         ///
         /// # Safety
         /// The CPU has AVX-512 F.
         #[inline]
         #[target_feature(enable = "avx512f")]
-        pub fn declined(&self, distance: __m512) -> __mmask16 {
-            _mm512_cmp_ps_mask::<_CMP_LT_OQ>(distance, self.tolerance)
+        pub fn declined(&self, fraction: __m512) -> __mmask16 {
+            _mm512_cmp_ps_mask::<_CMP_LT_OQ>(fraction, self.decline_below)
         }
     }
 }

@@ -483,7 +483,7 @@ fn float_requantization_is_exact() {
                 let Some(f) = &mut packed.requant.float else { continue };
                 float += 1;
                 one_sided += usize::from(f.one_sided);
-                f.tolerance.iter_mut().for_each(|t| *t = 0.45);
+                f.decline_below.iter_mut().for_each(|t| *t = 0.45);
                 f.offset_positive.iter_mut().chain(f.offset_negative.iter_mut()).for_each(|o| *o += 0.3);
                 let mut got = vec![0x55u8 as i8; g.output_len().unwrap()];
                 run_rows(&k, &g, &case.input, &packed, 0, &mut got).unwrap();

@@ -235,21 +235,21 @@ unsafe fn float_epilogue<const M: usize, const V: usize, const ONE_SIDED: bool>(
             let ch = Channels::load([bias, mult, left, right], col);
             _mm512_add_epi32(ch.requant(a, shifts_left, saturates), _mm512_set1_epi32(output_offset))
         };
-        // Per vector of columns, the distance to the nearest integer of any row: one
+        // Per vector of columns, the lowest fraction of any row: one
         // comparison per tile then tells whether any lane declined.
-        let mut nearest = [_mm512_set1_ps(1.0); V];
-        let any_declined = |nearest: &[__m512; V]| (0..V).any(|v| lanes[v].declined(nearest[v]) != 0);
+        let mut lowest = [_mm512_set1_ps(1.0); V];
+        let any_declined = |lowest: &[__m512; V]| (0..V).any(|v| lanes[v].declined(lowest[v]) != 0);
         if V == 2 {
             // Both vectors of a row narrow together (see `RowStore`).
             let row = RowStore::new(min, max, clamp, p.nc);
             for i in 0..M {
                 let (r0, d0) = lanes[0].value::<ONE_SIDED>(acc[i][0]);
                 let (r1, d1) = lanes[V - 1].value::<ONE_SIDED>(acc[i][V - 1]);
-                nearest[0] = _mm512_min_ps(nearest[0], d0);
-                nearest[V - 1] = _mm512_min_ps(nearest[V - 1], d1);
+                lowest[0] = _mm512_min_ps(lowest[0], d0);
+                lowest[V - 1] = _mm512_min_ps(lowest[V - 1], d1);
                 row.store(c.wrapping_add(i * p.c_stride), _mm512_packs_epi32(r0, r1));
             }
-            if any_declined(&nearest) {
+            if any_declined(&lowest) {
                 for i in 0..M {
                     let (r0, k0) = lanes[0].apply::<ONE_SIDED>(acc[i][0]);
                     let (r1, k1) = lanes[V - 1].apply::<ONE_SIDED>(acc[i][V - 1]);

@@ -105,9 +105,9 @@ fn dense_rows_match_direct_on_every_table() {
 
 /// The float shortcut's declined lanes: with every channel's offsets raised by 0.3 (so
 /// the shortcut's floor is wrong wherever the fraction of its `y` is below 0.3) and its
-/// tolerance widened to 0.45 (so exactly the lanes whose fraction lies within 0.45 of an
-/// integer are declined, those included), the kernels' fix-up pass must still give the
-/// exact outputs, for one- and two-vector tiles, column tails and every row count.
+/// decline threshold raised to 0.45 (so exactly the lanes whose fraction is below 0.45
+/// are declined, those included), the kernels' fix-up pass must still give the exact
+/// outputs, for one- and two-vector tiles, column tails and every row count.
 #[test]
 fn declined_lanes_are_recomputed_exactly() {
     let mut rng = Lcg(0xdec1_14ed);
@@ -127,7 +127,7 @@ fn declined_lanes_are_recomputed_exactly() {
             let mut packed =
                 pack(k, n, 1, kc, 1, DenseFilter { values: &w, per_tap: kc }, Some(&bias), zp, &out).unwrap();
             let Tables::Requant(_, Some(f)) = &mut packed.tables else { continue };
-            f.tolerance.iter_mut().for_each(|t| *t = 0.45);
+            f.decline_below.iter_mut().for_each(|t| *t = 0.45);
             f.offset_positive.iter_mut().chain(f.offset_negative.iter_mut()).for_each(|o| *o += 0.3);
             checked += usize::from(t.isa != Isa::Scalar);
             let mut got = vec![0x55i8; m * n];
