@@ -165,6 +165,21 @@ pub mod avx512 {
     use super::FloatTables;
     use core::arch::x86_64::*;
 
+    impl FloatTables {
+        /// The lanes of `fraction` (channels `col..col + 16`) below the decline threshold,
+        /// loaded here rather than held: a kernel with many sums live checks once per tile.
+        ///
+        /// # Safety
+        /// The threshold table holds `col + 16` values; AVX-512 F available.
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        pub unsafe fn declined_at(&self, col: usize, fraction: __m512) -> __mmask16 {
+            // SAFETY: the contract; an unaligned load.
+            let below = unsafe { _mm512_loadu_ps(self.decline_below.add(col)) };
+            _mm512_cmp_ps_mask::<_CMP_LT_OQ>(fraction, below)
+        }
+    }
+
     /// One vector's tables: 16 channels, loaded once and applied to many accumulators.
     #[derive(Clone, Copy)]
     pub struct FloatLanes {

@@ -238,7 +238,9 @@ unsafe fn float_epilogue<const M: usize, const V: usize, const ONE_SIDED: bool>(
         // Per vector of columns, the lowest fraction of any row: one
         // comparison per tile then tells whether any lane declined.
         let mut lowest = [_mm512_set1_ps(1.0); V];
-        let any_declined = |lowest: &[__m512; V]| (0..V).any(|v| lanes[v].declined(lowest[v]) != 0);
+        // The thresholds are loaded only for that comparison: held beside the sixteen sums,
+        // they pushed sums out to the stack (112x112 16->96: 0.127 -> 0.122 ms).
+        let any_declined = |lowest: &[__m512; V]| (0..V).any(|v| ft.declined_at(16 * v, lowest[v]) != 0);
         if V == 2 {
             // Both vectors of a row narrow together (see `RowStore`).
             let row = RowStore::new(min, max, clamp, p.nc);
