@@ -235,11 +235,11 @@ unsafe fn float_epilogue<const M: usize, const V: usize, const ONE_SIDED: bool>(
             let ch = Channels::load([bias, mult, left, right], col);
             _mm512_add_epi32(ch.requant(a, shifts_left, saturates), _mm512_set1_epi32(output_offset))
         };
-        // Per vector of columns, the lowest fraction of any row: one
-        // comparison per tile then tells whether any lane declined.
+        // Per vector of columns, the lowest fraction of any row: one comparison per tile
+        // then tells whether any lane declined.
         let mut lowest = [_mm512_set1_ps(1.0); V];
         // The thresholds are loaded only for that comparison: held beside the sixteen sums,
-        // they pushed sums out to the stack (112x112 16->96: 0.127 -> 0.122 ms).
+        // they pushed sums out to the stack (112x112 16->96: 0.126 -> 0.123 ms).
         let any_declined = |lowest: &[__m512; V]| (0..V).any(|v| ft.declined_at(16 * v, lowest[v]) != 0);
         if V == 2 {
             // Both vectors of a row narrow together (see `RowStore`).
