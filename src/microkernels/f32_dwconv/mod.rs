@@ -419,8 +419,10 @@ pub fn run_pixels(
     let (inner_lo, inner_hi) = inner_columns(g);
     // The input row each filter row reads for the current output row (`None`: padding).
     let mut tap_rows: Vec<Option<&[f32]>> = vec![None; g.k_h];
-    let mut indirection: Vec<*const f32> = vec![edges.zero; PIXELS_PER_CALL.min(g.out_w) * taps];
     let slide = kernels.slide_for(g);
+    // Rows the sliding kernel takes build no tap pointers.
+    let pointer_slots = if slide.is_some() { 0 } else { PIXELS_PER_CALL.min(g.out_w) * taps };
+    let mut indirection: Vec<*const f32> = vec![edges.zero; pointer_slots];
     let mut rest = output;
     for (r, Range { start: x0, end: x1 }) in run.rows() {
         let (out_row, tail) = core::mem::take(&mut rest).split_at_mut((x1 - x0) * c);

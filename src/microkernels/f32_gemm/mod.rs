@@ -327,11 +327,12 @@ fn past_input(r: usize, t: usize, len: usize) -> Error {
 }
 
 /// Appends the tap pointers of rows `rows` (one per tap per row) to `ptrs`, for the 8-bit
-/// GEMM's driver (this one passes runs of rows to its kernels instead). A run of rows whose taps advance by one fixed step (the interior of an
-/// output row, or dense rows) is placed by stepping from each tap's first pointer, after
-/// checking the run's last read once; other rows are placed one at a time. Padding taps
-/// point at `pad_row`; `past_input(row, tap, input_len)` is the error for a read outside
-/// `input`. `offsets` and `bases` are scratch of one entry per tap.
+/// GEMM's driver (this one passes runs of rows to its kernels instead). A run of rows
+/// whose taps advance by one fixed step (the interior of an output row, or dense rows)
+/// is placed by stepping from each tap's first pointer, after checking the run's last
+/// read once; other rows are placed one at a time. Padding taps point at `pad_row`;
+/// `past_input(row, tap, input_len)` is the error for a read outside `input`. `offsets`
+/// and `bases` are scratch of one entry per tap.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn push_tap_pointers<T>(
     taps: &impl RowTaps,

@@ -213,7 +213,7 @@ impl Qs8GemmKernels {
     /// The tile shape used for `n` output channels: the wide one unless it pads more than
     /// an eighth of `n` beyond what the narrow one pads. The wide tile's two multiply-adds
     /// per broadcast outweigh a little padding (144 channels in blocks of 32 rather than
-    /// 16: 56x56 24->144 0.060 -> 0.056 ms, mobilenet_v2_int8 0.8% faster on 1 and 2
+    /// 16: 56x56 24->144 0.060 -> 0.054 ms, mobilenet_v2_int8 0.8% faster on 1 and 2
     /// threads), not a lot (16 channels, twice the work).
     pub fn for_outputs(&self, n: usize) -> &Qs8GemmKernel {
         let padded = |k: &Qs8GemmKernel| n.div_ceil(k.nr) * k.nr;
