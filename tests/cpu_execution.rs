@@ -1,5 +1,6 @@
 //! CPU execution choices that must never change an answer: graph fusion (activations
-//! into their producers, convolutions into the depthwise convolutions that read them:
+//! into their producers, convolutions into the depthwise convolutions and the ADDs that
+//! read them:
 //! the fused graph gives the same bits as the model's graph, with less memory, and a
 //! delegate applied afterwards sees the model's graph) and the thread count (every
 //! corpus model gives the same bits on 1, 2 and 3 threads, so switching between them is
@@ -65,7 +66,8 @@ fn fused_graph_gives_the_same_bits_in_less_memory() {
     let mut plain = interpreter("selfie_segmentation.tflite", false);
     assert_eq!(fused.primary().fused_activations(), 22);
     assert_eq!(plain.primary().fused_activations(), 0);
-    assert_eq!(fused.primary().execution_plan().len() + 22, plain.primary().execution_plan().len());
+    // Five convolutions fused into ADDs leave the plan too.
+    assert_eq!(fused.primary().execution_plan().len() + 22 + 5, plain.primary().execution_plan().len());
     for interp in [&mut fused, &mut plain] {
         fill_inputs(interp);
         interp.invoke().expect("invoke");
@@ -139,7 +141,8 @@ fn convolutions_fused_into_depthwise_give_the_same_bits_in_less_memory() {
         let mut plain = interpreter_with(model, false, threads);
         assert_eq!(fused.primary().fused_conv_depthwise(), 4);
         assert_eq!(plain.primary().fused_conv_depthwise(), 0);
-        assert_eq!(fused.primary().execution_plan().len() + 4, plain.primary().execution_plan().len());
+        // Ten convolutions fused into ADDs leave the plan too.
+        assert_eq!(fused.primary().execution_plan().len() + 4 + 10, plain.primary().execution_plan().len());
         for interp in [&mut fused, &mut plain] {
             fill_inputs(interp);
             interp.invoke().expect("invoke");
@@ -147,6 +150,36 @@ fn convolutions_fused_into_depthwise_give_the_same_bits_in_less_memory() {
         assert_eq!(outputs(&fused), outputs(&plain), "{threads} threads: fusion changed the answer");
         let (f, p) = (fused.primary().memory_stats().arena_bytes, plain.primary().memory_stats().arena_bytes);
         assert!(3 * f < 2 * p, "fused arena {f} bytes, unfused {p}: the expanded tensors still take memory");
+    }
+}
+
+#[test]
+fn convolutions_fused_into_adds_give_the_same_bits() {
+    // Residual blocks: a convolution whose only reader is an ADD (face_landmark's and
+    // palm_detection_lite's with a PRELU fused after the ADD, the convolution's output
+    // either operand).
+    for (model, pairs) in [
+        ("face_landmark.tflite", 20),
+        ("palm_detection_lite.tflite", 23),
+        // Two more would keep a wider input alive longer (long skip connections): not fused.
+        ("pose_landmark_full.tflite", 26),
+        ("selfie_segmentation.tflite", 5),
+        ("hand_landmark_lite.tflite", 10),
+        ("mobilenet_v2_f32.tflite", 10),
+    ] {
+        for threads in [1, 2, 3] {
+            let mut fused = interpreter_with(model, true, threads);
+            let mut plain = interpreter_with(model, false, threads);
+            assert_eq!(fused.primary().fused_conv_add(), pairs, "{model}");
+            assert_eq!(plain.primary().fused_conv_add(), 0, "{model}");
+            for interp in [&mut fused, &mut plain] {
+                fill_inputs(interp);
+                interp.invoke().expect("invoke");
+            }
+            assert_eq!(outputs(&fused), outputs(&plain), "{model}, {threads} threads: fusion changed the answer");
+            let (f, p) = (fused.primary().memory_stats().arena_bytes, plain.primary().memory_stats().arena_bytes);
+            assert!(f <= p, "{model}: fused arena {f} bytes, unfused {p}");
+        }
     }
 }
 
@@ -170,8 +203,9 @@ unsafe extern "C" fn record_plan(context: *mut TfLiteContext, delegate: *mut TfL
 fn a_delegate_sees_the_models_graph() {
     // Activation fusions (selfie_segmentation) and ADD+PRELU fusions (face_landmark).
     // Convolutions fused into depthwise convolutions (mobilenet_v2).
+    // Convolutions fused into the ADDs that read them (all three).
     for (model, fusions) in
-        [("selfie_segmentation.tflite", 22), ("face_landmark.tflite", 20), ("mobilenet_v2_f32.tflite", 4)]
+        [("selfie_segmentation.tflite", 22 + 5), ("face_landmark.tflite", 20 + 20), ("mobilenet_v2_f32.tflite", 4 + 10)]
     {
         let mut interp = interpreter(model, true);
         let fused_len = interp.primary().execution_plan().len();
@@ -184,13 +218,13 @@ fn a_delegate_sees_the_models_graph() {
         // dropped at the end of this iteration, after the last use).
         unsafe { interp.modify_graph_with_delegate(&mut delegate) }.expect("apply delegate");
         assert_eq!(seen, fused_len + fusions, "{model}: the delegate saw a fused graph");
-        assert_eq!(interp.primary().fused_activations() + interp.primary().fused_conv_depthwise(), 0);
+        let fusions = |i: &Interpreter| {
+            let s = i.primary();
+            s.fused_activations() + s.fused_conv_depthwise() + s.fused_conv_add()
+        };
+        assert_eq!(fusions(&interp), 0);
         interp.allocate_tensors().expect("allocate");
-        assert_eq!(
-            interp.primary().fused_activations() + interp.primary().fused_conv_depthwise(),
-            0,
-            "{model}: fused again under a delegate"
-        );
+        assert_eq!(fusions(&interp), 0, "{model}: fused again under a delegate");
         fill_inputs(&mut interp);
         interp.invoke().expect("invoke");
         let mut plain = interpreter(model, false);

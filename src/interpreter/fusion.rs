@@ -1,4 +1,4 @@
-//! Graph-level fusion, in two passes:
+//! Graph-level fusion, in three passes:
 //! - a float32 RELU, RELU6 or RELU_N1_TO_1 whose only input is the sole output of a
 //!   CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, SUB or MUL without a fused
 //!   activation becomes that producer's fused activation (converters leave such pairs
@@ -7,7 +7,10 @@
 //! - a CONV_2D (float32, or dynamic-range with int8 weights) whose only reader is a
 //!   float32 DEPTHWISE_CONV_2D runs inside that node, band by band through a scratch
 //!   buffer in cache, where the tensor between them outgrows a core's L2 (the inverted
-//!   bottleneck of MobileNet-style networks; see `kernels::ops::conv_then_depthwise`).
+//!   bottleneck of MobileNet-style networks; see `kernels::ops::conv_then_depthwise`);
+//! - a float32 CONV_2D whose only reader is an ADD (a residual block's end, with the
+//!   ADD's clamp or fused PRELU) runs inside the ADD's node: the GEMM adds the residual to
+//!   each chunk of output rows while it is in cache (see `kernels::ops::conv_then_add`).
 //!
 //! The first node of a pair leaves the execution plan, and the intermediate tensor
 //! between them is neither written nor given memory: one pass over the data and one
@@ -33,6 +36,7 @@ use crate::abi::builtin_op_data::{
 };
 use crate::abi::builtin_ops::TfLiteBuiltinOperator as Op;
 use crate::abi::types::{TfLiteAllocationType, TfLiteContext, TfLiteRegistration, TfLiteType};
+use crate::kernels::ops::conv_then_add::{self, ConvThenAddParams};
 use crate::kernels::ops::conv_then_depthwise::{self, ConvThenDepthwiseParams};
 use crate::resolver::OpFinder;
 use core::ffi::c_char;
@@ -51,14 +55,66 @@ pub(crate) enum Fusion {
     /// both (see `kernels::ops::conv_then_depthwise`).
     ConvDepthwise {
         node: usize,
-        /// The depthwise node's registration, inputs, intermediates (`None`: no array),
-        /// options and name before fusing.
-        registration: TfLiteRegistration,
-        inputs: Vec<i32>,
+        /// The depthwise node as it was.
+        was: SetAsideNode,
+        /// Its intermediates before fusing (`None`: no array).
         intermediates: Option<Vec<i32>>,
-        builtin_data: SetAsideOptions,
-        op_name: String,
     },
+    /// A CONV_2D fused into the ADD that reads it: the ADD node runs both (see
+    /// `kernels::ops::conv_then_add`).
+    ConvAdd {
+        node: usize,
+        /// The ADD node as it was.
+        was: SetAsideNode,
+    },
+}
+
+/// A node's kernel, inputs, options and name, set aside while the node runs a fused pair.
+pub(crate) struct SetAsideNode {
+    registration: TfLiteRegistration,
+    inputs: Vec<i32>,
+    builtin_data: SetAsideOptions,
+    op_name: String,
+}
+
+/// Gives node `e` the fused kernel `reg` with `inputs`, options `options` (malloc'ed,
+/// owned by the node from now on) and name `name`; returns what it had.
+fn swap_in_pair(
+    ctx: *mut TfLiteContext,
+    e: &mut NodeEntry,
+    reg: TfLiteRegistration,
+    inputs: &[i32],
+    options: *mut core::ffi::c_void,
+    name: &str,
+) -> SetAsideNode {
+    let registration = e.registration;
+    // SAFETY: the node's arrays are owned by it and live.
+    let original_inputs = unsafe { int_array_slice(e.node.inputs) }.to_vec();
+    let builtin_data = SetAsideOptions(core::mem::replace(&mut e.node.builtin_data, options));
+    swap_kernel(ctx, e, reg, inputs);
+    let op_name = core::mem::replace(&mut e.op_name, name.to_string());
+    SetAsideNode { registration, inputs: original_inputs, builtin_data, op_name }
+}
+
+/// Puts back what [`swap_in_pair`] set aside.
+fn swap_out_pair(ctx: *mut TfLiteContext, e: &mut NodeEntry, was: SetAsideNode) {
+    // SAFETY: the fused options were malloc'ed by the fusion and are freed once, here, as
+    // the node's own options come back.
+    unsafe { libc::free(core::mem::replace(&mut e.node.builtin_data, was.builtin_data.take())) };
+    swap_kernel(ctx, e, was.registration, &was.inputs);
+    e.op_name = was.op_name;
+}
+
+/// `value` in a fresh malloc'ed block (as the parser allocates options), or NULL.
+fn malloc_options<T: Copy>(value: T) -> *mut core::ffi::c_void {
+    // SAFETY: a plain allocation of the struct's size, checked for NULL.
+    let p = unsafe { libc::malloc(size_of::<T>()) }.cast::<T>();
+    if !p.is_null() {
+        // SAFETY: `p` is a fresh allocation of the right size (malloc aligns for any
+        // fundamental type).
+        unsafe { p.write(value) };
+    }
+    p.cast()
 }
 
 /// A node's malloc'ed options struct, set aside while the node runs with other options;
@@ -228,7 +284,8 @@ impl Subgraph {
     }
 
     /// Fuses every eligible pair (see the module comment): activations into their
-    /// producers, then convolutions into the depthwise convolutions that read them.
+    /// producers, then convolutions into the depthwise convolutions and the ADDs that read
+    /// them.
     /// Returns how many pairs were fused.
     pub(crate) fn fuse_activations(&mut self) -> usize {
         if !self.fusions.is_empty()
@@ -243,7 +300,8 @@ impl Subgraph {
         // process-wide table for leak checkers to report.
         let builtins = crate::resolver::builtin::builtin_op_resolver();
         let original_plan = self.execution_plan.clone();
-        let fused = self.fuse_activation_pairs(&builtins) + self.fuse_conv_depthwise(&builtins);
+        let fused =
+            self.fuse_activation_pairs(&builtins) + self.fuse_conv_depthwise(&builtins) + self.fuse_conv_add(&builtins);
         if fused > 0 {
             self.plan_before_fusion = original_plan;
         }
@@ -468,20 +526,12 @@ impl Subgraph {
             };
             let ctx = self.context_ptr();
             let de = &mut self.nodes[d];
-            let registration = de.registration;
-            // SAFETY: the node's arrays are owned by it and live.
-            let original_inputs = unsafe { int_array_slice(de.node.inputs) }.to_vec();
             // The fused node's options, malloc'ed as the parser's are: the node owns them
             // (and frees them should it be released while fused).
-            // SAFETY: a plain allocation of the struct's size, checked for NULL.
-            let options =
-                unsafe { libc::malloc(size_of::<ConvThenDepthwiseParams>()) }.cast::<ConvThenDepthwiseParams>();
+            let options = malloc_options(params);
             if options.is_null() {
                 continue;
             }
-            // SAFETY: `options` is a fresh allocation of the right size (malloc aligns for
-            // any fundamental type).
-            unsafe { options.write(params) };
             let fused_intermediates = int_array_from_slice(&[t]);
             if fused_intermediates.is_null() {
                 // SAFETY: allocated above, used by nothing.
@@ -496,20 +546,159 @@ impl Subgraph {
                 int_array_free(old_intermediates);
                 v
             });
-            let builtin_data = SetAsideOptions(core::mem::replace(&mut de.node.builtin_data, options.cast()));
-            swap_kernel(ctx, de, conv_then_depthwise::registration(), &inputs);
-            let op_name = core::mem::replace(&mut de.op_name, "CONV_2D+DEPTHWISE_CONV_2D".to_string());
+            let was = swap_in_pair(
+                ctx,
+                de,
+                conv_then_depthwise::registration(),
+                &inputs,
+                options,
+                "CONV_2D+DEPTHWISE_CONV_2D",
+            );
             self.execution_plan.retain(|&ni| ni as usize != p);
-            self.fusions.push(Fusion::ConvDepthwise {
-                node: d,
-                registration,
-                inputs: original_inputs,
-                intermediates,
-                builtin_data,
-                op_name,
-            });
+            self.fusions.push(Fusion::ConvDepthwise { node: d, was, intermediates });
         }
         found.len()
+    }
+
+    /// Fuses every float32 CONV_2D whose output only an ADD reads, as one operand of the
+    /// same shape as the other, into that ADD node (with its fused activation or PRELU),
+    /// which then runs both (see `kernels::ops::conv_then_add`); the convolution's node
+    /// leaves the plan and the tensor between them gets no memory. The convolution's
+    /// input, filter and bias must be no variables: the fused node reads them where the ADD
+    /// ran (weights a DEQUANTIZE makes are packed at the first Invoke, as CONV_2D does).
+    fn fuse_conv_add(&mut self, builtins: &crate::resolver::OpResolver) -> usize {
+        let Some((readers, producer)) = readers_and_producers(self, &self.execution_plan) else { return 0 };
+        let (observable, is_f32, dims) = (|t| self.observable(t), |t| self.is_plain_f32(t), |t| self.dims_of(t));
+        let (conv_code, add_code) = (Op::kTfLiteBuiltinConv2d as i32, Op::kTfLiteBuiltinAdd as i32);
+        let add_prelu = crate::kernels::ops::add::add_prelu_registration();
+        let is_add_prelu = |reg: &TfLiteRegistration| match (reg.invoke, add_prelu.invoke) {
+            (Some(a), Some(b)) => reg.registration_external.is_null() && core::ptr::fn_addr_eq(a, b),
+            _ => false,
+        };
+        // The convolution producing `t` for the ADD `u = t + r` (or `r + t`), if it fuses:
+        // its node and inputs (input, filter, bias or -1).
+        let fusable_conv = |t: i32, r: i32, u: i32| -> Option<(usize, [i32; 3])> {
+            if t == r || r == u || observable(t) || !is_f32(t) || !is_f32(r) || !is_f32(u) {
+                return None;
+            }
+            let (td, rd, ud) = (dims(t), dims(r), dims(u));
+            if td.len() != 4 || td != rd || td != ud {
+                return None;
+            }
+            let p = *usize::try_from(t).ok().and_then(|t| producer.get(t))?;
+            if p == usize::MAX || readers[t as usize] != 1 {
+                return None;
+            }
+            let pe = &self.nodes[p];
+            if pe.registration.builtin_code != conv_code
+                || !pe.node.delegate.is_null()
+                || pe.node.builtin_data.is_null()
+                || !is_own_kernel(builtins, &pe.registration)
+            {
+                return None;
+            }
+            // SAFETY: the node's arrays are owned by it and live.
+            let (p_ins, p_outs) = unsafe { (int_array_slice(pe.node.inputs), int_array_slice(pe.node.outputs)) };
+            let &[x, cf, ..] = p_ins else { return None };
+            let bias = p_ins.get(2).copied().unwrap_or(-1);
+            let fuses = p_outs == [t]
+                && p_ins.len() <= 3
+                && x != u
+                && is_f32(x)
+                && [x, cf, bias].iter().all(|t| !self.variables.contains(t))
+                && is_f32(cf)
+                && (bias == -1 || is_f32(bias));
+            // Ungrouped: the filter reads every input channel.
+            let (xd, cfd) = (dims(x), dims(cf));
+            (fuses && xd.len() == 4 && cfd.len() == 4 && xd[3] == cfd[3]).then_some((p, [x, cf, bias]))
+        };
+        // Each node's position in the plan.
+        let mut position = vec![usize::MAX; self.nodes.len()];
+        for (i, &ni) in self.execution_plan.iter().enumerate() {
+            if let Some(p) = usize::try_from(ni).ok().and_then(|n| position.get_mut(n)) {
+                *p = i;
+            }
+        }
+        // Whether tensor `r` holds its value at plan position `at`: made before it (or by
+        // no node) and no variable.
+        let ready_at = |r: i32, at: usize| {
+            !self.variables.contains(&r)
+                && usize::try_from(r)
+                    .ok()
+                    .and_then(|r| producer.get(r))
+                    .is_some_and(|&p| p == usize::MAX || position[p] < at)
+        };
+        let mut found = Vec::new();
+        for &ni in &self.execution_plan {
+            let a = ni as usize;
+            let ae = &self.nodes[a];
+            if ae.registration.builtin_code != add_code
+                || !ae.node.delegate.is_null()
+                || !ae.owns_builtin_data
+                || ae.node.builtin_data.is_null()
+                || !(is_own_kernel(builtins, &ae.registration) || is_add_prelu(&ae.registration))
+            {
+                continue;
+            }
+            // SAFETY: the node's arrays are owned by it and live.
+            let (a_ins, a_outs) = unsafe { (int_array_slice(ae.node.inputs), int_array_slice(ae.node.outputs)) };
+            let (&[i0, i1, ..], &[u]) = (a_ins, a_outs) else { continue };
+            let alphas = match a_ins.len() {
+                2 => None,
+                3 if is_add_prelu(&ae.registration) => Some(a_ins[2]),
+                _ => continue,
+            };
+            // Either operand may be the convolution's output; the first that fuses does.
+            let Some((p, conv_inputs, residual, residual_first)) = [(i0, i1, false), (i1, i0, true)]
+                .into_iter()
+                .find_map(|(t, r, first)| fusable_conv(t, r, u).map(|(p, ins)| (p, ins, r, first)))
+            else {
+                continue;
+            };
+            // SAFETY: both nodes' builtin data are the parser's options structs for their
+            // codes (checked non-NULL above), not referenced elsewhere while not running.
+            let params = unsafe {
+                ConvThenAddParams {
+                    conv: *self.nodes[p].node.builtin_data.cast::<TfLiteConvParams>(),
+                    add_activation: (*ae.node.builtin_data.cast::<TfLiteAddParams>()).activation,
+                    residual_first,
+                }
+            };
+            let mut inputs = conv_inputs.to_vec();
+            inputs.push(residual);
+            inputs.extend(alphas);
+            // The fused node runs where the convolution ran if the ADD's other operands
+            // are ready there: its output then simply takes the place of the
+            // convolution's, and no tensor lives longer than before. Else it runs where
+            // the ADD ran, and the convolution's input lives until then in place of its
+            // output: only if it is no larger (a long skip connection from a wide tensor
+            // would otherwise keep it).
+            let early = inputs[3..].iter().all(|&t| ready_at(t, position[p]));
+            let bytes = |t: i32| self.tensor_at(t).map_or(usize::MAX, |t| t.bytes);
+            let conv_output = if residual_first { i1 } else { i0 };
+            if early || bytes(conv_inputs[0]) <= bytes(conv_output) {
+                found.push((p, a, params, inputs, early));
+            }
+        }
+        let mut fused = 0;
+        for (p, a, params, inputs, early) in found {
+            // The fused node's options, malloc'ed as the parser's are (see above).
+            let options = malloc_options(params);
+            if options.is_null() {
+                continue;
+            }
+            let ctx = self.context_ptr();
+            let was =
+                swap_in_pair(ctx, &mut self.nodes[a], conv_then_add::registration(), &inputs, options, "CONV_2D+ADD");
+            let (stays, goes) = if early { (p, a) } else { (a, p) };
+            self.execution_plan.retain(|&ni| ni as usize != goes);
+            for ni in self.execution_plan.iter_mut().filter(|ni| **ni as usize == stays) {
+                *ni = a as i32;
+            }
+            self.fusions.push(Fusion::ConvAdd { node: a, was });
+            fused += 1;
+        }
+        fused
     }
 
     /// Restores the graph every fusion changed (before a delegate sees it).
@@ -537,18 +726,15 @@ impl Subgraph {
                     // SAFETY: the producer owns its one-element outputs array.
                     unsafe { int_array_slice_mut(pe.node.outputs)[0] = intermediate };
                 }
-                Fusion::ConvDepthwise { node, registration, inputs, intermediates, builtin_data, op_name } => {
+                Fusion::ConvDepthwise { node, was, intermediates } => {
                     let de = &mut self.nodes[node];
-                    // SAFETY: the fused options were malloc'ed by the fusion and are freed
-                    // once, here, as the node's own options come back.
-                    unsafe { libc::free(core::mem::replace(&mut de.node.builtin_data, builtin_data.take())) };
-                    swap_kernel(ctx, de, registration, &inputs);
+                    swap_out_pair(ctx, de, was);
                     // SAFETY: the fusion's intermediates array was made by
                     // `int_array_from_slice` for this node and is freed once, here.
                     unsafe { int_array_free(de.node.intermediates) };
                     de.node.intermediates = intermediates.map_or(core::ptr::null_mut(), |v| int_array_from_slice(&v));
-                    de.op_name = op_name;
                 }
+                Fusion::ConvAdd { node, was } => swap_out_pair(ctx, &mut self.nodes[node], was),
             }
         }
         self.execution_plan = core::mem::take(&mut self.plan_before_fusion);
@@ -562,5 +748,10 @@ impl Subgraph {
     /// How many convolutions are fused into the depthwise convolutions that read them.
     pub fn fused_conv_depthwise(&self) -> usize {
         self.fusions.iter().filter(|f| matches!(f, Fusion::ConvDepthwise { .. })).count()
+    }
+
+    /// How many convolutions are fused into the ADDs that read them.
+    pub fn fused_conv_add(&self) -> usize {
+        self.fusions.iter().filter(|f| matches!(f, Fusion::ConvAdd { .. })).count()
     }
 }

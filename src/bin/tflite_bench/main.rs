@@ -468,6 +468,7 @@ fn finish_run(a: &Args, ready: Ready, rss_start: f64) -> Result<(), String> {
     println!("arena_lower_bound_bytes: {}", stats.lower_bound_bytes);
     println!("fused_activations: {}", interp.primary().fused_activations());
     println!("fused_conv_depthwise: {}", interp.primary().fused_conv_depthwise());
+    println!("fused_conv_add: {}", interp.primary().fused_conv_add());
     if a.threads > 1 {
         println!("single_threaded_now: {}", interp.primary().runs_single_threaded());
     }

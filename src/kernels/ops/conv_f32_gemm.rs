@@ -8,7 +8,7 @@ use super::conv_common::{ConvGeom, parallel_rows, threads_for};
 use super::tile_split::TileGrid;
 use crate::error::{Error, Result};
 use crate::kernels::api::TensorView;
-use crate::microkernels::f32_gemm::{self, DenseRows, PackedGemm};
+use crate::microkernels::f32_gemm::{self, DenseRows, Epilogue, PackedGemm};
 use crate::microkernels::shared_out::SharedOut;
 use crate::microkernels::{Table, table};
 use core::ops::Range;
@@ -42,6 +42,23 @@ pub fn compute(
     act: (f32, f32),
     max_threads: usize,
 ) -> Result<()> {
+    compute_then(t, g, input, packed, out, act, max_threads, None)
+}
+
+/// [`compute`], each finished chunk of output rows then handed to `epilogue` (where given)
+/// while it is in cache. The epilogue sees output rows as GEMM rows: pixels over all
+/// batches, `g.out_c` channels each.
+#[allow(clippy::too_many_arguments)]
+pub fn compute_then(
+    t: &Table,
+    g: &ConvGeom,
+    input: &[f32],
+    packed: &PackedGemm,
+    out: &mut [f32],
+    act: (f32, f32),
+    max_threads: usize,
+    epilogue: Option<&dyn Epilogue>,
+) -> Result<()> {
     let rows = g.check_gemm_buffers(Some(input.len()), out.len(), packed.n)?;
     let n = g.out_c;
     let work = rows.saturating_mul(n).saturating_mul(packed.ks * packed.kc);
@@ -49,11 +66,11 @@ pub fn compute(
     let grid = tile_grid(t, g, packed, rows);
     let threads = threads_for(max_threads, work, grid.tiles());
     if grid.split_by_blocks(threads, weights, input.len()) {
-        return compute_by_blocks(t, g, input, packed, out, act, grid, threads);
+        return compute_by_blocks(t, g, input, packed, out, act, grid, threads, epilogue);
     }
     let threads = threads_for(max_threads, work, rows);
     parallel_rows(threads, out, n, &|first, chunk: &mut [f32]| {
-        compute_rows(t, g, input, packed, first..first + chunk.len() / n, chunk, act)
+        gemm(t, g, input, packed, first..first + chunk.len() / n, 0..n, chunk, act, epilogue)
     })
 }
 
@@ -73,10 +90,11 @@ fn compute_by_blocks(
     act: (f32, f32),
     grid: TileGrid,
     threads: usize,
+    epilogue: Option<&dyn Epilogue>,
 ) -> Result<()> {
     grid.fill_by_blocks(threads, out, &|rs, cs, out, offset| {
         // SAFETY: `fill_by_blocks` hands out pieces that no other call touches.
-        unsafe { gemm_shared(t, g, input, packed, rs, cs, out, offset, act) }
+        unsafe { gemm_shared(t, g, input, packed, rs, cs, out, offset, act, epilogue) }
     })
 }
 
@@ -91,7 +109,7 @@ pub fn compute_rows(
     out: &mut [f32],
     act: (f32, f32),
 ) -> Result<()> {
-    gemm(t, g, input, packed, rows, 0..g.out_c, out, act)
+    gemm(t, g, input, packed, rows, 0..g.out_c, out, act, None)
 }
 
 /// Output rows `rows`, channels `cols` of the convolution into `out` (rows `g.out_c`
@@ -107,10 +125,11 @@ fn gemm(
     cols: Range<usize>,
     out: &mut [f32],
     act: (f32, f32),
+    epilogue: Option<&dyn Epilogue>,
 ) -> Result<()> {
     let out = SharedOut::new(out);
     // SAFETY: `out` borrows the caller's slice mutably for this call.
-    unsafe { gemm_shared(t, g, input, packed, rows, cols, out, 0, act) }
+    unsafe { gemm_shared(t, g, input, packed, rows, cols, out, 0, act, epilogue) }
 }
 
 /// [`gemm`] into `out` from `offset` (see [`f32_gemm::igemm_shared`]).
@@ -129,14 +148,16 @@ unsafe fn gemm_shared(
     out: SharedOut<'_, f32>,
     offset: usize,
     act: (f32, f32),
+    epilogue: Option<&dyn Epilogue>,
 ) -> Result<()> {
     let n = g.out_c;
     // SAFETY: the caller's contract, passed on.
     unsafe {
         if g.is_dense() {
-            f32_gemm::igemm_shared(t, packed, input, &DenseRows { stride: g.in_c }, rows, cols, out, offset, n, act)
+            let taps = DenseRows { stride: g.in_c };
+            f32_gemm::igemm_shared(t, packed, input, &taps, rows, cols, out, offset, n, act, epilogue)
         } else {
-            f32_gemm::igemm_shared(t, packed, input, &g.gemm_rows(g.in_c), rows, cols, out, offset, n, act)
+            f32_gemm::igemm_shared(t, packed, input, &g.gemm_rows(g.in_c), rows, cols, out, offset, n, act, epilogue)
         }
     }
 }
@@ -210,8 +231,59 @@ mod tests {
                     // The column-block split on any shape, whatever `compute` chose.
                     let grid = tile_grid(t, &g, &packed, g.batches * g.out_h * g.out_w);
                     let mut got = vec![f32::NAN; want.len()];
-                    compute_by_blocks(t, &g, &input, &packed, &mut got, (-0.5, 1.5), grid, threads).unwrap();
+                    compute_by_blocks(t, &g, &input, &packed, &mut got, (-0.5, 1.5), grid, threads, None).unwrap();
                     check(&got, &format!("by column blocks on {threads} threads"));
+                }
+            }
+        }
+    }
+
+    /// Adds `row * 1000 + channel` to every output: where an epilogue is handed rows and
+    /// columns other than those it gets, the sums show it.
+    struct MarkRowsAndColumns;
+
+    impl Epilogue for MarkRowsAndColumns {
+        fn apply(&self, rows: Range<usize>, cols: Range<usize>, out: &mut [f32]) -> Result<()> {
+            assert_eq!(out.len(), rows.len() * cols.len());
+            for (r, row) in rows.zip(out.chunks_exact_mut(cols.len())) {
+                for (c, v) in cols.clone().zip(row) {
+                    *v += (r * 1000 + c) as f32;
+                }
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn epilogues_see_every_output_once_at_its_row_and_column() {
+        use TfLitePadding::*;
+        let shapes = [
+            geom(1, 9, 11, 8, 40, 1, 1, 1, 1, kTfLitePaddingValid),
+            geom(2, 6, 7, 5, 17, 3, 3, 1, 1, kTfLitePaddingSame),
+            // Enough weights beside a small input to split by column blocks.
+            geom(1, 7, 7, 64, 96, 1, 1, 1, 1, kTfLitePaddingValid),
+        ];
+        for g in shapes {
+            let input: Vec<f32> = (0..g.input_len().unwrap()).map(|i| (i % 7) as f32 - 3.0).collect();
+            let filter: Vec<f32> = (0..g.out_c * g.f_h * g.f_w * g.in_c).map(|i| (i % 5) as f32 - 2.0).collect();
+            let mut want = vec![0f32; g.output_len().unwrap()];
+            conv_f32_reference(&g, &input, &filter, None, &mut want, (-1e9, 1e9)).unwrap();
+            for (i, w) in want.iter_mut().enumerate() {
+                *w += ((i / g.out_c) * 1000 + i % g.out_c) as f32;
+            }
+            for t in available_tables() {
+                let packed = pack(t, &g, &filter, None).unwrap();
+                let rows = g.batches * g.out_h * g.out_w;
+                for threads in [1, 2, 3] {
+                    let mut got = vec![f32::NAN; want.len()];
+                    compute_then(t, &g, &input, &packed, &mut got, (-1e9, 1e9), threads, Some(&MarkRowsAndColumns))
+                        .unwrap();
+                    assert_eq!(got, want, "{} {g:?} on {threads} threads", t.name());
+                    let grid = tile_grid(t, &g, &packed, rows);
+                    let mut got = vec![f32::NAN; want.len()];
+                    let epilogue: Option<&dyn Epilogue> = Some(&MarkRowsAndColumns);
+                    compute_by_blocks(t, &g, &input, &packed, &mut got, (-1e9, 1e9), grid, threads, epilogue).unwrap();
+                    assert_eq!(got, want, "{} {g:?} by column blocks on {threads} threads", t.name());
                 }
             }
         }

@@ -30,6 +30,7 @@ pub mod conv_3d;
 pub mod conv_common;
 pub mod conv_f32_gemm;
 pub mod conv_qs8_gemm;
+pub mod conv_then_add;
 pub mod conv_then_depthwise;
 pub mod cumsum;
 pub mod densify;

@@ -622,6 +622,15 @@ fn rows_per_chunk(mr: usize, ks: usize, kc: usize) -> usize {
     rows / mr * mr
 }
 
+/// Work on finished output while it is still in cache: [`igemm_shared`] hands it each
+/// chunk of rows as soon as the chunk's columns are computed (a fused consumer such as a
+/// residual ADD, which then needs no pass over memory of its own).
+pub trait Epilogue: Sync {
+    /// `out` holds rows `rows`, columns `cols` of the output: `rows.len()` rows of
+    /// `cols.len()` values, back to back.
+    fn apply(&self, rows: Range<usize>, cols: Range<usize>, out: &mut [f32]) -> Result<()>;
+}
+
 /// Computes output rows `rows` and output channels `cols` (rounded to whole packed
 /// blocks: `cols.start` must be a multiple of `nr`) of `C = A * W` with `table`'s
 /// kernels. Row `r`'s inputs are found through `taps`; `out[(r - rows.start) * out_stride
@@ -641,11 +650,12 @@ pub fn igemm(
     let out = SharedOut::new(out);
     // SAFETY: `out` borrows the caller's slice mutably for this call: nothing else
     // touches it meanwhile.
-    unsafe { igemm_shared(table, packed, input, taps, rows, cols, out, 0, out_stride, act) }
+    unsafe { igemm_shared(table, packed, input, taps, rows, cols, out, 0, out_stride, act, None) }
 }
 
 /// [`igemm`] into `out` at `offset`: output channel `j` of row `r` goes to element
-/// `offset + (r - rows.start) * out_stride + (j - cols.start)` (bounds checked).
+/// `offset + (r - rows.start) * out_stride + (j - cols.start)` (bounds checked), each
+/// chunk of rows then handed to `epilogue`, if any.
 ///
 /// # Safety
 /// While the call runs, no other thread reads or writes the elements it writes (rows
@@ -662,6 +672,7 @@ pub unsafe fn igemm_shared(
     offset: usize,
     out_stride: usize,
     (min, max): (f32, f32),
+    epilogue: Option<&dyn Epilogue>,
 ) -> Result<()> {
     let k = table.f32_gemm.for_outputs(packed.n);
     if packed.nr != k.nr {
@@ -891,6 +902,22 @@ pub unsafe fn igemm_shared(
                 // thread touches meanwhile (the caller's contract); `mr <= MR` and
                 // `nc <= NR` by construction, `kc, ks >= 1` by `pack`.
                 unsafe { (k.by_rows[mr - 1])(&args) };
+            }
+        }
+        if let Some(epilogue) = epilogue {
+            let at = |r: usize| offset + (r - rows.start) * out_stride;
+            if out_stride == ncols {
+                // SAFETY: rows `r0..r1` of this call's columns are `chunk_rows * ncols`
+                // consecutive elements from `at(r0)`, inside `out` (`need` was checked),
+                // which this call alone touches (the caller's contract).
+                let done = unsafe { core::slice::from_raw_parts_mut(out.ptr().add(at(r0)), chunk_rows * ncols) };
+                epilogue.apply(r0..r1, cols.clone(), done)?;
+            } else {
+                for r in r0..r1 {
+                    // SAFETY: row `r`'s `ncols` elements of this call, as above.
+                    let done = unsafe { core::slice::from_raw_parts_mut(out.ptr().add(at(r)), ncols) };
+                    epilogue.apply(r..r + 1, cols.clone(), done)?;
+                }
             }
         }
         r0 = r1;
