@@ -10,7 +10,7 @@ mod common;
 
 use std::sync::Arc;
 use tensorflowlite_c::abi::arrays::int_array_slice;
-use tensorflowlite_c::abi::types::{TfLiteContext, TfLiteDelegate, TfLiteIntArray, TfLiteStatus};
+use tensorflowlite_c::abi::types::{TfLiteContext, TfLiteDelegate, TfLiteIntArray, TfLiteStatus, TfLiteType};
 use tensorflowlite_c::interpreter::{Interpreter, InterpreterConfig};
 use tensorflowlite_c::model::Model;
 use tensorflowlite_c::resolver::builtin::builtin_op_resolver;
@@ -33,15 +33,22 @@ fn interpreter_with(model: &str, fuse: bool, num_threads: i32) -> Interpreter {
     interp
 }
 
-/// Fills every float32 input with a fixed ramp.
+/// Fills every float32 input with a fixed ramp, and every other with a fixed byte pattern.
 fn fill_inputs(interp: &mut Interpreter) {
     for idx in interp.primary().inputs().to_vec() {
         let t = interp.primary_mut().tensor_ptr(idx).expect("input tensor");
-        // SAFETY: after AllocateTensors a float32 input holds `bytes` writable bytes.
+        // SAFETY: after AllocateTensors an input holds `bytes` writable bytes.
         unsafe {
-            let p = (*t).data_ptr() as *mut f32;
-            for i in 0..(*t).bytes / 4 {
-                *p.add(i) = ((i % 29) as f32 - 14.0) / 7.0;
+            if (*t).data_type() == Some(TfLiteType::kTfLiteFloat32) {
+                let p = (*t).data_ptr() as *mut f32;
+                for i in 0..(*t).bytes / 4 {
+                    *p.add(i) = ((i % 29) as f32 - 14.0) / 7.0;
+                }
+            } else {
+                let p = (*t).data_ptr() as *mut u8;
+                for i in 0..(*t).bytes {
+                    *p.add(i) = (i * 37 % 251) as u8;
+                }
             }
         }
     }
@@ -157,7 +164,7 @@ fn convolutions_fused_into_depthwise_give_the_same_bits_in_less_memory() {
 fn convolutions_fused_into_adds_give_the_same_bits() {
     // Residual blocks: a convolution whose only reader is an ADD (face_landmark's and
     // palm_detection_lite's with a PRELU fused after the ADD, the convolution's output
-    // either operand).
+    // either operand), float32 and int8.
     for (model, pairs) in [
         ("face_landmark.tflite", 20),
         ("palm_detection_lite.tflite", 23),
@@ -166,6 +173,8 @@ fn convolutions_fused_into_adds_give_the_same_bits() {
         ("selfie_segmentation.tflite", 5),
         ("hand_landmark_lite.tflite", 10),
         ("mobilenet_v2_f32.tflite", 10),
+        // int8: the ADD's rescaling on the convolution's requantized output.
+        ("mobilenet_v2_int8.tflite", 10),
     ] {
         for threads in [1, 2, 3] {
             let mut fused = interpreter_with(model, true, threads);

@@ -8,9 +8,10 @@
 //!   float32 DEPTHWISE_CONV_2D runs inside that node, band by band through a scratch
 //!   buffer in cache, where the tensor between them outgrows a core's L2 (the inverted
 //!   bottleneck of MobileNet-style networks; see `kernels::ops::conv_then_depthwise`);
-//! - a float32 CONV_2D whose only reader is an ADD (a residual block's end, with the
-//!   ADD's clamp or fused PRELU) runs inside the ADD's node: the GEMM adds the residual to
-//!   each chunk of output rows while it is in cache (see `kernels::ops::conv_then_add`).
+//! - a float32 or int8 CONV_2D whose only reader is an ADD (a residual block's end, with
+//!   the ADD's clamp or fused PRELU) runs inside the ADD's node: the GEMM adds the
+//!   residual to each chunk of output rows while it is in cache (see
+//!   `kernels::ops::conv_then_add`).
 //!
 //! The first node of a pair leaves the execution plan, and the intermediate tensor
 //! between them is neither written nor given memory: one pass over the data and one
@@ -57,8 +58,6 @@ pub(crate) enum Fusion {
         node: usize,
         /// The depthwise node as it was.
         was: SetAsideNode,
-        /// Its intermediates before fusing (`None`: no array).
-        intermediates: Option<Vec<i32>>,
     },
     /// A CONV_2D fused into the ADD that reads it: the ADD node runs both (see
     /// `kernels::ops::conv_then_add`).
@@ -69,31 +68,59 @@ pub(crate) enum Fusion {
     },
 }
 
-/// A node's kernel, inputs, options and name, set aside while the node runs a fused pair.
+/// A node's kernel, inputs, intermediates, options and name, set aside while the node
+/// runs a fused pair.
 pub(crate) struct SetAsideNode {
     registration: TfLiteRegistration,
     inputs: Vec<i32>,
+    /// `None`: no array.
+    intermediates: Option<Vec<i32>>,
     builtin_data: SetAsideOptions,
     op_name: String,
 }
 
-/// Gives node `e` the fused kernel `reg` with `inputs`, options `options` (malloc'ed,
-/// owned by the node from now on) and name `name`; returns what it had.
-fn swap_in_pair(
+/// Gives node `e` the fused kernel `reg` with `inputs`, the tensor between the pair as
+/// its one intermediate (for its type and quantization; it gets no memory), `options` as
+/// its options (malloc'ed as the parser's are: the node owns them, and frees them should
+/// it be released while fused) and name `name`; returns what it had, or `None` (and
+/// changes nothing) where memory runs out.
+fn swap_in_pair<P: Copy>(
     ctx: *mut TfLiteContext,
     e: &mut NodeEntry,
     reg: TfLiteRegistration,
     inputs: &[i32],
-    options: *mut core::ffi::c_void,
+    between: i32,
+    options: P,
     name: &str,
-) -> SetAsideNode {
+) -> Option<SetAsideNode> {
+    // SAFETY: a plain allocation of the struct's size, checked for NULL.
+    let options_block = unsafe { libc::malloc(size_of::<P>()) }.cast::<P>();
+    if options_block.is_null() {
+        return None;
+    }
+    // SAFETY: a fresh allocation of the right size (malloc aligns for any fundamental type).
+    unsafe { options_block.write(options) };
+    let fused_intermediates = int_array_from_slice(&[between]);
+    if fused_intermediates.is_null() {
+        // SAFETY: allocated above, used by nothing.
+        unsafe { libc::free(options_block.cast()) };
+        return None;
+    }
+    let old_intermediates = core::mem::replace(&mut e.node.intermediates, fused_intermediates);
+    // SAFETY: the node owns its intermediates array (NULL or malloc'ed), replaced here and
+    // freed once.
+    let intermediates = (!old_intermediates.is_null()).then(|| unsafe {
+        let v = int_array_slice(old_intermediates).to_vec();
+        int_array_free(old_intermediates);
+        v
+    });
     let registration = e.registration;
     // SAFETY: the node's arrays are owned by it and live.
     let original_inputs = unsafe { int_array_slice(e.node.inputs) }.to_vec();
-    let builtin_data = SetAsideOptions(core::mem::replace(&mut e.node.builtin_data, options));
+    let builtin_data = SetAsideOptions(core::mem::replace(&mut e.node.builtin_data, options_block.cast()));
     swap_kernel(ctx, e, reg, inputs);
     let op_name = core::mem::replace(&mut e.op_name, name.to_string());
-    SetAsideNode { registration, inputs: original_inputs, builtin_data, op_name }
+    Some(SetAsideNode { registration, inputs: original_inputs, intermediates, builtin_data, op_name })
 }
 
 /// Puts back what [`swap_in_pair`] set aside.
@@ -102,19 +129,11 @@ fn swap_out_pair(ctx: *mut TfLiteContext, e: &mut NodeEntry, was: SetAsideNode) 
     // the node's own options come back.
     unsafe { libc::free(core::mem::replace(&mut e.node.builtin_data, was.builtin_data.take())) };
     swap_kernel(ctx, e, was.registration, &was.inputs);
+    // SAFETY: the fusion's intermediates array was made by `int_array_from_slice` for this
+    // node and is freed once, here.
+    unsafe { int_array_free(e.node.intermediates) };
+    e.node.intermediates = was.intermediates.map_or(core::ptr::null_mut(), |v| int_array_from_slice(&v));
     e.op_name = was.op_name;
-}
-
-/// `value` in a fresh malloc'ed block (as the parser allocates options), or NULL.
-fn malloc_options<T: Copy>(value: T) -> *mut core::ffi::c_void {
-    // SAFETY: a plain allocation of the struct's size, checked for NULL.
-    let p = unsafe { libc::malloc(size_of::<T>()) }.cast::<T>();
-    if !p.is_null() {
-        // SAFETY: `p` is a fresh allocation of the right size (malloc aligns for any
-        // fundamental type).
-        unsafe { p.write(value) };
-    }
-    p.cast()
 }
 
 /// A node's malloc'ed options struct, set aside while the node runs with other options;
@@ -525,43 +544,18 @@ impl Subgraph {
                 }
             };
             let ctx = self.context_ptr();
-            let de = &mut self.nodes[d];
-            // The fused node's options, malloc'ed as the parser's are: the node owns them
-            // (and frees them should it be released while fused).
-            let options = malloc_options(params);
-            if options.is_null() {
-                continue;
-            }
-            let fused_intermediates = int_array_from_slice(&[t]);
-            if fused_intermediates.is_null() {
-                // SAFETY: allocated above, used by nothing.
-                unsafe { libc::free(options.cast()) };
-                continue;
-            }
-            let old_intermediates = core::mem::replace(&mut de.node.intermediates, fused_intermediates);
-            // SAFETY: the node owns its intermediates array (NULL or malloc'ed), replaced
-            // here and freed once.
-            let intermediates = (!old_intermediates.is_null()).then(|| unsafe {
-                let v = int_array_slice(old_intermediates).to_vec();
-                int_array_free(old_intermediates);
-                v
-            });
-            let was = swap_in_pair(
-                ctx,
-                de,
-                conv_then_depthwise::registration(),
-                &inputs,
-                options,
-                "CONV_2D+DEPTHWISE_CONV_2D",
-            );
+            let reg = conv_then_depthwise::registration();
+            let name = "CONV_2D+DEPTHWISE_CONV_2D";
+            let Some(was) = swap_in_pair(ctx, &mut self.nodes[d], reg, &inputs, t, params, name) else { continue };
             self.execution_plan.retain(|&ni| ni as usize != p);
-            self.fusions.push(Fusion::ConvDepthwise { node: d, was, intermediates });
+            self.fusions.push(Fusion::ConvDepthwise { node: d, was });
         }
         found.len()
     }
 
-    /// Fuses every float32 CONV_2D whose output only an ADD reads, as one operand of the
-    /// same shape as the other, into that ADD node (with its fused activation or PRELU),
+    /// Fuses every float32 or int8 CONV_2D whose output only an ADD reads, as one operand
+    /// of the same shape and type as the other, into that ADD node (with its fused
+    /// activation, or a float ADD's fused PRELU),
     /// which then runs both (see `kernels::ops::conv_then_add`); the convolution's node
     /// leaves the plan and the tensor between them gets no memory. The convolution's
     /// input, filter and bias must be no variables: the fused node reads them where the ADD
@@ -577,8 +571,19 @@ impl Subgraph {
         };
         // The convolution producing `t` for the ADD `u = t + r` (or `r + t`), if it fuses:
         // its node and inputs (input, filter, bias or -1).
+        // Float32, or int8 quantized per tensor: the two kinds of activations that fuse.
+        let activation_type = |t: i32| {
+            let tensor = self.tensor_at(t)?;
+            match tensor.data_type()? {
+                TfLiteType::kTfLiteFloat32 if is_f32(t) => Some(TfLiteType::kTfLiteFloat32),
+                TfLiteType::kTfLiteInt8 if tensor.params.scale > 0.0 => Some(TfLiteType::kTfLiteInt8),
+                _ => None,
+            }
+        };
+        let data_type = |t: i32| self.tensor_at(t).and_then(|t| t.data_type());
         let fusable_conv = |t: i32, r: i32, u: i32| -> Option<(usize, [i32; 3])> {
-            if t == r || r == u || observable(t) || !is_f32(t) || !is_f32(r) || !is_f32(u) {
+            let ty = activation_type(t)?;
+            if t == r || r == u || observable(t) || activation_type(r) != Some(ty) || activation_type(u) != Some(ty) {
                 return None;
             }
             let (td, rd, ud) = (dims(t), dims(r), dims(u));
@@ -601,13 +606,15 @@ impl Subgraph {
             let (p_ins, p_outs) = unsafe { (int_array_slice(pe.node.inputs), int_array_slice(pe.node.outputs)) };
             let &[x, cf, ..] = p_ins else { return None };
             let bias = p_ins.get(2).copied().unwrap_or(-1);
+            let bias_type =
+                if ty == TfLiteType::kTfLiteInt8 { TfLiteType::kTfLiteInt32 } else { TfLiteType::kTfLiteFloat32 };
             let fuses = p_outs == [t]
                 && p_ins.len() <= 3
                 && x != u
-                && is_f32(x)
+                && activation_type(x) == Some(ty)
                 && [x, cf, bias].iter().all(|t| !self.variables.contains(t))
-                && is_f32(cf)
-                && (bias == -1 || is_f32(bias));
+                && data_type(cf).is_some_and(|f| conv_then_add::runs(ty, f))
+                && (bias == -1 || data_type(bias) == Some(bias_type));
             // Ungrouped: the filter reads every input channel.
             let (xd, cfd) = (dims(x), dims(cf));
             (fuses && xd.len() == 4 && cfd.len() == 4 && xd[3] == cfd[3]).then_some((p, [x, cf, bias]))
@@ -643,9 +650,10 @@ impl Subgraph {
             // SAFETY: the node's arrays are owned by it and live.
             let (a_ins, a_outs) = unsafe { (int_array_slice(ae.node.inputs), int_array_slice(ae.node.outputs)) };
             let (&[i0, i1, ..], &[u]) = (a_ins, a_outs) else { continue };
+            // A fused PRELU: float32 only (it fuses only there).
             let alphas = match a_ins.len() {
                 2 => None,
-                3 if is_add_prelu(&ae.registration) => Some(a_ins[2]),
+                3 if is_add_prelu(&ae.registration) && is_f32(u) => Some(a_ins[2]),
                 _ => continue,
             };
             // Either operand may be the convolution's output; the first that fuses does.
@@ -660,7 +668,7 @@ impl Subgraph {
             let params = unsafe {
                 ConvThenAddParams {
                     conv: *self.nodes[p].node.builtin_data.cast::<TfLiteConvParams>(),
-                    add_activation: (*ae.node.builtin_data.cast::<TfLiteAddParams>()).activation,
+                    add: *ae.node.builtin_data.cast::<TfLiteAddParams>(),
                     residual_first,
                 }
             };
@@ -677,19 +685,16 @@ impl Subgraph {
             let bytes = |t: i32| self.tensor_at(t).map_or(usize::MAX, |t| t.bytes);
             let conv_output = if residual_first { i1 } else { i0 };
             if early || bytes(conv_inputs[0]) <= bytes(conv_output) {
-                found.push((p, a, params, inputs, early));
+                found.push((p, a, params, inputs, conv_output, early));
             }
         }
         let mut fused = 0;
-        for (p, a, params, inputs, early) in found {
-            // The fused node's options, malloc'ed as the parser's are (see above).
-            let options = malloc_options(params);
-            if options.is_null() {
-                continue;
-            }
+        for (p, a, params, inputs, between, early) in found {
             let ctx = self.context_ptr();
-            let was =
-                swap_in_pair(ctx, &mut self.nodes[a], conv_then_add::registration(), &inputs, options, "CONV_2D+ADD");
+            let reg = conv_then_add::registration();
+            let Some(was) = swap_in_pair(ctx, &mut self.nodes[a], reg, &inputs, between, params, "CONV_2D+ADD") else {
+                continue;
+            };
             let (stays, goes) = if early { (p, a) } else { (a, p) };
             self.execution_plan.retain(|&ni| ni as usize != goes);
             for ni in self.execution_plan.iter_mut().filter(|ni| **ni as usize == stays) {
@@ -726,15 +731,9 @@ impl Subgraph {
                     // SAFETY: the producer owns its one-element outputs array.
                     unsafe { int_array_slice_mut(pe.node.outputs)[0] = intermediate };
                 }
-                Fusion::ConvDepthwise { node, was, intermediates } => {
-                    let de = &mut self.nodes[node];
-                    swap_out_pair(ctx, de, was);
-                    // SAFETY: the fusion's intermediates array was made by
-                    // `int_array_from_slice` for this node and is freed once, here.
-                    unsafe { int_array_free(de.node.intermediates) };
-                    de.node.intermediates = intermediates.map_or(core::ptr::null_mut(), |v| int_array_from_slice(&v));
+                Fusion::ConvDepthwise { node, was } | Fusion::ConvAdd { node, was } => {
+                    swap_out_pair(ctx, &mut self.nodes[node], was)
                 }
-                Fusion::ConvAdd { node, was } => swap_out_pair(ctx, &mut self.nodes[node], was),
             }
         }
         self.execution_plan = core::mem::take(&mut self.plan_before_fusion);

@@ -13,6 +13,7 @@
 //! Unsafe code in this module is limited to the SIMD kernels themselves; the drivers
 //! that call them check every slice length first.
 
+pub mod epilogue;
 pub mod f32_dwconv;
 pub mod f32_gemm;
 pub mod f32_maxpool;

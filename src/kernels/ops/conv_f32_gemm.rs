@@ -8,7 +8,8 @@ use super::conv_common::{ConvGeom, parallel_rows, threads_for};
 use super::tile_split::TileGrid;
 use crate::error::{Error, Result};
 use crate::kernels::api::TensorView;
-use crate::microkernels::f32_gemm::{self, DenseRows, Epilogue, PackedGemm};
+use crate::microkernels::epilogue::Epilogue;
+use crate::microkernels::f32_gemm::{self, DenseRows, PackedGemm};
 use crate::microkernels::shared_out::SharedOut;
 use crate::microkernels::{Table, table};
 use core::ops::Range;
@@ -57,7 +58,7 @@ pub fn compute_then(
     out: &mut [f32],
     act: (f32, f32),
     max_threads: usize,
-    epilogue: Option<&dyn Epilogue>,
+    epilogue: Option<&dyn Epilogue<f32>>,
 ) -> Result<()> {
     let rows = g.check_gemm_buffers(Some(input.len()), out.len(), packed.n)?;
     let n = g.out_c;
@@ -90,7 +91,7 @@ fn compute_by_blocks(
     act: (f32, f32),
     grid: TileGrid,
     threads: usize,
-    epilogue: Option<&dyn Epilogue>,
+    epilogue: Option<&dyn Epilogue<f32>>,
 ) -> Result<()> {
     grid.fill_by_blocks(threads, out, &|rs, cs, out, offset| {
         // SAFETY: `fill_by_blocks` hands out pieces that no other call touches.
@@ -125,7 +126,7 @@ fn gemm(
     cols: Range<usize>,
     out: &mut [f32],
     act: (f32, f32),
-    epilogue: Option<&dyn Epilogue>,
+    epilogue: Option<&dyn Epilogue<f32>>,
 ) -> Result<()> {
     let out = SharedOut::new(out);
     // SAFETY: `out` borrows the caller's slice mutably for this call.
@@ -148,7 +149,7 @@ unsafe fn gemm_shared(
     out: SharedOut<'_, f32>,
     offset: usize,
     act: (f32, f32),
-    epilogue: Option<&dyn Epilogue>,
+    epilogue: Option<&dyn Epilogue<f32>>,
 ) -> Result<()> {
     let n = g.out_c;
     // SAFETY: the caller's contract, passed on.
@@ -242,7 +243,7 @@ mod tests {
     /// columns other than those it gets, the sums show it.
     struct MarkRowsAndColumns;
 
-    impl Epilogue for MarkRowsAndColumns {
+    impl Epilogue<f32> for MarkRowsAndColumns {
         fn apply(&self, rows: Range<usize>, cols: Range<usize>, out: &mut [f32]) -> Result<()> {
             assert_eq!(out.len(), rows.len() * cols.len());
             for (r, row) in rows.zip(out.chunks_exact_mut(cols.len())) {
@@ -281,7 +282,7 @@ mod tests {
                     assert_eq!(got, want, "{} {g:?} on {threads} threads", t.name());
                     let grid = tile_grid(t, &g, &packed, rows);
                     let mut got = vec![f32::NAN; want.len()];
-                    let epilogue: Option<&dyn Epilogue> = Some(&MarkRowsAndColumns);
+                    let epilogue: Option<&dyn Epilogue<f32>> = Some(&MarkRowsAndColumns);
                     compute_by_blocks(t, &g, &input, &packed, &mut got, (-1e9, 1e9), grid, threads, epilogue).unwrap();
                     assert_eq!(got, want, "{} {g:?} by column blocks on {threads} threads", t.name());
                 }

@@ -10,6 +10,7 @@ use super::tile_split::TileGrid;
 use crate::error::{Error, Result};
 use crate::kernels::api::TensorView;
 use crate::kernels::threadpool::parallel_for;
+use crate::microkernels::epilogue::Epilogue;
 use crate::microkernels::f32_gemm::DenseRows;
 use crate::microkernels::qs8_gemm::{self, DenseFilter, PackedQs8Gemm, Qs8GemmKernels, Qs8Output};
 use crate::microkernels::shared_out::SharedOut;
@@ -283,6 +284,23 @@ pub fn compute(
     max_threads: usize,
     scratch: &mut Vec<i8>,
 ) -> Result<()> {
+    compute_then(kernels, g, input, packed, out, max_threads, scratch, None)
+}
+
+/// [`compute`], each finished chunk of output rows then handed to `epilogue` (where given)
+/// while it is in cache. The epilogue sees output rows as GEMM rows: pixels over all
+/// batches, `g.out_c` channels each.
+#[allow(clippy::too_many_arguments)]
+pub fn compute_then(
+    kernels: &Qs8GemmKernels,
+    g: &ConvGeom,
+    input: &[i8],
+    packed: &PackedQs8Gemm,
+    out: &mut [i8],
+    max_threads: usize,
+    scratch: &mut Vec<i8>,
+    epilogue: Option<&dyn Epilogue<i8>>,
+) -> Result<()> {
     let rows = g.check_gemm_buffers(Some(input.len()), out.len(), packed.n)?;
     let n = g.out_c;
     let work = rows.saturating_mul(n).saturating_mul(packed.layer_ks * packed.layer_kc);
@@ -292,14 +310,14 @@ pub fn compute(
     let weights = (packed.layer_ks * packed.layer_kc).saturating_mul(n);
     let threads = threads_for(max_threads, work, grid.tiles());
     if grid.split_by_blocks(threads, weights, input.len()) {
-        return compute_by_blocks(kernels, g, input, packed, out, grid, threads);
+        return compute_by_blocks(kernels, g, input, packed, out, grid, threads, epilogue);
     }
     let threads = threads_for(max_threads, work, rows);
     parallel_rows(threads, out, n, &|first, chunk: &mut [i8]| {
         let r = first..first + chunk.len() / n;
         let out = SharedOut::new(chunk);
         // SAFETY: `out` borrows this run's own chunk mutably for the call.
-        unsafe { gemm_shared(kernels, g, input, packed, r, 0..n, out, 0) }
+        unsafe { gemm_shared(kernels, g, input, packed, r, 0..n, out, 0, epilogue) }
     })
 }
 
@@ -310,6 +328,7 @@ fn tile_grid(kernels: &Qs8GemmKernels, g: &ConvGeom, packed: &PackedQs8Gemm, row
 
 /// The convolution split over `threads` threads in column-block order (see
 /// `tile_split`), on `input` with its pixels padded to [`kernel_channels`].
+#[allow(clippy::too_many_arguments)]
 fn compute_by_blocks(
     kernels: &Qs8GemmKernels,
     g: &ConvGeom,
@@ -318,10 +337,11 @@ fn compute_by_blocks(
     out: &mut [i8],
     grid: TileGrid,
     threads: usize,
+    epilogue: Option<&dyn Epilogue<i8>>,
 ) -> Result<()> {
     grid.fill_by_blocks(threads, out, &|rs, cs, out, offset| {
         // SAFETY: `fill_by_blocks` hands out pieces that no other call touches.
-        unsafe { gemm_shared(kernels, g, input, packed, rs, cs, out, offset) }
+        unsafe { gemm_shared(kernels, g, input, packed, rs, cs, out, offset, epilogue) }
     })
 }
 
@@ -342,15 +362,17 @@ unsafe fn gemm_shared(
     cols: Range<usize>,
     out: SharedOut<'_, i8>,
     offset: usize,
+    epilogue: Option<&dyn Epilogue<i8>>,
 ) -> Result<()> {
     let n = g.out_c;
     // SAFETY: the caller's contract.
     unsafe {
         if g.is_dense() {
-            qs8_gemm::igemm_shared(kernels, packed, input, &DenseRows { stride: g.in_c }, rows, cols, out, offset, n)
+            let taps = DenseRows { stride: g.in_c };
+            qs8_gemm::igemm_shared(kernels, packed, input, &taps, rows, cols, out, offset, n, epilogue)
         } else {
             let taps = g.gemm_rows(kernel_channels(g));
-            qs8_gemm::igemm_shared(kernels, packed, input, &taps, rows, cols, out, offset, n)
+            qs8_gemm::igemm_shared(kernels, packed, input, &taps, rows, cols, out, offset, n, epilogue)
         }
     }
 }
@@ -404,13 +426,46 @@ mod tests {
                     assert_eq!(got, want, "{} shape {i} threads {threads}", t.name());
                     // The column-block split on any shape, whatever `compute` chose.
                     let mut padded = Vec::new();
-                    let input = pad_channels(g, &input, kernel_channels(g), packed.input_zero_point, &mut padded);
+                    let kernel_input =
+                        pad_channels(g, &input, kernel_channels(g), packed.input_zero_point, &mut padded);
                     let grid = tile_grid(k, g, &packed, g.batches * g.out_h * g.out_w);
                     let mut got = vec![0x33i8; want.len()];
-                    compute_by_blocks(k, g, input, &packed, &mut got, grid, threads).unwrap();
+                    compute_by_blocks(k, g, kernel_input, &packed, &mut got, grid, threads, None).unwrap();
                     assert_eq!(got, want, "{} shape {i} by column blocks on {threads} threads", t.name());
+                    // An epilogue sees each output once, at its row and column, both ways.
+                    let marked: Vec<i8> =
+                        want.iter().enumerate().map(|(j, &v)| v ^ mark(j / g.out_c, j % g.out_c)).collect();
+                    let mut got = vec![0x33i8; want.len()];
+                    compute_then(k, g, &input, &packed, &mut got, threads, &mut Vec::new(), Some(&MarkRowsAndColumns))
+                        .unwrap();
+                    assert_eq!(got, marked, "{} shape {i} with an epilogue on {threads} threads", t.name());
+                    let mut got = vec![0x33i8; want.len()];
+                    let epilogue: Option<&dyn Epilogue<i8>> = Some(&MarkRowsAndColumns);
+                    compute_by_blocks(k, g, kernel_input, &packed, &mut got, grid, threads, epilogue).unwrap();
+                    assert_eq!(got, marked, "{} shape {i} by column blocks with an epilogue", t.name());
                 }
             }
+        }
+    }
+
+    /// What [`MarkRowsAndColumns`] flips in the output at `row`, `col`.
+    fn mark(row: usize, col: usize) -> i8 {
+        ((row * 31 + col * 7) & 0x7f) as i8
+    }
+
+    /// Flips bits of every output by its row and column: where an epilogue is handed rows
+    /// and columns other than those it gets, or an output twice, the result shows it.
+    struct MarkRowsAndColumns;
+
+    impl Epilogue<i8> for MarkRowsAndColumns {
+        fn apply(&self, rows: Range<usize>, cols: Range<usize>, out: &mut [i8]) -> Result<()> {
+            assert_eq!(out.len(), rows.len() * cols.len());
+            for (r, row) in rows.zip(out.chunks_exact_mut(cols.len())) {
+                for (c, v) in cols.clone().zip(row) {
+                    *v ^= mark(r, c);
+                }
+            }
+            Ok(())
         }
     }
 }

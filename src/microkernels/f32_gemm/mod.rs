@@ -26,6 +26,7 @@ pub mod scalar;
 mod tests;
 
 use super::Table;
+use super::epilogue::{Epilogue, hand_over};
 use super::packed::Packed;
 use super::shared_out::SharedOut;
 use crate::error::{Error, Result};
@@ -622,15 +623,6 @@ fn rows_per_chunk(mr: usize, ks: usize, kc: usize) -> usize {
     rows / mr * mr
 }
 
-/// Work on finished output while it is still in cache: [`igemm_shared`] hands it each
-/// chunk of rows as soon as the chunk's columns are computed (a fused consumer such as a
-/// residual ADD, which then needs no pass over memory of its own).
-pub trait Epilogue: Sync {
-    /// `out` holds rows `rows`, columns `cols` of the output: `rows.len()` rows of
-    /// `cols.len()` values, back to back.
-    fn apply(&self, rows: Range<usize>, cols: Range<usize>, out: &mut [f32]) -> Result<()>;
-}
-
 /// Computes output rows `rows` and output channels `cols` (rounded to whole packed
 /// blocks: `cols.start` must be a multiple of `nr`) of `C = A * W` with `table`'s
 /// kernels. Row `r`'s inputs are found through `taps`; `out[(r - rows.start) * out_stride
@@ -672,7 +664,7 @@ pub unsafe fn igemm_shared(
     offset: usize,
     out_stride: usize,
     (min, max): (f32, f32),
-    epilogue: Option<&dyn Epilogue>,
+    epilogue: Option<&dyn Epilogue<f32>>,
 ) -> Result<()> {
     let k = table.f32_gemm.for_outputs(packed.n);
     if packed.nr != k.nr {
@@ -906,19 +898,9 @@ pub unsafe fn igemm_shared(
         }
         if let Some(epilogue) = epilogue {
             let at = |r: usize| offset + (r - rows.start) * out_stride;
-            if out_stride == ncols {
-                // SAFETY: rows `r0..r1` of this call's columns are `chunk_rows * ncols`
-                // consecutive elements from `at(r0)`, inside `out` (`need` was checked),
-                // which this call alone touches (the caller's contract).
-                let done = unsafe { core::slice::from_raw_parts_mut(out.ptr().add(at(r0)), chunk_rows * ncols) };
-                epilogue.apply(r0..r1, cols.clone(), done)?;
-            } else {
-                for r in r0..r1 {
-                    // SAFETY: row `r`'s `ncols` elements of this call, as above.
-                    let done = unsafe { core::slice::from_raw_parts_mut(out.ptr().add(at(r)), ncols) };
-                    epilogue.apply(r..r + 1, cols.clone(), done)?;
-                }
-            }
+            // SAFETY: rows `r0..r1`, columns `cols` of this call lie inside `out` (`need`
+            // was checked), and no other thread touches them (the caller's contract).
+            unsafe { hand_over(epilogue, out, at, r0..r1, cols.clone(), out_stride)? };
         }
         r0 = r1;
     }

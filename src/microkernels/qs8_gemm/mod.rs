@@ -28,6 +28,7 @@ pub mod scalar;
 #[cfg(test)]
 mod tests;
 
+use super::epilogue::{Epilogue, hand_over};
 use super::f32_gemm::{PAD, RowTaps, push_tap_pointers, run_from};
 use super::packed::Packed;
 use super::qs8_float_requant::FloatRequant;
@@ -749,11 +750,12 @@ pub fn igemm(
     let out = SharedOut::new(out);
     // SAFETY: `out` borrows the caller's slice mutably for this call: nothing else
     // touches it meanwhile.
-    unsafe { igemm_shared(kernels, packed, input, taps, rows, cols, out, 0, out_stride) }
+    unsafe { igemm_shared(kernels, packed, input, taps, rows, cols, out, 0, out_stride, None) }
 }
 
 /// [`igemm`] into `out` at `offset`: output channel `j` of row `r` goes to element
-/// `offset + (r - rows.start) * out_stride + (j - cols.start)` (bounds checked).
+/// `offset + (r - rows.start) * out_stride + (j - cols.start)` (bounds checked), each
+/// chunk of rows then handed to `epilogue`, if any.
 ///
 /// # Safety
 /// While the call runs, no other thread reads or writes the elements it writes (rows
@@ -769,6 +771,7 @@ pub unsafe fn igemm_shared(
     out: SharedOut<'_, i8>,
     offset: usize,
     out_stride: usize,
+    epilogue: Option<&dyn Epilogue<i8>>,
 ) -> Result<()> {
     let Tables::Requant(rq, float) = &packed.tables else {
         return Err(Error::new("8-bit GEMM: a hybrid layer's weights used for int8 outputs"));
@@ -781,7 +784,16 @@ pub unsafe fn igemm_shared(
     let (first_row, first_col) = (rows.start, cols.start);
     // In bounds: `offset <= out.len()` (checked above).
     let base = out.ptr().wrapping_add(offset);
-    drive(kernels, k, packed, input, taps, rows, cols, packed.input_zero_point, out_stride, &mut |tile, j0| {
+    let at = |r: usize| offset + (r - first_row) * out_stride;
+    let hand_over_rows = |chunk: Range<usize>| match epilogue {
+        // SAFETY: `check_call` verified that `out` holds every row of `rows` and column of
+        // `cols` from `offset`, and the caller lets no other thread touch them.
+        Some(e) => unsafe { hand_over(e, out, at, chunk, cols.clone(), out_stride) },
+        None => Ok(()),
+    };
+    let finished: Option<&dyn Fn(Range<usize>) -> Result<()>> = epilogue.map(|_| &hand_over_rows as _);
+    let zp = packed.input_zero_point;
+    drive(kernels, k, packed, input, taps, rows, cols.clone(), zp, out_stride, finished, &mut |tile, j0| {
         let t = j0..j0 + k.nr;
         // The tables cover every packed block (padded to `blocks * nr`).
         let (bias, mult, left, right) = (&rq.bias[t.clone()], &rq.mult[t.clone()], &rq.left[t.clone()], &rq.right[t]);
@@ -825,7 +837,7 @@ pub fn igemm_int32(
     let k = check_call(kernels, packed, taps, &rows, &cols, out.len(), out_stride)?;
     let (first_row, first_col) = (rows.start, cols.start);
     let base = out.as_mut_ptr();
-    drive(kernels, k, packed, input, taps, rows, cols, packed.input_zero_point, out_stride, &mut |tile, j0| {
+    drive(kernels, k, packed, input, taps, rows, cols, packed.input_zero_point, out_stride, None, &mut |tile, j0| {
         let c = (tile.start - first_row) * out_stride + (j0 - first_col);
         // In bounds: see `igemm`.
         Qs8Out::Int32 { c: base.wrapping_add(c), bias: bias[j0..j0 + k.nr].as_ptr() }
@@ -875,7 +887,7 @@ pub fn igemm_hybrid(
     };
     let (first_row, first_col) = (rows.start, cols.start);
     let base = out.as_mut_ptr();
-    drive(kernels, k, packed, input, taps, rows, cols, pad, out_stride, &mut |tile, j0| {
+    drive(kernels, k, packed, input, taps, rows, cols, pad, out_stride, None, &mut |tile, j0| {
         let t = j0..j0 + k.nr;
         let r = tile.start - first_row;
         let c = r * out_stride + (j0 - first_col);
@@ -925,6 +937,7 @@ impl Drop for CopiedRows {
 /// row of `pad`), then calls the kernel on every tile. `emit` gives the output and tables
 /// of a run of rows (the chunk's) and a block's first channel, valid for the kernel's
 /// contract on every row of the run; each tile's is that output moved down to its rows.
+/// `finished`, if any, gets each chunk's rows once all their columns are written.
 #[allow(clippy::too_many_arguments)]
 fn drive(
     kernels: &Qs8GemmKernels,
@@ -936,6 +949,7 @@ fn drive(
     cols: Range<usize>,
     pad: i8,
     out_stride: usize,
+    finished: Option<&dyn Fn(Range<usize>) -> Result<()>>,
     emit: &mut dyn FnMut(Range<usize>, usize) -> Qs8Out,
 ) -> Result<()> {
     if rows.is_empty() {
@@ -1078,6 +1092,9 @@ fn drive(
                 p += call_ks * mr * tiles;
                 t0 += mr * tiles;
             }
+        }
+        if let Some(finished) = finished {
+            finished(r0..r1)?;
         }
         r0 = r1;
     }
