@@ -534,7 +534,8 @@ impl Subgraph {
             let inputs = [x, cf, bias(p_ins), wf, bias(d_ins)];
             found.push((p, d, t, inputs));
         }
-        for &(p, d, t, inputs) in &found {
+        let mut fused = 0;
+        for (p, d, t, inputs) in found {
             // SAFETY: both nodes' builtin data are the parser's options structs for their
             // codes (checked non-NULL above), not referenced elsewhere while not running.
             let params = unsafe {
@@ -549,17 +550,18 @@ impl Subgraph {
             let Some(was) = swap_in_pair(ctx, &mut self.nodes[d], reg, &inputs, t, params, name) else { continue };
             self.execution_plan.retain(|&ni| ni as usize != p);
             self.fusions.push(Fusion::ConvDepthwise { node: d, was });
+            fused += 1;
         }
-        found.len()
+        fused
     }
 
     /// Fuses every float32 or int8 CONV_2D whose output only an ADD reads, as one operand
     /// of the same shape and type as the other, into that ADD node (with its fused
-    /// activation, or a float ADD's fused PRELU),
-    /// which then runs both (see `kernels::ops::conv_then_add`); the convolution's node
-    /// leaves the plan and the tensor between them gets no memory. The convolution's
-    /// input, filter and bias must be no variables: the fused node reads them where the ADD
-    /// ran (weights a DEQUANTIZE makes are packed at the first Invoke, as CONV_2D does).
+    /// activation, or a float ADD's fused PRELU), which then runs both (see
+    /// `kernels::ops::conv_then_add`); the convolution's node leaves the plan and the
+    /// tensor between them gets no memory. No operand may be a variable: the fused node
+    /// reads them where the convolution or the ADD ran (weights a DEQUANTIZE makes are
+    /// packed at the first Invoke, as CONV_2D does). Returns how many pairs were fused.
     fn fuse_conv_add(&mut self, builtins: &crate::resolver::OpResolver) -> usize {
         let Some((readers, producer)) = readers_and_producers(self, &self.execution_plan) else { return 0 };
         let (observable, is_f32, dims) = (|t| self.observable(t), |t| self.is_plain_f32(t), |t| self.dims_of(t));
@@ -569,8 +571,6 @@ impl Subgraph {
             (Some(a), Some(b)) => reg.registration_external.is_null() && core::ptr::fn_addr_eq(a, b),
             _ => false,
         };
-        // The convolution producing `t` for the ADD `u = t + r` (or `r + t`), if it fuses:
-        // its node and inputs (input, filter, bias or -1).
         // Float32, or int8 quantized per tensor: the two kinds of activations that fuse.
         let activation_type = |t: i32| {
             let tensor = self.tensor_at(t)?;
@@ -581,6 +581,8 @@ impl Subgraph {
             }
         };
         let data_type = |t: i32| self.tensor_at(t).and_then(|t| t.data_type());
+        // The convolution producing `t` for the ADD `u = t + r` (or `r + t`), if it fuses:
+        // its node and inputs (input, filter, bias or -1).
         let fusable_conv = |t: i32, r: i32, u: i32| -> Option<(usize, [i32; 3])> {
             let ty = activation_type(t)?;
             if t == r || r == u || observable(t) || activation_type(r) != Some(ty) || activation_type(u) != Some(ty) {

@@ -117,20 +117,6 @@ fn operands<'a>(ctx: &OpCtx<'a>) -> Result<Operands<'a>> {
     Ok((ctx.input(0)?, ctx.input(1)?, ctx.optional_input(2)?, ctx.input(3)?, alphas))
 }
 
-fn pack(g: &ConvGeom, filter: &TensorView<'_>, bias: Option<&TensorView<'_>>) -> Result<PackedGemm> {
-    conv_f32_gemm::pack_weights(g, filter, bias)
-}
-
-fn pack_int8(
-    k: &Qs8GemmKernels,
-    g: &ConvGeom,
-    filter: &TensorView<'_>,
-    bias: Option<&TensorView<'_>>,
-    quant: &Quant8Params,
-) -> Result<PackedQs8Gemm> {
-    conv_qs8_gemm::pack_weights(k, g, filter, bias, quant)
-}
-
 impl BuiltinKernel for ConvThenAdd {
     const NAME: &'static str = OP;
     type Params = ConvThenAddParams;
@@ -161,7 +147,9 @@ impl BuiltinKernel for ConvThenAdd {
                         a.shape
                     )));
                 }
-                let packed = PackSlot::prepare(&filter, bias.as_ref(), || pack(&geom, &filter, bias.as_ref()))?;
+                let packed = PackSlot::prepare(&filter, bias.as_ref(), || {
+                    conv_f32_gemm::pack_weights(&geom, &filter, bias.as_ref())
+                })?;
                 ConvState::F32 { conv_act: act, add_clamp: activation_range_f32(p.add.activation), packed }
             }
             Kind::Quant8(quant) if input.dtype == TfLiteType::kTfLiteInt8 && alphas.is_none() => {
@@ -183,7 +171,7 @@ impl BuiltinKernel for ConvThenAdd {
                     QuantAdd::Pot16(_) => return Err(Error::new(format!("{OP}: an int16 ADD does not fuse"))),
                 };
                 let packed = PackSlot::prepare(&filter, bias.as_ref(), || {
-                    pack_int8(kernels, &geom, &filter, bias.as_ref(), &quant)
+                    conv_qs8_gemm::pack_weights(kernels, &geom, &filter, bias.as_ref(), &quant)
                 })?;
                 ConvState::Int8(Box::new(Int8Conv { kernels, quant, add, packed, padded_input: Vec::new() }))
             }
@@ -218,7 +206,9 @@ impl BuiltinKernel for ConvThenAdd {
                     return Err(Error::new(format!("{OP}: residual or alphas do not match the output")));
                 }
                 let mut fresh = None;
-                let packed = packed.get(&filter, bias.as_ref(), &mut fresh, || pack(g, &filter, bias.as_ref()))?;
+                let packed = packed.get(&filter, bias.as_ref(), &mut fresh, || {
+                    conv_f32_gemm::pack_weights(g, &filter, bias.as_ref())
+                })?;
                 let epilogue =
                     AddResidual { residual, channels, residual_first: p.residual_first, clamp: *add_clamp, alphas };
                 let input = input.data::<f32>()?;
@@ -232,8 +222,9 @@ impl BuiltinKernel for ConvThenAdd {
                     return Err(Error::new(format!("{OP}: the residual does not match the output")));
                 }
                 let mut fresh = None;
-                let packed = packed
-                    .get(&filter, bias.as_ref(), &mut fresh, || pack_int8(kernels, g, &filter, bias.as_ref(), quant))?;
+                let packed = packed.get(&filter, bias.as_ref(), &mut fresh, || {
+                    conv_qs8_gemm::pack_weights(kernels, g, &filter, bias.as_ref(), quant)
+                })?;
                 let epilogue = AddResidualInt8 { residual, channels, residual_first: p.residual_first, add };
                 let input = input.data::<i8>()?;
                 conv_qs8_gemm::compute_then(kernels, g, input, packed, out, threads, padded_input, Some(&epilogue))
