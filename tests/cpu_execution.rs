@@ -7,12 +7,15 @@
 //! safe).
 
 mod common;
+#[path = "../src/model/writer.rs"]
+#[allow(dead_code, reason = "these tests write dense float models only")]
+mod writer;
 
 use std::sync::Arc;
 use tensorflowlite_c::abi::arrays::int_array_slice;
 use tensorflowlite_c::abi::types::{TfLiteContext, TfLiteDelegate, TfLiteIntArray, TfLiteStatus, TfLiteType};
 use tensorflowlite_c::interpreter::{Interpreter, InterpreterConfig};
-use tensorflowlite_c::model::Model;
+use tensorflowlite_c::model::{Model, fb};
 use tensorflowlite_c::resolver::builtin::builtin_op_resolver;
 
 fn interpreter(model: &str, fuse: bool) -> Interpreter {
@@ -190,6 +193,69 @@ fn convolutions_fused_into_adds_give_the_same_bits() {
             assert!(f <= p, "{model}: fused arena {f} bytes, unfused {p}");
         }
     }
+}
+
+/// `x -> CONV_2D -> a`, `x -> CONV_2D -> b`, `ADD(a, b)` (1x1 filters, 8 channels, a 6x6
+/// image), with `b` broadcast from one pixel where `broadcast`: the ADD's other operand is
+/// made after the first convolution, so a fused node must run where the ADD ran.
+fn two_branch_model(broadcast: bool) -> Vec<u8> {
+    use tensorflowlite_c::model::fb::BuiltinOperator as Op;
+    let mut w = writer::ModelWriter::new();
+    let x = w.tensor_f32("x", &[1, 6, 6, 8]);
+    let weights = |seed: usize| (0..64).map(|i| (((i * 7 + seed) % 13) as f32 - 6.0) / 8.0).collect::<Vec<f32>>();
+    let (fa, fb) = (w.constant_f32("fa", &[8, 1, 1, 8], &weights(1)), w.constant_f32("fb", &[8, 1, 1, 8], &weights(5)));
+    let bias = w.constant_f32("bias", &[8], &[0.5, -0.25, 0.0, 1.0, -1.0, 0.125, 2.0, -0.5]);
+    let a = w.tensor_f32("a", &[1, 6, 6, 8]);
+    w.op(Op::CONV_2D, &[x, fa, bias], &[a]);
+    let b = if broadcast {
+        let y = w.tensor_f32("y", &[1, 1, 1, 8]);
+        let b = w.tensor_f32("b", &[1, 1, 1, 8]);
+        w.op(Op::CONV_2D, &[y, fb, bias], &[b]);
+        let u = w.tensor_f32("u", &[1, 6, 6, 8]);
+        w.op(Op::ADD, &[a, b], &[u]);
+        w.io(&[x, y], &[u]);
+        return w.finish();
+    } else {
+        w.tensor_f32("b", &[1, 6, 6, 8])
+    };
+    w.op(Op::CONV_2D, &[x, fb, bias], &[b]);
+    let u = w.tensor_f32("u", &[1, 6, 6, 8]);
+    w.op(Op::ADD, &[a, b], &[u]);
+    w.io(&[x], &[u]);
+    w.finish()
+}
+
+fn interpreter_from(bytes: Vec<u8>, fuse: bool, num_threads: i32) -> Interpreter {
+    let model = Model::from_vec(bytes).expect("model");
+    let config = InterpreterConfig {
+        fuse_activations: fuse,
+        num_threads,
+        adaptive_threads: false,
+        ..InterpreterConfig::default()
+    };
+    let mut interp = Interpreter::new(Arc::new(model), &builtin_op_resolver(), config).expect("interpreter");
+    interp.allocate_tensors().expect("allocate");
+    interp
+}
+
+#[test]
+fn a_convolution_whose_add_operand_comes_later_runs_where_the_add_ran() {
+    for threads in [1, 2] {
+        let mut fused = interpreter_from(two_branch_model(false), true, threads);
+        let mut plain = interpreter_from(two_branch_model(false), false, threads);
+        assert_eq!(fused.primary().fused_conv_add(), 1);
+        // The first convolution left; the fused node took the ADD's place, after the second.
+        assert_eq!(fused.primary().execution_plan(), &[1, 2]);
+        for interp in [&mut fused, &mut plain] {
+            fill_inputs(interp);
+            interp.invoke().expect("invoke");
+        }
+        assert_eq!(outputs(&fused), outputs(&plain), "{threads} threads: fusion changed the answer");
+    }
+    // A broadcast operand does not fuse.
+    let interp = interpreter_from(two_branch_model(true), true, 1);
+    assert_eq!(interp.primary().fused_conv_add(), 0);
+    assert_eq!(interp.primary().execution_plan().len(), 3);
 }
 
 /// A delegate that claims nothing and records the length of the execution plan its
