@@ -25,6 +25,11 @@ fn interpreter(model: &str, fuse: bool) -> Interpreter {
 fn interpreter_with(model: &str, fuse: bool, num_threads: i32) -> Interpreter {
     let path = common::corpus().join("models").join(model);
     let model = Model::from_file(&path).unwrap_or_else(|e| panic!("{}: {}", path.display(), e.message));
+    interpreter_of(model, fuse, num_threads)
+}
+
+/// An interpreter for `model`, its tensors allocated, fusing or not, on fixed threads.
+fn interpreter_of(model: Model, fuse: bool, num_threads: i32) -> Interpreter {
     let config = InterpreterConfig {
         fuse_activations: fuse,
         num_threads,
@@ -226,16 +231,7 @@ fn two_branch_model(broadcast: bool) -> Vec<u8> {
 }
 
 fn interpreter_from(bytes: Vec<u8>, fuse: bool, num_threads: i32) -> Interpreter {
-    let model = Model::from_vec(bytes).expect("model");
-    let config = InterpreterConfig {
-        fuse_activations: fuse,
-        num_threads,
-        adaptive_threads: false,
-        ..InterpreterConfig::default()
-    };
-    let mut interp = Interpreter::new(Arc::new(model), &builtin_op_resolver(), config).expect("interpreter");
-    interp.allocate_tensors().expect("allocate");
-    interp
+    interpreter_of(Model::from_vec(bytes).expect("model"), fuse, num_threads)
 }
 
 #[test]
