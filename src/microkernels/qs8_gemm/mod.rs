@@ -785,13 +785,15 @@ pub unsafe fn igemm_shared(
     // In bounds: `offset <= out.len()` (checked above).
     let base = out.ptr().wrapping_add(offset);
     let at = |r: usize| offset + (r - first_row) * out_stride;
-    let hand_over_rows = |chunk: Range<usize>| match epilogue {
-        // SAFETY: `check_call` verified that `out` holds every row of `rows` and column of
-        // `cols` from `offset`, and the caller lets no other thread touch them.
-        Some(e) => unsafe { hand_over(e, out, at, chunk, cols.clone(), out_stride) },
-        None => Ok(()),
-    };
-    let finished: Option<&dyn Fn(Range<usize>) -> Result<()>> = epilogue.map(|_| &hand_over_rows as _);
+    let done_cols = cols.clone();
+    let hand_over_rows = epilogue.map(|e| {
+        move |chunk: Range<usize>| {
+            // SAFETY: `check_call` verified that `out` holds every row of `rows` and column
+            // of `cols` from `offset`, and the caller lets no other thread touch them.
+            unsafe { hand_over(e, out, at, chunk, done_cols.clone(), out_stride) }
+        }
+    });
+    let finished = hand_over_rows.as_ref().map(|f| f as &dyn Fn(Range<usize>) -> Result<()>);
     let zp = packed.input_zero_point;
     drive(kernels, k, packed, input, taps, rows, cols.clone(), zp, out_stride, finished, &mut |tile, j0| {
         let t = j0..j0 + k.nr;
