@@ -90,151 +90,183 @@ unsafe fn igemm<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
 
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
 unsafe fn igemm_impl<const M: usize, const V: usize>(p: &Qs8IgemmArgs) {
-    // The float shortcut's two forms get a tile kernel each: with both inlined in one,
-    // the accumulators no longer stayed in registers (16 -> 96 at 112x112 took 15% longer).
-    if let Qs8Out::Int8 { float: Some(FloatTables { one_sided: true, .. }), .. } = p.out {
-        // SAFETY: forwarded contract.
-        unsafe { tiles::<M, V, true>(p) }
-    } else {
-        // SAFETY: forwarded contract.
-        unsafe { tiles::<M, V, false>(p) }
+    let kind = match p.out {
+        Qs8Out::Int8 { float: Some(FloatTables { one_sided: true, .. }), .. } => FLOAT_ONE_SIDED,
+        Qs8Out::Int8 { float: Some(_), .. } => FLOAT_TWO_SIDED,
+        Qs8Out::Int8 { float: None, .. } => EXACT,
+        Qs8Out::Int32 { .. } => INT32,
+        Qs8Out::Float { .. } => HYBRID,
+    };
+    // SAFETY: (each call) forwarded contract; `kind` names `p.out`'s form, and the rows
+    // are flipped as they are read exactly when they are not flipped already.
+    unsafe {
+        match (kind, p.flipped) {
+            (FLOAT_ONE_SIDED, true) => tiles::<M, V, FLOAT_ONE_SIDED, false>(p),
+            (FLOAT_ONE_SIDED, false) => tiles::<M, V, FLOAT_ONE_SIDED, true>(p),
+            (FLOAT_TWO_SIDED, true) => tiles::<M, V, FLOAT_TWO_SIDED, false>(p),
+            (FLOAT_TWO_SIDED, false) => tiles::<M, V, FLOAT_TWO_SIDED, true>(p),
+            (EXACT, true) => tiles::<M, V, EXACT, false>(p),
+            (EXACT, false) => tiles::<M, V, EXACT, true>(p),
+            (INT32, true) => tiles::<M, V, INT32, false>(p),
+            (INT32, false) => tiles::<M, V, INT32, true>(p),
+            (_, true) => tiles::<M, V, HYBRID, false>(p),
+            (_, false) => tiles::<M, V, HYBRID, true>(p),
+        }
     }
 }
 
-/// The tiles of one call, `ONE_SIDED` when the float shortcut's tables are (see
-/// [`FloatTables::one_sided`]).
+/// The lanes of the vector of columns from `col` that lie below `nc`.
+#[inline]
+fn column_mask(nc: usize, col: usize) -> __mmask16 {
+    ((1u32 << nc.saturating_sub(col).min(16)) - 1) as __mmask16
+}
+
+/// The forms of output a tile loop serves: the float shortcut one- or two-sided (see
+/// [`FloatTables::one_sided`]), the exact requantization, 32-bit sums, hybrid floats.
+const FLOAT_ONE_SIDED: u8 = 0;
+const FLOAT_TWO_SIDED: u8 = 1;
+const EXACT: u8 = 2;
+const INT32: u8 = 3;
+const HYBRID: u8 = 4;
+
+/// The tiles of one call, each output form `KIND` and each way of reading the rows
+/// (flipping their words as they are read when `FLIP`) in a loop of its own: with every
+/// form behind one computation of the sums, the sums went through the stack on every tile
+/// (112x112 16->96: 0.282 ms, 0.191 so).
 ///
 /// # Safety
-/// As for [`igemm`].
+/// As for [`igemm`], with `p.out` of the form `KIND` and `FLIP` false only when
+/// `p.flipped`.
 #[inline(never)]
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
-unsafe fn tiles<const M: usize, const V: usize, const ONE_SIDED: bool>(p: &Qs8IgemmArgs) {
+unsafe fn tiles<const M: usize, const V: usize, const KIND: u8, const FLIP: bool>(p: &Qs8IgemmArgs) {
+    debug_assert!(M <= MAX_ROWS && V <= 2 && p.mr == M && p.nc <= 16 * V && p.kc.is_multiple_of(4) && p.kc >= 4);
     for q in 0..p.tiles {
+        let t = p.tile(q);
         // SAFETY: the contract holds for each tile of the run (it is stated per tile).
-        unsafe { tile_igemm::<M, V, ONE_SIDED>(&p.tile(q)) }
+        unsafe {
+            match KIND {
+                FLOAT_ONE_SIDED => float_tile::<M, V, true, FLIP>(&t),
+                FLOAT_TWO_SIDED => float_tile::<M, V, false, FLIP>(&t),
+                EXACT => exact_tile::<M, V, FLIP>(&t),
+                INT32 => int32_tile::<M, V, FLIP>(&t),
+                _ => hybrid_tile::<M, V, FLIP>(&t),
+            }
+        }
     }
 }
 
+/// One tile requantized exactly (layers the float shortcut does not serve), rows
+/// unrolled from the registers.
+///
 /// # Safety
-/// The contract of [`Qs8IgemmArgs`] for one tile, as for [`igemm`].
+/// The contract of [`Qs8IgemmArgs`] for one tile, as for [`igemm`], with `p.out` an
+/// `Int8` output (`FLIP` false only when the rows are flipped).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
 #[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
-unsafe fn tile_igemm<const M: usize, const V: usize, const ONE_SIDED: bool>(p: &Qs8IgemmArgs) {
-    debug_assert!(M <= MAX_ROWS && V <= 2 && p.mr == M && p.nc <= 16 * V && p.kc.is_multiple_of(4) && p.kc >= 4);
+unsafe fn exact_tile<const M: usize, const V: usize, const FLIP: bool>(p: &Qs8IgemmArgs) {
+    let Qs8Out::Int8 { c, bias, mult, left, right, output_offset, min, max, shifts_left, saturates, .. } = p.out else {
+        return;
+    };
     // SAFETY: (one tile) the packed block is `ks * kc * 16V` bytes, read 64 bytes per vector as
     // `[ks][kc/4][16V][4]`; `a[i*ks + t]` are `kc` readable bytes each, read 4 at a time
     // below `kc` (a multiple of 4); the tables are `16V` values each; `c` rows `i < M`
     // get `nc` bytes each (masked stores write nothing past `nc`): the contract.
     unsafe {
-        // Rows already flipped are broadcast straight from memory; others are flipped here.
-        let acc = if p.flipped { sums::<M, V, false>(p) } else { sums::<M, V, true>(p) };
-        // Every path reads the sums from the registers (rows unrolled): through memory,
-        // each tile's first loads waited on the stores just made.
-        match p.out {
-            Qs8Out::Int8 { float: Some(_), .. } => float_epilogue::<M, V, ONE_SIDED>(p, &acc),
-            Qs8Out::Int8 {
-                c,
-                bias,
-                mult,
-                left,
-                right,
-                output_offset,
-                min,
-                max,
-                shifts_left,
-                saturates,
-                float: None,
-            } => {
-                let clamp = min > -128 || max < 127;
-                if V == 2 {
-                    // Both vectors of a row narrow together (see `RowStore`).
-                    let offset = _mm512_set1_epi16(output_offset.clamp(-32768, 32767) as i16);
-                    let row = RowStore::new(min, max, clamp, p.nc);
-                    let ch0 = Channels::load([bias, mult, left, right], 0);
-                    let ch1 = Channels::load([bias, mult, left, right], 16);
-                    for i in 0..M {
-                        let r0 = ch0.requant(acc[i][0], shifts_left, saturates);
-                        let r1 = ch1.requant(acc[i][V - 1], shifts_left, saturates);
-                        row.store(
-                            c.wrapping_add(i * p.c_stride),
-                            _mm512_adds_epi16(_mm512_packs_epi32(r0, r1), offset),
-                        );
-                    }
-                } else {
-                    let offset = _mm256_set1_epi16(output_offset.clamp(-32768, 32767) as i16);
-                    let vmin = _mm256_set1_epi16(min as i16);
-                    let vmax = _mm256_set1_epi16(max as i16);
-                    for v in 0..V {
-                        // Every vector is requantized (a fixed loop keeps the accumulators
-                        // in registers); vectors past `nc` store nothing (an all-zero mask).
-                        let col = 16 * v;
-                        let n = p.nc.saturating_sub(col).min(16);
-                        let mask: __mmask16 = ((1u32 << n) - 1) as __mmask16;
-                        let ch = Channels::load([bias, mult, left, right], col);
-                        for i in 0..M {
-                            let r = ch.requant(acc[i][v], shifts_left, saturates);
-                            // Saturated to 16 bits, the output offset added with saturation:
-                            // the clamp to the int8 range below then gives what clamping the
-                            // 32-bit values would.
-                            let r = _mm256_adds_epi16(_mm512_cvtsepi32_epi16(r), offset);
-                            store_16(c.wrapping_add(i * p.c_stride + col), mask, r, clamp.then_some((vmin, vmax)));
-                        }
-                    }
+        let acc = sums::<M, V, FLIP>(p);
+        let clamp = min > -128 || max < 127;
+        if V == 2 {
+            // Both vectors of a row narrow together (see `RowStore`).
+            let offset = _mm512_set1_epi16(output_offset.clamp(-32768, 32767) as i16);
+            let row = RowStore::new(min, max, clamp, p.nc);
+            let ch0 = Channels::load([bias, mult, left, right], 0);
+            let ch1 = Channels::load([bias, mult, left, right], 16);
+            for i in 0..M {
+                let r0 = ch0.requant(acc[i][0], shifts_left, saturates);
+                let r1 = ch1.requant(acc[i][V - 1], shifts_left, saturates);
+                row.store(c.wrapping_add(i * p.c_stride), _mm512_adds_epi16(_mm512_packs_epi32(r0, r1), offset));
+            }
+        } else {
+            let offset = _mm256_set1_epi16(output_offset.clamp(-32768, 32767) as i16);
+            let vmin = _mm256_set1_epi16(min as i16);
+            let vmax = _mm256_set1_epi16(max as i16);
+            for v in 0..V {
+                // Every vector is requantized (a fixed loop keeps the accumulators
+                // in registers); vectors past `nc` store nothing (an all-zero mask).
+                let col = 16 * v;
+                let mask = column_mask(p.nc, col);
+                let ch = Channels::load([bias, mult, left, right], col);
+                for i in 0..M {
+                    let r = ch.requant(acc[i][v], shifts_left, saturates);
+                    // Saturated to 16 bits, the output offset added with saturation:
+                    // the clamp to the int8 range below then gives what clamping the
+                    // 32-bit values would.
+                    let r = _mm256_adds_epi16(_mm512_cvtsepi32_epi16(r), offset);
+                    store_16(c.wrapping_add(i * p.c_stride + col), mask, r, clamp.then_some((vmin, vmax)));
                 }
             }
-            Qs8Out::Int32 { c, bias } => {
-                for v in 0..V {
-                    let col = 16 * v;
-                    let n = p.nc.saturating_sub(col).min(16);
-                    let mask: __mmask16 = ((1u32 << n) - 1) as __mmask16;
-                    let b = _mm512_loadu_si512(bias.add(col).cast());
-                    for i in 0..M {
-                        _mm512_mask_storeu_epi32(
-                            c.wrapping_add(i * p.c_stride + col).cast(),
-                            mask,
-                            _mm512_add_epi32(acc[i][v], b),
-                        );
-                    }
-                }
-            }
-            Qs8Out::Float { .. } => hybrid_epilogue::<M, V>(p, &acc),
         }
     }
 }
 
-/// Requantizes a tile's sums with the float shortcut and stores them: rows unrolled, from
-/// the registers. The lanes the shortcut declines are gathered over the whole tile in a
-/// mask register (a branch per row on them cost more than the shortcut itself); in the
-/// rare tile with any, the rows that have some are stored again with those lanes
-/// recomputed exactly (the zero point added in 32 bits: the accumulators are small enough
-/// here not to wrap).
+/// One tile's sums plus the per-channel bias, stored as 32-bit values.
+///
+/// # Safety
+/// As for [`exact_tile`], with `p.out` an `Int32` output.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+#[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
+unsafe fn int32_tile<const M: usize, const V: usize, const FLIP: bool>(p: &Qs8IgemmArgs) {
+    let Qs8Out::Int32 { c, bias } = p.out else {
+        return;
+    };
+    // SAFETY: (one tile) the packed block is `ks * kc * 16V` bytes, read 64 bytes per vector as
+    // `[ks][kc/4][16V][4]`; `a[i*ks + t]` are `kc` readable bytes each, read 4 at a time
+    // below `kc` (a multiple of 4); the tables are `16V` values each; `c` rows `i < M`
+    // get `nc` bytes each (masked stores write nothing past `nc`): the contract.
+    unsafe {
+        let acc = sums::<M, V, FLIP>(p);
+        for v in 0..V {
+            let col = 16 * v;
+            let mask = column_mask(p.nc, col);
+            let b = _mm512_loadu_si512(bias.add(col).cast());
+            for i in 0..M {
+                _mm512_mask_storeu_epi32(
+                    c.wrapping_add(i * p.c_stride + col).cast(),
+                    mask,
+                    _mm512_add_epi32(acc[i][v], b),
+                );
+            }
+        }
+    }
+}
+
+/// One tile with the float shortcut: its sums (flipping the rows' words when `FLIP`),
+/// requantized and stored with the rows unrolled, from the registers. The lanes the
+/// shortcut declines are gathered over the whole tile in a mask register (a branch per row
+/// on them cost more than the shortcut itself); the rare tile with any goes on to
+/// [`exact_rows`].
 ///
 /// # Safety
 /// `p.out` is `Qs8Out::Int8` with `float` tables, under the contract of
-/// [`Qs8IgemmArgs`] for `M` rows and `16 * V` columns; AVX-512 F, BW, DQ and VL available.
+/// [`Qs8IgemmArgs`] for `M` rows and `16 * V` columns (`FLIP` false only when the rows are
+/// flipped); AVX-512 F, BW, DQ, VL and VNNI available.
 #[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
 #[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
-unsafe fn float_epilogue<const M: usize, const V: usize, const ONE_SIDED: bool>(
-    p: &Qs8IgemmArgs,
-    acc: &[[__m512i; V]; M],
-) {
+unsafe fn float_tile<const M: usize, const V: usize, const ONE_SIDED: bool, const FLIP: bool>(p: &Qs8IgemmArgs) {
     // (The caller matched this shape; any other leaves the tile to it.)
-    let Qs8Out::Int8 { c, bias, mult, left, right, output_offset, min, max, shifts_left, saturates, float: Some(ft) } =
-        p.out
-    else {
+    let Qs8Out::Int8 { c, min, max, float: Some(ft), .. } = p.out else {
         return;
     };
     let clamp = min > -128 || max < 127;
     // SAFETY: the tables hold `16 * V` values each and row `i < M` of `c` takes `nc`
-    // bytes (the contract); every store below is masked to `nc`.
+    // bytes (the contract); every store below is masked to `nc`; `exact_rows` is called
+    // under this function's own contract.
     unsafe {
+        let acc = sums::<M, V, FLIP>(p);
         let lanes: [FloatLanes; V] = core::array::from_fn(|v| FloatLanes::load(ft, 16 * v));
-        let exact = |col: usize, a: __m512i| {
-            let ch = Channels::load([bias, mult, left, right], col);
-            _mm512_add_epi32(ch.requant(a, shifts_left, saturates), _mm512_set1_epi32(output_offset))
-        };
         // Per vector of columns, the lowest fraction of any row: one comparison per tile
         // then tells whether any lane declined.
         let mut lowest = [_mm512_set1_ps(1.0); V];
@@ -252,15 +284,7 @@ unsafe fn float_epilogue<const M: usize, const V: usize, const ONE_SIDED: bool>(
                 row.store(c.wrapping_add(i * p.c_stride), _mm512_packs_epi32(r0, r1));
             }
             if any_declined(&lowest) {
-                for i in 0..M {
-                    let (r0, k0) = lanes[0].apply::<ONE_SIDED>(acc[i][0]);
-                    let (r1, k1) = lanes[V - 1].apply::<ONE_SIDED>(acc[i][V - 1]);
-                    if (k0 | k1) != 0 {
-                        let r0 = _mm512_mask_mov_epi32(r0, k0, exact(0, acc[i][0]));
-                        let r1 = _mm512_mask_mov_epi32(r1, k1, exact(16, acc[i][V - 1]));
-                        row.store(c.wrapping_add(i * p.c_stride), _mm512_packs_epi32(r0, r1));
-                    }
-                }
+                exact_rows::<M, V, ONE_SIDED>(p);
             }
         } else {
             let mask: __mmask16 = ((1u32 << p.nc.min(16)) - 1) as __mmask16;
@@ -275,11 +299,59 @@ unsafe fn float_epilogue<const M: usize, const V: usize, const ONE_SIDED: bool>(
                 store(i, r);
             }
             if declined != 0 {
-                for i in 0..M {
-                    let (r, k) = lanes[0].apply::<ONE_SIDED>(acc[i][0]);
-                    if k != 0 {
-                        store(i, _mm512_mask_mov_epi32(r, k, exact(0, acc[i][0])));
-                    }
+                exact_rows::<M, V, ONE_SIDED>(p);
+            }
+        }
+    }
+}
+
+/// The rare tile of [`float_tile`] with lanes the shortcut declined: its sums computed
+/// again, and the rows with such lanes stored again with those lanes requantized exactly
+/// (the zero point added in 32 bits: the accumulators are small enough here not to wrap).
+/// Computing the sums twice in a few tiles costs less than keeping them for this pass in
+/// every tile: with sixteen sums held through the shortcut's pass the compiler put them
+/// on the stack, and 112x112 16->96 took 0.282 ms instead of 0.191.
+///
+/// # Safety
+/// As for [`float_tile`], on a CPU with AVX-512 VNNI as well.
+#[cold]
+#[inline(never)]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+#[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
+unsafe fn exact_rows<const M: usize, const V: usize, const ONE_SIDED: bool>(p: &Qs8IgemmArgs) {
+    let Qs8Out::Int8 { c, bias, mult, left, right, output_offset, min, max, shifts_left, saturates, float: Some(ft) } =
+        p.out
+    else {
+        return;
+    };
+    let clamp = min > -128 || max < 127;
+    // SAFETY: as in `float_tile`, whose contract this function has.
+    unsafe {
+        let acc = if p.flipped { sums::<M, V, false>(p) } else { sums::<M, V, true>(p) };
+        let lanes: [FloatLanes; V] = core::array::from_fn(|v| FloatLanes::load(ft, 16 * v));
+        let exact = |col: usize, a: __m512i| {
+            let ch = Channels::load([bias, mult, left, right], col);
+            _mm512_add_epi32(ch.requant(a, shifts_left, saturates), _mm512_set1_epi32(output_offset))
+        };
+        if V == 2 {
+            let row = RowStore::new(min, max, clamp, p.nc);
+            for i in 0..M {
+                let (r0, k0) = lanes[0].apply::<ONE_SIDED>(acc[i][0]);
+                let (r1, k1) = lanes[V - 1].apply::<ONE_SIDED>(acc[i][V - 1]);
+                if (k0 | k1) != 0 {
+                    let r0 = _mm512_mask_mov_epi32(r0, k0, exact(0, acc[i][0]));
+                    let r1 = _mm512_mask_mov_epi32(r1, k1, exact(16, acc[i][V - 1]));
+                    row.store(c.wrapping_add(i * p.c_stride), _mm512_packs_epi32(r0, r1));
+                }
+            }
+        } else {
+            let mask: __mmask16 = ((1u32 << p.nc.min(16)) - 1) as __mmask16;
+            let bounds = clamp.then(|| (_mm_set1_epi8(min as i8), _mm_set1_epi8(max as i8)));
+            for i in 0..M {
+                let (r, k) = lanes[0].apply::<ONE_SIDED>(acc[i][0]);
+                if k != 0 {
+                    let r = _mm512_mask_mov_epi32(r, k, exact(0, acc[i][0]));
+                    store_bytes(c.wrapping_add(i * p.c_stride), mask, r, bounds);
                 }
             }
         }
@@ -291,22 +363,24 @@ unsafe fn float_epilogue<const M: usize, const V: usize, const ONE_SIDED: bool>(
 ///
 /// # Safety
 /// `p.out` is `Qs8Out::Float`, under the contract of [`Qs8IgemmArgs`] for `M` rows and
-/// `16 * V` columns (the row tables hold an entry per row); AVX-512 F available.
+/// `16 * V` columns (the row tables hold an entry per row; `FLIP` false only when the
+/// rows are flipped); AVX-512 F, BW, VL and VNNI available.
 #[inline]
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
 #[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
-unsafe fn hybrid_epilogue<const M: usize, const V: usize>(p: &Qs8IgemmArgs, acc: &[[__m512i; V]; M]) {
+unsafe fn hybrid_tile<const M: usize, const V: usize, const FLIP: bool>(p: &Qs8IgemmArgs) {
     let Qs8Out::Float { c, sumw, scale, bias, row_fold, row_scale, min, max, .. } = p.out else {
         return;
     };
     let (vmin, vmax) = (_mm512_set1_ps(min), _mm512_set1_ps(max));
-    // SAFETY: the column tables hold `16 * V` values, the row tables `M`, and row `i < M`
-    // of `c` takes `nc` floats (the contract); every store is masked to `nc`.
+    // SAFETY: the sums read what the contract gives; the column tables hold `16 * V`
+    // values, the row tables `M`, and row `i < M` of `c` takes `nc` floats (the
+    // contract); every store is masked to `nc`.
     unsafe {
+        let acc = sums::<M, V, FLIP>(p);
         for v in 0..V {
             let col = 16 * v;
-            let n = p.nc.saturating_sub(col).min(16);
-            let mask: __mmask16 = ((1u32 << n) - 1) as __mmask16;
+            let mask = column_mask(p.nc, col);
             let sw = _mm512_loadu_si512(sumw.add(col).cast());
             let sc = _mm512_loadu_ps(scale.add(col));
             let b = _mm512_loadu_ps(bias.add(col));
