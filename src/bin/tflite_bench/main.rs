@@ -21,8 +21,9 @@
 //! default resolver, which applies the XNNPACK delegate) or `ref` (reference kernels).
 //! One table row per model: median and min Invoke latency of both and the ratio of the
 //! medians; init time of both (ours: model load + interpreter + AllocateTensors;
-//! TFLite: ref.py's `load_alloc_ms`, the same steps; the model file is read once before
-//! either side runs, so both load it from the page cache); our packed-weight bytes (weights
+//! TFLite: ref.py's `load_alloc_ms`, the same steps), the median of three fresh processes
+//! per side (the model file is read once before either side runs, so both load it from
+//! the page cache); our packed-weight bytes (weights
 //! repacked for the kernels, alive after init and a first Invoke); our arena bytes and
 //! LiteRT's (from `litert_reference.rs`, shared/design/MEMORY.md, measured with its
 //! builtin kernels; "n/a" where there is none, `(emulated)` where LiteRT cannot load
@@ -116,11 +117,10 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// One side's figures for one model.
+/// One side's Invoke latency for one model.
 struct Figures {
     median_ms: f64,
     min_ms: f64,
-    init_ms: f64,
 }
 
 /// Our figures for one model, with our arena and packed-weight bytes.
@@ -130,17 +130,15 @@ struct Ours {
     packed_bytes: usize,
 }
 
-/// Our latency, init time and memory for one model, on `threads` threads.
+/// Our latency and memory for one model, on `threads` threads.
 fn measure(path: &str, threads: i32, runs: usize) -> Result<Ours, String> {
     let packed_before = live_packed_bytes();
-    let t0 = Instant::now();
     let model = Model::from_file(std::path::Path::new(path)).map_err(|e| e.message)?;
     let resolver = builtin_op_resolver();
     let config =
         InterpreterConfig { num_threads: threads, reporter: Arc::new(|_: &str| {}), ..InterpreterConfig::default() };
     let mut interp = Interpreter::new(Arc::new(model), &resolver, config).map_err(|e| e.message)?;
     interp.allocate_tensors().map_err(|e| e.message)?;
-    let init = t0.elapsed();
     fill_inputs(&mut interp);
     // Also the warm-up: some kernels pack their weights at the first Invoke.
     interp.invoke().map_err(|e| e.message)?;
@@ -156,20 +154,46 @@ fn measure(path: &str, threads: i32, runs: usize) -> Result<Ours, String> {
         .map_err(|e| e.message)?;
     times.sort();
     Ok(Ours {
-        time: Figures { median_ms: ms(times[times.len() / 2]), min_ms: ms(times[0]), init_ms: ms(init) },
+        time: Figures { median_ms: ms(times[times.len() / 2]), min_ms: ms(times[0]) },
         arena_bytes: interp.primary().memory_stats().arena_bytes,
         packed_bytes,
     })
 }
 
-/// Real TFLite's latency and init time, from ref.py's JSON line.
-fn measure_tflite(path: &str, threads: i32, kernels: &str) -> Result<Figures, String> {
+/// Init time measurements per side in `--compare`, each in a fresh process; the table
+/// shows their median.
+const INIT_RUNS: usize = 3;
+
+/// Our init time (ms) in a fresh process: this program run on the model once.
+fn our_init_ms(path: &str, threads: i32) -> Result<f64, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let out = std::process::Command::new(&exe)
+        .args([path, "--threads", &threads.to_string(), "--runs", "1", "--warmup", "1"])
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("init_ms: "))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| format!("no init_ms from {}: {}", exe.display(), String::from_utf8_lossy(&out.stderr).trim()))
+}
+
+/// The median of `values` (not empty).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Real TFLite's latency and init time (ms), from ref.py's JSON line (`seconds` of timed
+/// runs).
+fn measure_tflite(path: &str, threads: i32, kernels: &str, seconds: &str) -> Result<(Figures, f64), String> {
     let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
     let python = std::env::var("TFLITE_REF_PYTHON")
         .unwrap_or_else(|_| shared.join(".litert/bin/python").to_string_lossy().into_owned());
     let out = std::process::Command::new(&python)
         .arg(shared.join("tools/litert/ref.py"))
-        .args(["bench", path, "--threads", &threads.to_string(), "--kernels", kernels, "--seconds", "1"])
+        .args(["bench", path, "--threads", &threads.to_string(), "--kernels", kernels, "--seconds", seconds])
         .output()
         .map_err(|e| format!("cannot run {python}: {e}"))?;
     if !out.status.success() {
@@ -184,7 +208,7 @@ fn measure_tflite(path: &str, threads: i32, kernels: &str) -> Result<Figures, St
         let start = line.find(&key).ok_or(format!("no {name} in ref.py output"))? + key.len();
         line[start..].split([',', '}']).next().and_then(|v| v.trim().parse().ok()).ok_or(format!("bad {name}"))
     };
-    Ok(Figures { median_ms: field("median_ms")?, min_ms: field("min_ms")?, init_ms: field("load_alloc_ms")? })
+    Ok((Figures { median_ms: field("median_ms")?, min_ms: field("min_ms")? }, field("load_alloc_ms")?))
 }
 
 /// LiteRT's arena bytes for the model at `path`, as the table cell shows them.
@@ -199,7 +223,7 @@ fn litert_arena_cell(name: &str) -> String {
 fn compare(a: &Args) {
     let threads = a.threads.max(1);
     println!(
-        "TFLite: {} kernels (ref.py --kernels {}), {threads} thread(s), runs for 1 s; ours: builtin kernels, {threads} thread(s), {} runs; each model file read once first, so both sides load it from the page cache",
+        "TFLite: {} kernels (ref.py --kernels {}), {threads} thread(s), runs for 1 s; ours: builtin kernels, {threads} thread(s), {} runs; each model file read once first, so both sides load it from the page cache; init: median of {INIT_RUNS} fresh processes per side",
         a.kernels, a.kernels, a.runs
     );
     println!(
@@ -215,33 +239,52 @@ fn compare(a: &Args) {
         let _ = std::fs::read(path);
         let (ours, theirs) = if i % 2 == 0 {
             let o = measure(path, threads, a.runs);
-            (o, measure_tflite(path, threads, &a.kernels))
+            (o, measure_tflite(path, threads, &a.kernels, "1"))
         } else {
-            let t = measure_tflite(path, threads, &a.kernels);
+            let t = measure_tflite(path, threads, &a.kernels, "1");
             (measure(path, threads, a.runs), t)
         };
-        let (om, omin, oinit, packed, arena) = match &ours {
+        // Init in fresh processes on both sides, alternating: how long a program starting
+        // up waits, measured alike (a load inside a process that has just freed the same
+        // amount of memory gets it back cheaper than one that has not).
+        let (ours_init, theirs_init) = match (&ours, &theirs) {
+            (Ok(_), Ok(t)) => {
+                let mut o = Vec::with_capacity(INIT_RUNS);
+                let mut t = vec![Ok(t.1)];
+                for _ in 0..INIT_RUNS {
+                    o.push(our_init_ms(path, threads));
+                    if t.len() < INIT_RUNS {
+                        t.push(measure_tflite(path, threads, &a.kernels, "0.05").map(|(_, init)| init));
+                    }
+                }
+                let cell = |runs: Vec<Result<f64, String>>| match runs.into_iter().collect::<Result<Vec<f64>, String>>()
+                {
+                    Ok(v) => format!("{:.1}", median(v)),
+                    Err(e) => e,
+                };
+                (cell(o), cell(t))
+            }
+            _ => (String::new(), String::new()),
+        };
+        let (om, omin, packed, arena) = match &ours {
             Ok(o) => (
                 format!("{:.3}", o.time.median_ms),
                 format!("{:.3}", o.time.min_ms),
-                format!("{:.1}", o.time.init_ms),
                 o.packed_bytes.to_string(),
                 o.arena_bytes.to_string(),
             ),
-            Err(e) => {
-                (format!("unsupported: {}", e.trim()), String::new(), String::new(), String::new(), String::new())
-            }
+            Err(e) => (format!("unsupported: {}", e.trim()), String::new(), String::new(), String::new()),
         };
-        let (tm, tmin, tinit) = match &theirs {
-            Ok(t) => (format!("{:.3}", t.median_ms), format!("{:.3}", t.min_ms), format!("{:.1}", t.init_ms)),
-            Err(e) => (e.clone(), String::new(), String::new()),
+        let (tm, tmin) = match &theirs {
+            Ok((t, _)) => (format!("{:.3}", t.median_ms), format!("{:.3}", t.min_ms)),
+            Err(e) => (e.clone(), String::new()),
         };
         let ratio = match (&ours, &theirs) {
-            (Ok(o), Ok(t)) if t.median_ms > 0.0 => format!("{:.2}", o.time.median_ms / t.median_ms),
+            (Ok(o), Ok((t, _))) if t.median_ms > 0.0 => format!("{:.2}", o.time.median_ms / t.median_ms),
             _ => String::new(),
         };
         println!(
-            "| {name} | {om} | {omin} | {tm} | {tmin} | {ratio} | {oinit} | {tinit} | {packed} | {arena} | {lite} |"
+            "| {name} | {om} | {omin} | {tm} | {tmin} | {ratio} | {ours_init} | {theirs_init} | {packed} | {arena} | {lite} |"
         );
     }
 }
