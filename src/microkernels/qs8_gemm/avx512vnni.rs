@@ -132,7 +132,10 @@ const HYBRID: u8 = 4;
 /// The tiles of one call, each output form `KIND` and each way of reading the rows
 /// (flipping their words as they are read when `FLIP`) in a loop of its own: with every
 /// form behind one computation of the sums, the sums went through the stack on every tile
-/// (112x112 16->96: 0.282 ms, 0.191 so).
+/// (112x112 16->96 took 0.282 ms so, 0.191 now).
+///
+/// Each tile function takes the fields of the form it serves (`igemm_impl` chose `KIND`
+/// from `p.out`, so no other form reaches it).
 ///
 /// # Safety
 /// As for [`igemm`], with `p.out` of the form `KIND` and `FLIP` false only when
@@ -221,10 +224,9 @@ unsafe fn int32_tile<const M: usize, const V: usize, const FLIP: bool>(p: &Qs8Ig
     let Qs8Out::Int32 { c, bias } = p.out else {
         return;
     };
-    // SAFETY: (one tile) the packed block is `ks * kc * 16V` bytes, read 64 bytes per vector as
-    // `[ks][kc/4][16V][4]`; `a[i*ks + t]` are `kc` readable bytes each, read 4 at a time
-    // below `kc` (a multiple of 4); the tables are `16V` values each; `c` rows `i < M`
-    // get `nc` bytes each (masked stores write nothing past `nc`): the contract.
+    // SAFETY: (one tile) the sums read what the contract gives (see `exact_tile`); the
+    // bias holds `16V` values; `c` rows `i < M` get `nc` 32-bit values each (masked
+    // stores write nothing past `nc`): the contract.
     unsafe {
         let acc = sums::<M, V, FLIP>(p);
         for v in 0..V {
@@ -256,7 +258,7 @@ unsafe fn int32_tile<const M: usize, const V: usize, const FLIP: bool>(p: &Qs8Ig
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
 #[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
 unsafe fn float_tile<const M: usize, const V: usize, const ONE_SIDED: bool, const FLIP: bool>(p: &Qs8IgemmArgs) {
-    // (The caller matched this shape; any other leaves the tile to it.)
+    // (`tiles` chose this function from `p.out`'s form: no other form reaches it.)
     let Qs8Out::Int8 { c, min, max, float: Some(ft), .. } = p.out else {
         return;
     };
@@ -284,10 +286,10 @@ unsafe fn float_tile<const M: usize, const V: usize, const ONE_SIDED: bool, cons
                 row.store(c.wrapping_add(i * p.c_stride), _mm512_packs_epi32(r0, r1));
             }
             if any_declined(&lowest) {
-                exact_rows::<M, V, ONE_SIDED>(p);
+                exact_rows::<M, V, ONE_SIDED, FLIP>(p);
             }
         } else {
-            let mask: __mmask16 = ((1u32 << p.nc.min(16)) - 1) as __mmask16;
+            let mask = column_mask(p.nc, 0);
             let bounds = clamp.then(|| (_mm_set1_epi8(min as i8), _mm_set1_epi8(max as i8)));
             let store = |i: usize, r: __m512i| store_bytes(c.wrapping_add(i * p.c_stride), mask, r, bounds);
             // (Twelve rows of one vector: a mask per row leaves the registers to the
@@ -299,7 +301,7 @@ unsafe fn float_tile<const M: usize, const V: usize, const ONE_SIDED: bool, cons
                 store(i, r);
             }
             if declined != 0 {
-                exact_rows::<M, V, ONE_SIDED>(p);
+                exact_rows::<M, V, ONE_SIDED, FLIP>(p);
             }
         }
     }
@@ -318,7 +320,7 @@ unsafe fn float_tile<const M: usize, const V: usize, const ONE_SIDED: bool, cons
 #[inline(never)]
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
 #[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
-unsafe fn exact_rows<const M: usize, const V: usize, const ONE_SIDED: bool>(p: &Qs8IgemmArgs) {
+unsafe fn exact_rows<const M: usize, const V: usize, const ONE_SIDED: bool, const FLIP: bool>(p: &Qs8IgemmArgs) {
     let Qs8Out::Int8 { c, bias, mult, left, right, output_offset, min, max, shifts_left, saturates, float: Some(ft) } =
         p.out
     else {
@@ -327,7 +329,7 @@ unsafe fn exact_rows<const M: usize, const V: usize, const ONE_SIDED: bool>(p: &
     let clamp = min > -128 || max < 127;
     // SAFETY: as in `float_tile`, whose contract this function has.
     unsafe {
-        let acc = if p.flipped { sums::<M, V, false>(p) } else { sums::<M, V, true>(p) };
+        let acc = sums::<M, V, FLIP>(p);
         let lanes: [FloatLanes; V] = core::array::from_fn(|v| FloatLanes::load(ft, 16 * v));
         let exact = |col: usize, a: __m512i| {
             let ch = Channels::load([bias, mult, left, right], col);
@@ -345,7 +347,7 @@ unsafe fn exact_rows<const M: usize, const V: usize, const ONE_SIDED: bool>(p: &
                 }
             }
         } else {
-            let mask: __mmask16 = ((1u32 << p.nc.min(16)) - 1) as __mmask16;
+            let mask = column_mask(p.nc, 0);
             let bounds = clamp.then(|| (_mm_set1_epi8(min as i8), _mm_set1_epi8(max as i8)));
             for i in 0..M {
                 let (r, k) = lanes[0].apply::<ONE_SIDED>(acc[i][0]);
