@@ -212,21 +212,20 @@ fn two_branch_model(broadcast: bool) -> Vec<u8> {
     let bias = w.constant_f32("bias", &[8], &[0.5, -0.25, 0.0, 1.0, -1.0, 0.125, 2.0, -0.5]);
     let a = w.tensor_f32("a", &[1, 6, 6, 8]);
     w.op(Op::CONV_2D, &[x, fa, bias], &[a]);
-    let b = if broadcast {
+    // The second convolution reads `x` itself, or a one-pixel input `y` of its own.
+    let (b, inputs) = if broadcast {
         let y = w.tensor_f32("y", &[1, 1, 1, 8]);
         let b = w.tensor_f32("b", &[1, 1, 1, 8]);
         w.op(Op::CONV_2D, &[y, fb, bias], &[b]);
-        let u = w.tensor_f32("u", &[1, 6, 6, 8]);
-        w.op(Op::ADD, &[a, b], &[u]);
-        w.io(&[x, y], &[u]);
-        return w.finish();
+        (b, vec![x, y])
     } else {
-        w.tensor_f32("b", &[1, 6, 6, 8])
+        let b = w.tensor_f32("b", &[1, 6, 6, 8]);
+        w.op(Op::CONV_2D, &[x, fb, bias], &[b]);
+        (b, vec![x])
     };
-    w.op(Op::CONV_2D, &[x, fb, bias], &[b]);
     let u = w.tensor_f32("u", &[1, 6, 6, 8]);
     w.op(Op::ADD, &[a, b], &[u]);
-    w.io(&[x], &[u]);
+    w.io(&inputs, &[u]);
     w.finish()
 }
 
