@@ -130,6 +130,9 @@ struct Ours {
     packed_bytes: usize,
 }
 
+/// How long `--compare` invokes each side before timing it.
+const WARM_UP: Duration = Duration::from_millis(300);
+
 /// Our latency and memory for one model, on `threads` threads.
 fn measure(path: &str, threads: i32, runs: usize) -> Result<Ours, String> {
     let packed_before = live_packed_bytes();
@@ -140,9 +143,16 @@ fn measure(path: &str, threads: i32, runs: usize) -> Result<Ours, String> {
     let mut interp = Interpreter::new(Arc::new(model), &resolver, config).map_err(|e| e.message)?;
     interp.allocate_tensors().map_err(|e| e.message)?;
     fill_inputs(&mut interp);
-    // Also the warm-up: some kernels pack their weights at the first Invoke.
+    // Some kernels pack their weights at the first Invoke.
     interp.invoke().map_err(|e| e.message)?;
     let packed_bytes = live_packed_bytes().saturating_sub(packed_before);
+    // The same warm-up as the LiteRT side's (`ref.py bench` invokes for 0.3 s first): the
+    // first few hundred milliseconds of a fresh interpreter run slower on both sides
+    // (memory first touched, an idle vCPU brought back by the host).
+    let warm_until = Instant::now() + WARM_UP;
+    while Instant::now() < warm_until {
+        interp.invoke().map_err(|e| e.message)?;
+    }
     let mut times: Vec<Duration> = (0..runs)
         .map(|_| {
             let s = Instant::now();
@@ -223,7 +233,7 @@ fn litert_arena_cell(name: &str) -> String {
 fn compare(a: &Args) {
     let threads = a.threads.max(1);
     println!(
-        "TFLite: {} kernels (ref.py --kernels {}), {threads} thread(s), runs for 1 s; ours: builtin kernels, {threads} thread(s), {} runs; each model file read once first, so both sides load it from the page cache; init: median of {INIT_RUNS} fresh processes per side",
+        "TFLite: {} kernels (ref.py --kernels {}), {threads} thread(s), runs for 1 s; ours: builtin kernels, {threads} thread(s), {} runs; each side warms up for 0.3 s first; each model file read once first, so both sides load it from the page cache; init: median of {INIT_RUNS} fresh processes per side",
         a.kernels, a.kernels, a.runs
     );
     println!(
