@@ -54,6 +54,6 @@ def streaming_int8(n, invokes):
 
 
 def cases():
-    # 40 values: two full 16-lane blocks and a tail in every SIMD kernel on the way.
+    # 40 values: a multiple of no vector width, so every SIMD kernel on the way runs a tail.
     yield streaming_int8(40, 1)
     yield streaming_int8(40, 300)
