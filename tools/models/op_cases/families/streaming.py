@@ -54,6 +54,6 @@ def streaming_int8(n, invokes):
 
 
 def cases():
-    # 40 values: a multiple of no vector width, so every SIMD kernel on the way runs a tail.
+    # 40 values: not a multiple of 16, 32 or 64, so the AVX-512 kernels on the way run tails.
     yield streaming_int8(40, 1)
     yield streaming_int8(40, 300)
